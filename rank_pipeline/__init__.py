@@ -1,0 +1,1 @@
+"""rank-pipeline: rank-tracking API -> Parquet snapshots -> DuckDB warehouse, orchestrated by Dagster."""
