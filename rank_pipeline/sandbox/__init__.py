@@ -1,0 +1,1 @@
+"""Local, spec-faithful implementation of the rank-tracking API (see docs/architecture.md)."""
