@@ -1,0 +1,343 @@
+"""Parquet snapshots: the system of record.
+
+The API tells only the present, so a past day can never be fetched again: each daily run writes one
+snapshot per resource, and every warehouse table can be rebuilt from them. A snapshot is immutable once
+committed, except that re-extracting the same day (from the sandbox, or today again from the real API)
+replaces it whole.
+
+Layout (``docs/architecture.md``, "Snapshots")::
+
+    <root>/<resource>/snapshot_date=YYYY-MM-DD/part-<account>-NNNN.parquet
+    <root>/<resource>/snapshot_date=YYYY-MM-DD/_manifest.json
+
+Columns: ``snapshot_date`` (date32), ``account``, ``id``, ``type``, ``parent_id`` (string, null),
+``extracted_at`` (timestamp[us, UTC]), ``attributes`` (the record's full ``attributes`` as a JSON string),
+then the fields the spec shows, flattened (:data:`SPEC_FIELDS`). Fields the spec marks "not shown" are
+never flattened here: they stay in ``attributes`` and are read by the staging SQL models only.
+
+Writing streams: records are buffered up to ``row_group_size`` rows and flushed as a Parquet row group,
+so memory does not grow with the size of an account. Files are written into a hidden staging folder and
+moved into place by :meth:`SnapshotWriter.commit`; a failed run calls :meth:`SnapshotWriter.abort` and
+leaves the previous snapshot of that day (if any) untouched.
+
+The API key is never passed to this module, so it cannot reach a snapshot or a manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = [
+    "RESOURCES",
+    "SCHEMA_VERSION",
+    "SPEC_FIELDS",
+    "SnapshotError",
+    "SnapshotWriter",
+    "arrow_schema",
+    "list_snapshot_dates",
+    "partition_dir",
+    "read_manifest",
+    "read_snapshot",
+]
+
+RESOURCES: tuple[str, ...] = ("domains", "keywords", "competitors", "tags", "usage", "locations", "languages")
+"""Every resource the pipeline snapshots, in extraction order."""
+
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "_manifest.json"
+_ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def _path(*keys: str) -> Callable[[Mapping[str, Any]], Any]:
+    def get(attributes: Mapping[str, Any]) -> Any:
+        value: Any = attributes
+        for key in keys:
+            if not isinstance(value, Mapping):
+                return None
+            value = value.get(key)
+        return value
+
+    return get
+
+
+SPEC_FIELDS: dict[str, list[tuple[str, pa.DataType, Callable[[Mapping[str, Any]], Any]]]] = {
+    # spec "Resources and their fields": Domain
+    "domains": [
+        ("domain", pa.string(), _path("domain")),
+        ("host", pa.string(), _path("host")),
+        ("match_type", pa.string(), _path("matchType")),
+        ("project_name", pa.string(), _path("projectName")),
+    ],
+    # spec "Keyword": reads back with a location object whose code is the geo-target id
+    "keywords": [("location_code", pa.string(), _path("location", "code"))],
+    "competitors": [],
+    "tags": [],
+    # spec "Usage"
+    "usage": [
+        ("api_enabled", pa.bool_(), _path("apiEnabled")),
+        ("keywords_usage", pa.int64(), _path("keywords", "usage")),
+        ("keywords_limit", pa.int64(), _path("keywords", "limit")),
+        ("keywords_remaining", pa.int64(), _path("keywords", "remaining")),
+        ("data_rows_usage", pa.int64(), _path("dataRows", "usage")),
+        ("data_rows_limit", pa.int64(), _path("dataRows", "limit")),
+        ("data_rows_remaining", pa.int64(), _path("dataRows", "remaining")),
+    ],
+    # spec "Location catalogue row" and GET /v1/languages: `code` is the value to send
+    "locations": [("code", pa.string(), _path("code"))],
+    "languages": [("code", pa.string(), _path("code"))],
+}
+"""Per resource: (column, Arrow type, getter over ``attributes``) for each field the spec shows."""
+
+_COMMON: list[tuple[str, pa.DataType]] = [
+    ("snapshot_date", pa.date32()),
+    ("account", pa.string()),
+    ("id", pa.string()),
+    ("type", pa.string()),
+    ("parent_id", pa.string()),
+    ("extracted_at", pa.timestamp("us", tz="UTC")),
+    ("attributes", pa.string()),
+]
+
+
+class SnapshotError(RuntimeError):
+    """A snapshot could not be written or read; the message names the path and what to do."""
+
+
+def arrow_schema(resource: str) -> pa.Schema:
+    """The Arrow schema of ``resource``'s snapshot files: the common columns, then :data:`SPEC_FIELDS`.
+
+    Raises:
+        SnapshotError: ``resource`` is not one of :data:`RESOURCES`.
+    """
+    _check_resource(resource)
+    return pa.schema(_COMMON + [(name, typ) for name, typ, _ in SPEC_FIELDS[resource]])
+
+
+def partition_dir(root: Path | str, resource: str, snapshot_date: date) -> Path:
+    """``<root>/<resource>/snapshot_date=YYYY-MM-DD``: where one day's snapshot of a resource lives."""
+    _check_resource(resource)
+    return Path(root) / resource / f"snapshot_date={snapshot_date.isoformat()}"
+
+
+def list_snapshot_dates(root: Path | str, resource: str) -> list[date]:
+    """Dates with a committed snapshot (one holding a manifest) of ``resource``, ascending."""
+    base = Path(root) / resource
+    out = []
+    if base.is_dir():
+        for child in base.iterdir():
+            if child.name.startswith("snapshot_date=") and (child / MANIFEST_NAME).is_file():
+                out.append(date.fromisoformat(child.name.split("=", 1)[1]))
+    return sorted(out)
+
+
+def read_manifest(root: Path | str, resource: str, snapshot_date: date) -> dict[str, Any]:
+    """The manifest of one committed snapshot (see :meth:`SnapshotWriter.commit` for its shape).
+
+    Raises:
+        SnapshotError: there is no committed snapshot of ``resource`` for ``snapshot_date``.
+    """
+    path = partition_dir(root, resource, snapshot_date) / MANIFEST_NAME
+    if not path.is_file():
+        raise SnapshotError(
+            f"no {resource} snapshot for {snapshot_date} at {path.parent}: extract that day first "
+            f"(a past day cannot be fetched from the real API again)"
+        )
+    return json.loads(path.read_text())
+
+
+def read_snapshot(root: Path | str, resource: str, snapshot_date: date) -> pa.Table:
+    """Every row of one committed snapshot as an Arrow table (all accounts), with :func:`arrow_schema`.
+
+    Raises:
+        SnapshotError: no committed snapshot for that day.
+    """
+    manifest = read_manifest(root, resource, snapshot_date)
+    folder = partition_dir(root, resource, snapshot_date)
+    tables = [pq.read_table(folder / name) for name in manifest["files"]]
+    if not tables:
+        return arrow_schema(resource).empty_table()
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def _check_resource(resource: str) -> None:
+    if resource not in SPEC_FIELDS:
+        raise SnapshotError(f"unknown resource {resource!r}; expected one of {', '.join(RESOURCES)}")
+
+
+@dataclass
+class _AccountPart:
+    writer: pq.ParquetWriter | None = None
+    files: list[str] = field(default_factory=list)
+    rows: int = 0
+
+
+class SnapshotWriter:
+    """Streams one resource's records for one snapshot date into Parquet, committed atomically.
+
+    Usage::
+
+        writer = SnapshotWriter(root, "keywords", date(2026, 11, 21))
+        writer.write("acme", page_records, parent_id=domain_id)   # any number of times, any accounts
+        writer.set_report("acme", {"complete": True, "expected": 120, "delivered": 120, ...})
+        manifest = writer.commit()          # or writer.abort() on failure
+
+    Args:
+        root: the snapshots folder (``data/snapshots``).
+        resource: one of :data:`RESOURCES`.
+        snapshot_date: the partition (UTC day of the extraction).
+        row_group_size: rows buffered per account before a row group is flushed (memory bound).
+
+    Raises:
+        SnapshotError: unknown resource, a bad account name, or writing after commit/abort.
+    """
+
+    def __init__(self, root: Path | str, resource: str, snapshot_date: date, *, row_group_size: int = 20_000):
+        _check_resource(resource)
+        self.root = Path(root)
+        self.resource = resource
+        self.snapshot_date = snapshot_date
+        self.row_group_size = row_group_size
+        self.schema = arrow_schema(resource)
+        self.final_dir = partition_dir(root, resource, snapshot_date)
+        self._staging = self.final_dir.parent / f".staging-{self.final_dir.name}-{uuid.uuid4().hex[:8]}"
+        self._staging.mkdir(parents=True, exist_ok=False)
+        self._parts: dict[str, _AccountPart] = {}
+        self._buffers: dict[str, dict[str, list[Any]]] = {}
+        self._reports: dict[str, dict[str, Any]] = {}
+        self._spec_fields = SPEC_FIELDS[resource]
+        self._closed = False
+
+    @property
+    def rows_written(self) -> int:
+        """Rows accepted so far, all accounts, flushed or buffered."""
+        return sum(p.rows for p in self._parts.values())
+
+    def write(
+        self,
+        account: str,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        parent_id: str | None = None,
+        extracted_at: datetime | None = None,
+    ) -> int:
+        """Append JSON:API records (``{"id", "type", "attributes"}``) of one account; returns rows added.
+
+        ``parent_id`` is the domain id for keywords and competitors, the search engine for the lookups.
+        """
+        self._check_open()
+        if not _ACCOUNT_RE.match(account):
+            raise SnapshotError(f"account name {account!r} must match {_ACCOUNT_RE.pattern}")
+        at = extracted_at or datetime.now(UTC)
+        buf = self._buffers.get(account)
+        if buf is None:
+            buf = self._buffers[account] = {name: [] for name in self.schema.names}
+            self._parts[account] = _AccountPart()
+        n = 0
+        for record in records:
+            attributes = record.get("attributes") or {}
+            buf["snapshot_date"].append(self.snapshot_date)
+            buf["account"].append(account)
+            buf["id"].append(str(record.get("id")) if record.get("id") is not None else None)
+            buf["type"].append(record.get("type"))
+            buf["parent_id"].append(parent_id)
+            buf["extracted_at"].append(at)
+            buf["attributes"].append(json.dumps(attributes, separators=(",", ":"), ensure_ascii=False))
+            for name, _typ, get in self._spec_fields:
+                buf[name].append(get(attributes))
+            n += 1
+        self._parts[account].rows += n
+        if len(buf["id"]) >= self.row_group_size:
+            self._flush(account)
+        return n
+
+    def set_report(self, account: str, report: Mapping[str, Any]) -> None:
+        """Record an account's extraction report (complete, expected, delivered, ...) for the manifest."""
+        self._check_open()
+        self._reports[account] = dict(report)
+        self._parts.setdefault(account, _AccountPart())
+        self._buffers.setdefault(account, {name: [] for name in self.schema.names})
+
+    def _flush(self, account: str) -> None:
+        buf = self._buffers[account]
+        if not buf["id"]:
+            return
+        table = pa.Table.from_pydict(buf, schema=self.schema)
+        part = self._parts[account]
+        if part.writer is None:
+            name = f"part-{account}-{len(part.files):04d}.parquet"
+            part.files.append(name)
+            part.writer = pq.ParquetWriter(self._staging / name, self.schema, compression="zstd")
+        part.writer.write_table(table, row_group_size=self.row_group_size)
+        for values in buf.values():
+            values.clear()
+
+    def commit(self) -> dict[str, Any]:
+        """Flush, write the manifest and move the snapshot into place; returns the manifest.
+
+        Manifest shape: ``{"resource", "snapshot_date", "schema_version", "row_count", "files": [names],
+        "written_at", "complete": bool (all accounts), "accounts": {name: report + {"rows": n}}}``.
+        A previous snapshot of the same day is replaced whole.
+        """
+        self._check_open()
+        for account in self._parts:
+            self._flush(account)
+            part = self._parts[account]
+            if part.writer is None and part.rows == 0:
+                # an account with no records still gets an empty file, so readers see its schema
+                name = f"part-{account}-0000.parquet"
+                pq.write_table(self.schema.empty_table(), self._staging / name, compression="zstd")
+                part.files.append(name)
+            if part.writer is not None:
+                part.writer.close()
+                part.writer = None
+        accounts = {
+            name: {**self._reports.get(name, {}), "rows": part.rows} for name, part in sorted(self._parts.items())
+        }
+        manifest = {
+            "resource": self.resource,
+            "snapshot_date": self.snapshot_date.isoformat(),
+            "schema_version": SCHEMA_VERSION,
+            "row_count": self.rows_written,
+            "files": [f for _, part in sorted(self._parts.items()) for f in part.files],
+            "written_at": datetime.now(UTC).isoformat(),
+            "complete": all(r.get("complete", True) for r in accounts.values()),
+            "accounts": accounts,
+        }
+        tmp = self._staging / (MANIFEST_NAME + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        os.replace(tmp, self._staging / MANIFEST_NAME)
+        old = None
+        if self.final_dir.exists():
+            old = self.final_dir.parent / f".replaced-{self.final_dir.name}-{uuid.uuid4().hex[:8]}"
+            os.replace(self.final_dir, old)
+        os.replace(self._staging, self.final_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        self._closed = True
+        return manifest
+
+    def abort(self) -> None:
+        """Drop everything written so far; a previously committed snapshot of that day stays as it was."""
+        if self._closed:
+            return
+        for part in self._parts.values():
+            if part.writer is not None:
+                part.writer.close()
+        shutil.rmtree(self._staging, ignore_errors=True)
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SnapshotError(f"snapshot writer for {self.final_dir} is already committed or aborted")
