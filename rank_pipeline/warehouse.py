@@ -1,0 +1,460 @@
+"""DuckDB warehouse: the raw layer loaded from Parquet snapshots, and atomic publishing.
+
+Implements docs/architecture.md, "Warehouse" (and DESIGN.md, "One writer", "Snapshots are the system of
+record"). No Dagster here; ``rank_pipeline/defs`` wires these functions into assets.
+
+Raw layer
+    One table per resource in schema ``raw`` (``raw.domains``, ``raw.keywords``, ``raw.competitors``,
+    ``raw.tags``, ``raw.usage``, ``raw.locations``, ``raw.languages``). Columns: the snapshot columns of
+    docs/architecture.md "Snapshots" (``snapshot_date DATE``, ``account``, ``id``, ``type``,
+    ``parent_id``, ``extracted_at TIMESTAMPTZ``, the spec's flattened fields, ``attributes JSON``) plus
+    ``loaded_at TIMESTAMPTZ`` (the start of the load's transaction; the same for every row of a load).
+
+Partition replacement (:func:`load_partition`)
+    A load replaces one ``snapshot_date`` of the requested resources in ONE transaction: for every
+    resource, delete the rows of that date, insert the rows of the committed snapshot's files, check the
+    row count against the snapshot manifest; then commit. Any failure (missing snapshot, missing or
+    corrupt file, row count disagreeing with the manifest, rows of another date in the files) rolls the
+    whole transaction back, so every raw table keeps its previous state, and raises :class:`LoadError`
+    naming the partition and file. Re-running a load is idempotent.
+
+Missing snapshots
+    Every requested resource must have a committed snapshot (a ``_manifest.json``) for the date: the
+    extraction writes all seven resources every day, so a missing one means extraction failed or has not
+    run, and loading a partial day would publish an inconsistent warehouse. It raises
+    :class:`SnapshotMissingError` naming the expected path. To load a subset on purpose, pass
+    ``resources=``. (:func:`rebuild_from_snapshots` is the one exception: it loads whatever was committed
+    for each date, because history may predate a resource.)
+
+Schema evolution
+    A column that appears in the Parquet files but not in the raw table (a field the API added and the
+    snapshot writer flattened) never fails a load: the files are read with ``union_by_name`` and the new
+    column is added to the raw table (``ALTER TABLE ... ADD COLUMN``, inside the load's transaction, type
+    taken from Parquet); older rows hold NULL there. Columns the table has but a file lacks are NULL for
+    that file's rows. Rows are inserted BY NAME, never by position. Unknown fields that are not flattened
+    stay inside ``attributes`` as always. A column whose type changes incompatibly fails the load with a
+    clear error (rebuild from snapshots after deciding the new type).
+
+Concurrency model
+    DuckDB allows one writing process or many reading ones per file. The pipeline has exactly one writer:
+    the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; Dagster
+    runs every DuckDB-writing asset in one concurrency pool of size 1. Readers (analysts, BI tools) open
+    only the published file (``data/warehouse.duckdb``) with :meth:`Warehouse.read_only_connect`.
+    :meth:`Warehouse.publish` checkpoints the build file, copies it to a temporary file beside the
+    published one and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
+    old published file open keeps reading the old, complete file (its open file handle still points at
+    it) and never blocks the load; a connection opened afterwards sees the new complete state. Nobody may
+    open the published file for writing. (On Windows an open file cannot be replaced; not supported.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rank_pipeline.snapshots import (
+    MANIFEST_NAME,
+    RESOURCES,
+    arrow_schema,
+    list_snapshot_dates,
+    partition_dir,
+)
+
+__all__ = [
+    "RAW_SCHEMA",
+    "RAW_TABLES",
+    "RESOURCES",
+    "SCHEMAS",
+    "LoadError",
+    "PublishError",
+    "SnapshotMissingError",
+    "Warehouse",
+    "WarehouseError",
+    "load_partition",
+    "rebuild_from_snapshots",
+]
+
+log = logging.getLogger(__name__)
+
+RAW_SCHEMA = "raw"
+SCHEMAS: tuple[str, ...] = ("raw", "seeds", "staging", "marts")
+"""Schemas of the warehouse (docs/architecture.md, "Warehouse")."""
+
+RAW_TABLES: tuple[str, ...] = tuple(f"{RAW_SCHEMA}.{r}" for r in RESOURCES)
+"""Qualified names of the raw tables, one per snapshot resource."""
+
+
+class WarehouseError(RuntimeError):
+    """Base of this module's errors; the message names the file or partition and what to do."""
+
+
+class SnapshotMissingError(WarehouseError):
+    """A requested resource has no committed snapshot (no ``_manifest.json``) for the partition."""
+
+
+class LoadError(WarehouseError):
+    """A partition could not be loaded; the transaction was rolled back, previous state kept."""
+
+
+class PublishError(WarehouseError):
+    """The build file could not be published; the previously published file is untouched."""
+
+
+def _qi(name: str) -> str:
+    """Quote an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join("'" + str(v).replace("'", "''") + "'" for v in values) + "]"
+
+
+def _check_resources(resources: Sequence[str] | None) -> tuple[str, ...]:
+    if resources is None:
+        return RESOURCES
+    if isinstance(resources, str):
+        resources = [resources]
+    unknown = [r for r in resources if r not in RESOURCES]
+    if unknown:
+        raise WarehouseError(f"unknown resource(s) {unknown}; expected some of {', '.join(RESOURCES)}")
+    return tuple(dict.fromkeys(resources))
+
+
+def _read_manifest(snapshots_dir: Path, resource: str, snapshot_date: date) -> tuple[Path, dict[str, Any]]:
+    import json
+
+    folder = partition_dir(snapshots_dir, resource, snapshot_date)
+    manifest_path = folder / MANIFEST_NAME
+    if not manifest_path.is_file():
+        hint = (
+            "its Parquet files exist but it was never committed (extraction was interrupted)"
+            if folder.is_dir() and any(folder.glob("*.parquet"))
+            else "no snapshot was extracted for that day"
+        )
+        raise SnapshotMissingError(
+            f"no committed {resource} snapshot for partition {snapshot_date}: expected {manifest_path} "
+            f"({hint}). Run the extraction for {snapshot_date} first, or pass resources= to load a subset."
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise LoadError(
+            f"cannot read the manifest {manifest_path} ({exc}); re-extract {resource} for {snapshot_date}"
+        ) from exc
+    if not isinstance(manifest.get("files"), list):
+        raise LoadError(f"manifest {manifest_path} has no 'files' list; re-extract {resource} for {snapshot_date}")
+    return folder, manifest
+
+
+def _duckdb_type_of(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, str]:
+    """Column name -> DuckDB type of the union (by name) of ``files``."""
+    rows = con.execute(
+        f"describe select * from read_parquet({_sql_list(files)}, union_by_name = true, hive_partitioning = false)"
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def _table_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[str, str] | None:
+    rows = con.execute(
+        "select column_name, data_type from information_schema.columns "
+        "where table_catalog = current_database() and table_schema = ? and table_name = ? "
+        "order by ordinal_position",
+        [schema, table],
+    ).fetchall()
+    return {r[0]: r[1] for r in rows} or None
+
+
+def _ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:
+    """Create ``raw.<resource>`` from the snapshot contract if absent; return its columns."""
+    con.execute(f"create schema if not exists {RAW_SCHEMA}")
+    cols = _table_columns(con, RAW_SCHEMA, resource)
+    if cols is not None:
+        return cols
+    empty: pa.Table = arrow_schema(resource).empty_table()
+    con.register("__snapshot_contract", empty)
+    try:
+        con.execute(
+            f"create table {RAW_SCHEMA}.{_qi(resource)} as "
+            "select * replace (cast(attributes as json) as attributes), "
+            "cast(null as timestamptz) as loaded_at from __snapshot_contract"
+        )
+    finally:
+        con.unregister("__snapshot_contract")
+    return _table_columns(con, RAW_SCHEMA, resource) or {}
+
+
+def _load_resource(
+    con: duckdb.DuckDBPyConnection, snapshots_dir: Path, resource: str, snapshot_date: date
+) -> int:
+    """Delete and insert one resource's partition; caller holds the transaction."""
+    folder, manifest = _read_manifest(snapshots_dir, resource, snapshot_date)
+    files = [folder / name for name in manifest["files"]]
+    for path in files:
+        if not path.is_file():
+            raise LoadError(
+                f"partition {snapshot_date} of raw.{resource}: file {path} is listed in {MANIFEST_NAME} but "
+                f"missing; re-extract {resource} for {snapshot_date} (or restore the file)"
+            )
+        try:
+            pq.read_metadata(path)
+        except Exception as exc:  # pyarrow raises several types for a damaged footer
+            raise LoadError(
+                f"partition {snapshot_date} of raw.{resource}: {path} is not a readable Parquet file ({exc}); "
+                f"re-extract {resource} for {snapshot_date} or restore the file from a backup"
+            ) from exc
+    columns = _ensure_raw_table(con, resource)
+    table = f"{RAW_SCHEMA}.{_qi(resource)}"
+    con.execute(f"delete from {table} where snapshot_date = ?", [snapshot_date])
+    if not files:
+        return 0
+    names = [str(p) for p in files]
+    source = f"read_parquet({_sql_list(names)}, union_by_name = true, hive_partitioning = false)"
+    try:
+        file_columns = _duckdb_type_of(con, names)
+        for name, typ in file_columns.items():
+            if name not in columns and name != "loaded_at":
+                log.warning("raw.%s: new column %s %s found in %s; adding it", resource, name, typ, folder)
+                con.execute(f"alter table {table} add column {_qi(name)} {typ}")
+        select = "select * replace (cast(attributes as json) as attributes)" if "attributes" in file_columns \
+            else "select *"
+        (inserted,) = con.execute(
+            f"insert into {table} by name {select}, current_timestamp as loaded_at from {source}"
+        ).fetchone()
+    except duckdb.Error as exc:
+        raise LoadError(
+            f"partition {snapshot_date} of raw.{resource}: reading {folder} failed: {exc}. The load was rolled "
+            f"back and raw tables keep their previous state; fix or re-extract the snapshot, then reload"
+        ) from exc
+    (loaded,) = con.execute(f"select count(*) from {table} where snapshot_date = ?", [snapshot_date]).fetchone()
+    if inserted != loaded:
+        raise LoadError(
+            f"partition {snapshot_date} of raw.{resource}: {inserted - loaded} row(s) in {folder} carry another "
+            f"snapshot_date; the files do not belong to this partition. Re-extract {resource} for {snapshot_date}"
+        )
+    expected = manifest.get("row_count")
+    if isinstance(expected, int) and expected != loaded:
+        raise LoadError(
+            f"partition {snapshot_date} of raw.{resource}: {loaded} rows read from {folder} but its manifest "
+            f"says {expected}; the snapshot is damaged. Re-extract {resource} for {snapshot_date}"
+        )
+    if manifest.get("complete") is False:
+        log.warning(
+            "raw.%s partition %s: the snapshot manifest says extraction was incomplete; loaded %d rows anyway",
+            resource, snapshot_date, loaded,
+        )
+    return int(loaded)
+
+
+def load_partition(
+    con: duckdb.DuckDBPyConnection,
+    snapshots_dir: Path | str,
+    snapshot_date: date,
+    resources: Sequence[str] | None = None,
+) -> dict[str, int]:
+    """Replace one ``snapshot_date`` of the raw tables from its Parquet snapshots, in one transaction.
+
+    Args:
+        con: the writer connection (:meth:`Warehouse.connect`), not inside a transaction.
+        snapshots_dir: the snapshots root (``data/snapshots``).
+        snapshot_date: the partition (UTC day).
+        resources: the resources to load (default: all of :data:`RESOURCES`).
+
+    Returns:
+        ``{resource: rows now in raw.<resource> for that date}``.
+
+    Raises:
+        SnapshotMissingError: a requested resource has no committed snapshot for that date.
+        LoadError: a file is missing, unreadable, of another date, or disagrees with its manifest.
+        WarehouseError: an unknown resource name.
+        In every case the transaction is rolled back: each raw table keeps its previous state.
+    """
+    wanted = _check_resources(resources)
+    root = Path(snapshots_dir)
+    # fail fast, before touching the database, when a whole snapshot is missing
+    for resource in wanted:
+        _read_manifest(root, resource, snapshot_date)
+    con.begin()
+    try:
+        counts = {resource: _load_resource(con, root, resource, snapshot_date) for resource in wanted}
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    log.info("loaded partition %s: %s", snapshot_date, counts)
+    return counts
+
+
+def snapshot_dates(snapshots_dir: Path | str) -> dict[date, list[str]]:
+    """``{date: [resources with a committed snapshot that day]}`` under ``snapshots_dir``, ascending."""
+    found: dict[date, list[str]] = {}
+    for resource in RESOURCES:
+        for d in list_snapshot_dates(snapshots_dir, resource):
+            found.setdefault(d, []).append(resource)
+    return dict(sorted(found.items()))
+
+
+def rebuild_from_snapshots(con: duckdb.DuckDBPyConnection, snapshots_dir: Path | str) -> dict[date, dict[str, int]]:
+    """Drop the raw tables and reload every committed snapshot partition, in one transaction.
+
+    The Parquet snapshots are the system of record: afterwards the raw layer holds exactly what they hold
+    (a date loads the resources committed for it). Staging views and marts are not rebuilt here; run the
+    SQL models afterwards (``rank_pipeline.sql_models``) with a full refresh.
+
+    Returns:
+        ``{snapshot_date: {resource: rows}}``.
+
+    Raises:
+        LoadError: as :func:`load_partition`; the whole rebuild is rolled back.
+    """
+    root = Path(snapshots_dir)
+    result: dict[date, dict[str, int]] = {}
+    con.begin()
+    try:
+        for resource in RESOURCES:
+            con.execute(f"drop table if exists {RAW_SCHEMA}.{_qi(resource)}")
+        for resource in RESOURCES:
+            _ensure_raw_table(con, resource)
+        for d, resources in snapshot_dates(root).items():
+            result[d] = {r: _load_resource(con, root, r, d) for r in resources}
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return result
+
+
+class Warehouse:
+    """The build file (one writer) and the published file (readers); see the module docstring.
+
+    Args:
+        build_path: the private working DuckDB file (``data/warehouse.build.duckdb``).
+        published_path: the file analysts open read-only (``data/warehouse.duckdb``).
+    """
+
+    def __init__(self, build_path: Path | str, published_path: Path | str):
+        self.build_path = Path(build_path)
+        self.published_path = Path(published_path)
+        if self.build_path.resolve() == self.published_path.resolve():
+            raise WarehouseError(
+                f"build and published paths are the same file ({self.build_path}); readers would block the load"
+            )
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the writer connection to the build file, creating it and the schemas if needed.
+
+        Close it when done (it is a context manager). Within one process, several calls share one
+        database instance; a second process gets a lock error, which is the one-writer rule at work.
+
+        Raises:
+            WarehouseError: the build file is locked by another process or cannot be opened.
+        """
+        self.build_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            con = duckdb.connect(str(self.build_path))
+        except duckdb.Error as exc:
+            raise WarehouseError(
+                f"cannot open the build warehouse {self.build_path} for writing ({exc}). Only one process may "
+                "write it: run DuckDB-writing assets in the single-slot pool, and let readers open the "
+                "published file instead"
+            ) from exc
+        for schema in SCHEMAS:
+            con.execute(f"create schema if not exists {schema}")
+        return con
+
+    def read_only_connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the published file read-only (for analysts, BI, asset checks that only read).
+
+        Raises:
+            WarehouseError: nothing has been published yet.
+        """
+        if not self.published_path.is_file():
+            raise WarehouseError(
+                f"no published warehouse at {self.published_path} yet: load a partition and publish first "
+                "(e.g. `rank-pipeline demo`)"
+            )
+        return duckdb.connect(str(self.published_path), read_only=True)
+
+    def load_partition(
+        self, snapshots_dir: Path | str, snapshot_date: date, resources: Sequence[str] | None = None
+    ) -> dict[str, int]:
+        """:func:`load_partition` on a fresh writer connection (closed afterwards)."""
+        with self.connect() as con:
+            return load_partition(con, snapshots_dir, snapshot_date, resources)
+
+    def rebuild_from_snapshots(self, snapshots_dir: Path | str) -> dict[date, dict[str, int]]:
+        """:func:`rebuild_from_snapshots` on a fresh writer connection (closed afterwards)."""
+        with self.connect() as con:
+            return rebuild_from_snapshots(con, snapshots_dir)
+
+    def publish(self, con: duckdb.DuckDBPyConnection | None = None) -> Path:
+        """Checkpoint the build file and atomically replace the published file with a copy of it.
+
+        Args:
+            con: the open writer connection, if the caller holds one (it must be idle: no open
+                transaction); otherwise a connection is opened and closed here.
+
+        Returns:
+            The published path.
+
+        Raises:
+            PublishError: the checkpoint failed (a transaction is still open), the build file changed
+                during the copy, or the copy failed. The previously published file is untouched.
+        """
+        if not self.build_path.is_file():
+            raise PublishError(f"nothing to publish: {self.build_path} does not exist; load a partition first")
+        try:
+            if con is None:
+                with self.connect() as own:
+                    own.execute("checkpoint")
+            else:
+                con.execute("checkpoint")
+        except duckdb.Error as exc:
+            raise PublishError(
+                f"cannot checkpoint {self.build_path} before publishing ({exc}); commit or roll back open "
+                "transactions on the writer connection and publish again"
+            ) from exc
+        wal = self.build_path.with_name(self.build_path.name + ".wal")
+        self.published_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.published_path.with_name(f".{self.published_path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            shutil.copyfile(self.build_path, tmp)
+            if wal.is_file() and wal.stat().st_size > 0:
+                raise PublishError(
+                    f"{self.build_path} was written during publishing ({wal} is not empty); only one process "
+                    "may write the warehouse. Publish again once the writer is idle"
+                )
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            # a stale WAL beside the published file would be replayed onto the new file: remove it
+            stale_wal = self.published_path.with_name(self.published_path.name + ".wal")
+            stale_wal.unlink(missing_ok=True)
+            os.replace(tmp, self.published_path)
+        except PublishError:
+            tmp.unlink(missing_ok=True)
+            raise
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise PublishError(
+                f"copying {self.build_path} to {self.published_path} failed ({exc}); the published file is "
+                "unchanged. Check free disk space and permissions, then publish again"
+            ) from exc
+        try:
+            dir_fd = os.open(self.published_path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError:  # pragma: no cover - some file systems refuse fsync on directories
+            pass
+        log.info("published %s -> %s", self.build_path, self.published_path)
+        return self.published_path
