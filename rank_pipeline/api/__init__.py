@@ -1,0 +1,56 @@
+"""Client side of the rank-tracking API spec: pacing, pagination with completeness, retries, typed errors.
+
+Public surface (see docs/architecture.md, "API client")::
+
+    ClientConfig(...)                                  # settings, units in the names
+    SlidingWindowLimiter(limit, window_s, clock, sleep)  # pacing; .for_ceiling(ceiling, window_s, margin)
+    RankTrackerClient(base_url, api_key, *, config, ip_limiter, transport, on_event)
+        await client.get(path, params=None) -> data
+        await client.list_records(path, params, sink) -> ListResult
+        client.server_date, client.stats (RequestStats)
+    errors: RankTrackerError and its subclasses (rank_pipeline.api.errors)
+
+Several accounts in one run: one ``RankTrackerClient`` per key, all constructed with the same
+``ip_limiter=SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)``
+and used in one event loop; each client paces its own key.
+
+No Dagster, no DuckDB here.
+"""
+
+from .client import RankTrackerClient, check_base_url, parse_retry_after
+from .config import ClientConfig, ListResult, RequestStats
+from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    QuotaExceededError,
+    RankTrackerError,
+    RateLimitedError,
+    ServerError,
+    TransportError,
+    ValidationError,
+)
+from .pacing import LimiterCounts, SlidingWindowLimiter, effective_limit
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ClientConfig",
+    "LimiterCounts",
+    "ListResult",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "QuotaExceededError",
+    "RankTrackerClient",
+    "RankTrackerError",
+    "RateLimitedError",
+    "RequestStats",
+    "ServerError",
+    "SlidingWindowLimiter",
+    "TransportError",
+    "ValidationError",
+    "check_base_url",
+    "effective_limit",
+    "parse_retry_after",
+]

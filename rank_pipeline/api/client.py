@@ -1,0 +1,553 @@
+"""Async client of the rank-tracking REST API (spec: "Authentication", "Errors", "Limits").
+
+``RankTrackerClient`` sends every request through one ``httpx.AsyncClient`` (HTTP/1.1 keep-alive,
+connection pool sized to ``ClientConfig.max_in_flight``), bounds the requests in flight with a
+semaphore, paces each attempt through the key's ``SlidingWindowLimiter`` and the IP address's limiter,
+retries what is transient, and raises the typed errors of ``rank_pipeline.api.errors``.
+
+Retry policy (per request)
+--------------------------
+- 429: the ``Retry-After`` seconds pause the key's limiter (or the IP limiter when ``RateLimit-Limit``
+  names the IP ceiling) once for every request of that key; the request then queues for a new slot.
+  429s do not count toward ``max_attempts`` but are bounded by ``max_retry_s`` (then
+  ``RateLimitedError``).
+- Transient faults (5xx, timeout, dropped connection, connection failure, a 2xx whose body is not the
+  JSON envelope): exponential backoff with jitter (``backoff_base_s * 2**(n-1)``, capped at
+  ``backoff_max_s``, a random half of it as jitter) for up to ``max_attempts`` attempts and
+  ``max_retry_s`` seconds; then ``ServerError`` / ``TransportError``.
+- First contact: until the host has answered this client once, a transport failure (DNS failure,
+  connection refused, connect timeout, ...) is tried only ``first_contact_attempts`` times (default 2,
+  ``first_contact_backoff_s`` apart) and then raises ``TransportError(kind="unreachable")`` naming the
+  base URL: a wrong URL fails in about a second, not after minutes of backoff. Once the host has
+  answered, the same faults are treated as transient.
+- 400, 401, 402, 403, 404, 422 (and statuses the spec does not list) are raised at once.
+
+Each attempt (retries included) takes one slot of the key limiter and one of the IP limiter.
+
+Secrets: the key goes only into the ``Authorization`` header (the raw key, no ``Bearer``; spec
+"Authentication" rule 2), only over HTTPS except to a loopback host. It never appears in a message,
+repr, log line, event or exception; transport messages are scrubbed of it.
+
+Several accounts in one run: one client per key, all given the same ``ip_limiter``
+(``SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)``),
+inside one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import ipaddress
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .config import ClientConfig, ListResult, RequestStats
+from .errors import (
+    RankTrackerError,
+    TransportError,
+    error_from_response,
+    redact,
+    safe_url,
+)
+from .pacing import SlidingWindowLimiter
+
+logger = logging.getLogger("rank_pipeline.api")
+
+Sink = Callable[[list[dict]], Awaitable[None] | None]
+EventCallback = Callable[[dict], None]
+
+_USER_AGENT = "rank-pipeline/0.1 (+httpx)"
+
+
+@dataclass
+class _Page:
+    records: list[dict]
+    total_count: int | None
+    total_pages: int | None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(base_url: str) -> str:
+    """Validate a base URL and return it without a trailing slash.
+
+    Raises:
+        ValueError: when it is not an absolute ``https://`` URL, or an ``http://`` URL to a host that
+            is not loopback (the key is sent in clear over plain HTTP, so only ``127.0.0.0/8``,
+            ``::1`` and ``localhost`` are allowed, for the sandbox).
+    """
+    text = str(base_url).strip().rstrip("/")
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"base URL {safe_url(text)!r} is not an absolute http(s) URL; set RANK_TRACKER_BASE_URL to "
+            "the vendor's API address, e.g. https://api.example.com (or leave it unset for the sandbox)"
+        )
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ValueError(
+            f"refusing plain http:// to {parts.hostname}: the API key would travel unencrypted. Use "
+            "https:// (plain http is allowed only to a loopback host such as 127.0.0.1, for the sandbox)"
+        )
+    return text
+
+
+def _header_int(headers: httpx.Headers, name: str) -> int | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    try:
+        return int(value.strip())
+    except ValueError:
+        return None
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds, or an HTTP date); None if absent/bad."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if math.isnan(seconds) or math.isinf(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+class RankTrackerClient:
+    """One API key's client: pacing, pagination with completeness, retries, typed errors.
+
+    Args:
+        base_url: the API address without ``/v1`` (e.g. ``https://api.example.com``); ``https://``, or
+            ``http://`` to a loopback host only.
+        api_key: the raw key (surrounding whitespace is stripped); sent as ``Authorization: <key>``.
+        config: ``ClientConfig``.
+        ip_limiter: the run's per-IP limiter, shared by all clients of the run; None makes a private
+            one (correct only when this is the run's only client).
+        transport: an httpx async transport (``httpx.MockTransport``, ``httpx.ASGITransport``) for
+            tests; None for the network.
+        on_event: called with a dict for progress: ``{"event": "page" | "retry" | "rate_limited" |
+            "list_done", ...}``; exceptions it raises are logged and ignored.
+        clock, sleep, rng: monotonic clock (s), async sleep (s) and random source, for tests.
+    Raises:
+        ValueError: bad base URL (see ``check_base_url``) or empty key.
+
+    Use as ``async with RankTrackerClient(...) as client:``, in one event loop.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        config: ClientConfig = ClientConfig(),  # noqa: B008 - frozen dataclass, safe as default
+        ip_limiter: SlidingWindowLimiter | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        on_event: EventCallback | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.base_url = check_base_url(base_url)
+        key = (api_key or "").strip()
+        if not key:
+            raise ValueError(
+                "no API key given: set RANK_TRACKER_API_KEY (or RANK_TRACKER_API_KEY_<ACCOUNT> for each "
+                "name in RANK_TRACKER_ACCOUNTS) to a key from the vendor's web application (Account, API)"
+            )
+        self._key = key
+        self.config = config
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._on_event = on_event
+        self.key_limiter = SlidingWindowLimiter.for_ceiling(
+            config.per_key_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep
+        )
+        self.ip_limiter = ip_limiter or SlidingWindowLimiter.for_ceiling(
+            config.per_ip_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep
+        )
+        self._in_flight = asyncio.Semaphore(config.max_in_flight)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers={"Authorization": key, "Accept": "application/json", "User-Agent": _USER_AGENT},
+            timeout=httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+            limits=httpx.Limits(
+                max_connections=config.max_in_flight, max_keepalive_connections=config.max_in_flight
+            ),
+            transport=transport,
+            follow_redirects=False,
+        )
+        self.stats = RequestStats()
+        self.server_date: date | None = None
+        self._host_answered = False
+        self._t0: float | None = None
+
+    def __repr__(self) -> str:
+        return f"RankTrackerClient(base_url={self.base_url!r})"
+
+    async def __aenter__(self) -> RankTrackerClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    # -- public reads ----------------------------------------------------------------------------
+
+    async def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        """GET one resource and return its ``data`` member (a dict for single resources).
+
+        Args:
+            path: path under the base URL, e.g. ``/v1/account/usage``.
+            params: query parameters.
+        Raises:
+            RankTrackerError subclasses (see module docstring); ``TransportError(kind="invalid_json")``
+            when the body lacks ``data``.
+        """
+        body = await self._request("GET", path, params)
+        if "data" not in body:
+            raise TransportError(
+                "the response has no `data` member (spec: responses use a JSON:API-style envelope)",
+                kind="invalid_json", method="GET", url=self._url(path),
+            )
+        return body["data"]
+
+    async def list_records(
+        self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None
+    ) -> ListResult:
+        """Read every record of a paginated list, delivering each distinct id to ``sink`` exactly once.
+
+        Implements spec "Limits" rules 4-6: page 1 is fetched with ``per_page=config.per_page``; its
+        ``X-Total-Pages`` and ``X-Total-Count`` tell the rest; pages 2..N are fetched concurrently
+        (bounded by ``max_in_flight``). Each page's records whose ``id`` was not delivered before go to
+        ``sink`` (a sync or async callable taking ``list[dict]``; not called for a page with nothing
+        new) as the page arrives. Only the ids are kept, never the records. When the distinct ids do not
+        match ``X-Total-Count`` or the total changed during a pass, the list is read again (up to
+        ``max_passes``), delivering only unseen ids. A page beyond the last (empty ``data``) is fine.
+        Without pagination headers the pages are read one by one until an empty page, and the result
+        is not ``complete`` (nothing to check against).
+
+        Args:
+            path: list path, e.g. ``/v1/domains/<uuid>/keywords``.
+            params: extra query parameters (``page`` and ``per_page`` are set by the client).
+            sink: receives the new records of each page; None discards them (counts only).
+        Returns:
+            ``ListResult``; ``complete`` False means the counts disagree after ``max_passes``.
+        Raises:
+            RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
+        """
+        query = {k: v for k, v in dict(params or {}).items() if k not in ("page", "per_page")}
+        query["per_page"] = self.config.per_page
+        seen: set[Any] = set()
+        deliver_lock = asyncio.Lock()
+        pages = passes = duplicates = 0
+        total_count: int | None = None
+        complete = False
+
+        async def deliver(records: list[dict], pass_ids: set[Any]) -> int:
+            nonlocal duplicates
+            async with deliver_lock:  # dedupe and sink calls in arrival order, one at a time
+                new = []
+                for record in records:
+                    rid = _record_id(record)
+                    pass_ids.add(rid)
+                    if rid in seen:
+                        duplicates += 1
+                        continue
+                    seen.add(rid)
+                    new.append(record)
+                if new and sink is not None:
+                    result = sink(new)
+                    if inspect.isawaitable(result):
+                        await result
+                self.stats.records += len(new)
+                return len(new)
+
+        while passes < self.config.max_passes:
+            passes += 1
+            pass_ids: set[Any] = set()
+            first = await self._get_page(path, query, 1)
+            pages += 1
+            totals = {first.total_count}
+            new = await deliver(first.records, pass_ids)
+            self._page_event(path, 1, first, passes, new, len(seen))
+            total_count = first.total_count
+            if first.total_pages is None or first.total_count is None:
+                pages += await self._walk_unpaginated(path, query, first, passes, deliver, pass_ids, seen)
+                total_count = None
+                break
+
+            async def fetch(page_no: int, pass_no: int = passes, pass_ids: set[Any] = pass_ids,
+                            totals: set = totals) -> None:
+                page = await self._get_page(path, query, page_no)
+                if page.total_count is not None:
+                    totals.add(page.total_count)
+                n_new = await deliver(page.records, pass_ids)
+                self._page_event(path, page_no, page, pass_no, n_new, len(seen))
+
+            remaining = list(range(2, first.total_pages + 1))
+            pages += len(remaining)
+            await self._fan_out(remaining, fetch)
+            if len(totals) > 1:
+                total_count = max(t for t in totals if t is not None)  # re-read: the latest is unknown
+                logger.info("list %s: X-Total-Count changed during pass %d (%s); reading again",
+                            path, passes, sorted(totals))
+                continue
+            if len(pass_ids) == total_count or len(seen) == total_count:
+                complete = True
+                break
+            logger.info("list %s: pass %d saw %d distinct ids, X-Total-Count is %d; reading again",
+                        path, passes, len(pass_ids), total_count)
+
+        result = ListResult(path=path, total_count=total_count, delivered=len(seen), pages=pages,
+                            passes=passes, complete=complete, duplicates=duplicates)
+        if not complete and total_count is not None:
+            logger.warning("list %s incomplete after %d passes: %d distinct ids delivered, X-Total-Count %s",
+                           path, passes, len(seen), total_count)
+        self._emit({"event": "list_done", **asdict(result)})
+        return result
+
+    # -- pagination helpers ----------------------------------------------------------------------
+
+    async def _fan_out(self, page_numbers: list[int], fetch: Callable[[int], Awaitable[None]]) -> None:
+        if not page_numbers:
+            return
+        todo = iter(page_numbers)
+
+        async def worker() -> None:
+            for page_no in todo:  # a shared iterator: each page is taken by one worker
+                await fetch(page_no)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(self.config.max_in_flight, len(page_numbers))):
+                group.create_task(worker())
+
+    async def _walk_unpaginated(self, path, query, first: _Page, pass_no, deliver, pass_ids, seen) -> int:
+        fetched = 0
+        page_no, page = 1, first
+        while page.records:
+            page_no += 1
+            page = await self._get_page(path, query, page_no)
+            fetched += 1
+            n_new = await deliver(page.records, pass_ids)
+            self._page_event(path, page_no, page, pass_no, n_new, len(seen))
+        return fetched
+
+    async def _get_page(self, path: str, query: dict, page_no: int) -> _Page:
+        params = {**query, "page": page_no}
+        body, headers = await self._request("GET", path, params, with_headers=True)
+        data = body.get("data")
+        if not isinstance(data, list):
+            raise RankTrackerError(
+                f"expected a list under `data` from {path} (a paginated list endpoint) but got "
+                f"{type(data).__name__}; use get() for single resources",
+                method="GET", url=self._url(path),
+            )
+        self.stats.pages += 1
+        return _Page(
+            records=data,
+            total_count=_header_int(headers, "X-Total-Count"),
+            total_pages=_header_int(headers, "X-Total-Pages"),
+        )
+
+    def _page_event(self, path: str, page_no: int, page: _Page, pass_no: int, new: int, delivered: int):
+        self._emit({
+            "event": "page", "path": path, "page": page_no, "total_pages": page.total_pages,
+            "total_count": page.total_count, "pass": pass_no, "records": len(page.records),
+            "new_records": new, "delivered": delivered,
+        })
+
+    # -- one request with pacing and retries -------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return safe_url(self.base_url + path)
+
+    async def _acquire_pacing(self) -> None:
+        stamp = await self.key_limiter.acquire()
+        await self.ip_limiter.acquire()
+        self.key_limiter.restamp(stamp)  # no-op unless the IP limiter made this request wait
+
+    async def _request(
+        self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False
+    ):
+        """Send one request with pacing and retries; return the JSON body (and headers if asked)."""
+        url = self._url(path)
+        started = self._clock()
+        deadline = started + self.config.max_retry_s
+        transient = first_contact = 0
+        while True:
+            response: httpx.Response | None = None
+            failure: RankTrackerError | None = None
+            async with self._in_flight:
+                await self._acquire_pacing()
+                if self._t0 is None:
+                    self._t0 = self._clock()
+                    self.stats.started_at = datetime.now(UTC)
+                self.stats.requests += 1
+                try:
+                    response = await self._http.request(method, path, params=params)
+                except httpx.HTTPError as exc:
+                    failure = self._transport_failure(exc, method, url)
+            self.stats.elapsed = self._clock() - self._t0
+
+            if response is not None:
+                self._note_response(response)
+                status = response.status_code
+                if 200 <= status < 300:
+                    body = _parse_body(response)
+                    if isinstance(body, dict):
+                        return (body, response.headers) if with_headers else body
+                    failure = TransportError(
+                        f"the API answered {status} but the body is not the JSON envelope "
+                        f"({len(response.content)} bytes, content-type "
+                        f"{response.headers.get('content-type', 'none')!r})",
+                        kind="invalid_json", status=status, method=method, url=url,
+                    )
+                elif status == 429:
+                    await self._on_rate_limited(response, method, url, deadline)
+                    continue
+                elif status >= 500:
+                    failure = error_from_response(status, _parse_body(response), method=method, url=url)
+                else:
+                    raise error_from_response(status, _parse_body(response), method=method, url=url)
+
+            assert failure is not None
+            if response is None and not self._host_answered:
+                first_contact += 1
+                if first_contact >= self.config.first_contact_attempts:
+                    raise self._unreachable(failure, first_contact)
+                delay = self.config.first_contact_backoff_s
+            else:
+                transient += 1
+                if transient >= self.config.max_attempts:
+                    raise _gave_up(failure, transient, f"after {transient} attempts")
+                delay = self._backoff(transient)
+                if self._clock() + delay > deadline:
+                    raise _gave_up(failure, transient,
+                                   f"after {transient} attempts; max_retry_s={self.config.max_retry_s} reached")
+            self.stats.retries += 1
+            reason = failure.kind if isinstance(failure, TransportError) else f"status {failure.status}"
+            logger.info("retrying %s %s in %.2f s after %s (attempt %d)", method, url, delay, reason,
+                        transient + first_contact)
+            self._emit({"event": "retry", "method": method, "url": url, "reason": reason,
+                        "status": failure.status, "attempt": transient + first_contact, "delay_s": delay})
+            await self._sleep(delay)
+
+    def _note_response(self, response: httpx.Response) -> None:
+        self._host_answered = True
+        by_status = self.stats.responses_by_status
+        by_status[response.status_code] = by_status.get(response.status_code, 0) + 1
+        self.stats.bytes += len(response.content)
+        if self.server_date is None and "date" in response.headers:
+            try:
+                self.server_date = parsedate_to_datetime(response.headers["date"]).astimezone(UTC).date()
+            except (TypeError, ValueError):
+                logger.warning("unparseable Date header %r", response.headers["date"])
+
+    async def _on_rate_limited(self, response: httpx.Response, method: str, url: str, deadline: float):
+        self.stats.rate_limited += 1
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        if retry_after is None:  # the spec always sends it; be safe: one window
+            retry_after = self.config.window_s
+        ceiling = _header_int(response.headers, "RateLimit-Limit")
+        if ceiling == self.config.per_ip_limit and ceiling != self.config.per_key_limit:
+            limiter, scope = self.ip_limiter, "ip"
+        else:
+            limiter, scope = self.key_limiter, "key"
+        new_pause = limiter.note_rate_limited(retry_after)
+        if self._clock() + retry_after > deadline:
+            raise error_from_response(429, _parse_body(response), method=method, url=url,
+                                      retry_after=retry_after)
+        if new_pause:
+            logger.warning("429 rate limited (%s ceiling %s): pausing for %.1f s; limit now %d per %.0f s",
+                           scope, ceiling, retry_after, limiter.limit, limiter.window_s)
+        self._emit({"event": "rate_limited", "url": url, "scope": scope, "retry_after_s": retry_after,
+                    "new_pause": new_pause, "limit": limiter.limit})
+
+    def _backoff(self, failures: int) -> float:
+        cap = min(self.config.backoff_max_s, self.config.backoff_base_s * 2 ** (failures - 1))
+        return cap / 2 + self._rng.uniform(0, cap / 2)
+
+    def _transport_failure(self, exc: httpx.HTTPError, method: str, url: str) -> TransportError:
+        self.stats.transport_errors += 1
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            kind = "connect"
+        elif isinstance(exc, httpx.TimeoutException):
+            kind = "timeout"
+        elif isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            kind = "dropped"
+        else:
+            kind = "transport"
+        text = redact(str(exc) or type(exc).__name__, [self._key])
+        return TransportError(
+            f"{kind.replace('_', ' ')} failure: {type(exc).__name__}: {text} [{method} {url}]",
+            kind=kind, detail=f"{type(exc).__name__}: {text}", method=method, url=url,
+        )
+
+    def _unreachable(self, failure: RankTrackerError, tries: int) -> TransportError:
+        return TransportError(
+            f"could not reach the rank-tracking API at {safe_url(self.base_url)} ({failure.detail}; "
+            f"{tries} tries). Check RANK_TRACKER_BASE_URL (unset means the embedded sandbox), that the host "
+            "name resolves (DNS), that the server is running and accepts connections on that port, and any "
+            f"proxy or firewall in between [{failure.method} {failure.url}]",
+            kind="unreachable", detail=failure.detail, method=failure.method, url=failure.url,
+        )
+
+    def _emit(self, event: dict) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(event)
+        except Exception:  # a progress callback must not break the extraction
+            logger.exception("on_event callback failed for event %r", event.get("event"))
+
+
+def _record_id(record: Any) -> Any:
+    if isinstance(record, dict) and record.get("id") is not None:
+        return str(record["id"])
+    # no id (the spec says records have one): deduplicate by content
+    return json.dumps(record, sort_keys=True, default=str)
+
+
+def _parse_body(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return json.loads(response.content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _gave_up(failure: RankTrackerError, attempts: int, how: str) -> RankTrackerError:
+    failure.message = f"{failure.message} (gave up {how})"
+    failure.args = (failure.message,)
+    return failure

@@ -1,0 +1,126 @@
+"""Client configuration and result records (``ClientConfig``, ``ListResult``, ``RequestStats``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Settings of ``RankTrackerClient``. Units are in the names: ``_s`` seconds, limits per window.
+
+    Attributes:
+        per_key_limit: the server's ceiling per API key per window (spec "Limits": 300 per minute,
+            REST and GraphQL combined).
+        per_ip_limit: the server's ceiling per IP address per window, across keys (spec: 600 per minute).
+        window_s: the ceiling's window in seconds (spec: one minute). Tests use a short window.
+        safety_margin: fraction of each ceiling left unused for requests in flight, in ``[0, 1)``; the
+            pacer allows ``floor(ceiling * (1 - safety_margin))`` (see ``rank_pipeline.api.pacing``).
+        max_in_flight: requests in flight at once per client (also the connection-pool size).
+        per_page: ``per_page`` sent to list endpoints (spec maximum 1000; larger values are capped).
+        timeout_s: per-request timeout in seconds (read, write, pool).
+        connect_timeout_s: timeout for opening a connection, in seconds.
+        max_attempts: attempts per request for transient faults (5xx, timeout, dropped connection,
+            invalid JSON in a 2xx), the first attempt included. 429s do not count.
+        max_retry_s: bound in seconds on the total time one request may spend retrying (transient
+            faults and 429s). Must exceed a ``Retry-After`` of up to one window (60 s).
+        max_passes: how many times ``list_records`` reads a list when the ids seen disagree with
+            ``X-Total-Count`` (spec "Limits" rule 6: records can shift between pages).
+        backoff_base_s: first transient-retry delay in seconds; doubles per retry, with jitter.
+        backoff_max_s: cap of one transient-retry delay in seconds.
+        first_contact_attempts: attempts while the host has never answered this client (DNS failure,
+            connection refused, connect timeout): a wrong base URL fails after this many quick tries.
+        first_contact_backoff_s: delay between those tries, in seconds.
+    """
+
+    per_key_limit: int = 300
+    per_ip_limit: int = 600
+    window_s: float = 60.0
+    safety_margin: float = 0.02
+    max_in_flight: int = 16
+    per_page: int = 1000
+    timeout_s: float = 30.0
+    max_attempts: int = 6
+    max_retry_s: float = 180.0
+    max_passes: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    connect_timeout_s: float = 10.0
+    first_contact_attempts: int = 2
+    first_contact_backoff_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("per_key_limit", "per_ip_limit", "max_in_flight", "per_page", "max_attempts",
+                     "max_passes", "first_contact_attempts"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("window_s", "timeout_s", "connect_timeout_s"):
+            if not getattr(self, name) > 0:
+                problems.append(f"{name} must be a positive number of seconds, got {getattr(self, name)}")
+        for name in ("max_retry_s", "backoff_base_s", "backoff_max_s", "first_contact_backoff_s"):
+            if getattr(self, name) < 0:
+                problems.append(f"{name} must not be negative, got {getattr(self, name)}")
+        if not 0.0 <= self.safety_margin < 1.0:
+            problems.append(f"safety_margin must be in [0, 1), got {self.safety_margin}")
+        if problems:
+            raise ValueError("invalid ClientConfig: " + "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class ListResult:
+    """Outcome of one ``RankTrackerClient.list_records`` call (spec "Limits" rules 4-6).
+
+    Attributes:
+        path: the list path, e.g. ``/v1/domains``.
+        total_count: the last ``X-Total-Count`` read (records matching), or None when absent.
+        delivered: distinct ids passed to the sink (each exactly once).
+        pages: pages fetched over all passes.
+        passes: how many times the list was read (1 when nothing shifted).
+        complete: True when the ids seen match ``X-Total-Count`` with totals unchanged during the pass
+            (either this pass alone saw ``total_count`` distinct ids, or all passes together did).
+        duplicates: records received again with an id already delivered (shifted records).
+    """
+
+    path: str
+    total_count: int | None
+    delivered: int
+    pages: int
+    passes: int
+    complete: bool
+    duplicates: int = 0
+
+
+@dataclass
+class RequestStats:
+    """Counters of one client, updated as requests run.
+
+    Attributes:
+        requests: HTTP attempts sent (retries and 429s included).
+        responses_by_status: HTTP status -> responses received.
+        retries: transient retries (5xx, timeout, dropped connection, invalid JSON); 429s excluded.
+        rate_limited: 429 responses.
+        transport_errors: attempts that got no HTTP response (connection, timeout, dropped).
+        pages: list pages fetched.
+        records: records delivered to sinks (new by id).
+        bytes: response body bytes received.
+        started_at: UTC time of the first request, or None before it.
+        elapsed: seconds from the first request to the latest response or failure.
+    """
+
+    requests: int = 0
+    responses_by_status: dict[int, int] = field(default_factory=dict)
+    retries: int = 0
+    rate_limited: int = 0
+    transport_errors: int = 0
+    pages: int = 0
+    records: int = 0
+    bytes: int = 0
+    started_at: datetime | None = None
+    elapsed: float = 0.0
+
+    @property
+    def requests_per_minute(self) -> float:
+        """Achieved request rate over ``elapsed`` (requests per 60 s); 0.0 before any time passed."""
+        return self.requests * 60.0 / self.elapsed if self.elapsed > 0 else 0.0

@@ -1,0 +1,288 @@
+"""Client-side pacing at the API's rate ceilings (spec section "Limits").
+
+The API allows 300 requests per key per minute in a *fixed* window whose alignment the client cannot
+see, and 600 per IP address per minute across keys. ``SlidingWindowLimiter`` keeps a log of its
+acquisition times and lets an acquisition through only when fewer than ``limit`` acquisitions lie in
+the last ``window_s`` seconds. Then *every* span of ``window_s`` seconds, whatever its alignment, holds
+at most ``limit`` acquisitions, so a server-side fixed window of any alignment never counts more.
+
+Why a margin below the ceiling (``effective_limit``)
+-----------------------------------------------------
+The server counts *arrivals*, and a request arrives a little after its acquisition. For a server
+window starting at ``a``, the arrivals inside it come from acquisitions in ``[a, a + window_s)`` (at
+most ``limit``) plus requests acquired before ``a`` that had not yet arrived at ``a``. The client
+acquires a pacing slot only after taking one of its ``max_in_flight`` connection slots and sends right
+after, so that second group is bounded by the requests in flight and in practice is about
+``rate x one-way latency`` (a few requests, since the pacer mostly releases about one request per
+``window_s / limit`` seconds). A margin of 2 % (300 -> 294, 600 -> 588) leaves 6 and 12 requests
+of headroom for that, which is what ``ClientConfig.safety_margin`` defaults to. ``effective_limit``
+computes ``floor(ceiling * (1 - safety_margin))``.
+
+429 handling and an outside consumer of the budget
+--------------------------------------------------
+``note_rate_limited(retry_after_s)`` pauses every acquisition of the limiter until ``now +
+retry_after_s``. A second 429 that arrives while the pause is on (requests already in flight) does not
+start a second pause; it can only extend the same one. When a 429 starts a pause, the limiter lowers
+its limit to the number of acquisitions it logged in the last window (at least one below the current
+limit, never below 1): something else (for example GraphQL calls with the same key, which share the
+budget) spent the rest. After each full window without a new pause the limit recovers by
+``max(1, base_limit // 10)`` until it is back at ``base_limit``. The limit never drops below 1, so a
+run always finishes.
+
+Several accounts in one run
+---------------------------
+Create one limiter for the IP address (``SlidingWindowLimiter.for_ceiling(600, 60.0, margin)``) and
+pass it as ``ip_limiter`` to every ``RankTrackerClient`` of the run; each client makes its own per-key
+limiter. A request takes the key's limiter, then the IP limiter; if it had to wait for the IP limiter,
+its key stamp is moved to the moment it is sent (``restamp``), so the key's log matches the arrivals.
+
+Fairness: acquisitions are served first-in, first-out (an ``asyncio.Lock``, whose waiters are woken in
+arrival order, serialises them; only the head waiter sleeps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+
+def effective_limit(ceiling: int, safety_margin: float) -> int:
+    """Return the pacing limit for a server ceiling: ``floor(ceiling * (1 - safety_margin))``, at least 1.
+
+    Args:
+        ceiling: requests per window the server allows (spec "Limits": 300 per key, 600 per IP).
+        safety_margin: fraction in ``[0, 1)`` kept free for requests in flight (see module docstring).
+    Raises:
+        ValueError: when ``ceiling < 1`` or the margin is outside ``[0, 1)``.
+    """
+    if ceiling < 1:
+        raise ValueError(f"rate ceiling must be at least 1 request per window, got {ceiling}")
+    if not 0.0 <= safety_margin < 1.0:
+        raise ValueError(f"safety_margin must be in [0, 1), got {safety_margin}")
+    return max(1, math.floor(ceiling * (1.0 - safety_margin) + 1e-9))
+
+
+@dataclass(frozen=True)
+class LimiterCounts:
+    """A snapshot of a limiter's counters.
+
+    Attributes:
+        limit: current effective limit per window (lowered after an unexplained 429, recovers later).
+        base_limit: the configured limit.
+        acquired: acquisitions granted so far.
+        waited: acquisitions that had to wait (budget spent, pause on, or queued behind others).
+        in_window: acquisitions in the last ``window_s`` seconds.
+        pauses: pauses started by ``note_rate_limited`` (a 429 during a pause does not count).
+        rate_limited: 429s reported through ``note_rate_limited``.
+        reductions: times the limit was lowered.
+        paused_until: clock time until which acquisitions wait (0.0 when never paused).
+    """
+
+    limit: int
+    base_limit: int
+    acquired: int
+    waited: int
+    in_window: int
+    pauses: int
+    rate_limited: int
+    reductions: int
+    paused_until: float
+
+
+class SlidingWindowLimiter:
+    """Never more than ``limit`` acquisitions in any ``window_s``-second span; FIFO; pausable.
+
+    Args:
+        limit: acquisitions allowed per window (already below the server ceiling; see
+            ``effective_limit`` and ``for_ceiling``).
+        window_s: window length in seconds (the spec's minute: 60.0).
+        clock: monotonic clock in seconds (injected for tests).
+        sleep: async sleep in seconds (injected for tests).
+    Raises:
+        ValueError: when ``limit < 1`` or ``window_s <= 0``.
+
+    The limiter belongs to one asyncio event loop (the run's loop). See the module docstring for the
+    pause, adaptation and sharing rules.
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        window_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1 acquisition per window, got {limit}")
+        if not window_s > 0:
+            raise ValueError(f"window_s must be a positive number of seconds, got {window_s}")
+        self.base_limit = int(limit)
+        self.window_s = float(window_s)
+        self._limit = int(limit)
+        self._clock = clock
+        self._sleep = sleep
+        self._log: list[float] = []  # sorted acquisition times within the last window
+        self._gate = asyncio.Lock()
+        self._paused_until = 0.0
+        self._recover_at: float | None = None
+        self.acquired = 0
+        self.waited = 0
+        self.pauses = 0
+        self.rate_limited = 0
+        self.reductions = 0
+
+    @classmethod
+    def for_ceiling(
+        cls,
+        ceiling: int,
+        window_s: float,
+        safety_margin: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> SlidingWindowLimiter:
+        """A limiter at ``effective_limit(ceiling, safety_margin)`` per ``window_s`` seconds."""
+        return cls(effective_limit(ceiling, safety_margin), window_s, clock=clock, sleep=sleep)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def limit(self) -> int:
+        """The current effective limit per window (after adaptation and recovery)."""
+        self._recover(self._clock())
+        return self._limit
+
+    @property
+    def paused_until(self) -> float:
+        """Clock time until which acquisitions wait because of a 429 (0.0 when never paused)."""
+        return self._paused_until
+
+    def in_window(self) -> int:
+        """Acquisitions within the last ``window_s`` seconds."""
+        now = self._clock()
+        self._purge(now)
+        return len(self._log)
+
+    def counts(self) -> LimiterCounts:
+        """A snapshot of the counters (see ``LimiterCounts``)."""
+        return LimiterCounts(
+            limit=self.limit,
+            base_limit=self.base_limit,
+            acquired=self.acquired,
+            waited=self.waited,
+            in_window=self.in_window(),
+            pauses=self.pauses,
+            rate_limited=self.rate_limited,
+            reductions=self.reductions,
+            paused_until=self._paused_until,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SlidingWindowLimiter(limit={self._limit}, base_limit={self.base_limit}, "
+            f"window_s={self.window_s}, acquired={self.acquired})"
+        )
+
+    # -- acquisition ---------------------------------------------------------------------------
+
+    async def acquire(self) -> float:
+        """Wait for a slot and take it; returns the clock time recorded for this acquisition.
+
+        Waits while a 429 pause is on and while ``limit`` acquisitions lie in the last ``window_s``
+        seconds. Callers are served in the order they called (FIFO). Cancellation while waiting
+        takes no slot.
+        """
+        waited = self._gate.locked()
+        async with self._gate:
+            while True:
+                now = self._clock()
+                delay = self._delay(now)
+                if delay <= 0:
+                    break
+                waited = True
+                await self._sleep(delay)
+            self._log.append(now)  # now >= every logged time: the log stays sorted
+            self.acquired += 1
+            if waited:
+                self.waited += 1
+            return now
+
+    def restamp(self, stamp: float, now: float | None = None) -> float:
+        """Move a logged acquisition from ``stamp`` to ``now`` (default: the clock); returns the new stamp.
+
+        Used when a request took this slot, then waited elsewhere (the IP limiter) before being sent:
+        the log must hold the send time. Moving a stamp later by less than ``window_s`` keeps the
+        window invariant (every acquisition after the new time sees it; every one before saw the old).
+        """
+        now = self._clock() if now is None else now
+        index = bisect.bisect_left(self._log, stamp)
+        if index < len(self._log) and self._log[index] == stamp and now > stamp:
+            del self._log[index]
+            bisect.insort(self._log, now)
+            return now
+        return stamp
+
+    def _purge(self, now: float) -> None:
+        # drop stamps whose window has passed: t + window_s <= now (the same test as in _delay)
+        cut = 0
+        while cut < len(self._log) and self._log[cut] + self.window_s <= now:
+            cut += 1
+        if cut:
+            del self._log[:cut]
+
+    def _delay(self, now: float) -> float:
+        """Seconds until an acquisition at ``now`` would be allowed (<= 0: allowed now)."""
+        if self._paused_until > now:
+            return self._paused_until - now
+        self._recover(now)
+        self._purge(now)
+        if len(self._log) < self._limit:
+            return 0.0
+        # the oldest stamp that must leave the window so that fewer than limit remain
+        delay = self._log[len(self._log) - self._limit] + self.window_s - now
+        if self._recover_at is not None:
+            delay = min(delay, self._recover_at - now)  # re-check when the limit rises
+        return delay
+
+    # -- 429 handling ---------------------------------------------------------------------------
+
+    def note_rate_limited(self, retry_after_s: float) -> bool:
+        """Report a 429 for this limiter's budget; pause every acquisition for ``retry_after_s`` seconds.
+
+        Returns True when this 429 started a new pause, False when a pause was already on (the pause is
+        then only extended if this 429 asks for a later time, never stacked). A new pause also lowers
+        the limit to the acquisitions logged in the last window (see module docstring).
+        """
+        now = self._clock()
+        self.rate_limited += 1
+        until = now + max(0.0, float(retry_after_s))
+        if now < self._paused_until:
+            self._paused_until = max(self._paused_until, until)
+            return False
+        self._paused_until = until
+        self.pauses += 1
+        self._purge(now)
+        self._recover(now)
+        lowered = max(1, min(self._limit - 1, len(self._log)))
+        if lowered < self._limit:
+            self._limit = lowered
+            self.reductions += 1
+        if self._limit < self.base_limit:
+            self._recover_at = until + self.window_s
+        return True
+
+    def pause_until(self, t: float) -> bool:
+        """Pause every acquisition until clock time ``t`` (seconds); same rule as ``note_rate_limited``."""
+        return self.note_rate_limited(t - self._clock())
+
+    def _recover(self, now: float) -> None:
+        step = max(1, self.base_limit // 10)
+        while self._recover_at is not None and now >= self._recover_at:
+            self._limit = min(self.base_limit, self._limit + step)
+            if self._limit >= self.base_limit:
+                self._recover_at = None
+            else:
+                self._recover_at += self.window_s
