@@ -1,0 +1,26 @@
+-- One row per search engine x location code per snapshot day (reference data). Rename and cast only.
+-- Reads the row fields the spec marks "not shown" (docs/architecture.md, "Invented record shapes"):
+-- meeting the real vendor's shape is a change to this file alone.
+with
+
+source as (
+    select * from raw.locations
+),
+
+renamed as (
+    select
+        cast(code as varchar) as location_code,
+        cast(parent_id as varchar) as search_engine,
+        cast(snapshot_date as date) as snapshot_date,
+        cast(attributes ->> '$.name' as varchar) as location_name,
+        cast(attributes ->> '$.variant' as varchar) as location_variant,
+        cast(attributes ->> '$.countryCode' as varchar) as country_code,
+        cast(extracted_at as timestamp with time zone) as extracted_at
+    from source
+),
+
+final as (
+    select * from renamed
+)
+
+select * from final

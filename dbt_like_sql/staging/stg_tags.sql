@@ -1,0 +1,26 @@
+-- One row per tag per account per snapshot day. Rename and cast only.
+-- Reads the tag fields the spec marks "not shown" (docs/architecture.md, "Invented record shapes"):
+-- meeting the real vendor's shape is a change to this file alone.
+with
+
+source as (
+    select * from raw.tags
+),
+
+renamed as (
+    select
+        cast(id as varchar) as tag_id,
+        cast(account as varchar) as account,
+        cast(snapshot_date as date) as snapshot_date,
+        cast(attributes ->> '$.name' as varchar) as tag_name,
+        cast(attributes ->> '$.color' as varchar) as color,
+        cast(attributes ->> '$.createdAt' as timestamp with time zone) as created_at,
+        cast(extracted_at as timestamp with time zone) as extracted_at
+    from source
+),
+
+final as (
+    select * from renamed
+)
+
+select * from final
