@@ -50,7 +50,8 @@ What the spec leaves "not shown" and the sandbox decides:
 * ``meta`` keys appear in the order ``field``, ``value``, ``search_engine``, ``allowed``,
   ``lookup``, ``docs``; ``meta.docs`` is :data:`DOCS_URL`.
 * Quota: ``world.create_keywords`` checks it and raises ``QuotaExceeded``; the 402 detail is the
-  exception's message followed by a pointer to ``GET /v1/account/usage``.
+  exception's message followed by a pointer to ``GET /v1/account/usage``. A combination the domain
+  already tracks is returned as it is and costs nothing (``assumptions``: idempotent per combination).
 * No maximum number of words or entries per call (spec, Limits rule 7: not shown); quota bounds it.
 """
 
@@ -356,8 +357,9 @@ def create_keywords(world, account_id: str, domain_id: str, body: Any) -> list[d
     """
     from rank_pipeline.sandbox import world as world_module
 
-    if not any(d["id"] == domain_id for d in world.domains(account_id)):
-        raise KeywordCreateError(404, [{"status": 404, "code": "not_found", "detail": "Domain not found"}])
+    not_found = KeywordCreateError(404, [{"status": 404, "code": "not_found", "detail": "Domain not found"}])
+    if world.domain(account_id, domain_id) is None:
+        raise not_found
     request = validate_keyword_create(body)
     specs = [
         world_module.KeywordSpec(
@@ -372,10 +374,13 @@ def create_keywords(world, account_id: str, domain_id: str, body: Any) -> list[d
     ]
     try:
         return list(world.create_keywords(account_id, domain_id, specs))
+    except world_module.UnknownDomain as exc:  # removed between the check and the create
+        raise not_found from exc
     except world_module.QuotaExceeded as exc:
         detail = (
-            f"{exc} Nothing was created. This request needs {len(specs)} keywords and {len(specs)} data rows "
-            "(one per word and search-engine entry); read GET /v1/account/usage for what remains."
+            f"{exc} Each word and search-engine entry needs one keyword and one data row "
+            "(combinations the domain already tracks cost nothing); read GET /v1/account/usage for "
+            "what remains."
         )
         raise KeywordCreateError(402, [{"status": 402, "code": "over_quota", "detail": detail}]) from exc
 
