@@ -22,12 +22,18 @@ computes ``floor(ceiling * (1 - safety_margin))``.
 --------------------------------------------------
 ``note_rate_limited(retry_after_s)`` pauses every acquisition of the limiter until ``now +
 retry_after_s``. A second 429 that arrives while the pause is on (requests already in flight) does not
-start a second pause; it can only extend the same one. When a 429 starts a pause, the limiter lowers
-its limit to the number of acquisitions it logged in the last window (at least one below the current
-limit, never below 1): something else (for example GraphQL calls with the same key, which share the
-budget) spent the rest. After each full window without a new pause the limit recovers by
-``max(1, base_limit // 10)`` until it is back at ``base_limit``. The limit never drops below 1, so a
-run always finishes.
+start a second pause; it can only extend the same one.
+
+A 429 although the local log says budget remained means something else spends part of the budget
+(for example GraphQL calls with the same key, which share it). When a 429 starts a pause and the
+limiter has been in use for at least one window (earlier 429s can be explained by requests made before
+this run), the limit is lowered to the acquisitions logged in the last window minus the one that was
+refused (never below 1, always at least one below the current limit); each further 429 during that
+pause lowers it by one more (another logged request that the server did not accept). The limit then
+recovers by ``max(1, base_limit // 10)`` per recovery interval without a new pause, until it is back
+at ``base_limit``. The interval starts at one window and doubles (up to 8 windows) each time a raised
+limit is refused again, so a steady outside consumer costs a 429 only now and then. The limit never
+drops below 1, so a run always finishes.
 
 Several accounts in one run
 ---------------------------
@@ -129,6 +135,9 @@ class SlidingWindowLimiter:
         self._gate = asyncio.Lock()
         self._paused_until = 0.0
         self._recover_at: float | None = None
+        self._recover_interval = self.window_s
+        self._lowered_this_pause = False
+        self._first_acquired: float | None = None
         self.acquired = 0
         self.waited = 0
         self.pauses = 0
@@ -205,6 +214,8 @@ class SlidingWindowLimiter:
                 waited = True
                 await self._sleep(delay)
             self._log.append(now)  # now >= every logged time: the log stays sorted
+            if self._first_acquired is None:
+                self._first_acquired = now
             self.acquired += 1
             if waited:
                 self.waited += 1
@@ -253,29 +264,37 @@ class SlidingWindowLimiter:
         """Report a 429 for this limiter's budget; pause every acquisition for ``retry_after_s`` seconds.
 
         Returns True when this 429 started a new pause, False when a pause was already on (the pause is
-        then only extended if this 429 asks for a later time, never stacked). A new pause also lowers
-        the limit to the acquisitions logged in the last window (see module docstring).
+        then only extended if this 429 asks for a later time, never stacked). The limit may be lowered
+        (see module docstring, "429 handling").
         """
         now = self._clock()
         self.rate_limited += 1
         until = now + max(0.0, float(retry_after_s))
         if now < self._paused_until:
             self._paused_until = max(self._paused_until, until)
+            if self._lowered_this_pause and self._limit > 1:
+                self._limit -= 1
             return False
         self._paused_until = until
         self.pauses += 1
+        self._lowered_this_pause = False
         self._purge(now)
         self._recover(now)
-        lowered = max(1, min(self._limit - 1, len(self._log)))
+        if self._first_acquired is None or now - self._first_acquired < self.window_s:
+            return True  # not one full window of our own traffic yet: pause only
+        lowered = max(1, min(self._limit - 1, len(self._log) - 1))
         if lowered < self._limit:
+            if self._limit < self.base_limit:  # a raised limit was refused: probe less often
+                self._recover_interval = min(2 * self._recover_interval, 8 * self.window_s)
             self._limit = lowered
             self.reductions += 1
+            self._lowered_this_pause = True
         if self._limit < self.base_limit:
-            self._recover_at = until + self.window_s
+            self._recover_at = until + self._recover_interval
         return True
 
     def pause_until(self, t: float) -> bool:
-        """Pause every acquisition until clock time ``t`` (seconds); same rule as ``note_rate_limited``."""
+        """Pause every acquisition until clock time ``t`` (seconds); same rules as ``note_rate_limited``."""
         return self.note_rate_limited(t - self._clock())
 
     def _recover(self, now: float) -> None:
@@ -284,5 +303,6 @@ class SlidingWindowLimiter:
             self._limit = min(self.base_limit, self._limit + step)
             if self._limit >= self.base_limit:
                 self._recover_at = None
+                self._recover_interval = self.window_s
             else:
-                self._recover_at += self.window_s
+                self._recover_at += self._recover_interval
