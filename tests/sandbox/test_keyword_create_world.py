@@ -7,9 +7,8 @@ from datetime import date
 
 import pytest
 
-world_module = pytest.importorskip("rank_pipeline.sandbox.world")
-
-from rank_pipeline.sandbox.keyword_create import KeywordCreateError, create_keywords  # noqa: E402
+from rank_pipeline.sandbox import world as world_module
+from rank_pipeline.sandbox.keyword_create import KeywordCreateError, create_keywords
 
 AccountSpec, World, WorldConfig = world_module.AccountSpec, world_module.World, world_module.WorldConfig
 TODAY = date(2026, 3, 1)
