@@ -1,0 +1,295 @@
+"""Build models and load seeds into DuckDB (DESIGN.md, "SQL models"; docs/architecture.md, "Warehouse").
+
+Materializations
+    view
+        ``create or replace view <schema>.<name> as <sql>`` (the SQL as written). ``rows`` is None: counting
+        would run the whole view.
+    table
+        the SQL is built into ``<schema>.__<name>__build``, then, in one transaction, the old table is
+        dropped and the new one renamed into place: readers of the build file see the old or the new
+        table, never a half-built one; a failed build leaves the old table.
+    incremental (by ``incremental.date_column``, default ``snapshot_date``)
+        Without a target table, with ``full_refresh=True`` or with ``partition_date=None``: a full build of
+        every date, as for ``table``. Otherwise a partition build for ``partition_date`` = d:
+
+        1. the model's SQL is rewritten with sqlglot: every upstream relation (``raw.*``, ``seeds.*``,
+           ``staging.*``, ``marts.*``) that has the date column is replaced by
+           ``(select * from <relation> where <date_column> between d - lookback_days and d) as <alias>``;
+           relations without it (dimensions, seeds) are read whole;
+        2. the rewritten SELECT runs, and only its rows with ``<date_column> = d`` are kept;
+        3. in one transaction the target's rows of d are deleted and those rows inserted (by name).
+
+        So a daily run reads ``lookback_days + 1`` days of each upstream, not the history.
+
+        **Contract an incremental model must meet**: its output rows for date d depend only on input rows
+        whose date column lies in ``[d - lookback_days, d]`` (plus relations without the date column,
+        read whole). Then a partition build equals the same day of a full build. Self-references (a model
+        reading its own previous rows) are not supported: ``load_project`` rejects them. Upstream
+        relations must name the date column as the model does, and columns must not be qualified with
+        ``schema.table.`` (use a table alias), because a replaced relation keeps only its alias.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import duckdb
+import sqlglot
+from sqlglot import exp
+
+from rank_pipeline.sql_models.errors import BuildError
+from rank_pipeline.sql_models.project import MODEL_SCHEMAS, REFERENCE_SCHEMAS, Model, Project, Seed
+
+__all__ = ["BuildResult", "build", "build_all", "build_seed", "incremental_sql"]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build did.
+
+    Attributes:
+        rows: rows written (a table: all rows; an incremental partition build: rows of that partition;
+            a seed: all rows); None for views.
+        seconds: wall time of the build, for metadata (never asserted).
+        sql: the SELECT that ran (for an incremental partition build, the rewritten one).
+        mode: ``view``, ``table``, ``full_refresh``, ``incremental`` or ``seed``.
+        partition_date: the partition built incrementally, else None.
+    """
+
+    rows: int | None
+    seconds: float
+    sql: str
+    mode: str
+    partition_date: date | None = None
+
+
+def _qi(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _rel(schema: str, name: str) -> str:
+    return f"{_qi(schema)}.{_qi(name)}"
+
+
+def _strip_sql(sql: str) -> str:
+    text = sql.strip()
+    while text.endswith(";"):
+        text = text[:-1].rstrip()
+    return text + "\n"
+
+
+def _relation_kind(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> str | None:
+    """``BASE TABLE``, ``VIEW`` or None."""
+    row = con.execute(
+        "select table_type from information_schema.tables "
+        "where table_catalog = current_database() and table_schema = ? and table_name = ?",
+        [schema, name],
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> list[str]:
+    return [
+        r[0]
+        for r in con.execute(
+            "select column_name from information_schema.columns "
+            "where table_catalog = current_database() and table_schema = ? and table_name = ? "
+            "order by ordinal_position",
+            [schema, name],
+        ).fetchall()
+    ]
+
+
+def _drop(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> None:
+    kind = _relation_kind(con, schema, name)
+    if kind == "VIEW":
+        con.execute(f"drop view {_rel(schema, name)}")
+    elif kind is not None:
+        con.execute(f"drop table {_rel(schema, name)}")
+
+
+def _swap_in(con: duckdb.DuckDBPyConnection, schema: str, name: str, select_sql: str, where: str) -> int:
+    """Build ``select_sql`` into a side table, then replace ``schema.name`` with it in one transaction."""
+    side = f"__{name}__build"
+    con.execute(f"drop table if exists {_rel(schema, side)}")
+    try:
+        con.execute(f"create table {_rel(schema, side)} as\n{select_sql}")
+    except duckdb.Error as exc:
+        con.execute(f"drop table if exists {_rel(schema, side)}")
+        raise BuildError(f"{where}: the SELECT failed: {exc}. {schema}.{name} is unchanged") from exc
+    con.begin()
+    try:
+        _drop(con, schema, name)
+        con.execute(f"alter table {_rel(schema, side)} rename to {_qi(name)}")
+        con.commit()
+    except BaseException:
+        con.rollback()
+        con.execute(f"drop table if exists {_rel(schema, side)}")
+        raise
+    (rows,) = con.execute(f"select count(*) from {_rel(schema, name)}").fetchone()
+    return int(rows)
+
+
+def incremental_sql(
+    con: duckdb.DuckDBPyConnection, model: Model, partition_date: date
+) -> str:
+    """The SELECT an incremental partition build of ``model`` runs for ``partition_date``.
+
+    Every upstream relation that has the model's date column (looked up in ``con``'s catalog) is replaced
+    by a subquery filtered to ``[partition_date - lookback_days, partition_date]``; the whole is wrapped
+    to keep only rows of ``partition_date``. See the module docstring for the contract.
+
+    Raises:
+        BuildError: the model is not incremental.
+    """
+    if model.incremental is None:
+        raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")
+    column = model.incremental.date_column
+    start = partition_date - timedelta(days=model.incremental.lookback_days)
+    tree = sqlglot.parse_one(_strip_sql(model.sql), read="duckdb")
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    has_column: dict[tuple[str, str], bool] = {}
+    window = sqlglot.parse_one(
+        f"{_qi(column)} between date '{start.isoformat()}' and date '{partition_date.isoformat()}'",
+        read="duckdb",
+    )
+    for table in list(tree.find_all(exp.Table)):
+        if not isinstance(table.this, exp.Identifier) or table.db not in REFERENCE_SCHEMAS:
+            continue
+        if not table.db and table.name in ctes:
+            continue
+        key = (table.db, table.name)
+        if key not in has_column:
+            has_column[key] = column in _columns(con, *key)
+        if not has_column[key]:
+            continue
+        alias = table.alias or table.name
+        bare = exp.Table(this=exp.to_identifier(table.name), db=exp.to_identifier(table.db))
+        sub = exp.select("*").from_(bare).where(window.copy()).subquery(alias)
+        table.replace(sub)
+    rewritten = tree.sql(dialect="duckdb", pretty=True)
+    return (
+        f"select * from (\n{rewritten}\n) as __model\n"
+        f"where {_qi(column)} = date '{partition_date.isoformat()}'\n"
+    )
+
+
+def build(
+    con: duckdb.DuckDBPyConnection,
+    model: Model,
+    partition_date: date | None = None,
+    *,
+    full_refresh: bool = False,
+) -> BuildResult:
+    """Build one model into ``<schema>.<name>`` according to its materialization (module docstring).
+
+    Args:
+        con: the writer connection (not inside a transaction); upstream relations must exist.
+        model: from :func:`~rank_pipeline.sql_models.project.load_project`.
+        partition_date: for incremental models, the partition to (re)build; ignored by views and tables.
+        full_refresh: incremental models rebuild every date.
+
+    Raises:
+        BuildError: the SQL failed, the incremental output lacks its date column, or the incremental
+            output no longer matches the target's columns (run with ``full_refresh=True``). The target
+            keeps its previous state.
+    """
+    started = time.perf_counter()
+    schema, name = model.schema, model.name
+    con.execute(f"create schema if not exists {_qi(schema)}")
+    sql = _strip_sql(model.sql)
+    where = f"{model.path} ({model.qualified_name})"
+    if model.materialized == "view":
+        con.begin()
+        try:
+            if _relation_kind(con, schema, name) == "BASE TABLE":
+                con.execute(f"drop table {_rel(schema, name)}")
+            con.execute(f"create or replace view {_rel(schema, name)} as\n{sql}")
+            con.commit()
+        except duckdb.Error as exc:
+            con.rollback()
+            raise BuildError(f"{where}: creating the view failed: {exc}") from exc
+        return BuildResult(None, time.perf_counter() - started, sql, "view")
+
+    exists = _relation_kind(con, schema, name) == "BASE TABLE"
+    if model.materialized == "table" or full_refresh or partition_date is None or not exists:
+        rows = _swap_in(con, schema, name, sql, where)
+        if model.incremental is not None and model.incremental.date_column not in _columns(con, schema, name):
+            raise BuildError(
+                f"{where}: an incremental model must output its date column {model.incremental.date_column!r}"
+            )
+        mode = "table" if model.materialized == "table" else "full_refresh"
+        return BuildResult(rows, time.perf_counter() - started, sql, mode)
+
+    assert model.incremental is not None
+    column = model.incremental.date_column
+    select = incremental_sql(con, model, partition_date)
+    con.begin()
+    try:
+        con.execute(f"delete from {_rel(schema, name)} where {_qi(column)} = ?", [partition_date])
+        (rows,) = con.execute(f"insert into {_rel(schema, name)} by name\n{select}").fetchone()
+        con.commit()
+    except duckdb.Error as exc:
+        con.rollback()
+        raise BuildError(
+            f"{where}: incremental build of {column} = {partition_date} failed: {exc}. The table is unchanged; "
+            "if the model's columns changed, run a full refresh"
+        ) from exc
+    return BuildResult(int(rows), time.perf_counter() - started, select, "incremental", partition_date)
+
+
+def build_seed(con: duckdb.DuckDBPyConnection, seed: Seed) -> BuildResult:
+    """Load a seed CSV (header row) as ``seeds.<name>`` in one transaction, typed by its ``.yml``.
+
+    The table comment records the seed's version and checksum.
+
+    Raises:
+        BuildError: the CSV cannot be read or a value does not fit its declared type.
+    """
+    started = time.perf_counter()
+    path = str(seed.path).replace("'", "''")
+    types = ""
+    if seed.column_types:
+        pairs = ", ".join(
+            f"'{k.replace(chr(39), chr(39) * 2)}': '{v.replace(chr(39), chr(39) * 2)}'"
+            for k, v in seed.column_types.items()
+        )
+        types = f", types = {{{pairs}}}"
+    sql = f"select * from read_csv('{path}', header = true, auto_detect = true{types})\n"
+    comment = f"seed {seed.name} version {seed.version or '-'} sha256 {seed.checksum}".replace("'", "''")
+    con.execute(f"create schema if not exists {_qi(seed.schema)}")
+    con.begin()
+    try:
+        con.execute(f"create or replace table {_rel(seed.schema, seed.name)} as\n{sql}")
+        con.execute(f"comment on table {_rel(seed.schema, seed.name)} is '{comment}'")
+        con.commit()
+    except duckdb.Error as exc:
+        con.rollback()
+        raise BuildError(f"{seed.path}: loading seed {seed.qualified_name} failed: {exc}") from exc
+    (rows,) = con.execute(f"select count(*) from {_rel(seed.schema, seed.name)}").fetchone()
+    return BuildResult(int(rows), time.perf_counter() - started, sql, "seed")
+
+
+def build_all(
+    con: duckdb.DuckDBPyConnection,
+    project: Project,
+    partition_date: date | None = None,
+    *,
+    full_refresh: bool = False,
+) -> dict[str, BuildResult]:
+    """Load every seed, then build every model in :meth:`Project.topological_order`.
+
+    Returns:
+        ``{qualified name: BuildResult}`` in build order. Stops at the first :class:`BuildError`.
+    """
+    results: dict[str, Any] = {}
+    for schema in MODEL_SCHEMAS:
+        con.execute(f"create schema if not exists {_qi(schema)}")
+    for seed in project.seeds.values():
+        results[seed.qualified_name] = build_seed(con, seed)
+    for model in project.topological_order():
+        results[model.qualified_name] = build(con, model, partition_date, full_refresh=full_refresh)
+    return results
