@@ -1,0 +1,131 @@
+"""Generate the data dictionary (``docs/data_dictionary.md``) from the project's ``.yml`` files.
+
+For every seed and model: qualified name, description, materialization (with the incremental window),
+grain (``unique_key``), dependencies and dependents, columns with descriptions and tests, and
+model-level tests with their asset check names. The lead wires this as ``rank-pipeline docs``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rank_pipeline.sql_models.project import ColumnSpec, Model, Project, Seed, TestSpec, load_project
+
+__all__ = ["render_data_dictionary", "write_data_dictionary"]
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|") or "—"
+
+
+def _anchor(qualified: str) -> str:
+    return qualified.replace(".", "").lower()
+
+
+def _test_label(test: TestSpec) -> str:
+    label = test.describe() if test.kind in ("accepted_values", "relationships") else test.kind
+    return f"{label}{' (blocking)' if test.blocking else ''}"
+
+
+def _columns_table(columns: tuple[ColumnSpec, ...], types: dict[str, str] | None = None) -> list[str]:
+    if not columns:
+        return ["_No documented columns._", ""]
+    lines = ["| column | description | tests |", "|---|---|---|"]
+    for col in columns:
+        name = f"`{col.name}`"
+        data_type = col.data_type or (types or {}).get(col.name)
+        if data_type:
+            name += f" ({data_type})"
+        tests = "; ".join(_test_label(t) for t in col.tests)
+        lines.append(f"| {name} | {_cell(col.description)} | {_cell(tests)} |")
+    return lines + [""]
+
+
+def _model_tests(relation: Model | Seed) -> list[str]:
+    tests = [t for t in relation.tests if t.column is None]
+    if not tests:
+        return []
+    lines = ["Model tests:", ""]
+    for t in tests:
+        lines.append(f"- `{t.name}`{' (blocking)' if t.blocking else ''}: {_cell(t.describe())}")
+    return lines + [""]
+
+
+def _link(project: Project, qualified: str) -> str:
+    if project.relation(qualified) is None:
+        return f"`{qualified}`"
+    return f"[`{qualified}`](#{_anchor(qualified)})"
+
+
+def render_data_dictionary(project: Project) -> str:
+    """The data dictionary of ``project`` as Markdown (deterministic: same project, same text)."""
+    order = project.topological_order()
+    lines = [
+        "# Data dictionary",
+        "",
+        "Generated from `dbt_like_sql/**/*.yml` by `rank_pipeline.sql_models.docs.write_data_dictionary` "
+        "(`rank-pipeline docs`). Do not edit by hand: edit the `.yml` beside each model and regenerate.",
+        "",
+        "Schemas: `raw` (one table per API resource, loaded from the Parquet snapshots; see "
+        "docs/architecture.md, \"Snapshots\"), `seeds` (reference CSVs), `staging` (views: rename and cast "
+        "only), `marts` (analysis tables). Each test below is a Dagster asset check of the same name.",
+        "",
+        "## Contents",
+        "",
+    ]
+    for seed in project.seeds.values():
+        lines.append(f"- {_link(project, seed.qualified_name)} (seed)")
+    for model in order:
+        lines.append(f"- {_link(project, model.qualified_name)} ({model.materialized})")
+    lines.append("")
+    if project.seeds:
+        lines += ["## Seeds", ""]
+    for seed in project.seeds.values():
+        lines += [f"### {seed.qualified_name}", "", _cell(seed.description), ""]
+        lines.append(f"- Source: `{seed.path.relative_to(project.root.parent) if seed.path.is_relative_to(project.root.parent) else seed.path}`"
+                     f", version {seed.version or 'not set'}")
+        users = project.downstream(seed.qualified_name)
+        if users:
+            lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
+        lines.append("")
+        lines += _columns_table(seed.columns, dict(seed.column_types))
+        lines += _model_tests(seed)
+    for schema in ("staging", "marts"):
+        models = [m for m in order if m.schema == schema]
+        if not models:
+            continue
+        lines += [f"## {schema}", ""]
+        for model in models:
+            lines += [f"### {model.qualified_name}", "", _cell(model.description), ""]
+            mat = model.materialized
+            if model.incremental is not None:
+                mat += (f" by `{model.incremental.date_column}`, lookback {model.incremental.lookback_days} "
+                        f"day{'s' if model.incremental.lookback_days != 1 else ''}")
+            lines.append(f"- Materialization: {mat}")
+            if model.unique_key:
+                lines.append("- Grain (unique key): " + ", ".join(f"`{c}`" for c in model.unique_key))
+            deps = sorted(model.depends_on)
+            lines.append("- Depends on: " + (", ".join(_link(project, d) for d in deps) or "—"))
+            users = project.downstream(model.qualified_name)
+            if users:
+                lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
+            lines.append("")
+            lines += _columns_table(model.columns)
+            lines += _model_tests(model)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_data_dictionary(project_dir: Path | str, out_path: Path | str) -> Path:
+    """Load the project in ``project_dir`` and write its data dictionary to ``out_path``.
+
+    Returns:
+        ``out_path``.
+
+    Raises:
+        ProjectError: the project is invalid (see ``load_project``).
+    """
+    out = Path(out_path)
+    text = render_data_dictionary(load_project(project_dir))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return out
