@@ -690,8 +690,10 @@ class World:
         if spec.domains <= 6:
             suffixes = ("", "-shop", "-blog", "-store", "-outlet", "-deals")
             name = f"{spec.name}{suffixes[di]}.{_TLDS[rng.randrange(len(_TLDS))]}"
+            project = f"{spec.name.title()} {(suffixes[di].strip('-') or 'main').title()}"
         else:
             name = f"{spec.name}-site{di + 1}.example"
+            project = f"{spec.name.title()} site {di + 1}"
         lo, hi = spec.keywords_per_domain
         return _Domain(
             id=_make_id(seed, _K_DOMAIN, ai, di, 0),
@@ -700,7 +702,7 @@ class World:
             name=name,
             host=f"www.{name}",
             match_type=A.MATCH_TYPES[rng.randrange(len(A.MATCH_TYPES))],
-            project_name=f"{spec.name.title()} {name.split('.')[0].split('-')[-1].title()} SEO",
+            project_name=project,
             n_base=rng.randint(lo, hi),
         )
 

@@ -1,0 +1,167 @@
+"""The sandbox's Starlette application: the read endpoints of the spec ("Endpoints").
+
+``create_app(world, *, limits=RateLimits(), faults=Faults())`` serves, under ``/v1`` and behind
+:class:`~rank_pipeline.sandbox.middleware.SandboxMiddleware` (Date, limits, authentication, faults):
+
+=====  ===================================  ================================================
+GET    ``/v1/domains``                      paginated domain records of the key's account
+GET    ``/v1/domains/{uuid}``               ``{"data": <domain>}``; 404 ``Domain not found``
+GET    ``/v1/domains/{uuid}/keywords``      paginated keywords; filter ``results_organic_url``
+GET    ``/v1/domains/{uuid}/competitors``   paginated competitors
+GET    ``/v1/tags``                         paginated tags of the account
+GET    ``/v1/account/usage``                ``{"data": <usage>}``
+=====  ===================================  ================================================
+
+plus the colleague modules' routes when present (``lookups.routes``: GET /v1/locations,
+/v1/languages; ``keyword_create.routes``: POST /v1/domains/{domain_uuid}/keywords;
+``openapi.openapi_route``: GET /openapi.json) and the sandbox-only ``/_sandbox`` control routes.
+
+* A domain that does not exist or belongs to another account, or a path id that is not a UUID: 404
+  ``{"errors": [{"status": 404, "code": "not_found", "detail": "Domain not found"}]}``.
+* Any other ``/v1`` path (after authentication): 404 ``not_found`` ``Resource not found``.
+* ``results_organic_url`` (the sandbox's choice, the spec only names the filter): exact,
+  case-sensitive string equality with ``attributes.results.organic.url`` on the simulated day;
+  keywords not ranking (url null) never match. Other query parameters are ignored.
+* Records are those of ``world.today``; lists are in the world's order (see ``world``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+import warnings
+from collections.abc import Awaitable, Callable
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from rank_pipeline.sandbox import control
+from rank_pipeline.sandbox.faults import FaultInjector, Faults
+from rank_pipeline.sandbox.limits import RateLimiter, RateLimits
+from rank_pipeline.sandbox.middleware import SandboxMiddleware, SandboxStats, error_response
+from rank_pipeline.sandbox.pagination import paginated_response
+
+__all__ = ["create_app", "domain_not_found"]
+
+
+def domain_not_found() -> Response:
+    """The spec's 404 for a domain that is absent or another account's."""
+    return error_response(404, "not_found", "Domain not found")
+
+
+def _account(request: Request):
+    return request.state.account
+
+
+def _owned_domain(request: Request) -> str | None:
+    domain_id = request.path_params["uuid"]
+    world = request.app.state.world
+    return domain_id if world.domain(_account(request).account_id, domain_id) is not None else None
+
+
+def list_domains(request: Request) -> Response:
+    return paginated_response(request, request.app.state.world.domains(_account(request).account_id))
+
+
+def get_domain(request: Request) -> Response:
+    record = request.app.state.world.domain(_account(request).account_id, request.path_params["uuid"])
+    return JSONResponse({"data": record}) if record is not None else domain_not_found()
+
+
+def list_keywords(request: Request) -> Response:
+    domain_id = _owned_domain(request)
+    if domain_id is None:
+        return domain_not_found()
+    records = request.app.state.world.keywords(domain_id)
+    url = request.query_params.get("results_organic_url")
+    if url is not None:
+        records = [r for r in records if r["attributes"]["results"]["organic"]["url"] == url]
+    return paginated_response(request, records)
+
+
+def list_competitors(request: Request) -> Response:
+    domain_id = _owned_domain(request)
+    if domain_id is None:
+        return domain_not_found()
+    return paginated_response(request, request.app.state.world.competitors(domain_id))
+
+
+def list_tags(request: Request) -> Response:
+    return paginated_response(request, request.app.state.world.tags(_account(request).account_id))
+
+
+def get_usage(request: Request) -> Response:
+    return JSONResponse({"data": request.app.state.world.usage(_account(request).account_id)})
+
+
+async def unknown_v1(request: Request) -> Response:
+    return error_response(404, "not_found", "Resource not found")
+
+
+_DEFAULT_LIMITS = RateLimits()
+_NO_FAULTS = Faults()
+_ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def _colleague_routes() -> list[BaseRoute]:
+    """Routes of the lookups, keyword-create and OpenAPI modules, each skipped while it is absent."""
+    routes: list[BaseRoute] = []
+    for module_name, attr in (("lookups", "routes"), ("keyword_create", "routes"), ("openapi", "openapi_route")):
+        try:
+            module = importlib.import_module(f"rank_pipeline.sandbox.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"rank_pipeline.sandbox.{module_name}":
+                warnings.warn(f"sandbox: routes of {module_name} not served: {exc}", stacklevel=2)
+            continue
+        except ImportError as exc:
+            warnings.warn(f"sandbox: routes of {module_name} not served: {exc}", stacklevel=2)
+            continue
+        value = getattr(module, attr, None)
+        if value is None:
+            continue
+        routes.extend(value if isinstance(value, list | tuple) else [value])
+    return routes
+
+
+def create_app(
+    world,
+    *,
+    limits: RateLimits = _DEFAULT_LIMITS,
+    faults: Faults = _NO_FAULTS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Starlette:
+    """The sandbox application over ``world`` (a :class:`~rank_pipeline.sandbox.world.World`).
+
+    ``limits`` are the rate limits, ``faults`` the initial fault switches; ``clock`` (seconds) drives
+    the rate windows and ``sleep`` the latency/hang faults (both injectable for tests).
+    ``app.state`` holds ``world``, ``limiter``, ``injector`` (faults) and ``stats``.
+    """
+    injector = FaultInjector(faults)
+    limiter = RateLimiter(limits, clock=clock, outside_consumer=lambda: injector.faults.outside_consumer)
+    stats = SandboxStats()
+    routes: list[BaseRoute] = [
+        Route("/v1/domains", list_domains, methods=["GET"]),
+        Route("/v1/domains/{uuid}", get_domain, methods=["GET"]),
+        Route("/v1/domains/{uuid}/keywords", list_keywords, methods=["GET"]),
+        Route("/v1/domains/{uuid}/competitors", list_competitors, methods=["GET"]),
+        Route("/v1/tags", list_tags, methods=["GET"]),
+        Route("/v1/account/usage", get_usage, methods=["GET"]),
+        *_colleague_routes(),
+        *control.routes,
+        Route("/v1", unknown_v1, methods=_ALL_METHODS),
+        Route("/v1/{rest:path}", unknown_v1, methods=_ALL_METHODS),
+    ]
+    middleware = [
+        Middleware(SandboxMiddleware, world=world, limiter=limiter, injector=injector, stats=stats, sleep=sleep)
+    ]
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.world = world
+    app.state.limiter = limiter
+    app.state.injector = injector
+    app.state.stats = stats
+    return app

@@ -1,0 +1,95 @@
+"""Sandbox-only control endpoints, outside ``/v1`` and without authentication (not part of the vendor
+API; docs/architecture.md, "Sandbox"):
+
+=====  ==========================  ==============================================================
+GET    ``/_sandbox/today``         ``{"today": "YYYY-MM-DD"}``: the simulated day
+PUT    ``/_sandbox/today``         body ``{"today": "YYYY-MM-DD"}``: move the clock; answers as GET
+GET    ``/_sandbox/stats``         requests, 429s and per-status counts per key (account name), per
+                                   IP, and fault counts (see ``middleware.SandboxStats``)
+POST   ``/_sandbox/stats/reset``   zero the stats; ``?limits=true`` also starts fresh rate windows
+GET    ``/_sandbox/faults``        the fault switches (``faults.Faults`` as a dict)
+PUT    ``/_sandbox/faults``        body: a partial dict of switches to change; answers as GET
+=====  ==========================  ==============================================================
+
+Malformed bodies get 400 with the spec's error envelope and code ``bad_request``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from rank_pipeline.sandbox import assumptions as A
+from rank_pipeline.sandbox.middleware import error_response
+
+__all__ = ["routes"]
+
+
+async def _json_body(request: Request) -> dict | Response:
+    try:
+        body = json.loads(await request.body() or b"null")
+    except ValueError:
+        return error_response(400, A.BAD_REQUEST_CODE, "The body must be a JSON object")
+    if not isinstance(body, dict):
+        return error_response(400, A.BAD_REQUEST_CODE, "The body must be a JSON object")
+    return body
+
+
+async def get_today(request: Request) -> Response:
+    return JSONResponse({"today": request.app.state.world.today.isoformat()})
+
+
+async def put_today(request: Request) -> Response:
+    body = await _json_body(request)
+    if isinstance(body, Response):
+        return body
+    try:
+        day = date.fromisoformat(str(body["today"]))
+    except (KeyError, ValueError):
+        return error_response(400, A.BAD_REQUEST_CODE, 'Send {"today": "YYYY-MM-DD"}')
+    request.app.state.world.set_today(day)
+    return await get_today(request)
+
+
+async def get_stats(request: Request) -> Response:
+    state = request.app.state
+    return JSONResponse(state.stats.snapshot(dict(state.limiter.outside_requests)))
+
+
+async def reset_stats(request: Request) -> Response:
+    state = request.app.state
+    state.stats.reset()
+    limits = request.query_params.get("limits", "").lower() in ("1", "true", "yes")
+    if limits:
+        state.limiter.reset()
+    return JSONResponse({"reset": True, "limits": limits})
+
+
+async def get_faults(request: Request) -> Response:
+    return JSONResponse(request.app.state.injector.faults.to_dict())
+
+
+async def put_faults(request: Request) -> Response:
+    body = await _json_body(request)
+    if isinstance(body, Response):
+        return body
+    injector = request.app.state.injector
+    try:
+        injector.set(injector.faults.updated(body))
+    except ValueError as exc:
+        return error_response(400, A.BAD_REQUEST_CODE, str(exc))
+    return await get_faults(request)
+
+
+routes: list[Route] = [
+    Route("/_sandbox/today", get_today, methods=["GET"]),
+    Route("/_sandbox/today", put_today, methods=["PUT"]),
+    Route("/_sandbox/stats", get_stats, methods=["GET"]),
+    Route("/_sandbox/stats/reset", reset_stats, methods=["POST"]),
+    Route("/_sandbox/faults", get_faults, methods=["GET"]),
+    Route("/_sandbox/faults", put_faults, methods=["PUT"]),
+]

@@ -1,0 +1,141 @@
+"""Request rate limits of the sandbox (spec, "Limits" and "429 response").
+
+* Per API key: ``RateLimits.per_key`` requests (300) per fixed window; per client IP address:
+  ``RateLimits.per_ip`` (600) per fixed window, counted across all keys.
+* Windows are fixed: window ``n`` covers ``[offset_s + n * window_s, offset_s + (n + 1) * window_s)``
+  on the limiter's clock (seconds). ``offset_s`` sets the alignment, which clients cannot see.
+* What counts (the sandbox's choice; the spec does not say): every ``/v1`` request counts against its
+  IP address, including ones that end in 401 or 403 and ones rejected with 429. A request counts
+  against a key only once its key is known (valid) and the IP check passed; 403 responses (plan
+  without API access) count against the key. Requests outside ``/v1`` (``/_sandbox``,
+  ``/openapi.json``) count nowhere.
+* The GraphQL share of a key's budget (spec: "REST and GraphQL combined") is simulated by the
+  ``outside_consumer`` fault: each new key window starts with that many requests already spent.
+* A rejected request gets :func:`rate_limited_response`: status 429, ``Retry-After`` = whole seconds
+  to the window's end (ceil, at least 1), ``RateLimit-Limit`` = the ceiling that was hit,
+  ``RateLimit-Remaining: 0``, ``RateLimit-Reset`` = ``Retry-After``. No successful response carries
+  these headers.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.responses import JSONResponse
+
+__all__ = ["RateLimits", "RateLimiter", "Rejection", "rate_limited_response"]
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """Limit settings: ``per_key`` and ``per_ip`` requests per window of ``window_s`` seconds; windows
+    start at ``offset_s`` (mod ``window_s``) on the limiter's clock."""
+
+    per_key: int = 300
+    per_ip: int = 600
+    window_s: float = 60.0
+    offset_s: float = 0.0
+
+    def __post_init__(self):
+        if self.per_key < 1 or self.per_ip < 1:
+            raise ValueError(f"per_key and per_ip must be >= 1, got {self.per_key} and {self.per_ip}")
+        if not self.window_s > 0:
+            raise ValueError(f"window_s must be > 0 seconds, got {self.window_s}")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a request was throttled: ``limit`` is the ceiling hit, ``retry_after`` whole seconds (>= 1)."""
+
+    scope: str  # "key" or "ip"
+    limit: int
+    retry_after: int
+
+
+class RateLimiter:
+    """Fixed-window counters per key and per IP address.
+
+    ``clock`` returns seconds (default ``time.monotonic``; tests pass a fake). ``outside_consumer``
+    returns how many requests an outside consumer (GraphQL) takes from each new key window.
+    Thread-safe.
+    """
+
+    def __init__(
+        self,
+        limits: RateLimits = RateLimits(),
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        outside_consumer: Callable[[], int] = lambda: 0,
+    ):
+        self.limits = limits
+        self.clock = clock
+        self._outside = outside_consumer
+        self._counts: dict[tuple[str, str], list[int]] = {}  # (scope, ident) -> [window, count]
+        self._lock = threading.Lock()
+        self.outside_requests: dict[str, int] = {}  # key ident -> requests spent by the outside consumer
+
+    def _window(self, now: float) -> int:
+        return math.floor((now - self.limits.offset_s) / self.limits.window_s)
+
+    def retry_after(self, now: float | None = None) -> int:
+        """Whole seconds from ``now`` to the end of the current window, at least 1."""
+        now = self.clock() if now is None else now
+        end = self.limits.offset_s + (self._window(now) + 1) * self.limits.window_s
+        return max(1, math.ceil(end - now - 1e-9))
+
+    def _hit(self, scope: str, ident: str, limit: int) -> Rejection | None:
+        now = self.clock()
+        window = self._window(now)
+        with self._lock:
+            entry = self._counts.get((scope, ident))
+            if entry is None or entry[0] != window:
+                start = 0
+                if scope == "key":
+                    start = min(max(0, int(self._outside())), limit)
+                    if start:
+                        self.outside_requests[ident] = self.outside_requests.get(ident, 0) + start
+                entry = [window, start]
+                self._counts[(scope, ident)] = entry
+            entry[1] += 1
+            over = entry[1] > limit
+        return Rejection(scope, limit, self.retry_after(now)) if over else None
+
+    def hit_ip(self, ip: str) -> Rejection | None:
+        """Count one request from ``ip``; a Rejection when it is over ``per_ip`` in this window."""
+        return self._hit("ip", ip, self.limits.per_ip)
+
+    def hit_key(self, key: str) -> Rejection | None:
+        """Count one request of ``key`` (any stable identifier of the key); a Rejection when over."""
+        return self._hit("key", key, self.limits.per_key)
+
+    def reset(self) -> None:
+        """Forget all counters (a fresh window for everyone)."""
+        with self._lock:
+            self._counts.clear()
+            self.outside_requests.clear()
+
+
+def rate_limited_response(rejection: Rejection) -> JSONResponse:
+    """The spec's 429 response ("429 response") for ``rejection``."""
+    seconds = rejection.retry_after
+    body = {
+        "errors": [
+            {
+                "status": 429,
+                "code": "rate_limited",
+                "detail": f"Rate limit of {rejection.limit} requests per window exceeded "
+                f"(per {'API key' if rejection.scope == 'key' else 'IP address'}); retry in {seconds} seconds",
+            }
+        ]
+    }
+    headers = {
+        "Retry-After": str(seconds),
+        "RateLimit-Limit": str(rejection.limit),
+        "RateLimit-Remaining": "0",
+        "RateLimit-Reset": str(seconds),
+    }
+    return JSONResponse(body, status_code=429, headers=headers)

@@ -1,0 +1,82 @@
+"""Pagination of list endpoints and lookups (spec, "Limits", rules 4-6).
+
+* ``page``: integer >= 1, default 1. ``per_page``: integer >= 1, default 100, values above
+  :data:`MAX_PER_PAGE` (1000) are capped to it.
+* A ``page`` or ``per_page`` that is not a decimal integer, or is < 1, is the spec's "required
+  parameter missing or malformed": 400 with code ``assumptions.BAD_REQUEST_CODE`` (``bad_request``),
+  a ``detail`` naming the parameter and value, and ``source.parameter`` (the sandbox's choice; the
+  spec does not show the 400 code).
+* Headers on every paginated 200: ``X-Total-Count`` (records matching), ``X-Total-Pages``
+  (``ceil(total / per_page)``, but at least 1, so page 1 of an empty list is also its last page),
+  ``X-Per-Page`` (after the cap), ``X-Current-Page`` (the page asked for).
+* A page beyond the last is 200 with ``data: []`` and the same headers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from rank_pipeline.sandbox import assumptions as A
+from rank_pipeline.sandbox.middleware import error_response
+
+__all__ = ["DEFAULT_PER_PAGE", "MAX_PER_PAGE", "PageParams", "PaginationError", "paginated_response", "parse_page_params"]
+
+DEFAULT_PER_PAGE = 100
+MAX_PER_PAGE = 1000
+
+
+class PageParams(NamedTuple):
+    """``page`` (1-based) and ``per_page`` (after the cap)."""
+
+    page: int
+    per_page: int
+
+
+class PaginationError(ValueError):
+    """A malformed ``page`` or ``per_page``; ``parameter`` names it, ``value`` is what was sent."""
+
+    def __init__(self, parameter: str, value: str):
+        self.parameter, self.value = parameter, value
+        super().__init__(f"{parameter} must be an integer of at least 1, got {value!r}")
+
+
+def _parse(query: Mapping[str, str], name: str, default: int) -> int:
+    raw = query.get(name)
+    if raw is None:
+        return default
+    text = raw.strip()
+    if not text.isdecimal() or int(text) < 1:
+        raise PaginationError(name, raw)
+    return int(text)
+
+
+def parse_page_params(query: Mapping[str, str]) -> PageParams:
+    """``page``/``per_page`` from query parameters; raises PaginationError when malformed."""
+    page = _parse(query, "page", 1)
+    per_page = min(_parse(query, "per_page", DEFAULT_PER_PAGE), MAX_PER_PAGE)
+    return PageParams(page, per_page)
+
+
+def paginated_response(request: Request, records: Sequence[dict]) -> Response:
+    """The page of ``records`` that ``request`` asks for, as ``{"data": [...]}`` with the four
+    pagination headers; or the 400 response when ``page``/``per_page`` is malformed."""
+    try:
+        page, per_page = parse_page_params(request.query_params)
+    except PaginationError as exc:
+        return error_response(400, A.BAD_REQUEST_CODE, str(exc), source={"parameter": exc.parameter})
+    total = len(records)
+    pages = max(1, math.ceil(total / per_page))
+    start = (page - 1) * per_page
+    data = list(records[start : start + per_page])
+    headers = {
+        "X-Total-Count": str(total),
+        "X-Total-Pages": str(pages),
+        "X-Per-Page": str(per_page),
+        "X-Current-Page": str(page),
+    }
+    return JSONResponse({"data": data}, headers=headers)

@@ -1,0 +1,146 @@
+"""Running the sandbox over real HTTP with uvicorn.
+
+* :class:`SandboxServer`: a context manager that serves an app from a background thread on
+  ``host:port`` (port 0 = a free port, read back after binding) and stops it cleanly on exit.
+* :func:`serve`: blocking, for ``rank-pipeline sandbox``; prints the base URL and each account's key.
+
+uvicorn runs with ``date_header=False`` (the sandbox sets ``Date`` to the simulated day itself) and
+``server_header=False``.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import threading
+import time
+from datetime import date
+from typing import TextIO
+
+import uvicorn
+
+__all__ = ["SandboxServer", "serve"]
+
+
+class _DroppedConnectionFilter(logging.Filter):
+    """Keeps the deliberate ``drop_rate`` fault out of the error log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return type(exc).__name__ != "DroppedConnection"
+
+
+logging.getLogger("uvicorn.error").addFilter(_DroppedConnectionFilter())
+
+
+def _config(app, host: str, port: int, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        date_header=False,
+        server_header=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+
+
+class SandboxServer:
+    """``with SandboxServer(app) as server: httpx.get(server.base_url + "/v1/domains", ...)``.
+
+    Binds the socket on entry (so :attr:`port` is known at once), runs uvicorn in a daemon thread and
+    waits until it accepts connections (RuntimeError after ``startup_timeout_s``). On exit it asks
+    uvicorn to stop, waits for the thread, and closes the socket. In-flight hung requests are cut
+    after one second of graceful shutdown.
+    """
+
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning",
+                 startup_timeout_s: float = 10.0):
+        self.app, self.host, self.requested_port = app, host, port
+        self.log_level, self.startup_timeout_s = log_level, startup_timeout_s
+        self.port: int | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` once started; RuntimeError before."""
+        if self.port is None:
+            raise RuntimeError("SandboxServer is not started; use it as a context manager or call start()")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> SandboxServer:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.requested_port))
+        sock.set_inheritable(True)
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+        self._server = uvicorn.Server(_config(self.app, self.host, self.port, self.log_level))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name=f"sandbox-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + self.startup_timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the sandbox server did not start on {self.host}:{self.requested_port}")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+
+    def __enter__(self) -> SandboxServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    seed: int = 7,
+    window_s: float = 60.0,
+    *,
+    today: date | None = None,
+    faults=None,
+    per_key: int = 300,
+    per_ip: int = 600,
+    out: TextIO | None = None,
+) -> None:
+    """Serve the demo world (``WorldConfig(seed=seed)``) until interrupted (blocking).
+
+    Prints the base URL, the simulated day and each account's API key (sandbox-only demo keys) to
+    ``out`` (stdout), then runs uvicorn in the foreground.
+    """
+    from rank_pipeline.sandbox.app import create_app
+    from rank_pipeline.sandbox.faults import Faults
+    from rank_pipeline.sandbox.limits import RateLimits
+    from rank_pipeline.sandbox.world import World, WorldConfig
+
+    out = out or sys.stdout
+    world = World(WorldConfig(seed=seed), today=today)
+    app = create_app(world, limits=RateLimits(per_key=per_key, per_ip=per_ip, window_s=window_s),
+                     faults=faults or Faults())
+    shown_host = f"[{host}]" if ":" in host else host
+    print(f"rank-tracking sandbox on http://{shown_host}:{port}  (today = {world.today.isoformat()})", file=out)
+    for account in world.accounts:
+        access = "API access" if account.api_enabled else "no API access (403)"
+        print(f"  account {account.name:<10} key {account.api_key}  {access}", file=out)
+    print("  send the key as 'Authorization: <key>'; control endpoints under /_sandbox", file=out)
+    out.flush()
+    uvicorn.Server(_config(app, host, port, "info")).run()
