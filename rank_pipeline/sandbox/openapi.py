@@ -34,7 +34,7 @@ from starlette.routing import Route
 
 from rank_pipeline.sandbox.assumptions import BAD_REQUEST_CODE, KEYWORD_CREATE_STATUS, SEARCH_ENGINES
 
-__all__ = ["OPENAPI_PATH", "openapi_document", "openapi_route"]
+__all__ = ["OPENAPI_PATH", "build_openapi", "openapi_document", "openapi_route"]
 
 OPENAPI_PATH = "/openapi.json"
 """Where the sandbox serves the document (outside ``/v1``: not part of the vendor API)."""
@@ -398,3 +398,7 @@ async def _serve(request: Request) -> JSONResponse:
 
 openapi_route = Route(OPENAPI_PATH, _serve, methods=["GET"], name="openapi")
 """``GET /openapi.json``: the document, for the sandbox's ``create_app`` to mount."""
+
+
+build_openapi = openapi_document
+"""Alias of :func:`openapi_document` (the name ``rank_pipeline.sandbox`` re-exports)."""
