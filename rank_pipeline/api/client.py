@@ -456,8 +456,8 @@ class RankTrackerClient:
                                    f"after {transient} attempts; max_retry_s={self.config.max_retry_s} reached")
             self.stats.retries += 1
             reason = failure.kind if isinstance(failure, TransportError) else f"status {failure.status}"
-            logger.info("retrying %s %s in %.2f s after %s (attempt %d)", method, url, delay, reason,
-                        transient + first_contact)
+            logger.info("retrying %s %s in %.2f s after %s (%s; attempt %d)", method, url, delay, reason,
+                        failure.detail, transient + first_contact)
             self._emit({"event": "retry", "method": method, "url": url, "reason": reason,
                         "status": failure.status, "attempt": transient + first_contact, "delay_s": delay})
             await self._sleep(delay)
