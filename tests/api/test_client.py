@@ -11,8 +11,8 @@ import math
 import pickle
 import random
 import socket
-from email.utils import format_datetime
 from datetime import UTC, date, datetime
+from email.utils import format_datetime
 
 import httpx
 import pytest
