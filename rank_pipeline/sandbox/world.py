@@ -451,6 +451,7 @@ class World:
         self._by_domain_id = {d.id: d for s in self._accounts for d in s.domains}
         self._runtime_by_id: dict[str, _Keyword] = {}
         self._churn_cache: OrderedDict[tuple[str, int], _Keyword] = OrderedDict()
+        self._kw_index: dict[str, tuple[_Domain, _Keyword]] = {}  # base and runtime keywords by id
 
     # ---------------------------------------------------------------- clock and accounts
 
@@ -761,6 +762,7 @@ class World:
             kid = _make_id(seed, _K_BASE_KW, d.account_index, d.index, i)
             base.append(self._build_keyword(d, kid, spec, created, deleted, rng, tags, pivot_range=(0, 365)))
         d.base = base
+        self._kw_index.update((k.id, (d, k)) for k in base)
 
     def _build_keyword(self, d, kid, spec: KeywordSpec, created, deleted, rng, tags, *, pivot_range, created_at=None):
         r = rng.random()
@@ -849,6 +851,7 @@ class World:
         k = replace(k, tag_ids=())  # created through the API: no tags yet
         d.runtime.append(k)
         self._runtime_by_id[kid] = k
+        self._kw_index[kid] = (d, k)
         d.version += 1
         return k
 
@@ -875,6 +878,9 @@ class World:
         return sum(self._domain_count(d, day) for d in state.domains)
 
     def _find_keyword(self, keyword_id: str) -> tuple[_Domain, _Keyword] | None:
+        known = self._kw_index.get(keyword_id)
+        if known is not None:
+            return known
         parsed = _parse_id(self.config.seed, keyword_id)
         if parsed is None:
             return None
