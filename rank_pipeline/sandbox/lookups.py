@@ -19,14 +19,16 @@ Assumptions
 -----------
 What the spec leaves "not shown" and the sandbox decides:
 
-* ``search_engine`` is trimmed and matched case-insensitively (as keyword create's ``name``). Sent
-  blank (``search_engine=``) it is a 422 ``invalid_reference_value`` titled ``Missing search_engine``
-  rather than the default; absent it defaults to ``google``. Its ``meta.allowed`` lists the engines.
-* ``country`` is trimmed and case-insensitive. "Malformed" means anything that is not an assigned
-  ISO 3166-1 alpha-2 code (``USA``, ``U1``, ``XX``, blank): 422 ``invalid_reference_value`` titled
-  ``Unknown country`` (``Missing country`` when blank), with ``meta.search_engine`` and a
-  ``meta.lookup`` path listing that engine's countries. An assigned code that the engine does not
-  serve (e.g. ``BR`` on yahoo) is not an error: the result is empty.
+* ``search_engine`` must be exactly ``google``, ``bing`` or ``yahoo`` (the spec's values; not
+  trimmed, lower case only, unlike keyword create's ``name`` whose normalisation the spec states).
+  Sent blank (``search_engine=``) it is a 422 ``invalid_reference_value`` titled ``Missing
+  search_engine`` rather than the default; absent it defaults to ``google``. Its ``meta.allowed``
+  lists the engines.
+* ``country`` is case-insensitive and not trimmed. "Malformed" means anything that is not an
+  assigned ISO 3166-1 alpha-2 code (``USA``, ``U1``, ``XX``, `` US``, blank): 422
+  ``invalid_reference_value`` titled ``Unknown country`` (``Missing country`` when blank), with
+  ``meta.search_engine`` and a ``meta.lookup`` path listing that engine's countries. An assigned
+  code that the engine does not serve (e.g. ``BR`` on yahoo) is not an error: the result is empty.
 * ``variant`` is matched case-insensitively and exactly; an unknown variant gives an empty result,
   not an error. ``code`` is an exact string match; no match gives an empty result.
 * ``variant`` does not widen the listing: with none of ``country``, ``code``, ``q`` the endpoint
@@ -188,11 +190,10 @@ def _search_engine(value: str | None, errors: list[dict]) -> str | None:
     """The normalised engine (default google), or None after appending its error."""
     if value is None:
         return "google"
-    engine = value.strip().lower()
-    if engine in catalogues.SEARCH_ENGINES:
-        return engine
+    if value in catalogues.SEARCH_ENGINES:
+        return value
     allowed = ", ".join(catalogues.SEARCH_ENGINES)
-    if not engine:
+    if not value.strip():
         title, detail = (
             "Missing search_engine",
             f"No search_engine given: send one of {allowed}, or leave the parameter out for google.",
@@ -222,11 +223,11 @@ def _search_engine(value: str | None, errors: list[dict]) -> str | None:
 
 
 def _country(value: str, engine: str | None, errors: list[dict]) -> str | None:
-    iso2 = value.strip().upper()
+    iso2 = value.upper()
     if iso2 in _ISO_ALPHA2:
         return iso2
     listing = locations_lookup_path(engine or "google")
-    if not iso2:
+    if not value.strip():
         title = "Missing country"
         detail = f"No country given: send an ISO 3166-1 alpha-2 country code such as US, or list the countries with {listing}."
     else:

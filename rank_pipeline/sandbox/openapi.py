@@ -19,6 +19,8 @@ Assumptions
   (``assumptions.BAD_REQUEST_CODE``) are the sandbox's.
 * Every ``/v1`` operation documents 401, 403 (empty bodies) and 429; operations on a domain path
   document 404.
+* ``country`` on ``/v1/locations`` has the pattern ``^[A-Za-z]{2}$``; a code of that form that ISO
+  3166-1 does not assign (``XX``) is still a 422, which a pattern cannot express.
 * ``openapi_document`` has no ``servers``: the document is relative to the server that serves it.
 """
 
@@ -296,8 +298,9 @@ def _document() -> dict:
                     "schema": {"type": "string", "enum": list(SEARCH_ENGINES), "default": "google"}}
     locations_params = [
         engine_param,
-        {"name": "country", "in": "query", "required": False, "description": "ISO 3166-1 alpha-2.",
-         "schema": {"type": "string"}},
+        {"name": "country", "in": "query", "required": False,
+         "description": "ISO 3166-1 alpha-2 (case-insensitive); an unassigned code is a 422 too.",
+         "schema": {"type": "string", "pattern": "^[A-Za-z]{2}$"}},
         {"name": "variant", "in": "query", "required": False,
          "description": "Country, City, Postal Code, and others.", "schema": {"type": "string"}},
         {"name": "code", "in": "query", "required": False, "description": "Exact geo-target id.",
