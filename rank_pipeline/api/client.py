@@ -15,11 +15,12 @@ Retry policy (per request)
   JSON envelope): exponential backoff with jitter (``backoff_base_s * 2**(n-1)``, capped at
   ``backoff_max_s``, a random half of it as jitter) for up to ``max_attempts`` attempts and
   ``max_retry_s`` seconds; then ``ServerError`` / ``TransportError``.
-- First contact: until the host has answered this client once, a transport failure (DNS failure,
-  connection refused, connect timeout, ...) is tried only ``first_contact_attempts`` times (default 2,
+- First contact: until the host has answered this client once, a failure to connect (DNS failure,
+  connection refused, connect timeout) is tried only ``first_contact_attempts`` times (default 2,
   ``first_contact_backoff_s`` apart) and then raises ``TransportError(kind="unreachable")`` naming the
   base URL: a wrong URL fails in about a second, not after minutes of backoff. Once the host has
-  answered, the same faults are treated as transient.
+  answered, connection failures are transient like the rest. A timeout or a dropped connection means
+  something accepted the connection, so those are transient from the start.
 - 400, 401, 402, 403, 404, 422 (and statuses the spec does not list) are raised at once.
 
 Each attempt (retries included) takes one slot of the key limiter and one of the IP limiter.
@@ -441,7 +442,7 @@ class RankTrackerClient:
                     raise error_from_response(status, _parse_body(response), method=method, url=url)
 
             assert failure is not None
-            if response is None and not self._host_answered:
+            if isinstance(failure, TransportError) and failure.kind == "connect" and not self._host_answered:
                 first_contact += 1
                 if first_contact >= self.config.first_contact_attempts:
                     raise self._unreachable(failure, first_contact)

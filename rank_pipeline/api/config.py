@@ -29,8 +29,9 @@ class ClientConfig:
             ``X-Total-Count`` (spec "Limits" rule 6: records can shift between pages).
         backoff_base_s: first transient-retry delay in seconds; doubles per retry, with jitter.
         backoff_max_s: cap of one transient-retry delay in seconds.
-        first_contact_attempts: attempts while the host has never answered this client (DNS failure,
-            connection refused, connect timeout): a wrong base URL fails after this many quick tries.
+        first_contact_attempts: attempts to connect while the host has never answered this client (DNS
+            failure, connection refused, connect timeout): a wrong base URL fails after this many
+            quick tries.
         first_contact_backoff_s: delay between those tries, in seconds.
     """
 

@@ -500,3 +500,18 @@ def test_events_report_retries_and_a_failing_callback_does_not_break_the_request
     vrun(main2())
     retry = [e for e in events if e["event"] == "retry"]
     assert len(retry) == 1 and retry[0]["status"] == 502 and retry[0]["attempt"] == 1
+
+
+def test_a_dropped_connection_on_first_contact_is_transient_not_unreachable(vrun):
+    # the server accepted the connection, so the base URL is right: normal retries apply
+    script = Script(*([httpx.RemoteProtocolError("Server disconnected")] * 3))
+    data, client = vrun(get_usage(script))
+    assert data == USAGE["data"] and client.stats.retries == 3
+
+
+def test_connect_failures_on_first_contact_are_bounded_to_two_tries(vrun):
+    script = Script(*([httpx.ConnectError("[Errno 111] Connection refused")] * 5))
+    with pytest.raises(TransportError) as info:
+        vrun(get_usage(script))
+    assert info.value.kind == "unreachable" and len(script.requests) == 2
+    assert "https://api.test" in str(info.value) and "Connection refused" in str(info.value)
