@@ -89,5 +89,16 @@ def make_client():
 
 
 @pytest.fixture
+def fake_clock() -> FakeClock:
+    """A FakeClock at 1003.0 s: inside the window [1000, 1010) when window_s=10 and offset 0."""
+    return FakeClock(1_003.0)
+
+
+@pytest.fixture
+def sleep_recorder() -> SleepRecorder:
+    return SleepRecorder()
+
+
+@pytest.fixture
 def acme(world):
     return world.account("acme")
