@@ -24,7 +24,7 @@ class ClientConfig:
         max_attempts: attempts per request for transient faults (5xx, timeout, dropped connection,
             invalid JSON in a 2xx), the first attempt included. 429s do not count.
         max_retry_s: bound in seconds on the total time one request may spend retrying (transient
-            faults and 429s). Must exceed a ``Retry-After`` of up to one window (60 s).
+            faults and 429s). At least ``window_s``: a ``Retry-After`` can last up to one window.
         max_passes: how many times ``list_records`` reads a list when the ids seen disagree with
             ``X-Total-Count`` (spec "Limits" rule 6: records can shift between pages).
         backoff_base_s: first transient-retry delay in seconds; doubles per retry, with jitter.
@@ -63,6 +63,10 @@ class ClientConfig:
         for name in ("max_retry_s", "backoff_base_s", "backoff_max_s", "first_contact_backoff_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.max_retry_s < self.window_s:
+            problems.append(
+                f"max_retry_s ({self.max_retry_s}) must be at least window_s ({self.window_s}): a 429's "
+                "Retry-After can last up to one window, and the retry bound must be able to wait it out")
         if not 0.0 <= self.safety_margin < 1.0:
             problems.append(f"safety_margin must be in [0, 1), got {self.safety_margin}")
         if problems:

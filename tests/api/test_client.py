@@ -229,7 +229,8 @@ def test_transient_retries_stop_at_the_total_time_bound(vrun):
     async def main():
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        async with make_client(script, max_attempts=50, max_retry_s=20.0, backoff_base_s=2.0) as client:
+        async with make_client(script, max_attempts=50, max_retry_s=20.0, backoff_base_s=2.0,
+                               window_s=10.0) as client:
             try:
                 await client.get("/v1/account/usage")
             except ServerError as error:
@@ -515,3 +516,10 @@ def test_connect_failures_on_first_contact_are_bounded_to_two_tries(vrun):
         vrun(get_usage(script))
     assert info.value.kind == "unreachable" and len(script.requests) == 2
     assert "https://api.test" in str(info.value) and "Connection refused" in str(info.value)
+
+
+def test_config_rejects_a_retry_bound_shorter_than_one_rate_window():
+    with pytest.raises(ValueError, match="max_retry_s .* must be at least window_s"):
+        ClientConfig(max_retry_s=30.0, window_s=60.0)
+    with pytest.raises(ValueError, match="per_page must be at least 1"):
+        ClientConfig(per_page=0)
