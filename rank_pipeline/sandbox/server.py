@@ -136,11 +136,16 @@ def serve(
     world = World(WorldConfig(seed=seed), today=today)
     app = create_app(world, limits=RateLimits(per_key=per_key, per_ip=per_ip, window_s=window_s),
                      faults=faults or Faults())
+    _banner(world, host, port, out)
+    uvicorn.Server(_config(app, host, port, "info")).run()
+
+
+def _banner(world, host: str, port: int, out: TextIO) -> None:
+    """Print the base URL, the simulated day and each account's demo key to ``out``."""
     shown_host = f"[{host}]" if ":" in host else host
     print(f"rank-tracking sandbox on http://{shown_host}:{port}  (today = {world.today.isoformat()})", file=out)
     for account in world.accounts:
         access = "API access" if account.api_enabled else "no API access (403)"
-        print(f"  account {account.name:<10} key {account.api_key}  {access}", file=out)
+        print(f"  account {account.name} key {account.api_key}  {access}", file=out)
     print("  send the key as 'Authorization: <key>'; control endpoints under /_sandbox", file=out)
     out.flush()
-    uvicorn.Server(_config(app, host, port, "info")).run()
