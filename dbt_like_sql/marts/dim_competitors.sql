@@ -20,9 +20,6 @@ summarised as (
         account,
         domain_id,
         competitor_id,
-        arg_max(competitor_domain, snapshot_date) as competitor_domain,
-        arg_max(competitor_name, snapshot_date) as competitor_name,
-        arg_max(created_at, snapshot_date) as created_at,
         min(snapshot_date) as first_seen_date,
         max(snapshot_date) as last_seen_date,
         count(*) as days_listed
@@ -30,19 +27,30 @@ summarised as (
     group by account, domain_id, competitor_id
 ),
 
+latest as (
+    select c.*
+    from competitors as c
+    inner join summarised as s
+        on s.domain_id = c.domain_id
+        and s.competitor_id = c.competitor_id
+        and s.last_seen_date = c.snapshot_date
+),
+
 final as (
     select
         s.account,
         s.domain_id,
         s.competitor_id,
-        s.competitor_domain,
-        s.competitor_name,
-        s.created_at,
+        c.competitor_domain,
+        c.competitor_name,
+        c.created_at,
         s.first_seen_date,
         s.last_seen_date,
         s.days_listed,
         s.last_seen_date = l.latest_snapshot_date as is_active
     from summarised as s
+    inner join latest as c
+        on c.domain_id = s.domain_id and c.competitor_id = s.competitor_id
     left join latest_account_snapshot as l
         on l.account = s.account
 )

@@ -19,14 +19,17 @@ summarised as (
     select
         account,
         domain_id,
-        arg_max(domain, snapshot_date) as domain,
-        arg_max(host, snapshot_date) as host,
-        arg_max(match_type, snapshot_date) as match_type,
-        arg_max(project_name, snapshot_date) as project_name,
         min(snapshot_date) as first_seen_date,
         max(snapshot_date) as last_seen_date
     from domains
     group by account, domain_id
+),
+
+latest as (
+    select d.*
+    from domains as d
+    inner join summarised as s
+        on s.domain_id = d.domain_id and s.last_seen_date = d.snapshot_date
 ),
 
 keywords_on_last_day as (
@@ -43,15 +46,17 @@ final as (
     select
         s.account,
         s.domain_id,
-        s.domain,
-        s.host,
-        s.match_type,
-        s.project_name,
+        d.domain,
+        d.host,
+        d.match_type,
+        d.project_name,
         s.first_seen_date,
         s.last_seen_date,
         s.last_seen_date = l.latest_snapshot_date as is_active,
         coalesce(k.tracked_keywords, 0) as tracked_keywords
     from summarised as s
+    inner join latest as d
+        on d.domain_id = s.domain_id
     left join latest_account_snapshot as l
         on l.account = s.account
     left join keywords_on_last_day as k

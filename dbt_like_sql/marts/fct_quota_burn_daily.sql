@@ -81,8 +81,14 @@ final as (
         end as projected_exhaustion_date,
         usage_reset,
         limit_changed,
-        previous_utilisation_pct < 80 and utilisation_pct >= 80 as crossed_80_pct,
-        previous_utilisation_pct < 100 and utilisation_pct >= 100 as crossed_100_pct
+        case
+            when previous_utilisation_pct is not null and utilisation_pct is not null
+                then previous_utilisation_pct < 80 and utilisation_pct >= 80
+        end as crossed_80_pct,
+        case
+            when previous_utilisation_pct is not null and utilisation_pct is not null
+                then previous_utilisation_pct < 100 and utilisation_pct >= 100
+        end as crossed_100_pct
     from burn_rates
 )
 

@@ -11,6 +11,7 @@ renamed as (
     select
         cast(code as varchar) as location_code,
         cast(parent_id as varchar) as search_engine,
+        cast(account as varchar) as account,
         cast(snapshot_date as date) as snapshot_date,
         cast(attributes ->> '$.name' as varchar) as location_name,
         cast(attributes ->> '$.variant' as varchar) as location_variant,
