@@ -1,10 +1,29 @@
 -- One row per tracked keyword per snapshot day. Rename and cast only.
 -- The only place that reads the keyword fields the spec marks "not shown" (docs/architecture.md,
--- "Invented record shapes"): meeting the real vendor's shape is a change to this file alone.
+-- "Invented record shapes"): meeting the real vendor's shape is a change to the `parsed` CTE below.
 with
 
 source as (
     select * from raw.keywords
+),
+
+parsed as (
+    select
+        *,
+        -- one parse per record; fields absent from a record (or of another type) come out null
+        json_transform(attributes, '{
+            "keyword": "VARCHAR",
+            "searchEngine": "VARCHAR",
+            "device": "VARCHAR",
+            "location": {"name": "VARCHAR", "variant": "VARCHAR"},
+            "language": {"code": "VARCHAR"},
+            "frequency": "VARCHAR",
+            "tagIds": ["VARCHAR"],
+            "searchVolume": "BIGINT",
+            "createdAt": "VARCHAR",
+            "results": {"organic": {"position": "INTEGER", "url": "VARCHAR", "capturedAt": "VARCHAR"}}
+        }') as attrs
+    from source
 ),
 
 renamed as (
@@ -13,22 +32,22 @@ renamed as (
         cast(parent_id as varchar) as domain_id,
         cast(account as varchar) as account,
         cast(snapshot_date as date) as snapshot_date,
-        cast(attributes ->> '$.keyword' as varchar) as keyword,
-        cast(attributes ->> '$.searchEngine' as varchar) as search_engine,
-        cast(attributes ->> '$.device' as varchar) as device,
+        attrs.keyword as keyword,
+        attrs.searchEngine as search_engine,
+        attrs.device as device,
         cast(location_code as varchar) as location_code,
-        cast(attributes ->> '$.location.name' as varchar) as location_name,
-        cast(attributes ->> '$.location.variant' as varchar) as location_variant,
-        cast(attributes ->> '$.language.code' as varchar) as language_code,
-        cast(attributes ->> '$.frequency' as varchar) as frequency,
-        cast(json_extract(attributes, '$.tagIds') as varchar[]) as tag_ids,
-        cast(attributes ->> '$.searchVolume' as bigint) as search_volume,
-        cast(attributes ->> '$.results.organic.position' as integer) as position,
-        cast(attributes ->> '$.results.organic.url' as varchar) as ranking_url,
-        cast(attributes ->> '$.createdAt' as timestamp with time zone) as created_at,
-        cast(attributes ->> '$.results.organic.capturedAt' as timestamp with time zone) as captured_at,
+        attrs.location.name as location_name,
+        attrs.location.variant as location_variant,
+        attrs.language.code as language_code,
+        attrs.frequency as frequency,
+        attrs.tagIds as tag_ids,
+        attrs.searchVolume as search_volume,
+        attrs.results.organic.position as position,
+        attrs.results.organic.url as ranking_url,
+        cast(attrs.createdAt as timestamp with time zone) as created_at,
+        cast(attrs.results.organic.capturedAt as timestamp with time zone) as captured_at,
         cast(extracted_at as timestamp with time zone) as extracted_at
-    from source
+    from parsed
 ),
 
 final as (
