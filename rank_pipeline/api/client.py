@@ -280,9 +280,10 @@ class RankTrackerClient:
                 new = []
                 for record in records:
                     rid = _record_id(record)
+                    if rid in pass_ids:  # seen twice in one pass: it moved between pages
+                        duplicates += 1
                     pass_ids.add(rid)
                     if rid in seen:
-                        duplicates += 1
                         continue
                     seen.add(rid)
                     new.append(record)

@@ -85,7 +85,7 @@ class ListResult:
         passes: how many times the list was read (1 when nothing shifted).
         complete: True when the ids seen match ``X-Total-Count`` with totals unchanged during the pass
             (either this pass alone saw ``total_count`` distinct ids, or all passes together did).
-        duplicates: records received again with an id already delivered (shifted records).
+        duplicates: records received twice within one pass (they moved between pages while it ran).
     """
 
     path: str
