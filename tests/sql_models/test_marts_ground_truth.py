@@ -9,7 +9,9 @@ and values, and reports the first differences.
 
 from __future__ import annotations
 
+import bisect
 import csv
+import functools
 import math
 from collections import defaultdict
 from datetime import date, timedelta
@@ -17,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+pytestmark = pytest.mark.xdist_group(name="sql_models_world")
 
 ONE = timedelta(days=1)
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
@@ -97,6 +101,7 @@ def movement(now: int | None, then: int | None, has_then: bool) -> str:
     return "improved" if now < then else "declined" if now > then else "unchanged"
 
 
+@functools.cache
 def ctr_curve() -> tuple[int, dict[int, float]]:
     """The highest-version CTR curve, read from the seed CSV file itself."""
     with open(SQL_DIR / "seeds" / "ctr_curve.csv", newline="") as f:
@@ -125,8 +130,9 @@ class Rankings:
         return _pos(self.by_key[(kid, day)]["position"])
 
     def previous_day(self, kid: str, day: date) -> date | None:
-        earlier = [d for d in self.days_of[kid] if d < day]
-        return earlier[-1] if earlier and earlier[-1] >= day - 31 * ONE else None
+        days = self.days_of[kid]
+        i = bisect.bisect_left(days, day)
+        return days[i - 1] if i > 0 and days[i - 1] >= day - 31 * ONE else None
 
     def url_changed(self, kid: str, day: date) -> bool | None:
         prev = self.previous_day(kid, day)
