@@ -1,0 +1,29 @@
+"""The one Dagster ``Definitions`` object, loaded by ``workspace.yaml`` (``dagster dev -w workspace.yaml``).
+
+Assets (all daily-partitioned, UTC):
+
+- ``snapshots/<resource>``: the day's Parquet snapshots (one extraction step for all resources);
+- ``raw/<resource>``: the raw DuckDB tables;
+- ``seeds/*``, ``staging/*``, ``marts/*``: the SQL models of ``dbt_like_sql/``, each test an asset check;
+- ``warehouse/published``: the file analysts open.
+
+The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
+(:mod:`rank_pipeline.settings`).
+"""
+
+import dagster as dg
+
+from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.jobs import daily_job, daily_schedule
+from rank_pipeline.defs.model_assets import build_model_assets
+from rank_pipeline.defs.resources import source_from_env, warehouse_from_env
+from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+
+_model_assets, _model_keys = build_model_assets()
+
+defs = dg.Definitions(
+    assets=[extract_snapshots, load_raw_tables, *_model_assets, build_publish_asset(_model_keys)],
+    jobs=[daily_job],
+    schedules=[daily_schedule],
+    resources={"source": source_from_env(), "warehouse": warehouse_from_env()},
+)

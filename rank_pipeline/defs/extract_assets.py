@@ -1,0 +1,102 @@
+"""Extraction: one multi-asset writes the day's Parquet snapshot of every resource.
+
+One step, one asyncio loop, one pacer per key and one per IP address: extraction assets in separate
+processes would each pace to the ceiling and together exceed it (docs/architecture.md). Each resource
+is still its own asset (``snapshots/<resource>``) with its own metadata and a blocking asset check,
+``complete``, that fails when a list could not be read completely.
+"""
+
+
+import time
+from datetime import date
+
+import dagster as dg
+
+from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
+from rank_pipeline.extract import ExtractionProgress, run_extraction
+from rank_pipeline.snapshots import RESOURCES, partition_dir
+
+SNAPSHOT_KEYS = {r: dg.AssetKey(["snapshots", r]) for r in RESOURCES}
+
+_DESCRIPTIONS = {
+    "domains": "Domains of each account (GET /v1/domains), one Parquet snapshot per day.",
+    "keywords": "Keywords of each domain (GET /v1/domains/{uuid}/keywords) with their SERP position.",
+    "competitors": "Competitors of each domain (GET /v1/domains/{uuid}/competitors).",
+    "tags": "Tags of each account (GET /v1/tags).",
+    "usage": "Account usage and plan limits (GET /v1/account/usage), one row per account and day.",
+    "locations": "Location catalogue rows the keywords point to (GET /v1/locations?code=...).",
+    "languages": "Language catalogue rows of every search engine in use (GET /v1/languages).",
+}
+
+
+@dg.multi_asset(
+    name="extract_snapshots",
+    specs=[
+        dg.AssetSpec(key, description=_DESCRIPTIONS[r], group_name="snapshots", kinds={"parquet"})
+        for r, key in SNAPSHOT_KEYS.items()
+    ],
+    check_specs=[
+        dg.AssetCheckSpec("complete", asset=key, blocking=True,
+                          description="Every list of this resource was read completely (ids == X-Total-Count).")
+        for key in SNAPSHOT_KEYS.values()
+    ],
+    partitions_def=daily_partitions,
+    pool="extract",
+)
+def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerResource,
+                      warehouse: WarehouseResource):
+    """Extract the partition's day from the source into ``data/snapshots`` (see rank_pipeline.extract)."""
+    day = date.fromisoformat(context.partition_key)
+    base_url, accounts = source.open_source(day)
+    context.log.info(f"extracting {day} from {source.describe()} for {len(accounts)} account(s)")
+    last = [0.0]
+
+    def on_progress(p: ExtractionProgress) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 5.0:
+            last[0] = now
+            context.log.info(
+                f"lists {p.lists_done}/{p.lists_total}, records {p.records}, requests {p.requests}, "
+                f"retries {p.retries}, 429s {p.rate_limited}"
+            )
+
+    report = run_extraction(base_url, accounts, day, warehouse.snapshots_dir,
+                            config=source.client_config(), on_progress=on_progress)
+    requests = sum(a["requests"] for a in report.accounts.values())
+    context.log.info(
+        f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, "
+        f"complete={report.complete}; per account: {report.accounts}"
+    )
+    for resource, key in SNAPSHOT_KEYS.items():
+        manifest = report.manifests[resource]
+        accounts_meta = manifest["accounts"]
+        expected = sum(a.get("expected", 0) for a in accounts_meta.values())
+        delivered = sum(a.get("delivered", 0) for a in accounts_meta.values())
+        missing = sorted({p for a in accounts_meta.values() for p in a.get("missing_parents", [])})
+        yield dg.MaterializeResult(
+            asset_key=key,
+            metadata={
+                "rows": dg.MetadataValue.int(manifest["row_count"]),
+                "complete": manifest["complete"],
+                "expected_records": expected,
+                "delivered_records": delivered,
+                "pages": sum(a.get("pages", 0) for a in accounts_meta.values()),
+                "missing_parents": dg.MetadataValue.json(missing),
+                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshots_dir, resource, day))),
+                "requests_total": requests,
+                "rate_limited_total": sum(a["rate_limited"] for a in report.accounts.values()),
+                "retries_total": sum(a["retries"] for a in report.accounts.values()),
+                "achieved_rate_per_min": dg.MetadataValue.json(
+                    {n: a["achieved_rate_per_min"] for n, a in report.accounts.items()}),
+            },
+        )
+        yield dg.AssetCheckResult(
+            asset_key=key,
+            check_name="complete",
+            passed=bool(manifest["complete"]),
+            metadata={"expected_records": expected, "delivered_records": delivered,
+                      "accounts": dg.MetadataValue.json(
+                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "passes")}
+                           for n, a in accounts_meta.items()})},
+        )

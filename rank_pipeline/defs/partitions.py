@@ -1,0 +1,8 @@
+"""Daily partitions keyed by snapshot date (UTC), today included (spec: the API tells only the present)."""
+
+import dagster as dg
+
+PARTITIONS_START = "2026-01-01"
+
+daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC", end_offset=1)
+"""One partition per UTC day from :data:`PARTITIONS_START`; ``end_offset=1`` includes today."""

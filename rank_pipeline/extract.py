@@ -1,0 +1,285 @@
+"""One day's extraction: every resource of every account into Parquet snapshots, in one asyncio loop.
+
+What is read, per account (spec "Endpoints"):
+
+1. ``GET /v1/account/usage`` (one single read; its ``Date`` header tells the source's today);
+2. ``GET /v1/domains`` (all pages);
+3. for every domain, concurrently: ``GET /v1/domains/{uuid}/keywords`` and ``.../competitors``;
+4. ``GET /v1/tags``;
+5. the reference rows the keywords point to: ``GET /v1/locations?code=<code>&search_engine=<engine>``
+   for every distinct (engine, location code), and ``GET /v1/languages?search_engine=<engine>`` for
+   every engine in use.
+
+All accounts run concurrently, each through its own :class:`~rank_pipeline.api.RankTrackerClient`
+(its key's pacer), all sharing one per-IP pacer. Records stream page by page into one
+:class:`~rank_pipeline.snapshots.SnapshotWriter` per resource; nothing is held whole in memory except
+the ids needed for de-duplication and the domain and location ids needed to fan out.
+
+The day's snapshots are committed together only when every account finished: a fatal error (a
+rejected key, a plan without API access, the source unreachable) aborts every writer and leaves
+earlier snapshots, including an earlier snapshot of the same day, untouched. A domain deleted during
+the run (404 on its children) is not fatal: it is listed in the manifest under ``missing_parents``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from rank_pipeline.api import (
+    ClientConfig,
+    NotFoundError,
+    RankTrackerClient,
+    SlidingWindowLimiter,
+)
+from rank_pipeline.snapshots import RESOURCES, SnapshotWriter
+from rank_pipeline.vendor_fields import keyword_location_code, keyword_search_engines
+
+__all__ = [
+    "AccountSource",
+    "ExtractionError",
+    "ExtractionProgress",
+    "ExtractionReport",
+    "PastDateError",
+    "extract_day",
+    "run_extraction",
+]
+
+
+class ExtractionError(RuntimeError):
+    """The day's extraction failed as a whole; nothing of that day was committed."""
+
+
+class PastDateError(ExtractionError):
+    """The requested snapshot date is not the source's today: the API only tells the present."""
+
+
+@dataclass(frozen=True)
+class AccountSource:
+    """An account to extract: its name (written to snapshots) and its key (never written anywhere)."""
+
+    name: str
+    api_key: str = field(repr=False)
+
+
+@dataclass
+class ExtractionProgress:
+    """Counters for progress bars and logs; ``lists_total`` grows as domains are discovered."""
+
+    lists_total: int = 0
+    lists_done: int = 0
+    records: int = 0
+    requests: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+
+
+@dataclass
+class ExtractionReport:
+    """Outcome of :func:`extract_day`.
+
+    ``manifests`` maps each resource to its committed manifest (see
+    :meth:`~rank_pipeline.snapshots.SnapshotWriter.commit`); ``accounts`` maps each account to its
+    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min).
+    """
+
+    snapshot_date: date
+    manifests: dict[str, dict[str, Any]]
+    accounts: dict[str, dict[str, Any]]
+    elapsed_s: float
+
+    @property
+    def complete(self) -> bool:
+        """True when every list of every resource and account was read completely."""
+        return all(m["complete"] for m in self.manifests.values())
+
+
+class _AccountRun:
+    def __init__(self, source: AccountSource, client: RankTrackerClient, writers: dict[str, SnapshotWriter],
+                 progress: ExtractionProgress, notify: Callable[[], None]):
+        self.source = source
+        self.client = client
+        self.writers = writers
+        self.progress = progress
+        self.notify = notify
+        self.report: dict[str, dict[str, Any]] = {
+            r: {"complete": True, "expected": 0, "delivered": 0, "lists": 0, "pages": 0, "passes": 0,
+                "missing_parents": []}
+            for r in RESOURCES
+        }
+        self.location_refs: set[tuple[str, str]] = set()
+        self.engines: set[str] = set()
+
+    def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[dict], None] | None = None):
+        writer = self.writers[resource]
+        account = self.source.name
+
+        def sink(records: Sequence[dict]) -> None:
+            writer.write(account, records, parent_id=parent_id, extracted_at=datetime.now(UTC))
+            if on_record is not None:
+                for record in records:
+                    on_record(record)
+            self.progress.records += len(records)
+            self.notify()
+
+        return sink
+
+    async def _list(self, resource: str, path: str, params: dict[str, Any] | None = None,
+                    parent_id: str | None = None, on_record: Callable[[dict], None] | None = None):
+        self.progress.lists_total += 1
+        self.notify()
+        rep = self.report[resource]
+        try:
+            result = await self.client.list_records(path, params or {}, self._sink(resource, parent_id, on_record))
+        except NotFoundError:
+            if parent_id is None or resource not in ("keywords", "competitors"):
+                raise
+            rep["missing_parents"].append(parent_id)
+            return None
+        finally:
+            self.progress.lists_done += 1
+            self.notify()
+        rep["lists"] += 1
+        rep["expected"] += result.total_count
+        rep["delivered"] += result.delivered
+        rep["pages"] += result.pages
+        rep["passes"] = max(rep["passes"], result.passes)
+        rep["complete"] = rep["complete"] and result.complete
+        return result
+
+    def _on_keyword(self, record: dict) -> None:
+        attributes = record.get("attributes") or {}
+        code = keyword_location_code(attributes)
+        engines = keyword_search_engines(attributes)
+        self.engines.update(engines)
+        if code is not None:
+            for engine in engines:
+                self.location_refs.add((engine, code))
+
+    async def run(self, snapshot_date: date, allow_other_day: bool) -> None:
+        usage = await self.client.get("/v1/account/usage")
+        server_day = self.client.server_date
+        if server_day is not None and server_day != snapshot_date and not allow_other_day:
+            raise PastDateError(
+                f"cannot extract {snapshot_date.isoformat()}: the API only tells the present and its "
+                f"today is {server_day.isoformat()} (UTC). Extract today's partition; earlier days are "
+                "loaded and modelled from their Parquet snapshots."
+            )
+        self.progress.lists_total += 1
+        self.progress.lists_done += 1
+        self.writers["usage"].write(self.source.name, [usage], extracted_at=datetime.now(UTC))
+        rep = self.report["usage"]
+        rep.update(expected=1, delivered=1, lists=1, pages=1, passes=1)
+
+        domain_ids: list[str] = []
+        await self._list("domains", "/v1/domains", on_record=lambda r: domain_ids.append(str(r["id"])))
+
+        async def children(domain_id: str) -> None:
+            await asyncio.gather(
+                self._list("keywords", f"/v1/domains/{domain_id}/keywords", parent_id=domain_id,
+                           on_record=self._on_keyword),
+                self._list("competitors", f"/v1/domains/{domain_id}/competitors", parent_id=domain_id),
+            )
+
+        await asyncio.gather(self._list("tags", "/v1/tags"), *(children(d) for d in domain_ids))
+        await asyncio.gather(
+            *(self._list("locations", "/v1/locations", {"code": code, "search_engine": engine}, parent_id=engine)
+              for engine, code in sorted(self.location_refs)),
+            *(self._list("languages", "/v1/languages", {"search_engine": engine}, parent_id=engine)
+              for engine in sorted(self.engines)),
+        )
+        for resource, rep in self.report.items():
+            self.writers[resource].set_report(self.source.name, rep)
+
+
+async def extract_day(
+    base_url: str,
+    accounts: Sequence[AccountSource],
+    snapshot_date: date,
+    snapshots_dir: Path | str,
+    *,
+    config: ClientConfig | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    allow_other_day: bool = False,
+    on_progress: Callable[[ExtractionProgress], None] | None = None,
+) -> ExtractionReport:
+    """Extract every resource of ``accounts`` for ``snapshot_date`` and commit the day's snapshots.
+
+    Args:
+        base_url: the API's base address (spec ``{base_url}``), without ``/v1``.
+        accounts: one :class:`AccountSource` per key.
+        snapshot_date: the partition; must be the source's today (UTC, from the ``Date`` header)
+            unless ``allow_other_day`` (the sandbox, whose clock the caller set).
+        snapshots_dir: the snapshots folder (``data/snapshots``).
+        config: pacing, pagination and retry settings (:class:`~rank_pipeline.api.ClientConfig`).
+        transport: an httpx transport (tests use ``httpx.ASGITransport`` on the sandbox).
+        on_progress: called with the running counters after every page and list.
+
+    Returns:
+        :class:`ExtractionReport` with each resource's manifest and each account's request statistics.
+
+    Raises:
+        PastDateError: ``snapshot_date`` is not the source's today.
+        rank_pipeline.api.RankTrackerError: a fatal API error (401, 403, unreachable host, ...);
+            nothing of the day is committed.
+    """
+    if not accounts:
+        raise ExtractionError("no accounts configured: set RANK_TRACKER_API_KEY (or RANK_TRACKER_ACCOUNTS)")
+    config = config or ClientConfig()
+    started = time.monotonic()
+    writers = {r: SnapshotWriter(snapshots_dir, r, snapshot_date) for r in RESOURCES}
+    progress = ExtractionProgress()
+    ip_limiter = SlidingWindowLimiter(config.per_ip_limit, config.window_s)
+    clients: list[RankTrackerClient] = []
+
+    def notify() -> None:
+        progress.requests = sum(c.stats.requests for c in clients)
+        progress.retries = sum(c.stats.retries for c in clients)
+        progress.rate_limited = sum(c.stats.rate_limited for c in clients)
+        if on_progress is not None:
+            on_progress(progress)
+
+    try:
+        runs = []
+        for source in accounts:
+            client = RankTrackerClient(base_url, source.api_key, config=config, ip_limiter=ip_limiter,
+                                       transport=transport)
+            clients.append(client)
+            runs.append(_AccountRun(source, client, writers, progress, notify))
+        try:
+            for client in clients:
+                await client.__aenter__()
+            await asyncio.gather(*(run.run(snapshot_date, allow_other_day) for run in runs))
+        finally:
+            for client in clients:
+                await client.__aexit__(None, None, None)
+        notify()
+        manifests = {r: w.commit() for r, w in writers.items()}
+    except BaseException:
+        for writer in writers.values():
+            writer.abort()
+        raise
+    stats = {}
+    for run in runs:
+        s = run.client.stats
+        elapsed = max(s.elapsed, 1e-9)
+        stats[run.source.name] = {
+            "requests": s.requests,
+            "retries": s.retries,
+            "rate_limited": s.rate_limited,
+            "elapsed_s": round(s.elapsed, 3),
+            "achieved_rate_per_min": round(s.requests / elapsed * 60.0, 1),
+        }
+    return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started)
+
+
+def run_extraction(*args: Any, **kwargs: Any) -> ExtractionReport:
+    """Synchronous :func:`extract_day` (one asyncio loop per run); same arguments and errors."""
+    return asyncio.run(extract_day(*args, **kwargs))
