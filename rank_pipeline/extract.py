@@ -147,7 +147,10 @@ class _AccountRun:
             self.progress.lists_done += 1
             self.notify()
         rep["lists"] += 1
-        rep["expected"] += result.total_count
+        if result.total_count is None:
+            # no X-Total-Count header: completeness cannot be shown, so it is not claimed
+            rep["complete"] = False
+        rep["expected"] += result.total_count or 0
         rep["delivered"] += result.delivered
         rep["pages"] += result.pages
         rep["passes"] = max(rep["passes"], result.passes)
@@ -236,7 +239,8 @@ async def extract_day(
     started = time.monotonic()
     writers = {r: SnapshotWriter(snapshots_dir, r, snapshot_date) for r in RESOURCES}
     progress = ExtractionProgress()
-    ip_limiter = SlidingWindowLimiter(config.per_ip_limit, config.window_s)
+    # one per-IP pacer shared by every key of the run (spec "Limits": 600 per IP address)
+    ip_limiter = SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)
     clients: list[RankTrackerClient] = []
 
     def notify() -> None:
