@@ -95,6 +95,7 @@ bits are a hash of the seed: ids of another seed or random UUIDs name nothing he
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import math
 import random
@@ -277,7 +278,8 @@ def _make_id(seed: int, kind: int, account: int, domain: int, index: int) -> str
     h = _hash64("id", seed, kind, account, domain, stored)
     high = ((h >> 16) << 16) | (0x4 << 12) | (h & 0x0FFF)  # 48 hash bits | version 4 | 12 hash bits
     low = (0b10 << 62) | (kind << 56) | (account << 48) | (domain << 32) | stored
-    return str(uuid.UUID(int=(high << 64) | low))
+    h = f"{(high << 64) | low:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _parse_id(seed: int, text: str) -> tuple[int, int, int, int] | None:
@@ -333,14 +335,25 @@ _NYC_CODE = "6128581"
 _ENGINES = (("google", 60), ("bing", 25), ("yahoo", 15))
 
 
+_CUMULATIVE: dict[int, tuple[list[float], float]] = {}
+
+
 def _weighted(rng: random.Random, options: Sequence[tuple]) -> tuple:
-    total = sum(o[-1] for o in options)
-    x = rng.random() * total
-    for o in options:
-        x -= o[-1]
-        if x < 0:
-            return o
-    return options[-1]
+    """One of ``options`` (tuples whose last item is a weight), drawn with one ``rng.random()``."""
+    cached = _CUMULATIVE.get(id(options))
+    if cached is None:
+        cumulative, total = [], 0.0
+        for o in options:
+            total += o[-1]
+            cumulative.append(total)
+        cached = _CUMULATIVE[id(options)] = (cumulative, total)
+    cumulative, total = cached
+    return options[min(bisect.bisect_right(cumulative, rng.random() * total), len(options) - 1)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _midnight(day: date) -> str:
+    return A.timestamp(day)
 
 
 def _slug(text: str) -> str:
@@ -786,7 +799,7 @@ class World:
         tag_ids = tuple(sorted(t[0] for t in rng.sample(tags, min(n_tags, len(tags)))))
         return _Keyword(
             id=kid,
-            int_id=uuid.UUID(kid).int,
+            int_id=int(kid.replace("-", ""), 16),
             word=spec.word,
             engine=spec.search_engine,
             device=spec.device,
@@ -796,7 +809,7 @@ class World:
             tag_ids=tag_ids,
             search_volume=int(round(10 * math.exp(rng.random() * 9.5), -1)) or 10,
             created=created,
-            created_at=created_at or A.timestamp(created),
+            created_at=created_at or _midnight(created),
             deleted=deleted,
             base=base,
             out_level=104 + 25 * rng.random(),
