@@ -240,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "days", 1) is not None and getattr(args, "days", 1) < 1:
         print("--days must be at least 1", file=sys.stderr)
         return 2
+    from rank_pipeline.api import RankTrackerError
+    from rank_pipeline.extract import ExtractionError
     from rank_pipeline.settings import ConfigurationError
 
     try:
@@ -247,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
+    except (RankTrackerError, ExtractionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
