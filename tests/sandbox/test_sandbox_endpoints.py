@@ -104,14 +104,12 @@ def test_endpoints__records_follow_the_simulated_day(client, world, acme):
 
 
 def test_endpoints__colleague_routes_are_mounted_when_present(client, acme):
-    pytest.importorskip("rank_pipeline.sandbox.lookups")
     r = client.get("/v1/locations", params={"country": "FR"}, key=acme.api_key)
     assert r.status_code == 200 and "X-Total-Count" in r.headers
     assert client.get("/v1/locations").status_code == 401  # behind the same authentication
 
 
 def test_endpoints__create_then_list(make_client):
-    pytest.importorskip("rank_pipeline.sandbox.keyword_create")
     world = World(WorldConfig(), today=TODAY)
     c = make_client(create_app(world))
     acme = world.account("acme")
