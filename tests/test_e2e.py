@@ -6,7 +6,6 @@ Ground truth is the sandbox's World: record counts per resource, positions and t
 from __future__ import annotations
 
 import hashlib
-import time
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -55,6 +54,14 @@ def pipeline_run(tmp_path_factory):
             result = _materialize(world, server.base_url, data_dir, day, instance=instance)
             assert result.success, f"daily run failed for {day}"
         yield world, data_dir, server.base_url, instance
+
+
+def _served(base_url: str) -> int:
+    """Requests the sandbox has answered so far (its own count, the referee)."""
+    import httpx
+
+    stats = httpx.get(f"{base_url}/_sandbox/stats").json()
+    return sum(ip["requests"] for ip in stats["ips"].values())
 
 
 def _api_accounts(world):
@@ -125,8 +132,6 @@ def test_api_key_never_reaches_snapshots_warehouse_or_run_metadata(pipeline_run)
             blob = path.read_bytes()
             for key in keys:
                 assert key not in blob, f"API key found in {path}"
-    records = instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION))
-    assert records
     for run in instance.get_runs():
         text = str(run.run_config) + str(run.tags)
         for record in instance.all_logs(run.run_id):
@@ -150,10 +155,11 @@ def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run):
         return files, tables, raw
 
     before = fingerprint()
-    started = time.monotonic()
+    requests_before = _served(base_url)
     result = _materialize(world, base_url, data_dir, DAYS[-1], keys={"acme": "not-a-real-key"})
     assert not result.success
-    assert time.monotonic() - started < 30
+    # fails on the first answer: a 401 is never retried (no stack of retries, so within seconds)
+    assert _served(base_url) - requests_before == 1
     failures = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
     message = str(failures[0].event_specific_data.error)
     assert "the API key was rejected (missing, malformed, wrong or deleted)" in message
@@ -177,8 +183,6 @@ def test_unknown_host_is_a_clear_connection_error(tmp_path):
     from rank_pipeline.extract import AccountSource, run_extraction
 
     url = "https://rank-tracker.invalid"
-    started = time.monotonic()
     with pytest.raises(TransportError) as info:
         run_extraction(url, [AccountSource("default", "k")], date.today(), tmp_path)
-    assert url in str(info.value)
-    assert time.monotonic() - started < 30
+    assert url in str(info.value) and "could not reach" in str(info.value)

@@ -2,14 +2,11 @@
 
 import dagster as dg
 
-from rank_pipeline.defs.partitions import daily_partitions
-
 DAILY_JOB_NAME = "daily_rank_pipeline"
 
 daily_job = dg.define_asset_job(
     DAILY_JOB_NAME,
     selection=dg.AssetSelection.all(),
-    partitions_def=daily_partitions,
     description="Extract today's snapshots, load the raw tables, build and test the models, publish.",
     executor_def=dg.in_process_executor,
 )
