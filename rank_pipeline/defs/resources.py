@@ -29,7 +29,8 @@ class RankTrackerResource(dg.ConfigurableResource):
 
     ``base_url`` None means the embedded sandbox (started on 127.0.0.1 in the run's process, its clock
     set to the partition date). Rates follow the spec's "Limits" section (per key and per IP address,
-    per ``window_s`` seconds).
+    per ``window_s`` seconds); ``per_page`` (at most 1000) and ``max_passes`` (re-reads of a list whose
+    records shifted between pages) go to :class:`rank_pipeline.api.ClientConfig`.
     """
 
     base_url: str | None = None
@@ -38,6 +39,8 @@ class RankTrackerResource(dg.ConfigurableResource):
     per_ip_limit: int = 600
     window_s: float = 60.0
     max_in_flight: int = 16
+    per_page: int = 1000
+    max_passes: int = 4
 
     @property
     def uses_sandbox(self) -> bool:
@@ -46,7 +49,8 @@ class RankTrackerResource(dg.ConfigurableResource):
     def client_config(self) -> ClientConfig:
         """The extractor's pacing and pagination settings (:class:`rank_pipeline.api.ClientConfig`)."""
         return ClientConfig(per_key_limit=self.per_key_limit, per_ip_limit=self.per_ip_limit,
-                            window_s=self.window_s, max_in_flight=self.max_in_flight)
+                            window_s=self.window_s, max_in_flight=self.max_in_flight,
+                            per_page=self.per_page, max_passes=self.max_passes)
 
     def open_source(self, snapshot_date: date) -> tuple[str, list[AccountSource]]:
         """``(base_url, accounts)`` to extract ``snapshot_date`` from.

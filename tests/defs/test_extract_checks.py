@@ -1,0 +1,35 @@
+"""The blocking ``complete`` asset check: an incomplete snapshot fails it and stops the warehouse load."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import dagster as dg
+import pytest
+
+from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.resources import AccountKey, RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.warehouse_assets import load_raw_tables
+from rank_pipeline.sandbox import Faults, SandboxServer, World, create_app
+
+DAY = date(2026, 11, 21)
+
+
+@pytest.mark.parametrize("shifting", [False, True])
+def test_complete_check_follows_the_manifest_and_blocks_the_load(tmp_path, shifting):
+    world = World(today=DAY)
+    faults = Faults(seed=3, shift_rate=1.0 if shifting else 0.0, shift_inserts=2, shift_deletes=1)
+    account = world.account("acme")
+    with SandboxServer(create_app(world, faults=faults)) as server:
+        source = RankTrackerResource(base_url=server.base_url,
+                                     accounts=[AccountKey(name="acme", api_key=account.api_key)],
+                                     per_page=10, max_passes=1)
+        result = dg.materialize([extract_snapshots, load_raw_tables], partition_key=DAY.isoformat(),
+                                resources={"source": source, "warehouse": WarehouseResource(data_dir=str(tmp_path))},
+                                raise_on_error=False)
+    evaluations = {e.asset_key.to_user_string(): e.passed for e in result.get_asset_check_evaluations()
+                   if e.check_name == "complete"}
+    assert evaluations["snapshots/keywords"] is (not shifting)
+    assert evaluations["snapshots/domains"] is True  # domains are not written to during the read
+    loaded = [e.asset_key.to_user_string() for e in result.get_asset_materialization_events()]
+    assert ("raw/keywords" in loaded) is (not shifting)
