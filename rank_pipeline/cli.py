@@ -43,8 +43,11 @@ order by snapshot_date
 """
 
 QUOTA_BURN_QUERY = """
-select account, metric, usage, quota_limit, remaining, utilisation_pct, burn_rate_7d,
-       days_to_exhaustion, projected_exhaustion_date
+select account, metric, usage, quota_limit, remaining,
+       round(utilisation_pct, 1) as utilisation_pct,
+       round(burn_rate_7d, 1) as burn_per_day_7d,
+       round(days_to_exhaustion) as days_to_exhaustion,
+       projected_exhaustion_date
 from marts.fct_quota_burn_daily
 where snapshot_date = (select max(snapshot_date) from marts.fct_quota_burn_daily)
 order by account, metric
