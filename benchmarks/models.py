@@ -24,8 +24,11 @@ Output
     or fail: the machine is shared and timings are noisy. Timings are wall-clock ``time.perf_counter``.
 
 Usage
-    ``python benchmarks/models.py`` (defaults: 365 days x 50,000 keywords over 50 domains; a few
-    minutes on 2 cores), or smaller: ``python benchmarks/models.py --days 60 --keywords 5000``.
+    ``python benchmarks/models.py`` (defaults: 365 days x 10,000 keywords over 50 domains, 3.6 million
+    keyword rows; a few minutes on 2 cores). The full-scale run is
+    ``python benchmarks/models.py --keywords 50000`` (18 million keyword rows; about 10-15 minutes on 2
+    busy cores, most of it the raw history load and the full rebuild). Smaller:
+    ``python benchmarks/models.py --days 60 --keywords 5000``.
     Files go to ``--workdir`` (default ``benchmarks/.work/models``, git-ignored), emptied first; pass
     ``--keep`` to keep them afterwards (e.g. to open the warehouse in the duckdb shell).
 """
@@ -219,7 +222,8 @@ def _timed(fn):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=365, help="snapshot days (default 365)")
-    parser.add_argument("--keywords", type=int, default=50_000, help="tracked keywords (default 50,000)")
+    parser.add_argument("--keywords", type=int, default=10_000,
+                        help="tracked keywords (default 10,000; the full-scale run is 50,000)")
     parser.add_argument("--domains", type=int, default=50, help="domains the keywords spread over (default 50)")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "models")
     parser.add_argument("--keep", action="store_true", help="keep the snapshots and warehouse afterwards")

@@ -13,23 +13,15 @@ running_best as (
         keyword_id,
         snapshot_date,
         position,
-        min(position) over (
-            partition by keyword_id order by snapshot_date
-            rows between unbounded preceding and current row
-        ) as best_position_to_date,
-        min(position) over (
-            partition by keyword_id order by snapshot_date
-            rows between unbounded preceding and 1 preceding
-        ) as best_position_before
+        min(position) over to_date as best_position_to_date,
+        -- (position, day) packed into one sortable number: its running minimum is the best position
+        -- and the first day it was reached, in the same single pass over the keyword's history
+        min(cast(position as bigint) * 1000000 + (snapshot_date - date '2000-01-01')) over to_date as best_position_key
     from keywords
-),
-
-new_bests as (
-    select
-        *,
-        position is not null
-            and (best_position_before is null or position < best_position_before) as is_new_best
-    from running_best
+    window to_date as (
+        partition by keyword_id order by snapshot_date
+        rows between unbounded preceding and current row
+    )
 ),
 
 final as (
@@ -40,12 +32,11 @@ final as (
         snapshot_date,
         position,
         best_position_to_date,
-        max(case when is_new_best then snapshot_date end) over (
-            partition by keyword_id order by snapshot_date
-            rows between unbounded preceding and current row
-        ) as best_position_first_date,
-        is_new_best
-    from new_bests
+        date '2000-01-01' + cast(best_position_key % 1000000 as integer) as best_position_first_date,
+        -- the current best was first reached today: today is better than every earlier snapshot
+        coalesce(date '2000-01-01' + cast(best_position_key % 1000000 as integer) = snapshot_date, false)
+            as is_new_best
+    from running_best
 )
 
 select * from final
