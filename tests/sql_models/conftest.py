@@ -57,9 +57,9 @@ def _config(acme_data_row_limit: int, globex_data_row_limit: int) -> WorldConfig
         seed=_SEED,
         start_date=_START,
         accounts=(
-            AccountSpec("acme", domains=4, keywords_per_domain=(20, 50), keyword_limit=1_000,
+            AccountSpec("acme", domains=4, keywords_per_domain=(10, 30), keyword_limit=1_000,
                         data_row_limit=acme_data_row_limit),
-            AccountSpec("globex", domains=3, keywords_per_domain=(20, 50), keyword_limit=400,
+            AccountSpec("globex", domains=3, keywords_per_domain=(10, 30), keyword_limit=400,
                         data_row_limit=globex_data_row_limit,
                         limit_change=LimitChange(LIMIT_CHANGE_DAY, 900, 3 * globex_data_row_limit)),
         ),
