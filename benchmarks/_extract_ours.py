@@ -14,7 +14,8 @@ benchmark).
 "rate_limited", "retries"}, "accounts": <ExtractionReport.accounts>, "manifests": {resource:
 {"complete", "accounts": {name: {"expected", "delivered", "complete", "lists", "pages", "passes"}}}},
 "error"}``. ``wall_s`` is the time of ``run_extraction`` (seconds, ``time.perf_counter``);
-``peak_rss_mb`` is ``getrusage(RUSAGE_SELF).ru_maxrss`` right after it (MiB); ``client`` sums what
+``peak_rss_mb`` is ``getrusage(RUSAGE_SELF).ru_maxrss`` right after it (MiB); ``cpu_s`` the
+process's CPU seconds (user + system) during it; ``client`` sums what
 the clients counted ("what the client believes"; the sandbox's own count is the referee).
 """
 
@@ -41,6 +42,11 @@ def _manifest_summary(manifest: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """One extraction run; returns the result dict (module docstring). Never raises: ``error`` says."""
     from rank_pipeline.api import ClientConfig
@@ -51,6 +57,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     error = None
     report = None
     started = time.perf_counter()
+    cpu_started = _cpu_s()
     try:
         report = run_extraction(job["base_url"], accounts, date.fromisoformat(job["snapshot_date"]),
                                 Path(job["snapshots_dir"]), config=config, allow_other_day=True)
@@ -58,12 +65,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
         traceback.print_exc(file=sys.stderr)
     wall = time.perf_counter() - started
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss = usage.ru_maxrss / 1024.0
+    cpu = usage.ru_utime + usage.ru_stime - cpu_started
     accounts_stats = report.accounts if report is not None else {}
     return {
         "tool": "rank-pipeline",
         "wall_s": wall,
         "peak_rss_mb": rss,
+        "cpu_s": cpu,
         "client": {
             "requests": sum(s.get("requests", 0) for s in accounts_stats.values()),
             "rate_limited": sum(s.get("rate_limited", 0) for s in accounts_stats.values()),

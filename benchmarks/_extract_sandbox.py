@@ -13,8 +13,12 @@ the first requests do not pay for generation), serves ``create_app(world, limits
 stdout ``{"base_url", "accounts": [{"name", "api_key"}], "build_s"}`` and serves until its stdin
 closes (the harness closes it, or dies).
 
-Besides the sandbox's own routes (``/v1``, ``/_sandbox``) it answers one benchmark-only route,
+Besides the sandbox's own routes (``/v1``, ``/_sandbox``) it answers two benchmark-only routes,
 outside the sandbox's rate limits and faults:
+
+``GET /_bench/cpu``
+    ``{"cpu_s": <CPU seconds this process has used>}`` (``time.process_time``): the harness reads it
+    before and after a run to tell whether the sandbox, rather than the tool, set the pace.
 
 ``GET /_bench/truth[?lookups=1]``
     The ground truth as of now (after a run: shifting records included): per account name
@@ -91,16 +95,23 @@ def ground_truth(world: World, *, lookups: bool = False) -> dict[str, Any]:
 
 
 def build_app(world: World, limits: RateLimits, faults: Faults):
-    """The sandbox app with the benchmark's ``/_bench/truth`` route in front (plain ASGI dispatch)."""
+    """The sandbox app with the benchmark's ``/_bench/truth`` and ``/_bench/cpu`` routes in front
+    (plain ASGI dispatch)."""
     sandbox = create_app(world, limits=limits, faults=faults)
 
     async def truth(request: Request) -> JSONResponse:
         lookups = request.query_params.get("lookups", "") in ("1", "true")
         return JSONResponse(ground_truth(world, lookups=lookups))
 
+    async def cpu(request: Request) -> JSONResponse:
+        return JSONResponse({"cpu_s": time.process_time()})
+
+    bench_routes = {"/_bench/truth": truth, "/_bench/cpu": cpu}
+
     async def app(scope, receive, send):
-        if scope["type"] == "http" and scope["path"] == "/_bench/truth":
-            response = await truth(Request(scope, receive))
+        handler = bench_routes.get(scope["path"]) if scope["type"] == "http" else None
+        if handler is not None:
+            response = await handler(Request(scope, receive))
             await response(scope, receive, send)
             return
         await sandbox(scope, receive, send)

@@ -11,10 +11,11 @@ duckdb destination); dlt's data and pipelines folders live under ``workdir`` too
 written to the repository or the home folder.
 
 ``result.json``: ``{"tool": "dlt", "wall_s", "phases_s": {"extract", "normalize", "load"},
-"peak_rss_mb", "client": {"requests", "rate_limited", "server_errors", "no_response", "statuses"}, "error",
+"peak_rss_mb", "cpu_s", "client": {"requests", "rate_limited", "server_errors", "no_response", "statuses"}, "error",
 "duckdb": <path>, "datasets": {account name: dataset name}}``. ``wall_s`` covers extract,
 normalize and load of every account (seconds, ``time.perf_counter``); ``peak_rss_mb`` is
-``getrusage(RUSAGE_SELF).ru_maxrss`` at the end (MiB). ``client`` is what dlt's requests session
+``getrusage(RUSAGE_SELF).ru_maxrss`` at the end (MiB); ``cpu_s`` the process's CPU seconds (user +
+system) over the same span as ``wall_s``. ``client`` is what dlt's requests session
 sent (one count per attempt, retries included, by status or ``no response``): the benchmark's referee is the sandbox's own count, this is "what the client believes".
 ``error`` is None, or the exception that stopped a pipeline (its records are then not in duckdb).
 
@@ -189,6 +190,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system) this process has used."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Load every account of ``job`` with dlt; returns the result dict (module docstring)."""
     workdir = Path(job["workdir"]).resolve()
@@ -204,6 +211,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     error = None
     file_format = job.get("loader_file_format", "parquet")
     started = time.perf_counter()
+    cpu_started = _cpu_s()
     for account in job["accounts"]:
         session = Client(raise_for_status=False).session
         for adapter in {id(a): a for a in session.adapters.values()}.values():
@@ -239,6 +247,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "wall_s": wall,
         "phases_s": phases,
         "peak_rss_mb": peak_rss_mb(),
+        "cpu_s": _cpu_s() - cpu_started,
         "client": counter.summary(),
         "error": error,
         "duckdb": str(db_path),
