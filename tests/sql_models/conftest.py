@@ -30,8 +30,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from rank_pipeline.sandbox import catalogues
-from rank_pipeline.sandbox.world import AccountSpec, LimitChange, World, WorldConfig
+from rank_pipeline.sandbox import AccountSpec, LimitChange, World, WorldConfig, catalogues
 from rank_pipeline.snapshots import RESOURCES, SnapshotWriter
 from rank_pipeline.sql_models import build_all, load_project, run_tests
 from rank_pipeline.warehouse import SCHEMAS, load_partition, rebuild_from_snapshots
