@@ -33,6 +33,7 @@ Programmatic: :func:`run_benchmark` returns one :class:`WorkloadResult` per work
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -490,13 +491,10 @@ def run_benchmark(
     if unknown_tools:
         raise ValueError(f"unknown tool(s) {unknown_tools}; choose from {list(TOOLS)}")
     tools = list(tools)
-    if "dlt" in tools:
-        try:
-            import dlt  # noqa: F401
-        except ImportError:
-            print("dlt is not installed: skipping the dlt side (install the 'bench' extra: make bench-extract)",
-                  file=out)
-            tools.remove("dlt")
+    if "dlt" in tools and importlib.util.find_spec("dlt") is None:
+        print("dlt is not installed: skipping the dlt side (install the 'bench' extra: make bench-extract)",
+              file=out)
+        tools.remove("dlt")
     root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="bench-extract-"))
     results = []
     print(_header(settings, quick), file=out, flush=True)
@@ -530,10 +528,13 @@ Legend
                             per engine): they are in its minimum and its count; dlt is not configured for them.
   achieved rate / ceiling   requests used / wall time vs. the ceiling available to the run,
                             min(accounts * (per_key - outside consumer), per_ip) / window_s, in req/s. Can
-                            exceed 1.00 slightly: the first window's budget is spent at t = 0.
+                            exceed 1.00 when a run spans few windows: the first window's budget is spent at
+                            t = 0, and the sandbox's fixed windows need not start with the run.
   429s (server | client)    429 answers the sandbox sent to the run's keys | the 429s the tool counted.
   wall / lower bound        the tool's run time (rank-pipeline: run_extraction, Parquet committed; dlt: extract
-                            + normalize + load into duckdb) / the ceiling's bound for the tool's minimum:
+                            + normalize + load into duckdb) / the bound the ceiling sets on a client that never
+                            exceeds it in any window-long span (the spec does not show the windows' alignment),
+                            for the tool's minimum:
                             max over keys of (ceil(min_key / (per_key - outside)) - 1) * window_s, and
                             (ceil(sum min / per_ip) - 1) * window_s, plus 2 * (median latency + per-page
                             latency of a full page) for the two dependent round trips (domains, then a child).
