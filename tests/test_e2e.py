@@ -186,3 +186,20 @@ def test_unknown_host_is_a_clear_connection_error(tmp_path):
     with pytest.raises(TransportError) as info:
         run_extraction(url, [AccountSource("default", "k")], date.today(), tmp_path)
     assert url in str(info.value) and "could not reach" in str(info.value)
+
+
+def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
+    """The README's example SQL and the demo's two answers stay in step with the marts."""
+    import re
+
+    from rank_pipeline.cli import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
+
+    _, data_dir, _, _ = pipeline_run
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    queries = re.findall(r"```sql\n(.*?)```", readme, re.S)
+    assert len(queries) >= 3
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        for sql in [*queries, RANKING_TRENDS_QUERY, QUOTA_BURN_QUERY]:
+            con.execute(sql).fetchall()
+        trends = con.execute(RANKING_TRENDS_QUERY).fetchall()
+        assert [row[0] for row in trends] == DAYS
