@@ -191,6 +191,8 @@ def test_sql_errors(tmp_path, sql, message):
         (yml("a", "view", "blocking_tests: [nope]"), "blocking_tests names unknown tests"),
         (yml("b"), "there is no b.sql"),
         ("models: [\n", "not valid YAML"),
+        (yml("a", body="    tests:\n      - expression: 'x > 0'\n        blocking: true\n        blocking: false\n"),
+         "duplicate key 'blocking'"),
         ("modls: []\n", "unknown top-level key"),
     ],
 )
