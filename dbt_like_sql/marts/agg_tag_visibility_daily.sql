@@ -13,21 +13,6 @@ rankings as (
     select * from marts.fct_keyword_rankings_daily
 ),
 
-ctr_curve as (
-    select * from seeds.ctr_curve
-),
-
-current_curve as (
-    select * from ctr_curve
-    where curve_version = (select max(curve_version) from ctr_curve)
-),
-
-ctr_at_position_1 as (
-    select curve_version, ctr as ctr_position_1
-    from current_curve
-    where position = 1
-),
-
 tagged as (
     select
         kt.account,
@@ -39,15 +24,11 @@ tagged as (
         r.movement_1d,
         r.movement_7d,
         r.movement_30d,
-        coalesce(c.ctr, 0) as ctr,
-        c1.curve_version,
-        c1.ctr_position_1
+        r.visibility_score,
+        r.ctr_curve_version
     from keyword_tags as kt
     inner join rankings as r
         on r.keyword_id = kt.keyword_id and r.snapshot_date = kt.snapshot_date
-    cross join ctr_at_position_1 as c1
-    left join current_curve as c
-        on c.position = r.position
 ),
 
 aggregated as (
@@ -65,10 +46,9 @@ aggregated as (
         count(*) filter (where position between 21 and 50) as keywords_position_21_50,
         count(*) filter (where position between 51 and 100) as keywords_position_51_100,
         count(*) filter (where position is null) as keywords_not_ranking,
-        sum(ctr) / (count(*) * any_value(ctr_position_1)) * 100 as visibility,
-        sum(ctr * search_volume) / nullif(sum(search_volume) * any_value(ctr_position_1), 0) * 100
-            as volume_weighted_visibility,
-        any_value(curve_version) as ctr_curve_version,
+        avg(visibility_score) as visibility,
+        sum(visibility_score * search_volume) / nullif(sum(search_volume), 0) as volume_weighted_visibility,
+        any_value(ctr_curve_version) as ctr_curve_version,
         count(*) filter (where movement_1d in ('improved', 'entered')) as winners_1d,
         count(*) filter (where movement_1d in ('declined', 'dropped_out')) as losers_1d,
         count(*) filter (where movement_7d in ('improved', 'entered')) as winners_7d,

@@ -1,9 +1,25 @@
 -- One row per keyword per snapshot day: position, ranking URL, changes over 1, 7 and 30 calendar days
--- and their movement states. Incremental: every column depends only on the last 31 days of snapshots.
+-- and their movement states, and the keyword's CTR-weighted visibility score (the per-keyword term the
+-- visibility aggregates average). Incremental: every column depends only on the last 31 days.
 with
 
 keywords as (
     select * from staging.stg_keywords
+),
+
+ctr_curve as (
+    select * from seeds.ctr_curve
+),
+
+current_curve as (
+    select * from ctr_curve
+    where curve_version = (select max(curve_version) from ctr_curve)
+),
+
+ctr_at_position_1 as (
+    select curve_version, ctr as ctr_position_1
+    from current_curve
+    where position = 1
 ),
 
 history as (
@@ -64,6 +80,18 @@ compared as (
         on d30.keyword_id = k.keyword_id and d30.snapshot_date = k.snapshot_date - 30
 ),
 
+scored as (
+    select
+        cmp.*,
+        coalesce(c.ctr, 0) as estimated_ctr,
+        c1.ctr_position_1,
+        c1.curve_version as ctr_curve_version
+    from compared as cmp
+    cross join ctr_at_position_1 as c1
+    left join current_curve as c
+        on c.position = cmp.position
+),
+
 final as (
     select
         account,
@@ -118,8 +146,11 @@ final as (
             when position < position_30d_ago then 'improved'
             when position > position_30d_ago then 'declined'
             else 'unchanged'
-        end as movement_30d
-    from compared
+        end as movement_30d,
+        estimated_ctr,
+        estimated_ctr / ctr_position_1 * 100 as visibility_score,
+        ctr_curve_version
+    from scored
 )
 
 select * from final

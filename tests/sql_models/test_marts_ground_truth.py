@@ -186,6 +186,7 @@ def test_the_window_holds_every_scenario(truth, rankings: Rankings):
 
 
 def test_keyword_rankings_daily_matches_world(warehouse, rankings: Rankings):
+    version, ctr = ctr_curve()
     expected = []
     for r in rankings.rows:
         kid, day = r["keyword_id"], r["snapshot_date"]
@@ -199,6 +200,9 @@ def test_keyword_rankings_daily_matches_world(warehouse, rankings: Rankings):
             "previous_snapshot_date": prev,
             "previous_position": rankings.position(kid, prev) if prev else None,
             "url_changed": rankings.url_changed(kid, day),
+            "estimated_ctr": ctr.get(rankings.position(kid, day), 0.0),
+            "visibility_score": ctr.get(rankings.position(kid, day), 0.0) / ctr[1] * 100,
+            "ctr_curve_version": version,
         }
         for n in (1, 7, 30):
             row[f"position_change_{n}d"] = rankings.change(kid, day, n)
