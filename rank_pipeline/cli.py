@@ -58,6 +58,12 @@ def _today() -> date:
     return datetime.now(UTC).date()
 
 
+def _positive_int(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return int(value)
+
+
 def _parse_date(value: str) -> date:
     try:
         return date.fromisoformat(value)
@@ -130,12 +136,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 return 1
     import duckdb
 
-    with duckdb.connect(str(settings.published_db), read_only=True) as con:
-        print(f"\nwarehouse: {settings.published_db}")
-        print(f"snapshots: {settings.snapshots_dir}")
+    with duckdb.connect(str(settings.paths.published_db), read_only=True) as con:
+        print(f"\nwarehouse: {settings.paths.published_db}")
+        print(f"snapshots: {settings.paths.snapshots_dir}")
         _print_query(con, "ranking trends (marts.fct_keyword_rankings_daily, per day)", RANKING_TRENDS_QUERY)
         _print_query(con, "quota burn (marts.fct_quota_burn_daily, latest day)", QUOTA_BURN_QUERY)
-    print(f"\nopen it: duckdb -readonly {settings.published_db}   or the UI: make dev")
+    print(f"\nopen it: duckdb -readonly {settings.paths.published_db}   or the UI: make dev")
     return 0
 
 
@@ -170,7 +176,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         bar.refresh()
 
     try:
-        report = run_extraction(base_url, accounts, day, settings.snapshots_dir,
+        report = run_extraction(base_url, accounts, day, settings.paths.snapshots_dir,
                                 config=source.client_config(), on_progress=on_progress)
     finally:
         bar.close()
@@ -201,7 +207,7 @@ def cmd_query(args: argparse.Namespace) -> int:
 
     from rank_pipeline.settings import Settings
 
-    path = Settings.from_env().published_db
+    path = Settings.from_env().paths.published_db
     if not path.exists():
         print(f"no warehouse at {path}: run `make demo` (or `rank-pipeline run`) first", file=sys.stderr)
         return 2
@@ -214,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rank-pipeline", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox")
-    p.add_argument("--days", type=int, default=7)
+    p.add_argument("--days", type=_positive_int, default=7)
     p.add_argument("--verbose", action="store_true", help="show the Dagster log")
     p.add_argument("--persist", action="store_true",
                    help="record the runs in DAGSTER_HOME (default data/dagster_home) for the UI; slower")
@@ -240,9 +246,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "days", 1) is not None and getattr(args, "days", 1) < 1:
-        print("--days must be at least 1", file=sys.stderr)
-        return 2
     from rank_pipeline.api import RankTrackerError
     from rank_pipeline.extract import ExtractionError
     from rank_pipeline.settings import ConfigurationError

@@ -24,6 +24,7 @@ the run (404 on its children) is not fatal: it is listed in the manifest under `
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -251,19 +252,14 @@ async def extract_day(
             on_progress(progress)
 
     try:
-        runs = []
-        for source in accounts:
-            client = RankTrackerClient(base_url, source.api_key, config=config, ip_limiter=ip_limiter,
-                                       transport=transport)
-            clients.append(client)
-            runs.append(_AccountRun(source, client, writers, progress, notify))
-        try:
-            for client in clients:
-                await client.__aenter__()
+        async with contextlib.AsyncExitStack() as stack:
+            runs = []
+            for source in accounts:
+                client = await stack.enter_async_context(RankTrackerClient(
+                    base_url, source.api_key, config=config, ip_limiter=ip_limiter, transport=transport))
+                clients.append(client)
+                runs.append(_AccountRun(source, client, writers, progress, notify))
             await asyncio.gather(*(run.run(snapshot_date, allow_other_day) for run in runs))
-        finally:
-            for client in clients:
-                await client.__aexit__(None, None, None)
         notify()
         manifests = {r: w.commit() for r, w in writers.items()}
     except BaseException:

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["AccountConfig", "ConfigurationError", "Settings"]
+__all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "Settings"]
 
 
 class ConfigurationError(ValueError):
@@ -40,6 +40,28 @@ class AccountConfig:
 
     name: str
     api_key_env: str
+
+
+@dataclass(frozen=True)
+class DataPaths:
+    """Where a run's files live under ``data_dir`` (docs/architecture.md; ``data/README.md``)."""
+
+    data_dir: Path
+
+    @property
+    def snapshots_dir(self) -> Path:
+        """The Parquet snapshots, the system of record."""
+        return self.data_dir / "snapshots"
+
+    @property
+    def build_db(self) -> Path:
+        """The pipeline's private DuckDB file (one writer)."""
+        return self.data_dir / "warehouse.build.duckdb"
+
+    @property
+    def published_db(self) -> Path:
+        """The DuckDB file analysts and BI tools open read-only; replaced atomically per run."""
+        return self.data_dir / "warehouse.duckdb"
 
 
 @dataclass(frozen=True)
@@ -60,18 +82,9 @@ class Settings:
         return self.base_url is None
 
     @property
-    def snapshots_dir(self) -> Path:
-        return self.data_dir / "snapshots"
-
-    @property
-    def build_db(self) -> Path:
-        """The pipeline's private DuckDB file (one writer)."""
-        return self.data_dir / "warehouse.build.duckdb"
-
-    @property
-    def published_db(self) -> Path:
-        """The DuckDB file analysts and BI tools open read-only; replaced atomically per run."""
-        return self.data_dir / "warehouse.duckdb"
+    def paths(self) -> DataPaths:
+        """The snapshot folder and DuckDB files under :attr:`data_dir`."""
+        return DataPaths(self.data_dir)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -12,7 +12,7 @@ import dagster as dg
 
 from rank_pipeline.api import ClientConfig
 from rank_pipeline.extract import AccountSource
-from rank_pipeline.settings import Settings
+from rank_pipeline.settings import DataPaths, Settings
 
 __all__ = ["AccountKey", "RankTrackerResource", "WarehouseResource", "source_from_env", "warehouse_from_env"]
 
@@ -79,21 +79,14 @@ class WarehouseResource(dg.ConfigurableResource):
 
     @property
     def snapshots_dir(self) -> Path:
-        return Path(self.data_dir) / "snapshots"
-
-    @property
-    def build_db(self) -> Path:
-        return Path(self.data_dir) / "warehouse.build.duckdb"
-
-    @property
-    def published_db(self) -> Path:
-        return Path(self.data_dir) / "warehouse.duckdb"
+        return DataPaths(Path(self.data_dir)).snapshots_dir
 
     def warehouse(self):
         """The :class:`rank_pipeline.warehouse.Warehouse` over the build and published files."""
         from rank_pipeline.warehouse import Warehouse
 
-        return Warehouse(self.build_db, self.published_db)
+        paths = DataPaths(Path(self.data_dir))
+        return Warehouse(paths.build_db, paths.published_db)
 
 
 def source_from_env(settings: Settings | None = None) -> RankTrackerResource:
