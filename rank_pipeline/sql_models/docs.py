@@ -67,8 +67,8 @@ def render_data_dictionary(project: Project) -> str:
         "(`rank-pipeline docs`). Do not edit by hand: edit the `.yml` beside each model and regenerate.",
         "",
         "Schemas: `raw` (one table per API resource, loaded from the Parquet snapshots; see "
-        "docs/architecture.md, \"Snapshots\"), `seeds` (reference CSVs), `staging` (views: rename and cast "
-        "only), `marts` (analysis tables). Each test below is a Dagster asset check of the same name.",
+        "docs/architecture.md, \"Snapshots\"), `seeds` (reference CSVs), `staging` (rename and cast only; views, "
+        "or incremental where parsing JSON on every read would cost too much), `marts` (analysis tables). Each test below is a Dagster asset check of the same name.",
         "",
         "## Contents",
         "",
