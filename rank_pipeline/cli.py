@@ -8,24 +8,37 @@ Commands:
 ``run [--date YYYY-MM-DD]``
     Runs the daily job for one partition (default today) against the configured source.
 ``extract [--date YYYY-MM-DD]``
-    Extracts one day into Parquet snapshots without Dagster, with a progress bar.
+    Extracts one day into Parquet snapshots without Dagster.
 ``sandbox [--host H] [--port P] [--window-s S]``
     Serves the sandbox API for trying by hand (prints its base URL and demo keys).
 ``docs``
     Regenerates ``docs/data_dictionary.md`` from the model ``.yml`` files.
-``query SQL``
-    Runs one SQL statement on the published warehouse (read-only) and prints the result.
+``query SQL [--limit N] [--format table|csv|json]``
+    Runs exactly one SQL statement on the published warehouse (read-only) and prints the result.
 
-Exit status is 0 on success, 1 on a failed run, 2 on bad input; errors print one clear line.
+Exit status: 0 on success, 1 on a failed run, 2 on bad usage or configuration. Every failure ends with
+one line on stderr saying what was wrong and what to do; the detail (the Dagster log, a traceback) is
+in a log file under ``<data folder>/logs/`` whose path is printed. ``run`` and ``demo`` end with a
+summary line (days, rows, checks passed/failed, requests, 429s). Progress is a bar on a terminal and
+periodic log lines otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import json
+import logging
 import os
 import sys
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TextIO
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -53,9 +66,29 @@ where snapshot_date = (select max(snapshot_date) from marts.fct_quota_burn_daily
 order by account, metric
 """
 
+PROGRESS_INTERVAL_S = 5.0
+"""Seconds between progress lines when stdout is not a terminal."""
+
+
+class UsageError(Exception):
+    """Bad command-line input found after parsing (exit status 2)."""
+
+
+class RunFailed(Exception):
+    """A run failed (exit status 1); the message is the one line to print."""
+
 
 def _today() -> date:
     return datetime.now(UTC).date()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rank-pipeline")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        return "unknown"
 
 
 def _positive_int(value: str) -> int:
@@ -71,13 +104,189 @@ def _parse_date(value: str) -> date:
         raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
+def _check_partition(day: date) -> date:
+    """Refuse a date outside the daily partitions (:data:`rank_pipeline.defs.partitions.PARTITIONS_START`..today)."""
+    from rank_pipeline.defs.partitions import PARTITIONS_START
+
+    first, last = date.fromisoformat(PARTITIONS_START), _today()
+    if not first <= day <= last:
+        raise UsageError(f"--date {day} is outside the daily partitions: pass a date from {first} to {last} "
+                         "(today, UTC)")
+    return day
+
+
+# -- output helpers ---------------------------------------------------------------------------------
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Progress:
+    """A tqdm bar on a terminal; otherwise a log line every :data:`PROGRESS_INTERVAL_S` seconds."""
+
+    def __init__(self, desc: str, unit: str, total: int = 0, out: TextIO | None = None):
+        self.out = out or sys.stdout
+        self.desc = desc
+        self.unit = unit
+        self._bar = None
+        self._last = 0.0
+        if _is_tty(self.out):
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit=unit, desc=desc, file=self.out)
+
+    def update(self, done: int, total: int, **info) -> None:
+        if self._bar is not None:
+            self._bar.total = total
+            self._bar.n = done
+            self._bar.set_postfix(refresh=False, **info)
+            self._bar.refresh()
+            return
+        now = time.monotonic()
+        if now - self._last >= PROGRESS_INTERVAL_S or (total and done >= total):
+            self._last = now
+            extra = "".join(f", {k} {v}" for k, v in info.items())
+            stamp = datetime.now(UTC).strftime("%H:%M:%S")
+            print(f"{stamp} {self.desc}: {done}/{total} {self.unit}s{extra}", file=self.out, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _frame(con, sql: str, limit: int | None = None):
+    """``(columns, rows, more)`` of a query; ``more`` is True when rows beyond ``limit`` were cut."""
+    cur = con.execute(sql)
+    columns = [d[0] for d in cur.description] if cur.description else []
+    if limit is None:
+        return columns, cur.fetchall(), False
+    rows = cur.fetchmany(limit + 1)
+    return columns, rows[:limit], len(rows) > limit
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "-"
+        return f"{value:.6g}" if abs(value) < 1e15 else str(value)
+    return str(value)
+
+
+def _print_table(columns: list[str], rows: list[tuple], out: TextIO, max_width: int = 60) -> None:
+    cells = [[_cell(v)[:max_width] for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip(), file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=out)
+
+
 def _print_query(con, title: str, sql: str) -> None:
     print(f"\n== {title} ==")
-    df = con.execute(sql).df()
-    import pandas as pd
+    columns, rows, _ = _frame(con, sql)
+    _print_table(columns, rows, sys.stdout)
 
-    with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_rows", 40):
-        print(df.to_string(index=False))
+
+# -- logging ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Session:
+    """One command invocation: its log file (created on first use) and what to print at the end."""
+
+    logs_dir: Path | None = None
+    command: str = ""
+    verbose: bool = False
+    _path: Path | None = field(default=None, init=False)
+
+    @property
+    def log_path(self) -> Path | None:
+        if self._path is None and self.logs_dir is not None:
+            try:
+                self.logs_dir.mkdir(parents=True, exist_ok=True)
+                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+                self._path = self.logs_dir / f"{self.command}-{stamp}-{os.getpid()}.log"
+                self._path.touch()
+            except OSError:
+                self.logs_dir = None
+                return None
+        return self._path
+
+    def write(self, text: str) -> None:
+        path = self.log_path
+        if path is not None:
+            with path.open("a") as f:
+                f.write(text if text.endswith("\n") else text + "\n")
+
+    @contextlib.contextmanager
+    def capture(self) -> Iterator[None]:
+        """Send stderr and Python logging (the Dagster log included) to the log file meanwhile."""
+        path = self.log_path
+        if path is None:
+            yield
+            return
+        with path.open("a") as f:
+            handler = logging.StreamHandler(f)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+            root = logging.getLogger()
+            root.addHandler(handler)
+            try:
+                with contextlib.redirect_stderr(sys.stderr if self.verbose else f):
+                    yield
+            finally:
+                root.removeHandler(handler)
+
+
+_SESSION = _Session()
+
+
+def _settings():
+    from rank_pipeline.settings import Settings
+
+    settings = Settings.from_env()
+    _SESSION.logs_dir = settings.paths.logs_dir
+    return settings
+
+
+# -- running the daily job --------------------------------------------------------------------------
+
+
+@dataclass
+class _Totals:
+    """What a ``run`` or ``demo`` did, for its summary line."""
+
+    days: int = 0
+    rows: int = 0
+    checks_passed: int = 0
+    checks_failed: int = 0
+    requests: int = 0
+    rate_limited: int = 0
+
+    def add(self, result) -> None:
+        self.days += 1
+        for event in result.get_asset_materialization_events():
+            materialization = event.event_specific_data.materialization
+            meta = materialization.metadata
+            if materialization.asset_key.path[0] == "snapshots":
+                self.rows += int(getattr(meta.get("rows"), "value", 0) or 0)
+                if materialization.asset_key.path[-1] == "usage":  # the run's totals are on every snapshot
+                    self.requests += int(getattr(meta.get("requests_total"), "value", 0) or 0)
+                    self.rate_limited += int(getattr(meta.get("rate_limited_total"), "value", 0) or 0)
+        for evaluation in result.get_asset_check_evaluations():
+            if evaluation.passed:
+                self.checks_passed += 1
+            else:
+                self.checks_failed += 1
+
+    def line(self, verdict: str) -> str:
+        return (f"{verdict}: {self.days} day(s), {self.rows} snapshot rows, checks {self.checks_passed} passed / "
+                f"{self.checks_failed} failed, {self.requests} requests, {self.rate_limited} 429s")
 
 
 def _dagster_instance(data_dir: Path):
@@ -93,26 +302,58 @@ def _dagster_instance(data_dir: Path):
     return dg.DagsterInstance.get()
 
 
-def _run_partition(defs, instance, day: date, quiet: bool) -> bool:
+def _innermost(error):
+    while error is not None and getattr(error, "cause", None) is not None:
+        error = error.cause
+    return error
+
+
+def _failure_reason(result) -> tuple[str, bool]:
+    """``(one line, is_configuration)`` explaining why a Dagster run failed."""
+    import dagster as dg
+
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            error = _innermost(event.event_specific_data.error)
+            message = (error.message or "").strip().splitlines()[0] if error and error.message else "failed"
+            if message.startswith(f"{error.cls_name}: "):
+                message = message[len(error.cls_name) + 2:]
+            return f"step {event.step_key}: {message}", error is not None and error.cls_name == "ConfigurationError"
+    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    if failed:
+        names = ", ".join(f"{e.check_name} on {e.asset_key.to_user_string()}" for e in failed[:3])
+        return f"{len(failed)} check(s) failed ({names})", False
+    return "the run did not succeed", False
+
+
+def _run_partition(defs, instance, day: date, totals: _Totals) -> None:
+    """Run the daily job for ``day``; its log goes to the session's log file. Raises RunFailed."""
     from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+    from rank_pipeline.settings import ConfigurationError
 
     job = defs.resolve_job_def(DAILY_JOB_NAME)
-    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING" if quiet else "INFO"}}}}
-    result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
-                                    run_config=run_config, raise_on_error=False)
-    return result.success
+    run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    with _SESSION.capture():
+        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
+                                        run_config=run_config, raise_on_error=False)
+    totals.add(result)
+    if not result.success:
+        reason, configuration = _failure_reason(result)
+        message = f"the daily job failed for {day}: {reason}"
+        if configuration:
+            raise ConfigurationError(message)
+        raise RunFailed(message)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     if os.environ.pop("RANK_TRACKER_BASE_URL", None):
         print("note: the demo always uses the embedded sandbox; RANK_TRACKER_BASE_URL is ignored here",
               file=sys.stderr)
-    from rank_pipeline.settings import Settings
-
-    settings = Settings.from_env()
+    settings = _settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    from rank_pipeline.source import SANDBOX, check_data_folder
+
+    check_data_folder(settings.data_dir, SANDBOX)
     if args.persist:
         instance = _dagster_instance(settings.data_dir)
     else:
@@ -121,19 +362,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # an in-memory instance: the runs are not kept for the UI, and the demo runs several times
         # faster than with SQLite run storage (--persist keeps them in DAGSTER_HOME)
         instance = dg.DagsterInstance.ephemeral()
-    from rank_pipeline.definitions import defs
+    with _SESSION.capture():
+        from rank_pipeline.definitions import defs
 
     end = _today()
     days = [end - timedelta(days=i) for i in range(args.days - 1, -1, -1)]
     print(f"rank-pipeline demo: {len(days)} simulated days ({days[0]} .. {days[-1]}) "
           f"from the embedded sandbox into {settings.data_dir}")
-    with tqdm(days, unit="day", desc="daily job", file=sys.stdout) as bar:
-        for day in bar:
-            bar.set_postfix_str(day.isoformat())
-            if not _run_partition(defs, instance, day, quiet=not args.verbose):
-                print(f"\nthe daily job failed for {day}; rerun with --verbose to see the Dagster log",
-                      file=sys.stderr)
-                return 1
+    totals = _Totals()
+    progress = _Progress("daily job", "day", total=len(days))
+    try:
+        for i, day in enumerate(days):
+            _run_partition(defs, instance, day, totals)
+            progress.update(i + 1, len(days), day=day.isoformat())
+    finally:
+        progress.close()
     import duckdb
 
     with duckdb.connect(str(settings.paths.published_db), read_only=True) as con:
@@ -142,48 +385,64 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _print_query(con, "ranking trends (marts.fct_keyword_rankings_daily, per day)", RANKING_TRENDS_QUERY)
         _print_query(con, "quota burn (marts.fct_quota_burn_daily, latest day)", QUOTA_BURN_QUERY)
     print(f"\nopen it: duckdb -readonly {settings.paths.published_db}   or the UI: make dev")
+    print(totals.line("Completed"))
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from rank_pipeline.settings import Settings
-
-    settings = Settings.from_env()
+    settings = _settings()
+    day = _check_partition(args.date or _today())
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
     instance = _dagster_instance(settings.data_dir)
-    from rank_pipeline.definitions import defs
+    with _SESSION.capture():
+        from rank_pipeline.definitions import defs
+    totals = _Totals()
+    print(f"rank-pipeline run: {day} from {_describe_source(settings)} into {settings.data_dir}", flush=True)
+    try:
+        _run_partition(defs, instance, day, totals)
+    except Exception:
+        print(totals.line("Failed"), file=sys.stderr)
+        raise
+    print(totals.line("Completed"))
+    return 0
 
-    ok = _run_partition(defs, instance, args.date or _today(), quiet=False)
-    return 0 if ok else 1
+
+def _describe_source(settings) -> str:
+    from rank_pipeline.source import Source
+
+    return Source.from_settings(settings).describe()
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from rank_pipeline.defs.resources import source_from_env
     from rank_pipeline.extract import run_extraction
-    from rank_pipeline.settings import Settings
+    from rank_pipeline.source import Source
 
-    settings = Settings.from_env()
-    source = source_from_env(settings)
-    day = args.date or _today()
-    base_url, accounts = source.open_source(day)
-    bar = tqdm(total=0, unit="list", desc=f"extract {day}", file=sys.stdout)
+    settings = _settings()
+    day = _check_partition(args.date or _today())
+    source = Source.from_settings(settings)
+    opened = source.open(day, settings.data_dir)
+    progress = _Progress(f"extract {day}", "list")
 
     def on_progress(p) -> None:
-        bar.total = p.lists_total
-        bar.n = p.lists_done
-        bar.set_postfix(records=p.records, requests=p.requests, http429=p.rate_limited, refresh=False)
-        bar.refresh()
+        progress.update(p.lists_done, p.lists_total, records=p.records, requests=p.requests, http429=p.rate_limited)
 
     try:
-        report = run_extraction(base_url, accounts, day, settings.paths.snapshots_dir,
-                                config=source.client_config(), on_progress=on_progress)
+        with _SESSION.capture():
+            report = run_extraction(opened.base_url, opened.accounts, day, settings.paths.snapshots_dir,
+                                    config=source.client_config, on_progress=on_progress)
     finally:
-        bar.close()
+        progress.close()
     for resource, manifest in report.manifests.items():
         print(f"{resource:12s} rows={manifest['row_count']:>8d} complete={manifest['complete']}")
-    print(f"requests per account: { {n: a['requests'] for n, a in report.accounts.items()} }")
-    return 0 if report.complete else 1
+    requests = sum(a["requests"] for a in report.accounts.values())
+    limited = sum(a["rate_limited"] for a in report.accounts.values())
+    rows = sum(m["row_count"] for m in report.manifests.values())
+    if not report.complete:
+        incomplete = ", ".join(r for r, m in report.manifests.items() if not m["complete"])
+        raise RunFailed(f"the snapshot of {day} is incomplete ({incomplete}): records shifted between pages "
+                        "faster than they could be re-read; run `rank-pipeline extract` again")
+    print(f"Completed: 1 day(s), {rows} snapshot rows, {requests} requests, {limited} 429s")
+    return 0
 
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
@@ -202,44 +461,111 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _one_statement(sql: str) -> str:
+    import duckdb
+
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise UsageError(f"the SQL does not parse: {_first_line(str(exc))}") from None
+    if not statements:
+        raise UsageError('no SQL statement given: pass one, e.g. rank-pipeline query "select 1"')
+    if len(statements) > 1:
+        raise UsageError(f"{len(statements)} statements given: query runs exactly one; run them one at a time")
+    return sql
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else text
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
-    from rank_pipeline.settings import Settings
-
-    path = Settings.from_env().paths.published_db
+    path = _settings().paths.published_db
+    sql = _one_statement(args.sql)
     if not path.exists():
-        print(f"no warehouse at {path}: run `make demo` (or `rank-pipeline run`) first", file=sys.stderr)
-        return 2
+        raise UsageError(f"no warehouse at {path}: run `rank-pipeline demo` (or `rank-pipeline run`) first")
     with duckdb.connect(str(path), read_only=True) as con:
-        _print_query(con, args.sql.strip().splitlines()[0][:60], args.sql)
+        try:
+            columns, rows, more = _frame(con, sql, args.limit)
+        except duckdb.Error as exc:
+            raise UsageError(f"the query failed: {_first_line(str(exc))}") from None
+    out = sys.stdout
+    if args.format == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif args.format == "json":
+        json.dump([dict(zip(columns, row, strict=True)) for row in rows], out, default=str, indent=1)
+        out.write("\n")
+    else:
+        _print_table(columns, rows, out)
+    if more:
+        print(f"(first {args.limit} rows shown; pass --limit N for more)", file=sys.stderr)
     return 0
 
 
+# -- the parser ---------------------------------------------------------------------------------------
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rank-pipeline", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox")
-    p.add_argument("--days", type=_positive_int, default=7)
-    p.add_argument("--verbose", action="store_true", help="show the Dagster log")
+    parser = argparse.ArgumentParser(
+        prog="rank-pipeline",
+        description="Bring a rank-tracking API into a DuckDB warehouse every day (snapshots, models, Dagster). "
+                    "Settings come from the environment: RANK_TRACKER_BASE_URL (unset: the embedded sandbox), "
+                    "RANK_TRACKER_API_KEY, RANK_TRACKER_ACCOUNTS, RANK_PIPELINE_DATA_DIR (default ./data); "
+                    "see the README.",
+        epilog="Exit status: 0 success, 1 failed run, 2 bad usage or configuration. Failures print one line; "
+               "details go to a log file under <data folder>/logs/.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    date_help = "the partition (UTC day) as YYYY-MM-DD, from 2026-01-01 to today; default today"
+
+    p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox",
+                       description="Run the daily Dagster job for N consecutive simulated days ending today "
+                                   "against the embedded sandbox (RANK_TRACKER_BASE_URL is ignored), then print "
+                                   "two example answers from the warehouse.")
+    p.add_argument("--days", type=_positive_int, default=7, help="how many days to play (default 7)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also print the Dagster log on stderr (it is always in the log file)")
     p.add_argument("--persist", action="store_true",
                    help="record the runs in DAGSTER_HOME (default data/dagster_home) for the UI; slower")
     p.set_defaults(func=cmd_demo)
-    p = sub.add_parser("run", help="run the daily job for one partition against the configured source")
-    p.add_argument("--date", type=_parse_date)
+
+    p = sub.add_parser("run", help="run the daily job for one partition against the configured source",
+                       description="Run the daily Dagster job (extract, load, models, checks, publish) for one "
+                                   "partition. Against the vendor API only today's partition can be extracted "
+                                   "(the API tells only the present).")
+    p.add_argument("--date", type=_parse_date, help=date_help)
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("extract", help="extract one day into Parquet snapshots (no Dagster)")
-    p.add_argument("--date", type=_parse_date)
+
+    p = sub.add_parser("extract", help="extract one day into Parquet snapshots (no Dagster)",
+                       description="Extract one day from the configured source into Parquet snapshots under "
+                                   "<data folder>/snapshots, without Dagster, the warehouse or the models.")
+    p.add_argument("--date", type=_parse_date, help=date_help)
     p.set_defaults(func=cmd_extract)
-    p = sub.add_parser("sandbox", help="serve the sandbox API on loopback")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+
+    p = sub.add_parser("sandbox", help="serve the sandbox API on loopback",
+                       description="Serve the sandbox (a spec-faithful stand-in for the vendor API) and print "
+                                   "its base URL and demo keys; stop with Ctrl-C.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
     p.add_argument("--window-s", type=float, default=60.0, help="rate-limit window in seconds (spec: 60)")
     p.set_defaults(func=cmd_sandbox)
-    p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md")
+
+    p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md",
+                       description="Regenerate docs/data_dictionary.md from the models' .yml files.")
     p.set_defaults(func=cmd_docs)
-    p = sub.add_parser("query", help="run one SQL query on the published warehouse")
-    p.add_argument("sql")
+
+    p = sub.add_parser("query", help="run one SQL statement on the published warehouse",
+                       description="Run exactly one SQL statement on the published warehouse, read-only.")
+    p.add_argument("sql", help='one SQL statement, e.g. "select * from marts.fct_quota_burn_daily"')
+    p.add_argument("--limit", type=_positive_int, default=20, help="print at most N rows (default 20)")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="output format (default table)")
     p.set_defaults(func=cmd_query)
     return parser
 
@@ -250,16 +576,28 @@ def main(argv: list[str] | None = None) -> int:
     from rank_pipeline.extract import ExtractionError
     from rank_pipeline.settings import ConfigurationError
 
+    _SESSION.command = args.command
+    _SESSION.verbose = bool(getattr(args, "verbose", False))
+    status, message = 0, None
     try:
-        return args.func(args)
-    except ConfigurationError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        return 2
-    except (RankTrackerError, ExtractionError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        status = args.func(args)
+    except (ConfigurationError, UsageError) as exc:
+        status, message = 2, str(exc)
+    except (RankTrackerError, ExtractionError, RunFailed) as exc:
+        status, message = 1, str(exc)
     except KeyboardInterrupt:
-        return 130
+        status, message = 130, "interrupted"
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line here, the traceback in the log
+        _SESSION.write(traceback.format_exc())
+        status, message = 1, f"unexpected {type(exc).__name__}: {_first_line(str(exc))}"
+    if message is not None:
+        where = ""
+        if status == 1:  # a failed run: its detail (the Dagster log, a traceback) is in the log file
+            _SESSION.write(f"error: {message}")
+            if _SESSION.log_path is not None:
+                where = f" (details: {_SESSION.log_path})"
+        print(f"error: {_first_line(message)}{where}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

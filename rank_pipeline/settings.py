@@ -3,29 +3,38 @@
 Environment variables (all optional; with none set the pipeline runs on the embedded sandbox):
 
 =================================  ==========================================================
-``RANK_TRACKER_BASE_URL``          the vendor's base address (spec: ``{base_url}``, without ``/v1``).
-                                   Unset: the embedded sandbox is started on 127.0.0.1.
+``RANK_TRACKER_BASE_URL``          the vendor's base address (spec: ``{base_url}``; a trailing ``/v1``
+                                   is removed). Unset: the embedded sandbox is started on 127.0.0.1.
 ``RANK_TRACKER_API_KEY``           the key of the single account ``default``.
 ``RANK_TRACKER_ACCOUNTS``          several accounts: ``acme,globex``; each key in
                                    ``RANK_TRACKER_API_KEY_<NAME>`` (upper case).
 ``RANK_PIPELINE_DATA_DIR``         snapshots and warehouse folder (default ``./data``).
-``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300).
-``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600).
-``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute).
-``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16).
+``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300), 1..100000.
+``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600), 1..100000.
+``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
+``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16), 1..1024.
 =================================  ==========================================================
 
-Keys are never held by :class:`Settings`: :meth:`Settings.api_key_env` names the variable, and the
-Dagster layer reads it through ``dagster.EnvVar`` so it never appears in run configuration or metadata.
+The rate defaults are declared once, in :mod:`rank_pipeline.api.config`. Keys are never held by
+:class:`Settings`: :attr:`AccountConfig.api_key_env` names the variable, and
+:func:`rank_pipeline.source.read_keys` reads it when a run opens the source (the one place keys are read).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from rank_pipeline.api.config import (
+    DEFAULT_MAX_IN_FLIGHT,
+    SPEC_PER_IP_LIMIT,
+    SPEC_PER_KEY_LIMIT,
+    SPEC_WINDOW_S,
+)
 
 __all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "Settings"]
 
@@ -63,6 +72,16 @@ class DataPaths:
         """The DuckDB file analysts and BI tools open read-only; replaced atomically per run."""
         return self.data_dir / "warehouse.duckdb"
 
+    @property
+    def source_record(self) -> Path:
+        """``source.json``: which source the folder's snapshots come from (``rank_pipeline.source``)."""
+        return self.data_dir / "source.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        """Log files of command-line runs (one per command invocation)."""
+        return self.data_dir / "logs"
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -71,10 +90,10 @@ class Settings:
     base_url: str | None
     accounts: tuple[AccountConfig, ...]
     data_dir: Path
-    per_key_limit: int = 300
-    per_ip_limit: int = 600
-    window_s: float = 60.0
-    max_in_flight: int = 16
+    per_key_limit: int = SPEC_PER_KEY_LIMIT
+    per_ip_limit: int = SPEC_PER_IP_LIMIT
+    window_s: float = SPEC_WINDOW_S
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
 
     @property
     def uses_sandbox(self) -> bool:
@@ -91,16 +110,13 @@ class Settings:
         """Read the settings from ``env`` (default ``os.environ``).
 
         Raises:
-            ConfigurationError: a base URL without any key variable set, a malformed account list,
-                or a non-numeric rate setting.
+            ConfigurationError: a base URL that is not http(s), a base URL without its key variables,
+                a malformed or repeated account name (``acme,acme``; ``a-b,a_b`` share one variable),
+                a rate setting that is not a finite number within its range (``nan``, ``inf``,
+                ``1e-9``), or a data folder that is a file.
         """
         env = os.environ if env is None else env
-        base_url = (env.get("RANK_TRACKER_BASE_URL") or "").strip().rstrip("/") or None
-        if base_url is not None and not re.match(r"^https?://", base_url):
-            raise ConfigurationError(
-                f"RANK_TRACKER_BASE_URL={base_url!r} is not an http(s) address; set it to the vendor's "
-                "base address, e.g. https://api.example.com (without /v1)"
-            )
+        base_url = normalise_base_url(env.get("RANK_TRACKER_BASE_URL"))
         names = [n.strip() for n in (env.get("RANK_TRACKER_ACCOUNTS") or "").split(",") if n.strip()]
         if names:
             for name in names:
@@ -109,6 +125,14 @@ class Settings:
                         f"RANK_TRACKER_ACCOUNTS has {name!r}: account names are letters, digits, _ and -"
                     )
             accounts = tuple(AccountConfig(n, f"RANK_TRACKER_API_KEY_{n.upper().replace('-', '_')}") for n in names)
+            seen: dict[str, str] = {}
+            for account in accounts:
+                if account.api_key_env in seen:
+                    raise ConfigurationError(
+                        f"RANK_TRACKER_ACCOUNTS lists {seen[account.api_key_env]!r} and {account.name!r}, "
+                        f"which both read {account.api_key_env}: list each account once"
+                    )
+                seen[account.api_key_env] = account.name
         else:
             accounts = (AccountConfig("default", "RANK_TRACKER_API_KEY"),)
         if base_url is not None:
@@ -118,25 +142,59 @@ class Settings:
                     f"RANK_TRACKER_BASE_URL is set but {', '.join(missing)} is not: export the API key "
                     "(created in the vendor's web application, Account, API) in that variable"
                 )
-
-        def number(name: str, default: float, kind: type) -> float:
-            raw = env.get(name)
-            if raw in (None, ""):
-                return default
-            try:
-                value = kind(raw)
-            except ValueError:
-                raise ConfigurationError(f"{name}={raw!r} is not a number") from None
-            if value <= 0:
-                raise ConfigurationError(f"{name}={raw!r} must be positive")
-            return value
-
+        data_dir = Path(env.get("RANK_PIPELINE_DATA_DIR") or "data").resolve()
+        if data_dir.exists() and not data_dir.is_dir():
+            raise ConfigurationError(
+                f"the data folder {data_dir} is a file: set RANK_PIPELINE_DATA_DIR to a folder (it is created "
+                "if missing)"
+            )
         return cls(
             base_url=base_url,
             accounts=accounts,
-            data_dir=Path(env.get("RANK_PIPELINE_DATA_DIR") or "data").resolve(),
-            per_key_limit=int(number("RANK_TRACKER_RATE_PER_KEY", 300, int)),
-            per_ip_limit=int(number("RANK_TRACKER_RATE_PER_IP", 600, int)),
-            window_s=float(number("RANK_TRACKER_RATE_WINDOW_S", 60.0, float)),
-            max_in_flight=int(number("RANK_TRACKER_MAX_IN_FLIGHT", 16, int)),
+            data_dir=data_dir,
+            per_key_limit=int(_number(env, "RANK_TRACKER_RATE_PER_KEY", SPEC_PER_KEY_LIMIT, int, 1, 100_000)),
+            per_ip_limit=int(_number(env, "RANK_TRACKER_RATE_PER_IP", SPEC_PER_IP_LIMIT, int, 1, 100_000)),
+            window_s=float(_number(env, "RANK_TRACKER_RATE_WINDOW_S", SPEC_WINDOW_S, float, 1.0, 86_400.0)),
+            max_in_flight=int(_number(env, "RANK_TRACKER_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, int, 1, 1024)),
         )
+
+
+def normalise_base_url(raw: str | None) -> str | None:
+    """``RANK_TRACKER_BASE_URL`` without surrounding spaces, trailing ``/`` or a trailing ``/v1``.
+
+    The spec's paths start with ``/v1`` (``{base_url}/v1/domains``), so a base URL copied with ``/v1``
+    would otherwise become ``/v1/v1/...`` and read as "Resource not found". None when unset or empty.
+
+    Raises:
+        ConfigurationError: not an ``http://`` or ``https://`` address.
+    """
+    base_url = (raw or "").strip().rstrip("/")
+    if not base_url:
+        return None
+    if base_url.lower().endswith("/v1"):
+        base_url = base_url[:-3].rstrip("/")
+    if not re.match(r"^https?://[^/\s]", base_url):
+        raise ConfigurationError(
+            f"RANK_TRACKER_BASE_URL={base_url!r} is not an http(s) address; set it to the vendor's "
+            "base address, e.g. https://api.example.com"
+        )
+    return base_url
+
+
+def _number(env: Mapping[str, str], name: str, default: float, kind: type, low: float, high: float) -> float:
+    """The variable ``name`` as ``kind`` (int or float) within ``[low, high]``, or ``default`` when unset."""
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    what = "a whole number" if kind is int else "a number"
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        raise ConfigurationError(
+            f"{name}={raw!r} is not {what}; set it between {low:g} and {high:g} or unset it (default {default:g})"
+        ) from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ConfigurationError(
+            f"{name}={raw!r} is out of range; set it between {low:g} and {high:g} or unset it (default {default:g})"
+        )
+    return value

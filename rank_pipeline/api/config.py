@@ -5,6 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+# The spec's "Limits" (300 per key and 600 per IP address per minute) and our concurrency default:
+# declared once here, read by ClientConfig, rank_pipeline.settings, the Dagster resource and the sandbox.
+SPEC_PER_KEY_LIMIT = 300
+SPEC_PER_IP_LIMIT = 600
+SPEC_WINDOW_S = 60.0
+DEFAULT_MAX_IN_FLIGHT = 16
+
 
 @dataclass(frozen=True)
 class ClientConfig:
@@ -35,11 +42,11 @@ class ClientConfig:
         first_contact_backoff_s: delay between those tries, in seconds.
     """
 
-    per_key_limit: int = 300
-    per_ip_limit: int = 600
-    window_s: float = 60.0
+    per_key_limit: int = SPEC_PER_KEY_LIMIT
+    per_ip_limit: int = SPEC_PER_IP_LIMIT
+    window_s: float = SPEC_WINDOW_S
     safety_margin: float = 0.02
-    max_in_flight: int = 16
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     per_page: int = 1000
     timeout_s: float = 30.0
     max_attempts: int = 6

@@ -48,7 +48,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                       warehouse: WarehouseResource):
     """Extract the partition's day from the source into ``data/snapshots`` (see rank_pipeline.extract)."""
     day = date.fromisoformat(context.partition_key)
-    base_url, accounts = source.open_source(day)
+    base_url, accounts = source.open_source(day, warehouse.data_dir)
     context.log.info(f"extracting {day} from {source.describe()} for {len(accounts)} account(s)")
     last = [0.0]
 

@@ -1,7 +1,9 @@
 """Dagster resources: the rank-tracking source (vendor API or embedded sandbox) and the warehouse paths.
 
-Keys reach Dagster only as ``dagster.EnvVar`` references (see :func:`source_from_env`), so run
-configuration, the UI and run metadata show the variable's name, never its value.
+The source is resolved by :mod:`rank_pipeline.source`, the same module the command line uses. Keys never
+reach Dagster: the resource holds each account's name and the *name* of its key's environment variable,
+and :func:`rank_pipeline.source.read_keys` reads the value when the extraction step opens the source, so
+run configuration, the UI and run metadata never see a key.
 """
 
 
@@ -11,34 +13,47 @@ from pathlib import Path
 import dagster as dg
 
 from rank_pipeline.api import ClientConfig
+from rank_pipeline.api.config import (
+    DEFAULT_MAX_IN_FLIGHT,
+    SPEC_PER_IP_LIMIT,
+    SPEC_PER_KEY_LIMIT,
+    SPEC_WINDOW_S,
+)
 from rank_pipeline.extract import AccountSource
-from rank_pipeline.settings import DataPaths, Settings
+from rank_pipeline.settings import AccountConfig, DataPaths, Settings
+from rank_pipeline.source import Source
 
 __all__ = ["AccountKey", "RankTrackerResource", "WarehouseResource", "source_from_env", "warehouse_from_env"]
 
 
 class AccountKey(dg.Config):
-    """One account: its name (written to snapshots and the warehouse) and its key (an ``EnvVar``)."""
+    """One account: its name (written to snapshots and the warehouse) and where its key is.
+
+    ``api_key_env`` names the environment variable holding the key (read at run time). ``api_key`` is a
+    literal key for tests against the sandbox only; leave it empty in deployments.
+    """
 
     name: str
-    api_key: str
+    api_key_env: str = ""
+    api_key: str = ""
 
 
 class RankTrackerResource(dg.ConfigurableResource):
-    """Where the day's records come from.
+    """Where the day's records come from (see :class:`rank_pipeline.source.Source`).
 
     ``base_url`` None means the embedded sandbox (started on 127.0.0.1 in the run's process, its clock
     set to the partition date). Rates follow the spec's "Limits" section (per key and per IP address,
-    per ``window_s`` seconds); ``per_page`` (at most 1000) and ``max_passes`` (re-reads of a list whose
-    records shifted between pages) go to :class:`rank_pipeline.api.ClientConfig`.
+    per ``window_s`` seconds; defaults in :mod:`rank_pipeline.api.config`); ``per_page`` (at most 1000)
+    and ``max_passes`` (re-reads of a list whose records shifted between pages) go to
+    :class:`rank_pipeline.api.ClientConfig`.
     """
 
     base_url: str | None = None
     accounts: list[AccountKey] = []
-    per_key_limit: int = 300
-    per_ip_limit: int = 600
-    window_s: float = 60.0
-    max_in_flight: int = 16
+    per_key_limit: int = SPEC_PER_KEY_LIMIT
+    per_ip_limit: int = SPEC_PER_IP_LIMIT
+    window_s: float = SPEC_WINDOW_S
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     per_page: int = 1000
     max_passes: int = 4
 
@@ -50,26 +65,28 @@ class RankTrackerResource(dg.ConfigurableResource):
         """The extractor's pacing and pagination settings (:class:`rank_pipeline.api.ClientConfig`)."""
         return ClientConfig(per_key_limit=self.per_key_limit, per_ip_limit=self.per_ip_limit,
                             window_s=self.window_s, max_in_flight=self.max_in_flight,
-                            per_page=self.per_page, max_passes=self.max_passes)
+                            per_page=self.per_page, max_passes=self.max_passes,
+                            max_retry_s=max(180.0, self.window_s))
 
-    def open_source(self, snapshot_date: date) -> tuple[str, list[AccountSource]]:
-        """``(base_url, accounts)`` to extract ``snapshot_date`` from.
+    def source(self) -> Source:
+        """The plain :class:`rank_pipeline.source.Source` this resource describes."""
+        accounts = tuple(AccountConfig(a.name, a.api_key_env or f"<literal key of {a.name}>")
+                         for a in self.accounts)
+        return Source(self.base_url, accounts, self.client_config())
 
-        With the embedded sandbox, starts it if needed and sets its simulated today to the date.
+    def open_source(self, snapshot_date: date, data_dir: str | Path | None = None) -> tuple[str, list[AccountSource]]:
+        """``(base_url, accounts)`` to extract ``snapshot_date`` from (:meth:`rank_pipeline.source.Source.open`).
+
+        With ``data_dir``, the data folder's recorded source and the accounts' identity are checked first.
         """
-        if self.base_url is None:
-            from rank_pipeline.embedded_sandbox import EmbeddedSandbox
-
-            sandbox = EmbeddedSandbox.get().at(snapshot_date)
-            return sandbox.base_url, sandbox.accounts()
-        return self.base_url, [AccountSource(a.name, a.api_key) for a in self.accounts]
+        literal = {a.name: a.api_key for a in self.accounts if a.api_key}
+        opened = self.source().open(snapshot_date, Path(data_dir) if data_dir is not None else None,
+                                    keys=literal or None)
+        return opened.base_url, opened.accounts
 
     def describe(self) -> str:
         """A log-safe description of the source (no key)."""
-        if self.base_url is None:
-            return "the embedded sandbox (RANK_TRACKER_BASE_URL is not set)"
-        names = ", ".join(a.name for a in self.accounts)
-        return f"{self.base_url} (accounts: {names})"
+        return self.source().describe()
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -90,7 +107,10 @@ class WarehouseResource(dg.ConfigurableResource):
 
 
 def source_from_env(settings: Settings | None = None) -> RankTrackerResource:
-    """The source resource described by the environment (see :mod:`rank_pipeline.settings`)."""
+    """The source resource described by the environment (see :mod:`rank_pipeline.settings`).
+
+    Holds the key variables' names only; the keys are read when a run opens the source.
+    """
     settings = settings or Settings.from_env()
     common = dict(per_key_limit=settings.per_key_limit, per_ip_limit=settings.per_ip_limit,
                   window_s=settings.window_s, max_in_flight=settings.max_in_flight)
@@ -98,7 +118,7 @@ def source_from_env(settings: Settings | None = None) -> RankTrackerResource:
         return RankTrackerResource(**common)
     return RankTrackerResource(
         base_url=settings.base_url,
-        accounts=[AccountKey(name=a.name, api_key=dg.EnvVar(a.api_key_env)) for a in settings.accounts],
+        accounts=[AccountKey(name=a.name, api_key_env=a.api_key_env) for a in settings.accounts],
         **common,
     )
 

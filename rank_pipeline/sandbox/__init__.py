@@ -2,13 +2,14 @@
 
 Public surface: :class:`World`, :class:`WorldConfig`, :class:`AccountSpec`, :class:`Account`,
 :class:`KeywordSpec`, :class:`QuotaExceeded`, :func:`create_app`, :class:`RateLimits`,
-:class:`Faults`, :class:`SandboxServer`, :func:`serve`, :func:`paginated_response`, and
-``build_openapi`` when the OpenAPI module provides it. Details in ``rank_pipeline/sandbox/README.md``.
+:class:`Faults`, :class:`SandboxServer`, :func:`serve`, :func:`paginated_response` and
+:func:`build_openapi`. Details in ``rank_pipeline/sandbox/README.md``.
 """
 
 from rank_pipeline.sandbox.app import create_app
 from rank_pipeline.sandbox.faults import Faults
 from rank_pipeline.sandbox.limits import RateLimits
+from rank_pipeline.sandbox.openapi import build_openapi
 from rank_pipeline.sandbox.pagination import paginated_response
 from rank_pipeline.sandbox.server import SandboxServer, serve
 from rank_pipeline.sandbox.world import (
@@ -34,14 +35,9 @@ __all__ = [
     "UnknownDomain",
     "World",
     "WorldConfig",
+    "build_openapi",
     "create_app",
     "paginated_response",
     "serve",
 ]
 
-try:  # the OpenAPI module is built alongside; until it imports cleanly the rest works without it
-    from rank_pipeline.sandbox.openapi import build_openapi  # noqa: F401
-except ImportError:  # pragma: no cover - depends on the colleague's progress
-    pass
-else:
-    __all__.append("build_openapi")

@@ -28,9 +28,7 @@ plus the colleague modules' routes when present (``lookups.routes``: GET /v1/loc
 from __future__ import annotations
 
 import asyncio
-import importlib
 import time
-import warnings
 from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
@@ -39,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from rank_pipeline.sandbox import control
+from rank_pipeline.sandbox import control, keyword_create, lookups, openapi
 from rank_pipeline.sandbox.faults import FaultInjector, Faults
 from rank_pipeline.sandbox.limits import RateLimiter, RateLimits
 from rank_pipeline.sandbox.middleware import SandboxMiddleware, SandboxStats, error_response
@@ -108,23 +106,8 @@ _ALL_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def _colleague_routes() -> list[BaseRoute]:
-    """Routes of the lookups, keyword-create and OpenAPI modules, each skipped while it is absent."""
-    routes: list[BaseRoute] = []
-    for module_name, attr in (("lookups", "routes"), ("keyword_create", "routes"), ("openapi", "openapi_route")):
-        try:
-            module = importlib.import_module(f"rank_pipeline.sandbox.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"rank_pipeline.sandbox.{module_name}":
-                warnings.warn(f"sandbox: routes of {module_name} not served: {exc}", stacklevel=2)
-            continue
-        except ImportError as exc:
-            warnings.warn(f"sandbox: routes of {module_name} not served: {exc}", stacklevel=2)
-            continue
-        value = getattr(module, attr, None)
-        if value is None:
-            continue
-        routes.extend(value if isinstance(value, list | tuple) else [value])
-    return routes
+    """Routes of the lookups, keyword-create and OpenAPI modules."""
+    return [*lookups.routes, *keyword_create.routes, openapi.openapi_route]
 
 
 def create_app(

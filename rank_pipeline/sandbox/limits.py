@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from starlette.responses import JSONResponse
 
+from rank_pipeline.api.config import SPEC_PER_IP_LIMIT, SPEC_PER_KEY_LIMIT, SPEC_WINDOW_S
+
 __all__ = ["RateLimits", "RateLimiter", "Rejection", "rate_limited_response"]
 
 
@@ -35,9 +37,9 @@ class RateLimits:
     """Limit settings: ``per_key`` and ``per_ip`` requests per window of ``window_s`` seconds; windows
     start at ``offset_s`` (mod ``window_s``) on the limiter's clock."""
 
-    per_key: int = 300
-    per_ip: int = 600
-    window_s: float = 60.0
+    per_key: int = SPEC_PER_KEY_LIMIT
+    per_ip: int = SPEC_PER_IP_LIMIT
+    window_s: float = SPEC_WINDOW_S
     offset_s: float = 0.0
 
     def __post_init__(self):

@@ -20,6 +20,8 @@ from typing import TextIO
 
 import uvicorn
 
+from rank_pipeline.api.config import SPEC_PER_IP_LIMIT, SPEC_PER_KEY_LIMIT, SPEC_WINDOW_S
+
 __all__ = ["SandboxServer", "serve"]
 
 
@@ -114,12 +116,12 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     seed: int = 7,
-    window_s: float = 60.0,
+    window_s: float = SPEC_WINDOW_S,
     *,
     today: date | None = None,
     faults=None,
-    per_key: int = 300,
-    per_ip: int = 600,
+    per_key: int = SPEC_PER_KEY_LIMIT,
+    per_ip: int = SPEC_PER_IP_LIMIT,
     out: TextIO | None = None,
 ) -> None:
     """Serve the demo world (``WorldConfig(seed=seed)``) until interrupted (blocking).

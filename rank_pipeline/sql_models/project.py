@@ -42,9 +42,9 @@ Any test given as a mapping may carry ``blocking: true`` and ``name: <slug>``. S
         columns: [...]                              # as for models
         tests: [...]                                # as for models
 
-Test names are stable, because each becomes a Dagster asset check: ``not_null__<col>``,
-``unique__<col>``, ``accepted_values__<col>``, ``relationships__<col>__<to table>``,
-``unique_combination__<col>__<col>...``, ``expression__<slug of the expression>`` (or the ``name`` given).
+Test names are short and stable, because each becomes a Dagster asset check: the ``name`` given, else
+:func:`rank_pipeline.sql_models.names.default_test_name` (``not_null_<col>``, ``unique_<col>``,
+``accepted_<col>``, ``<col>_in_<table>``, ``unique_domain_competitor``, the expression in words).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from rank_pipeline.sql_models.errors import DependencyError, ModelConfigError, ModelSqlError
+from rank_pipeline.sql_models.names import default_test_name
 from rank_pipeline.warehouse import RAW_TABLES
 
 __all__ = [
@@ -263,21 +264,6 @@ def _str_list(ctx: _Ctx, value: Any, where: str) -> tuple[str, ...]:
     return tuple(_ident(ctx, v, where) for v in value)
 
 
-_OPERATOR_WORDS = (("<>", " ne "), ("!=", " ne "), (">=", " ge "), ("<=", " le "), ("=", " eq "),
-                   (">", " gt "), ("<", " lt "), ("+", " plus "), ("-", " minus "), ("*", " times "), ("/", " div "))
-
-
-def _slug(text: str, limit: int = 60) -> str:
-    """``ctr > 0 and ctr <= 1`` -> ``ctr_gt_0_and_ctr_le_1``; long slugs end in a hash of the text."""
-    words = text.lower()
-    for op, word in _OPERATOR_WORDS:
-        words = words.replace(op, word)
-    slug = re.sub(r"[^a-z0-9]+", "_", words).strip("_") or "x"
-    if len(slug) > limit:
-        slug = slug[:limit].rstrip("_") + "_" + hashlib.sha1(text.encode()).hexdigest()[:8]
-    return slug
-
-
 def _parse_test(ctx: _Ctx, raw: Any, column: str | None, where: str) -> tuple[TestSpec, bool | None]:
     """One test entry -> (TestSpec, its own ``blocking`` or None); blocking is resolved by the caller."""
     blocking: bool | None = None
@@ -313,14 +299,12 @@ def _parse_test(ctx: _Ctx, raw: Any, column: str | None, where: str) -> tuple[Te
     if kind in ("unique", "not_null"):
         if args not in (None, {}, True):
             raise ctx.error(f"{where}: {kind} takes no arguments, got {args!r}")
-        default = f"{kind}__{column}"
     elif kind == "accepted_values":
         args = _keys(ctx, args, f"{where}: accepted_values", ("values", "quote"), ("values",))
         values = args["values"]
         if not isinstance(values, list) or not values or not all(isinstance(v, str | int | float | bool) for v in values):
             raise ctx.error(f"{where}: accepted_values.values must be a non-empty list of scalars, got {values!r}")
         params = {"values": tuple(values)}
-        default = f"accepted_values__{column}"
     elif kind == "relationships":
         args = _keys(ctx, args, f"{where}: relationships", ("to", "field"), ("to", "field"))
         to = _str(ctx, args["to"], f"{where}: relationships.to", allow_empty=False)
@@ -328,7 +312,6 @@ def _parse_test(ctx: _Ctx, raw: Any, column: str | None, where: str) -> tuple[Te
             raise ctx.error(f"{where}: relationships.to must be a qualified name like marts.dim_domains, got {to!r}")
         params = {"to": to, "field": _ident(ctx, args["field"], f"{where}: relationships.field")}
         depends = frozenset({to})
-        default = f"relationships__{column}__{to.split('.', 1)[1]}"
     elif kind == "expression":
         expression = _str(ctx, args, f"{where}: expression", allow_empty=False)
         try:
@@ -336,13 +319,11 @@ def _parse_test(ctx: _Ctx, raw: Any, column: str | None, where: str) -> tuple[Te
         except ParseError as exc:
             raise ctx.error(f"{where}: expression {expression!r} is not valid DuckDB SQL: {exc}") from None
         params = {"expression": expression}
-        default = f"expression__{_slug(expression)}"
     else:  # unique_combination
         columns = _str_list(ctx, args, f"{where}: unique_combination")
         params = {"columns": columns}
-        default = "unique_combination__" + "__".join(columns)
     spec = TestSpec(
-        name=name or re.sub(r"[^A-Za-z0-9_]", "_", default),
+        name=name or default_test_name(kind, column, params),
         kind=kind, column=column, params=params, blocking=False, depends_on=depends,
     )
     return spec, blocking
