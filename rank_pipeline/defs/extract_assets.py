@@ -95,7 +95,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
             asset_key=key,
             check_name="complete",
             passed=bool(manifest["complete"]),
-            metadata={"expected_records": expected, "delivered_records": delivered,
+            metadata={"partition": day.isoformat(), "expected_records": expected, "delivered_records": delivered,
                       "accounts": dg.MetadataValue.json(
                           {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "passes")}
                            for n, a in accounts_meta.items()})},

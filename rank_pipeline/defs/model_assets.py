@@ -41,7 +41,7 @@ def _results(key: dg.AssetKey, relation: Model | Seed, con, day: date):
             check_name=result.name,
             passed=result.passed,
             severity=dg.AssetCheckSeverity.ERROR if result.blocking else dg.AssetCheckSeverity.WARN,
-            metadata={"failing_rows": result.failures,
+            metadata={"partition": day.isoformat(), "failing_rows": result.failures,
                       "sample": dg.MetadataValue.json(result.sample_rows[:5]),
                       "sql": dg.MetadataValue.md(f"```sql\n{result.sql}\n```")},
         )

@@ -8,6 +8,8 @@ test                           default name                                 exam
 ``accepted_values`` on ``col`` ``accepted_<col>``                           ``accepted_movement_1d``
 ``relationships`` on ``col``   ``<col>_in_<table>``                         ``domain_id_in_dim_domains``
 ``unique_combination``         ``unique_`` + the columns without ``_id``    ``unique_domain_competitor``
+                               (``snapshot_date`` reads ``day``); over 48   ``unique_domain_competitor_day``
+                               characters: ``unique_grain``                 ``unique_grain``
 ``expression``                 the expression in words, cut at a word        ``ctr_gt_0_and_ctr_le_1``
                                boundary within 48 characters
 ============================== ============================================ ==============================
@@ -39,10 +41,13 @@ def slug(text: str, limit: int = MAX_NAME_LENGTH) -> str:
     if len(out) > limit:
         cut = out[: limit + 1]
         out = cut[: cut.rfind("_")] if "_" in cut[1:] else out[:limit]
+        out = re.sub(r"(_(and|or|not|is|the))+$", "", out)
     return out.strip("_")
 
 
 def _short(column: str) -> str:
+    if column == "snapshot_date":
+        return "day"
     return column[:-3] if column.endswith("_id") and len(column) > 3 else column
 
 
@@ -56,6 +61,8 @@ def default_test_name(kind: str, column: str | None, params: Mapping[str, Any]) 
         name = f"{column}_in_{str(params['to']).split('.', 1)[-1]}"
     elif kind == "unique_combination":
         name = "unique_" + "_".join(_short(c) for c in params["columns"])
+        if len(name) > MAX_NAME_LENGTH:
+            name = "unique_grain"
     else:
         name = slug(str(params["expression"]))
     return re.sub(r"[^A-Za-z0-9_]", "_", name)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
-
-import dagster as dg
 
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import source_from_env
@@ -71,13 +69,16 @@ def test_daily_job_schedule_and_partitions_include_today():
     assert today in daily_partitions.get_partition_keys()
 
 
-def test_key_reaches_dagster_only_as_an_env_var_reference():
+def test_keys_never_reach_dagster_only_their_variable_names():
     env = {"RANK_TRACKER_BASE_URL": "https://api.example.com", "RANK_TRACKER_ACCOUNTS": "acme,globex",
            "RANK_TRACKER_API_KEY_ACME": "secret-acme-123", "RANK_TRACKER_API_KEY_GLOBEX": "secret-globex-456"}
     resource = source_from_env(Settings.from_env(env))
-    text = repr(resource) + str(resource.accounts)
+    text = repr(resource) + str(resource.accounts) + repr(resource.source())
     assert "secret" not in text
     assert [a.name for a in resource.accounts] == ["acme", "globex"]
-    assert [a.api_key.env_var_name for a in resource.accounts] == ["RANK_TRACKER_API_KEY_ACME",
-                                                                    "RANK_TRACKER_API_KEY_GLOBEX"]
-    assert all(isinstance(a.api_key, dg.EnvVar) for a in resource.accounts)
+    assert [a.api_key_env for a in resource.accounts] == ["RANK_TRACKER_API_KEY_ACME", "RANK_TRACKER_API_KEY_GLOBEX"]
+    assert all(a.api_key == "" for a in resource.accounts)
+    # the keys are read when a run opens the source, from the environment (the one place)
+    opened = resource.source().open(date(2026, 11, 22), env=env)
+    assert {a.name: a.api_key for a in opened.accounts} == {"acme": "secret-acme-123", "globex": "secret-globex-456"}
+    assert "secret" not in repr(opened)

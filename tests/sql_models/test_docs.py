@@ -75,7 +75,7 @@ def test_dictionary_documents_every_model_seed_column_and_test(tmp_path):
     assert "- Grain (unique key): `keyword_id`, `snapshot_date`" in fct
     assert "[`seeds.ctr`](#seedsctr)" in fct and "[`staging.stg_kw`](#stagingstg_kw)" in fct
     assert "relationships: staging.stg_kw.keyword_id (blocking)" in fct
-    assert "- `expression__keyword_id_ne` (blocking): expression: keyword_id <> ''" in fct
+    assert "- `keyword_id_ne` (blocking): expression: keyword_id <> ''" in fct
     seed = text[text.index("### seeds.ctr"):text.index("### staging.stg_kw")]
     assert "version 3" in seed and "| `position` (integer) | Position. | — |" in seed
     # deterministic

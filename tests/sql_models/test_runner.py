@@ -217,7 +217,7 @@ TESTED = {
     "marts/dim.sql": "select * from (values ('d1'), ('d2')) as t(domain_id)\n",
     "marts/dim.yml": yml("dim", "table"),
     "marts/fct.sql": "select * from raw.keywords\n",
-    "marts/fct.yml": yml("fct", "table", "blocking_tests: [not_null__id]", body="""\
+    "marts/fct.yml": yml("fct", "table", "blocking_tests: [not_null_id]", body="""\
     columns:
       - name: id
         tests: [not_null, unique]
@@ -244,8 +244,8 @@ def test_each_test_kind_passes_on_clean_data_and_fails_on_crafted_data(tmp_path)
     project = load_project(write_project(tmp_path, TESTED))
     fct = project.models["fct"]
     assert [(t.name, t.blocking) for t in fct.tests] == [
-        ("not_null__id", True), ("unique__id", False), ("accepted_values__device", True),
-        ("relationships__domain_id__dim", False), ("expression__position_between_1_and_100", False),
+        ("not_null_id", True), ("unique_id", False), ("accepted_device", True),
+        ("domain_id_in_dim", False), ("position_between_1_and_100", False),
         ("one_row_per_id_device", False)]
     con = duckdb.connect()
     clean = [(D0, "k1", "desktop", "d1", 1), (D0, "k2", "mobile", "d2", 100), (D0, "k3", None, None, 50)]
@@ -263,19 +263,19 @@ def test_each_test_kind_passes_on_clean_data_and_fails_on_crafted_data(tmp_path)
     build(con, fct)
     got = {r.name: r for r in run_tests(con, fct)}
     assert {n: r.failures for n, r in got.items()} == {
-        "not_null__id": 1, "unique__id": 2, "accepted_values__device": 1, "relationships__domain_id__dim": 1,
-        "expression__position_between_1_and_100": 2, "one_row_per_id_device": 1}
+        "not_null_id": 1, "unique_id": 2, "accepted_device": 1, "domain_id_in_dim": 1,
+        "position_between_1_and_100": 2, "one_row_per_id_device": 1}
     assert not any(r.passed for r in got.values())
-    assert got["accepted_values__device"].sample_rows[0]["device"] == "tablet"
-    assert sorted(r["id"] for r in got["unique__id"].sample_rows) == ["k1", "k2"]
-    assert got["relationships__domain_id__dim"].sample_rows[0]["domain_id"] == "d9"
+    assert got["accepted_device"].sample_rows[0]["device"] == "tablet"
+    assert sorted(r["id"] for r in got["unique_id"].sample_rows) == ["k1", "k2"]
+    assert got["domain_id_in_dim"].sample_rows[0]["domain_id"] == "d9"
     # the SQL is runnable as-is and returns the failing rows
-    assert len(con.execute(got["expression__position_between_1_and_100"].sql).fetchall()) == 2
+    assert len(con.execute(got["position_between_1_and_100"].sql).fetchall()) == 2
     # partition scope: only that day's rows are tested
     con.execute("insert into raw.keywords values (?, null, 'x', 'd1', 1)", [D0 + timedelta(1)])
     build(con, fct)
     day = {r.name: r.failures for r in run_tests(con, fct, D0 + timedelta(1))}
-    assert day["not_null__id"] == 1 and day["unique__id"] == 0 and day["accepted_values__device"] == 1
+    assert day["not_null_id"] == 1 and day["unique_id"] == 0 and day["accepted_device"] == 1
 
 
 def test_running_tests_on_an_unbuilt_model_is_a_clear_error(tmp_path):
