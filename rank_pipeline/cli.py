@@ -40,8 +40,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-
 RANKING_TRENDS_QUERY = """
 select snapshot_date, count(*) as keywords,
        count(position) as ranking,
@@ -453,10 +451,12 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    from rank_pipeline.settings import models_dir
     from rank_pipeline.sql_models.docs import write_data_dictionary
 
-    out = PROJECT_DIR / "docs" / "data_dictionary.md"
-    write_data_dictionary(PROJECT_DIR / "dbt_like_sql", out)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_data_dictionary(models_dir(), out)
     print(f"wrote {out}")
     return 0
 
@@ -557,7 +557,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sandbox)
 
     p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md",
-                       description="Regenerate docs/data_dictionary.md from the models' .yml files.")
+                       description="Write the data dictionary from the models' .yml files (the project in "
+                                   "RANK_PIPELINE_MODELS_DIR, default the shipped one).")
+    p.add_argument("--out", default="docs/data_dictionary.md",
+                   help="where to write it (default docs/data_dictionary.md under the current folder)")
     p.set_defaults(func=cmd_docs)
 
     p = sub.add_parser("query", help="run one SQL statement on the published warehouse",

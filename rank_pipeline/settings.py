@@ -9,6 +9,8 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_ACCOUNTS``          several accounts: ``acme,globex``; each key in
                                    ``RANK_TRACKER_API_KEY_<NAME>`` (upper case).
 ``RANK_PIPELINE_DATA_DIR``         snapshots and warehouse folder (default ``./data``).
+``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: the ``dbt_like_sql/`` shipped with
+                                   the package); see :func:`models_dir`.
 ``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300), 1..100000.
 ``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600), 1..100000.
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
@@ -36,7 +38,38 @@ from rank_pipeline.api.config import (
     SPEC_WINDOW_S,
 )
 
-__all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "Settings"]
+__all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "Settings", "models_dir"]
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def models_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The SQL models project (``models/``, ``seeds/``, ``.yml`` files) the pipeline builds.
+
+    ``RANK_PIPELINE_MODELS_DIR`` when set: a folder of your own, e.g. a copy of the shipped project with
+    models added. Otherwise the ``dbt_like_sql/`` shipped inside the installed package
+    (``rank_pipeline/dbt_like_sql``, copied there by ``pip install .``), or the source tree's
+    ``dbt_like_sql/`` when running from a checkout (``pip install -e .``).
+
+    Raises:
+        ConfigurationError: ``RANK_PIPELINE_MODELS_DIR`` is not a folder, or no project is found.
+    """
+    env = os.environ if env is None else env
+    raw = (env.get("RANK_PIPELINE_MODELS_DIR") or "").strip()
+    if raw:
+        path = Path(raw).expanduser().resolve()
+        if not path.is_dir():
+            raise ConfigurationError(
+                f"RANK_PIPELINE_MODELS_DIR={raw!r} is not a folder: set it to a models project (a copy of "
+                "the shipped dbt_like_sql/ with your models added) or unset it"
+            )
+        return path
+    for path in (_PACKAGE_DIR / "dbt_like_sql", _PACKAGE_DIR.parent / "dbt_like_sql"):
+        if path.is_dir():
+            return path
+    raise ConfigurationError(  # pragma: no cover - a broken install
+        f"no SQL models found next to {_PACKAGE_DIR}: reinstall the package, or set RANK_PIPELINE_MODELS_DIR"
+    )
 
 
 class ConfigurationError(ValueError):

@@ -15,9 +15,8 @@ import dagster as dg
 
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.settings import models_dir
 from rank_pipeline.sql_models import Model, Seed, build, build_seed, load_project, run_tests
-
-DBT_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 
 
 def relation_key(qualified: str) -> dg.AssetKey:
@@ -89,13 +88,15 @@ def _model_asset(model: Model) -> dg.AssetsDefinition:
     return _model
 
 
-def build_model_assets(project_dir: Path = DBT_DIR) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
+def build_model_assets(project_dir: Path | None = None) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
     """Every seed and model asset of the project, and the keys of the models (for the publish asset).
+
+    ``project_dir`` defaults to :func:`rank_pipeline.settings.models_dir` (``RANK_PIPELINE_MODELS_DIR``).
 
     Raises:
         rank_pipeline.sql_models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
-    project = load_project(project_dir)
+    project = load_project(project_dir if project_dir is not None else models_dir())
     assets = [_seed_asset(seed) for seed in project.seeds.values()]
     models = project.topological_order()
     assets += [_model_asset(model) for model in models]

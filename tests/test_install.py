@@ -1,0 +1,93 @@
+"""``pip install .`` (not editable) into a fresh venv, then ``rank-pipeline demo --days 1`` from another folder.
+
+The venv sees the project venv's site-packages through a ``.pth`` (the dependencies are not reinstalled),
+and only our package is installed, non-editable, with ``--no-deps``: what it ships (the SQL models as
+package data) is what the demo finds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("install")]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """The ``bin`` folder of a fresh venv holding a non-editable install of the project."""
+    base = tmp_path_factory.mktemp("install")
+    src = base / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("rank_pipeline", "dbt_like_sql"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "_project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
+                           "--no-deps", str(src)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (Path(purelib) / "rank_pipeline" / "dbt_like_sql").is_dir()
+    assert not list(Path(purelib).glob("__editable__*"))
+    return venv / "bin"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "PYTHONPATH"))}
+    env.update(extra)
+    return env
+
+
+def test_installed_package_runs_the_demo_from_another_folder(installed, tmp_path):
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    done = subprocess.run([str(installed / "rank-pipeline"), "demo", "--days", "1"], cwd=cwd,
+                          env=_env(RANK_PIPELINE_DATA_DIR=str(tmp_path / "data")),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1].startswith("Completed: 1 day(s), ") and " 0 failed, " in lines[-1]
+    # demo --days 1: the 7-day burn rate and the projection are empty, shown as "-", never NaN/NaT
+    assert "NaN" not in done.stdout and "NaT" not in done.stdout and "None" not in done.stdout
+    assert "\r" not in done.stdout  # not a terminal: progress lines, not a bar
+    assert (tmp_path / "data" / "warehouse.duckdb").is_file()
+    # the models came from the installed package, not from this checkout
+    where = subprocess.run([str(installed / "python"), "-c",
+                            "from rank_pipeline.settings import models_dir; print(models_dir())"],
+                           cwd=cwd, env=_env(), capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(installed.parent) and not Path(where).is_relative_to(ROOT)
+
+
+def test_models_dir_setting_points_at_a_users_own_project(installed, tmp_path):
+    own = tmp_path / "my_models"
+    shutil.copytree(ROOT / "dbt_like_sql", own)
+    (own / "marts" / "my_domain_count.sql").write_text(
+        "select snapshot_date, count(*) as domains from staging.stg_domains group by snapshot_date\n")
+    (own / "marts" / "my_domain_count.yml").write_text(
+        "models:\n  - name: my_domain_count\n    description: Domains per day.\n")
+    code = ("from rank_pipeline.settings import models_dir\nfrom rank_pipeline.sql_models import load_project\n"
+            "p = load_project(models_dir())\nprint(models_dir()); print('marts.my_domain_count' in "
+            "{m.qualified_name for m in p.models.values()})")
+    done = subprocess.run([str(installed / "python"), "-c", code], env=_env(RANK_PIPELINE_MODELS_DIR=str(own)),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(own.resolve()), "True"]
+    bad = subprocess.run([str(installed / "rank-pipeline"), "docs", "--out", str(tmp_path / "d.md")],
+                         env=_env(RANK_PIPELINE_MODELS_DIR=str(tmp_path / "missing")),
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("error: RANK_PIPELINE_MODELS_DIR=")
