@@ -104,7 +104,7 @@ def _parse_date(value: str) -> date:
 
 def _check_partition(day: date) -> date:
     """Refuse a date outside the daily partitions (:data:`rank_pipeline.defs.partitions.PARTITIONS_START`..today)."""
-    from rank_pipeline.defs.partitions import PARTITIONS_START
+    from rank_pipeline.settings import PARTITIONS_START
 
     first, last = date.fromisoformat(PARTITIONS_START), _today()
     if not first <= day <= last:
@@ -511,6 +511,8 @@ def cmd_query(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rank_pipeline.api.config import SPEC_WINDOW_S
+
     parser = argparse.ArgumentParser(
         prog="rank-pipeline",
         description="Bring a rank-tracking API into a DuckDB warehouse every day (snapshots, models, Dagster). "
@@ -553,7 +555,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "its base URL and demo keys; stop with Ctrl-C.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
-    p.add_argument("--window-s", type=float, default=60.0, help="rate-limit window in seconds (spec: 60)")
+    p.add_argument("--window-s", type=float, default=SPEC_WINDOW_S,
+                   help=f"rate-limit window in seconds (spec: {SPEC_WINDOW_S:g})")
     p.set_defaults(func=cmd_sandbox)
 
     p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md",

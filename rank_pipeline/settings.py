@@ -42,6 +42,9 @@ __all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "Settings", "mode
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
+PARTITIONS_START = "2026-01-01"
+"""The first daily partition (UTC); the Dagster partitions and the CLI's ``--date`` check read it."""
+
 
 def models_dir(env: Mapping[str, str] | None = None) -> Path:
     """The SQL models project (``models/``, ``seeds/``, ``.yml`` files) the pipeline builds.

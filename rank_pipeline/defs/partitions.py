@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-PARTITIONS_START = "2026-01-01"
+from rank_pipeline.settings import PARTITIONS_START
 
 daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC", end_offset=1)
 """One partition per UTC day from :data:`PARTITIONS_START`; ``end_offset=1`` includes today."""
