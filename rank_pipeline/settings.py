@@ -160,7 +160,7 @@ class Settings:
                     raise ConfigurationError(
                         f"RANK_TRACKER_ACCOUNTS has {name!r}: account names are letters, digits, _ and -"
                     )
-            accounts = tuple(AccountConfig(n, f"RANK_TRACKER_API_KEY_{n.upper().replace('-', '_')}") for n in names)
+            accounts = tuple(AccountConfig(n, key_variable(n)) for n in names)
             seen: dict[str, str] = {}
             for account in accounts:
                 if account.api_key_env in seen:
@@ -193,6 +193,13 @@ class Settings:
             window_s=float(_number(env, "RANK_TRACKER_RATE_WINDOW_S", SPEC_WINDOW_S, float, 1.0, 86_400.0)),
             max_in_flight=int(_number(env, "RANK_TRACKER_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, int, 1, 1024)),
         )
+
+
+def key_variable(account: str) -> str:
+    """The variable holding the key of ``account`` listed in ``RANK_TRACKER_ACCOUNTS``:
+    ``RANK_TRACKER_API_KEY_<NAME>`` (upper case, ``-`` read as ``_``). The single unlisted account
+    ``default`` reads ``RANK_TRACKER_API_KEY``."""
+    return f"RANK_TRACKER_API_KEY_{account.upper().replace('-', '_')}"
 
 
 def normalise_base_url(raw: str | None) -> str | None:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from rank_pipeline.api import ClientConfig, RankTrackerClient
 from rank_pipeline.extract import AccountSource
-from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings
+from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings, key_variable
 
 __all__ = [
     "SANDBOX",
@@ -181,15 +181,13 @@ def check_account_identity(observed: Mapping[str, set[str]], known: Mapping[str,
         before = sorted({known[d] for d in ids if d in known and known[d] != name})
         if before:
             was = before[0]
+            how = ("unset RANK_TRACKER_ACCOUNTS, key in RANK_TRACKER_API_KEY" if was == "default"
+                   else f"list {was} in RANK_TRACKER_ACCOUNTS, key in {key_variable(was)}")
             raise ConfigurationError(
                 f"account {name!r} holds domains this data folder records under account {was!r}: an account "
                 f"keeps its name here (renaming would duplicate its rows). Configure it as {was!r} again "
-                f"(RANK_TRACKER_ACCOUNTS={was}, key in {_key_env(was)}), or use a new RANK_PIPELINE_DATA_DIR"
+                f"({how}), or use a new RANK_PIPELINE_DATA_DIR"
             )
-
-
-def _key_env(name: str) -> str:
-    return "RANK_TRACKER_API_KEY" if name == "default" else f"RANK_TRACKER_API_KEY_{name.upper().replace('-', '_')}"
 
 
 async def _domains_page(base_url: str, accounts: Sequence[AccountSource],
