@@ -26,11 +26,13 @@ Used by the command line (``rank-pipeline extract``) and by the Dagster resource
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from rank_pipeline.api import ClientConfig, RankTrackerClient
 from rank_pipeline.extract import AccountSource
@@ -44,6 +46,7 @@ __all__ = [
     "check_data_folder",
     "known_account_domains",
     "read_keys",
+    "source_label",
 ]
 
 SANDBOX = "sandbox"
@@ -142,6 +145,24 @@ def check_data_folder(data_dir: Path, label: str, *, record: bool = True) -> Non
         tmp.replace(path)
 
 
+def source_label(base_url: str) -> str:
+    """The API's base address as recorded in ``source.json``.
+
+    On a loopback host (a sandbox served by hand or by a test, whose port changes at each start) the
+    port is recorded as ``*``: ``http://127.0.0.1:*``. A vendor is never on loopback (keys travel over
+    plain HTTP only to loopback, see :func:`rank_pipeline.api.check_base_url`).
+    """
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback and parts.port is not None:
+        return urlunsplit((parts.scheme, f"{parts.netloc.rsplit(':', 1)[0]}:*", parts.path, "", ""))
+    return base_url
+
+
 def _describe(label: str) -> str:
     return "the embedded sandbox" if label == SANDBOX else f"the API at {label}"
 
@@ -234,8 +255,8 @@ class Source:
 
     @property
     def label(self) -> str:
-        """:data:`SANDBOX`, or the API's base address (what ``source.json`` records)."""
-        return SANDBOX if self.base_url is None else self.base_url
+        """What ``source.json`` records: :data:`SANDBOX`, or the API's base address (:func:`source_label`)."""
+        return SANDBOX if self.base_url is None else source_label(self.base_url)
 
     def describe(self) -> str:
         """A log-safe description (no key)."""
