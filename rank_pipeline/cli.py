@@ -81,16 +81,9 @@ def _print_query(con, title: str, sql: str) -> None:
 
 
 def _dagster_instance(data_dir: Path):
-    import dagster as dg
+    from rank_pipeline.defs.instance import open_instance
 
-    home = Path(os.environ.get("DAGSTER_HOME") or data_dir / "dagster_home")
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        # every asset that writes DuckDB runs in the "duckdb" pool; one at a time across runs
-        config.write_text("concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n")
-    os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.get()
+    return open_instance(data_dir, log=lambda message: print(message, file=sys.stderr))
 
 
 def _run_partition(defs, instance, day: date, quiet: bool) -> bool:
