@@ -93,6 +93,11 @@ def _run_partition(defs, instance, day: date, quiet: bool) -> bool:
     run_config = {"loggers": {"console": {"config": {"log_level": "WARNING" if quiet else "INFO"}}}}
     result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
                                     run_config=run_config, raise_on_error=False)
+    if not result.success:
+        from rank_pipeline.defs.instance import lock_timeout_message
+
+        if message := lock_timeout_message(result):
+            print(f"error: {message}", file=sys.stderr)
     return result.success
 
 
@@ -106,14 +111,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    if args.persist:
-        instance = _dagster_instance(settings.data_dir)
-    else:
+    if args.in_memory:
         import dagster as dg
 
-        # an in-memory instance: the runs are not kept for the UI, and the demo runs several times
-        # faster than with SQLite run storage (--persist keeps them in DAGSTER_HOME)
         instance = dg.DagsterInstance.ephemeral()
+    else:  # the runs are recorded in DAGSTER_HOME, so `make dev` shows them
+        instance = _dagster_instance(settings.data_dir)
     from rank_pipeline.definitions import defs
 
     end = _today()
@@ -168,9 +171,16 @@ def cmd_extract(args: argparse.Namespace) -> int:
         bar.set_postfix(records=p.records, requests=p.requests, http429=p.rate_limited, refresh=False)
         bar.refresh()
 
+    from rank_pipeline.runlock import remove_leftovers, writer_lock
+
+    def note(message: str) -> None:
+        print(message, file=sys.stderr)
+
     try:
-        report = run_extraction(base_url, accounts, day, settings.paths.snapshots_dir,
-                                config=source.client_config(), on_progress=on_progress)
+        with writer_lock(settings.data_dir, holder="rank-pipeline extract", log=note):
+            remove_leftovers(settings.data_dir, log=note)
+            report = run_extraction(base_url, accounts, day, settings.paths.snapshots_dir,
+                                    config=source.client_config(), on_progress=on_progress)
     finally:
         bar.close()
     for resource, manifest in report.manifests.items():
@@ -215,8 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox")
     p.add_argument("--days", type=_positive_int, default=7)
     p.add_argument("--verbose", action="store_true", help="show the Dagster log")
-    p.add_argument("--persist", action="store_true",
-                   help="record the runs in DAGSTER_HOME (default data/dagster_home) for the UI; slower")
+    p.add_argument("--in-memory", action="store_true",
+                   help="do not record the runs in DAGSTER_HOME (default data/dagster_home) for the UI")
+    p.add_argument("--persist", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("run", help="run the daily job for one partition against the configured source")
     p.add_argument("--date", type=_parse_date)
@@ -241,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from rank_pipeline.api import RankTrackerError
     from rank_pipeline.extract import ExtractionError
+    from rank_pipeline.runlock import LockTimeout
     from rank_pipeline.settings import ConfigurationError
 
     try:
@@ -248,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigurationError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2
-    except (RankTrackerError, ExtractionError) as exc:
+    except (RankTrackerError, ExtractionError, LockTimeout) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -181,3 +181,22 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
         instance.get_runs(limit=1)  # creates the run, event log and schedule tables now, under the lock
         instance.get_latest_materialization_event(dg.AssetKey("__rank_pipeline_probe__"))
         return instance
+
+
+def lock_timeout_message(result: dg.ExecuteInProcessResult) -> str | None:
+    """The one-line :class:`rank_pipeline.runlock.LockTimeout` message that failed ``result``, if any."""
+    for event in result.all_events:
+        if event.event_type not in (dg.DagsterEventType.RESOURCE_INIT_FAILURE, dg.DagsterEventType.STEP_FAILURE):
+            continue
+        error = getattr(event.event_specific_data, "error", None)
+        while error is not None:
+            if error.cls_name == "LockTimeout":
+                return error.message.split(": ", 1)[-1].strip()
+            error = error.cause
+    return None
+
+
+if __name__ == "__main__":  # `make dev`: prepare DAGSTER_HOME so the UI starts even before any run
+    from rank_pipeline.settings import Settings
+
+    print(open_instance(Settings.from_env().data_dir).root_directory)

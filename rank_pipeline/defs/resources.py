@@ -5,6 +5,8 @@ configuration, the UI and run metadata show the variable's name, never its value
 """
 
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import dagster as dg
 
 from rank_pipeline.api import ClientConfig
 from rank_pipeline.extract import AccountSource
+from rank_pipeline.runlock import remove_leftovers, writer_lock
 from rank_pipeline.settings import DataPaths, Settings
 
 __all__ = ["AccountKey", "RankTrackerResource", "WarehouseResource", "source_from_env", "warehouse_from_env"]
@@ -73,9 +76,25 @@ class RankTrackerResource(dg.ConfigurableResource):
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/architecture.md)."""
+    """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/architecture.md).
+
+    While a run (or, with a multiprocess executor, a step) uses this resource, its process holds the
+    data folder's writer lock (:func:`rank_pipeline.runlock.writer_lock`, an OS lock released when the
+    process dies): one run at a time extracts, loads, builds and publishes; a second one waits, saying
+    so in its log, and fails with a one-line message after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. Once the
+    lock is held, the leftovers of dead runs are removed (:func:`rank_pipeline.runlock.remove_leftovers`).
+    """
 
     data_dir: str
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["WarehouseResource"]:
+        log = context.log.info if context.log is not None else None
+        run = context.run
+        holder = f"Dagster run {run.run_id}" if run is not None else "a Dagster step"
+        with writer_lock(self.data_dir, holder=holder, log=log):
+            remove_leftovers(self.data_dir, log=log)
+            yield self
 
     @property
     def snapshots_dir(self) -> Path:
