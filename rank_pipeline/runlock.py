@@ -197,13 +197,13 @@ class DataFolderLock:
                         f"retry when it has finished (or set {TIMEOUT_ENV} to wait for it)"
                     )
                 raise LockTimeout(
-                    f"gave up after {self.timeout_s:.0f} s waiting for {self.purpose} on {self.data_dir}, "
+                    f"gave up after {self.timeout_s:g} s waiting for {self.purpose} on {self.data_dir}, "
                     f"held by {who}; let that run finish (or end it) and retry, or raise {TIMEOUT_ENV}"
                 )
             if now >= next_note:
                 self._log(
                     f"waiting for {self.purpose} on {self.data_dir}, held by {who} "
-                    f"(giving up after {self.timeout_s:.0f} s; {TIMEOUT_ENV})"
+                    f"(giving up after {self.timeout_s:g} s; {TIMEOUT_ENV})"
                 )
                 next_note = now + 60.0
             time.sleep(min(self.poll_s, max(deadline - now, 0.0)))
