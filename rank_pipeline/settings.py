@@ -13,6 +13,8 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600).
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute).
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16).
+``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
+                                   (default 3600; read by :mod:`rank_pipeline.runlock`).
 =================================  ==========================================================
 
 Keys are never held by :class:`Settings`: :meth:`Settings.api_key_env` names the variable, and the

@@ -142,7 +142,7 @@ run_storage:
   config:
     base_dir: {history}
 event_log_storage:
-  module: {PooledSqliteEventLogStorage.__module__}
+  module: rank_pipeline.defs.instance
   class: {PooledSqliteEventLogStorage.__name__}
   config:
     base_dir: {history / "runs"}
