@@ -91,7 +91,9 @@ def _run_partition(defs, instance, day: date, quiet: bool) -> bool:
 
     job = defs.resolve_job_def(DAILY_JOB_NAME)
     run_config = {"loggers": {"console": {"config": {"log_level": "WARNING" if quiet else "INFO"}}}}
-    result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
+    from rank_pipeline.defs.instance import process_tags
+
+    result = job.execute_in_process(partition_key=day.isoformat(), instance=instance, tags=process_tags(),
                                     run_config=run_config, raise_on_error=False)
     if not result.success:
         from rank_pipeline.defs.instance import lock_timeout_message

@@ -16,6 +16,9 @@ keeps one engine and one pooled connection, and commits use ``PRAGMA synchronous
 mode: a crash of the process loses nothing committed; a power cut can lose the last few events, never
 corrupt the file).
 
+Runs started by the command line carry their pid and host as tags (:func:`process_tags`); at the next
+start, such runs still "started" whose process is gone (killed) are marked failed (:func:`fail_dead_runs`).
+
 No pool concurrency is configured: nothing in the pipeline depends on a Dagster pool slot being freed
 (a killed run used to keep its slot and wedge every later run); runs serialize on an OS lock instead
 (:func:`rank_pipeline.runlock.writer_lock`, taken by the ``warehouse`` resource).
@@ -24,6 +27,7 @@ No pool concurrency is configured: nothing in the pipeline depends on a Dagster 
 from __future__ import annotations
 
 import os
+import socket
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,7 +41,15 @@ from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 
 from rank_pipeline.runlock import instance_lock
 
-__all__ = ["PooledSqliteEventLogStorage", "dagster_home", "instance_config", "open_instance"]
+__all__ = [
+    "PooledSqliteEventLogStorage",
+    "dagster_home",
+    "fail_dead_runs",
+    "instance_config",
+    "lock_timeout_message",
+    "open_instance",
+    "process_tags",
+]
 
 _MARKER = "# written by rank-pipeline"
 # what earlier versions wrote: pools of one slot, which a killed run kept claimed for ever
@@ -180,7 +192,48 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
         instance = dg.DagsterInstance.get()
         instance.get_runs(limit=1)  # creates the run, event log and schedule tables now, under the lock
         instance.get_latest_materialization_event(dg.AssetKey("__rank_pipeline_probe__"))
+        fail_dead_runs(instance, log=log)
         return instance
+
+
+PID_TAG = "rank_pipeline/pid"
+HOST_TAG = "rank_pipeline/host"
+
+
+def process_tags() -> dict[str, str]:
+    """Run tags naming this process, so a later start can tell that the run's process died."""
+    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+
+
+def fail_dead_runs(instance: dg.DagsterInstance, *, log: Callable[[str], object] | None = None) -> list[str]:
+    """Mark failed the runs of this host still "started" whose process (:func:`process_tags`) is gone.
+
+    A run killed with ``kill -9`` cannot report its end; without this the UI shows it in progress for
+    ever. Nothing waits on such a run (no pool slot); this only keeps the run list truthful.
+    Returns the run ids marked.
+    """
+    marked = []
+    runs = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
+                                           tags={HOST_TAG: socket.gethostname()}))
+    for run in runs:
+        pid = run.tags.get(PID_TAG, "")
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        instance.report_run_failed(run, f"the run's process (pid {pid}) ended without reporting: it was killed")
+        marked.append(run.run_id)
+        if log:
+            log(f"marked run {run.run_id} failed: its process (pid {pid}) was killed")
+    return marked
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def lock_timeout_message(result: dg.ExecuteInProcessResult) -> str | None:
