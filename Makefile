@@ -27,8 +27,10 @@ test: env
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
+## It lists the runs of `make demo` / `rank-pipeline run` (same DAGSTER_HOME, default data/dagster_home).
 dev: env
-	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/data/dagster_home} $(BIN)/dagster dev -w workspace.yaml
+	export DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/data/dagster_home} && $(BIN)/python -m rank_pipeline.defs.instance \
+	  && $(BIN)/dagster dev -w workspace.yaml
 
 ## Serve the sandbox API on http://127.0.0.1:8765 for trying by hand.
 sandbox: env

@@ -288,16 +288,9 @@ class _Totals:
 
 
 def _dagster_instance(data_dir: Path):
-    import dagster as dg
+    from rank_pipeline.defs.instance import open_instance
 
-    home = Path(os.environ.get("DAGSTER_HOME") or data_dir / "dagster_home")
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        # every asset that writes DuckDB runs in the "duckdb" pool; one at a time across runs
-        config.write_text("concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n")
-    os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.get()
+    return open_instance(data_dir, log=lambda message: print(message, file=sys.stderr))
 
 
 def _innermost(error):
@@ -331,11 +324,15 @@ def _run_partition(defs, instance, day: date, totals: _Totals) -> None:
 
     job = defs.resolve_job_def(DAILY_JOB_NAME)
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    from rank_pipeline.defs.instance import lock_timeout_message, process_tags
+
     with _SESSION.capture():
-        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance,
+        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance, tags=process_tags(),
                                         run_config=run_config, raise_on_error=False)
     totals.add(result)
     if not result.success:
+        if message := lock_timeout_message(result):
+            raise RunFailed(message)
         reason, configuration = _failure_reason(result)
         message = f"the daily job failed for {day}: {reason}"
         if configuration:
@@ -352,14 +349,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from rank_pipeline.source import SANDBOX, check_data_folder
 
     check_data_folder(settings.data_dir, SANDBOX)
-    if args.persist:
-        instance = _dagster_instance(settings.data_dir)
-    else:
+    if args.in_memory:
         import dagster as dg
 
-        # an in-memory instance: the runs are not kept for the UI, and the demo runs several times
-        # faster than with SQLite run storage (--persist keeps them in DAGSTER_HOME)
         instance = dg.DagsterInstance.ephemeral()
+    else:  # the runs are recorded in DAGSTER_HOME, so `make dev` shows them
+        instance = _dagster_instance(settings.data_dir)
     with _SESSION.capture():
         from rank_pipeline.definitions import defs
 
@@ -424,8 +419,14 @@ def cmd_extract(args: argparse.Namespace) -> int:
     def on_progress(p) -> None:
         progress.update(p.lists_done, p.lists_total, records=p.records, requests=p.requests, http429=p.rate_limited)
 
+    from rank_pipeline.runlock import remove_leftovers, writer_lock
+
+    def note(message: str) -> None:
+        print(message, file=sys.stderr)
+
     try:
-        with _SESSION.capture():
+        with writer_lock(settings.data_dir, holder="rank-pipeline extract", log=note), _SESSION.capture():
+            remove_leftovers(settings.data_dir, log=note)
             report = run_extraction(opened.base_url, opened.accounts, day, settings.paths.snapshots_dir,
                                     config=source.client_config, on_progress=on_progress)
     finally:
@@ -533,8 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--days", type=_positive_int, default=7, help="how many days to play (default 7)")
     p.add_argument("--verbose", action="store_true",
                    help="also print the Dagster log on stderr (it is always in the log file)")
-    p.add_argument("--persist", action="store_true",
-                   help="record the runs in DAGSTER_HOME (default data/dagster_home) for the UI; slower")
+    p.add_argument("--in-memory", action="store_true",
+                   help="do not record the runs in DAGSTER_HOME (default data/dagster_home) for the UI")
+    p.add_argument("--persist", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("run", help="run the daily job for one partition against the configured source",
@@ -580,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from rank_pipeline.api import RankTrackerError
     from rank_pipeline.extract import ExtractionError
+    from rank_pipeline.runlock import LockTimeout
     from rank_pipeline.settings import ConfigurationError
 
     _SESSION.command = args.command
@@ -589,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
         status = args.func(args)
     except (ConfigurationError, UsageError) as exc:
         status, message = 2, str(exc)
-    except (RankTrackerError, ExtractionError, RunFailed) as exc:
+    except (RankTrackerError, ExtractionError, LockTimeout, RunFailed) as exc:
         status, message = 1, str(exc)
     except KeyboardInterrupt:
         status, message = 130, "interrupted"

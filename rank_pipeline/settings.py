@@ -15,6 +15,8 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600), 1..100000.
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16), 1..1024.
+``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
+                                   (default 3600; read by :mod:`rank_pipeline.runlock`).
 =================================  ==========================================================
 
 The rate defaults are declared once, in :mod:`rank_pipeline.api.config`. Keys are never held by

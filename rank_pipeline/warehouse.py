@@ -37,8 +37,8 @@ Schema evolution
 
 Concurrency model
     DuckDB allows one writing process or many reading ones per file. The pipeline has exactly one writer:
-    the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; Dagster
-    runs every DuckDB-writing asset in one concurrency pool of size 1. Readers (analysts, BI tools) open
+    the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; every
+    run holds the data folder's writer lock (:mod:`rank_pipeline.runlock`) while it writes. Readers (analysts, BI tools) open
     only the published file (``data/warehouse.duckdb``) with :meth:`Warehouse.read_only_connect`.
     :meth:`Warehouse.publish` checkpoints the build file, copies it to a temporary file beside the
     published one and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
@@ -364,8 +364,8 @@ class Warehouse:
         except duckdb.Error as exc:
             raise WarehouseError(
                 f"cannot open the build warehouse {self.build_path} for writing ({exc}). Only one process may "
-                "write it: run DuckDB-writing assets in the single-slot pool, and let readers open the "
-                "published file instead"
+                "write it: take the data folder's writer lock (rank_pipeline.runlock) first, and let "
+                "readers open the published file instead"
             ) from exc
         for schema in SCHEMAS:
             con.execute(f"create schema if not exists {schema}")

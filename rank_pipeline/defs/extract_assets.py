@@ -42,7 +42,6 @@ _DESCRIPTIONS = {
         for key in SNAPSHOT_KEYS.values()
     ],
     partitions_def=daily_partitions,
-    pool="extract",
 )
 def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerResource,
                       warehouse: WarehouseResource):

@@ -49,7 +49,7 @@ def _results(key: dg.AssetKey, relation: Model | Seed, con, day: date):
 def _seed_asset(seed: Seed) -> dg.AssetsDefinition:
     key = relation_key(seed.qualified_name)
 
-    @dg.asset(key=key, partitions_def=daily_partitions, pool="duckdb", group_name="seeds",
+    @dg.asset(key=key, partitions_def=daily_partitions, group_name="seeds",
               kinds={"duckdb", "csv"}, description=seed.description or None,
               check_specs=_check_specs(seed, key),
               metadata={"version": seed.version or "", "checksum": seed.checksum})
@@ -71,7 +71,7 @@ def _model_asset(model: Model) -> dg.AssetsDefinition:
     deps = set(model.depends_on).union(*(t.depends_on for t in model.tests)) - {model.qualified_name}
 
     @dg.asset(key=key, deps=[relation_key(d) for d in sorted(deps)], partitions_def=daily_partitions,
-              pool="duckdb", group_name=model.schema, kinds={"duckdb", "sql"}, check_specs=check_specs,
+              group_name=model.schema, kinds={"duckdb", "sql"}, check_specs=check_specs,
               description=model.description or None,
               metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path))})
     def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource):

@@ -7,6 +7,8 @@ run configuration, the UI and run metadata never see a key.
 """
 
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from rank_pipeline.api.config import (
     SPEC_WINDOW_S,
 )
 from rank_pipeline.extract import AccountSource
+from rank_pipeline.runlock import remove_leftovers, writer_lock
 from rank_pipeline.settings import AccountConfig, DataPaths, Settings
 from rank_pipeline.source import Source
 
@@ -90,9 +93,25 @@ class RankTrackerResource(dg.ConfigurableResource):
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/architecture.md)."""
+    """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/architecture.md).
+
+    While a run (or, with a multiprocess executor, a step) uses this resource, its process holds the
+    data folder's writer lock (:func:`rank_pipeline.runlock.writer_lock`, an OS lock released when the
+    process dies): one run at a time extracts, loads, builds and publishes; a second one waits, saying
+    so in its log, and fails with a one-line message after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. Once the
+    lock is held, the leftovers of dead runs are removed (:func:`rank_pipeline.runlock.remove_leftovers`).
+    """
 
     data_dir: str
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["WarehouseResource"]:
+        log = context.log.info if context.log is not None else None
+        run = context.run
+        holder = f"Dagster run {run.run_id}" if run is not None else "a Dagster step"
+        with writer_lock(self.data_dir, holder=holder, log=log):
+            remove_leftovers(self.data_dir, log=log)
+            yield self
 
     @property
     def snapshots_dir(self) -> Path:

@@ -1,9 +1,10 @@
 """Warehouse assets: raw tables loaded from the snapshots, and the published warehouse file.
 
-Every asset that writes DuckDB runs in the ``duckdb`` pool (one slot: DuckDB takes one writing
-process). The raw load replaces one partition in one transaction; ``warehouse/published`` copies the
-build file over ``data/warehouse.duckdb`` atomically once the models are built, so readers never block
-the load nor see a half-built state.
+Every asset here writes DuckDB under the data folder's writer lock, held by the ``warehouse``
+resource (DuckDB takes one writing process; :mod:`rank_pipeline.runlock`). The raw load replaces one
+partition in one transaction; ``warehouse/published`` copies the build file over
+``data/warehouse.duckdb`` atomically once the models are built, so readers never block the load nor
+see a half-built state.
 
 Each raw table has one blocking asset check, ``one_row_per_record``: in the partition, no record (``id``
 under its ``parent_id``) appears twice, across accounts for the resources an account owns (domains,
@@ -61,7 +62,6 @@ PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
         for r, key in RAW_KEYS.items()
     ],
     partitions_def=daily_partitions,
-    pool="duckdb",
 )
 def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
     """Replace the partition's rows of every raw table from its Parquet snapshots (one transaction)."""
@@ -82,7 +82,7 @@ def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
     """``warehouse/published``: depends on every model, copies the build file to the published path."""
 
     @dg.asset(key=PUBLISHED_KEY, deps=[*RAW_KEYS.values(), *model_keys], partitions_def=daily_partitions,
-              pool="duckdb", group_name="warehouse", kinds={"duckdb"},
+              group_name="warehouse", kinds={"duckdb"},
               description="data/warehouse.duckdb, the file analysts and BI tools open read-only; replaced "
                           "atomically after every successful daily build.")
     def published(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:

@@ -1,4 +1,4 @@
-"""The Dagster layer: definitions load from workspace.yaml; assets, checks, pools, schedule, secrets."""
+"""The Dagster layer: definitions load from workspace.yaml; assets, checks, no pools, schedule, secrets."""
 
 from __future__ import annotations
 
@@ -45,17 +45,18 @@ def test_every_resource_and_model_is_an_asset_and_every_test_a_check():
         assert (f"snapshots/{resource}", "complete") in check_keys
 
 
-def test_duckdb_writers_share_one_pool_and_extraction_is_outside_it():
+def test_no_asset_depends_on_a_pool_and_every_writer_holds_the_data_folder_lock():
+    """A pool slot of a killed run stayed claimed and wedged every later run (issue 8): no pools; the
+    writer lock comes with the ``warehouse`` resource, which every asset that writes files requires."""
     from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.resources import WarehouseResource
 
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
-        node = graph.get(key)
-        pool = node.assets_def.op.pool
-        if key.path[0] == "snapshots":
-            assert pool != "duckdb"
-        else:
-            assert pool == "duckdb", key
+        op = graph.get(key).assets_def.op
+        assert op.pool is None, key
+        assert "warehouse" in op.required_resource_keys, key
+    assert "yield_for_execution" in WarehouseResource.__dict__
 
 
 def test_daily_job_schedule_and_partitions_include_today():
