@@ -36,6 +36,7 @@ import httpx
 
 from rank_pipeline.api import (
     ClientConfig,
+    ListResult,
     NotFoundError,
     RankTrackerClient,
     SlidingWindowLimiter,
@@ -88,13 +89,15 @@ class ExtractionReport:
 
     ``manifests`` maps each resource to its committed manifest (see
     :meth:`~rank_pipeline.snapshots.SnapshotWriter.commit`); ``accounts`` maps each account to its
-    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min).
+    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min);
+    ``lists`` maps each account to the :class:`~rank_pipeline.api.ListResult` of every list read.
     """
 
     snapshot_date: date
     manifests: dict[str, dict[str, Any]]
     accounts: dict[str, dict[str, Any]]
     elapsed_s: float
+    lists: dict[str, list[ListResult]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -112,9 +115,10 @@ class _AccountRun:
         self.notify = notify
         self.report: dict[str, dict[str, Any]] = {
             r: {"complete": True, "expected": 0, "delivered": 0, "lists": 0, "pages": 0, "passes": 0,
-                "missing_parents": []}
+                "excluded": 0, "missing_parents": [], "incomplete_lists": []}
             for r in RESOURCES
         }
+        self.lists: list[ListResult] = []
         self.location_refs: set[tuple[str, str]] = set()
         self.engines: set[str] = set()
 
@@ -148,14 +152,19 @@ class _AccountRun:
             self.progress.lists_done += 1
             self.notify()
         rep["lists"] += 1
-        if result.total_count is None:
-            # no X-Total-Count header: completeness cannot be shown, so it is not claimed
+        self.lists.append(result)
+        if result.excluded:
+            # delivered in an earlier pass, absent from the proven set: deleted during the read
+            self.writers[resource].exclude(self.source.name, result.excluded, parent_id=parent_id)
+            rep["excluded"] += len(result.excluded)
+        # no X-Total-Count header: completeness cannot be shown, so it is not claimed
+        if not result.complete or result.total_count is None:
             rep["complete"] = False
+            rep["incomplete_lists"].append(parent_id if parent_id is not None else path)
         rep["expected"] += result.total_count or 0
         rep["delivered"] += result.delivered
         rep["pages"] += result.pages
         rep["passes"] = max(rep["passes"], result.passes)
-        rep["complete"] = rep["complete"] and result.complete
         return result
 
     def _on_keyword(self, record: dict) -> None:
@@ -183,7 +192,10 @@ class _AccountRun:
         rep.update(expected=1, delivered=1, lists=1, pages=1, passes=1)
 
         domain_ids: list[str] = []
-        await self._list("domains", "/v1/domains", on_record=lambda r: domain_ids.append(str(r["id"])))
+        domains = await self._list("domains", "/v1/domains", on_record=lambda r: domain_ids.append(str(r["id"])))
+        if domains is not None and domains.excluded:  # deleted while the domain list was read
+            gone = set(domains.excluded)
+            domain_ids = [d for d in domain_ids if d not in gone]
 
         async def children(domain_id: str) -> None:
             await asyncio.gather(
@@ -277,7 +289,8 @@ async def extract_day(
             "elapsed_s": round(s.elapsed, 3),
             "achieved_rate_per_min": round(s.requests / elapsed * 60.0, 1),
         }
-    return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started)
+    return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started,
+                            {run.source.name: run.lists for run in runs})
 
 
 def run_extraction(*args: Any, **kwargs: Any) -> ExtractionReport:

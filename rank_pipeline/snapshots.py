@@ -216,6 +216,7 @@ class SnapshotWriter:
         self._parts: dict[str, _AccountPart] = {}
         self._buffers: dict[str, dict[str, list[Any]]] = {}
         self._reports: dict[str, dict[str, Any]] = {}
+        self._excluded: dict[str, set[tuple[str | None, str]]] = {}
         self._spec_fields = SPEC_FIELDS[resource]
         self._closed = False
 
@@ -262,6 +263,19 @@ class SnapshotWriter:
             self._flush(account)
         return n
 
+    def exclude(self, account: str, ids: Iterable[str], *, parent_id: str | None = None) -> None:
+        """Drop rows already written: ``account``'s records with these ids under ``parent_id``.
+
+        For records a list delivered in an earlier pass that its proven id set no longer holds
+        (deleted while the list was read; ``ListResult.excluded``). Nothing is buffered for this:
+        rows stream to Parquet as usual and :meth:`commit` rewrites only the files of accounts with
+        exclusions, one row group at a time (memory bounded by ``row_group_size``).
+        """
+        self._check_open()
+        keys = {(parent_id, str(i)) for i in ids}
+        if keys:
+            self._excluded.setdefault(account, set()).update(keys)
+
     def set_report(self, account: str, report: Mapping[str, Any]) -> None:
         """Record an account's extraction report (complete, expected, delivered, ...) for the manifest."""
         self._check_open()
@@ -302,6 +316,8 @@ class SnapshotWriter:
             if part.writer is not None:
                 part.writer.close()
                 part.writer = None
+            if self._excluded.get(account):
+                self._drop_excluded(account, part)
         accounts = {
             name: {**self._reports.get(name, {}), "rows": part.rows} for name, part in sorted(self._parts.items())
         }
@@ -327,6 +343,23 @@ class SnapshotWriter:
             shutil.rmtree(old, ignore_errors=True)
         self._closed = True
         return manifest
+
+    def _drop_excluded(self, account: str, part: _AccountPart) -> None:
+        excluded = self._excluded[account]
+        for name in part.files:
+            path = self._staging / name
+            source = pq.ParquetFile(path)
+            tmp = path.with_suffix(".filtering")
+            with pq.ParquetWriter(tmp, self.schema, compression="zstd") as out:
+                for index in range(source.num_row_groups):
+                    table = source.read_row_group(index)
+                    keep = [(p, i) not in excluded for p, i in zip(table.column("parent_id").to_pylist(),
+                                                                    table.column("id").to_pylist(), strict=True)]
+                    part.rows -= keep.count(False)
+                    out.write_table(table.filter(pa.array(keep, type=pa.bool_())),
+                                    row_group_size=self.row_group_size)
+            source.close()
+            os.replace(tmp, path)
 
     def abort(self) -> None:
         """Drop everything written so far; a previously committed snapshot of that day stays as it was."""

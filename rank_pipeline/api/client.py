@@ -45,7 +45,7 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -69,6 +69,17 @@ Sink = Callable[[list[dict]], Awaitable[None] | None]
 EventCallback = Callable[[dict], None]
 
 _USER_AGENT = "rank-pipeline/0.1 (+httpx)"
+
+
+@dataclass
+class _Pass:
+    """What one pass over a list saw: ids, the X-Total-Count and X-Total-Pages values, repeats."""
+
+    ids: set = field(default_factory=set)
+    totals: set = field(default_factory=set)
+    page_counts: set = field(default_factory=set)
+    repeated: bool = False
+    started: float = 0.0
 
 
 @dataclass
@@ -245,44 +256,76 @@ class RankTrackerClient:
     async def list_records(
         self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None
     ) -> ListResult:
-        """Read every record of a paginated list, delivering each distinct id to ``sink`` exactly once.
+        """Read every record of a paginated list and prove the set of ids by identity, not by count.
 
-        Implements spec "Limits" rules 4-6: page 1 is fetched with ``per_page=config.per_page``; its
-        ``X-Total-Pages`` and ``X-Total-Count`` tell the rest; pages 2..N are fetched concurrently
-        (bounded by ``max_in_flight``). Each page's records whose ``id`` was not delivered before go to
-        ``sink`` (a sync or async callable taking ``list[dict]``; not called for a page with nothing
-        new) as the page arrives. Only the ids are kept, never the records. When the distinct ids do not
-        match ``X-Total-Count`` or the total changed during a pass, the list is read again (up to
-        ``max_passes``), delivering only unseen ids. A page beyond the last (empty ``data``) is fine.
-        Without pagination headers the pages are read one by one until an empty page, and the result
-        is not ``complete`` (nothing to check against).
+        Implements spec "Limits" rules 4-6. Pass 1 fetches page 1 with ``per_page=config.per_page``;
+        its ``X-Total-Pages`` and ``X-Total-Count`` tell the rest, and pages 2..N are fetched
+        concurrently (bounded by ``max_in_flight``). Each record whose ``id`` was not delivered before
+        goes to ``sink`` (a sync or async callable taking ``list[dict]``; not called for a page with
+        nothing new) as its page arrives, so records stream and only ids are kept in memory.
+
+        When is a list complete? Inserts and deletes between pages (rule 6) can keep
+        ``X-Total-Count`` unchanged while ids go missing, so a count proves nothing. A pass is
+        *consistent* when every page of it reported the same ``X-Total-Count`` T and ``X-Total-Pages``
+        and it saw exactly T distinct ids, none twice. The list is *proven* when
+
+        - it fits in one page (one response is one moment: a consistent single page is the set), or
+        - two consecutive consistent passes saw the same id set and the same T.
+
+        Passes after the first fetch all pages 1..N at once (N from the previous pass), which keeps
+        each verification pass as short as the pacer allows. Re-reading goes on, adaptively, while
+        the list is unproven and its request budget lasts: ``settle_budget_requests`` requests per
+        list (default: one window of the key's ceiling, ``per_key_limit``), never more than
+        ``max_passes`` passes. A list whose records shift on most requests thus gets as many passes
+        as the rate budget allows, and a quiet list costs one pass (one page) or two (several pages).
+
+        The result's ``excluded`` holds the ids delivered in an earlier pass that are not in the
+        proven set: they were deleted during the read, and the caller must drop them (the extractor
+        hands them to :meth:`~rank_pipeline.snapshots.SnapshotWriter.exclude`, which filters them
+        out at commit, so nothing is buffered). When the list is not proven, ``complete`` is False,
+        ``excluded`` is empty and every id ever delivered stays (nothing is lost; the caller flags
+        the list). A page beyond the last (empty ``data``) is fine. Without pagination headers the
+        pages are read one by one until an empty page and the result is not ``complete``.
+
+        What the proof shows: the proven set is the set that existed at one instant during the
+        final pass (``ListResult.proven_at`` is when that pass began): a write between the two
+        agreeing passes would show in the second, and a write during the first would make the two
+        differ. What no reader of a multi-page list can show is the set at the very end of the read:
+        an insert plus a delete that land during the final pass, both on pages that pass had already
+        read, are invisible. Fetching the final pass all at once narrows that window to the server's
+        handling of one batch of requests; the next day's snapshot has such records.
 
         Args:
             path: list path, e.g. ``/v1/domains/<uuid>/keywords``.
             params: extra query parameters (``page`` and ``per_page`` are set by the client).
             sink: receives the new records of each page; None discards them (counts only).
         Returns:
-            ``ListResult``; ``complete`` False means the counts disagree after ``max_passes``.
+            ``ListResult`` (see its attributes).
         Raises:
             RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
         """
         query = {k: v for k, v in dict(params or {}).items() if k not in ("page", "per_page")}
         query["per_page"] = self.config.per_page
+        budget = self.config.settle_budget_requests or self.config.per_key_limit
         seen: set[Any] = set()
         deliver_lock = asyncio.Lock()
         pages = passes = duplicates = 0
         total_count: int | None = None
         complete = False
+        previous: _Pass | None = None
+        final_ids: set[Any] | None = None
+        n_pages = 1
 
-        async def deliver(records: list[dict], pass_ids: set[Any]) -> int:
+        async def deliver(records: list[dict], current: _Pass) -> int:
             nonlocal duplicates
             async with deliver_lock:  # dedupe and sink calls in arrival order, one at a time
                 new = []
                 for record in records:
                     rid = _record_id(record)
-                    if rid in pass_ids:  # seen twice in one pass: it moved between pages
+                    if rid in current.ids:  # seen twice in one pass: it moved between pages
                         duplicates += 1
-                    pass_ids.add(rid)
+                        current.repeated = True
+                    current.ids.add(rid)
                     if rid in seen:
                         continue
                     seen.add(rid)
@@ -294,48 +337,68 @@ class RankTrackerClient:
                 self.stats.records += len(new)
                 return len(new)
 
-        while passes < self.config.max_passes:
+        proven_at: float | None = None
+        while True:
             passes += 1
-            pass_ids: set[Any] = set()
-            first = await self._get_page(path, query, 1)
-            pages += 1
-            totals = {first.total_count}
-            new = await deliver(first.records, pass_ids)
-            self._page_event(path, 1, first, passes, new, len(seen))
-            total_count = first.total_count
-            if first.total_pages is None or first.total_count is None:
-                pages += await self._walk_unpaginated(path, query, first, passes, deliver, pass_ids, seen)
-                total_count = None
-                break
+            current = _Pass(started=self._clock())
 
-            async def fetch(page_no: int, pass_no: int = passes, pass_ids: set[Any] = pass_ids,
-                            totals: set = totals) -> None:
+            async def fetch(page_no: int, current: _Pass = current, pass_no: int = passes) -> None:
                 page = await self._get_page(path, query, page_no)
-                if page.total_count is not None:
-                    totals.add(page.total_count)
-                n_new = await deliver(page.records, pass_ids)
+                current.totals.add(page.total_count)
+                current.page_counts.add(page.total_pages)
+                n_new = await deliver(page.records, current)
                 self._page_event(path, page_no, page, pass_no, n_new, len(seen))
 
-            remaining = list(range(2, first.total_pages + 1))
-            pages += len(remaining)
-            await self._fan_out(remaining, fetch)
-            if len(totals) > 1:
-                total_count = max(t for t in totals if t is not None)  # re-read: the latest is unknown
-                logger.info("list %s: X-Total-Count changed during pass %d (%s); reading again",
-                            path, passes, sorted(totals))
-                continue
-            if len(pass_ids) == total_count or len(seen) == total_count:
-                complete = True
+            if passes == 1:
+                first = await self._get_page(path, query, 1)
+                pages += 1
+                current.totals.add(first.total_count)
+                current.page_counts.add(first.total_pages)
+                new = await deliver(first.records, current)
+                self._page_event(path, 1, first, passes, new, len(seen))
+                if first.total_pages is None or first.total_count is None:
+                    pages += await self._walk_unpaginated(path, query, first, passes, deliver, current, seen)
+                    total_count = None
+                    break
+                n_pages = max(1, first.total_pages)
+                todo = list(range(2, n_pages + 1))
+            else:
+                todo = list(range(1, n_pages + 1))
+            pages += len(todo)
+            await self._fan_out(todo, fetch)
+            # the list grew during the pass: read the new last pages too (the pass is not consistent)
+            grown = max((p for p in current.page_counts if p is not None), default=n_pages)
+            if grown > n_pages:
+                extra = list(range(n_pages + 1, grown + 1))
+                pages += len(extra)
+                await self._fan_out(extra, fetch)
+            known = [t for t in current.totals if t is not None]
+            total_count = max(known) if known else None
+            n_pages = max([1] + [p for p in current.page_counts if p is not None])
+            consistent = (len(current.totals) == 1 and len(current.page_counts) == 1 and total_count is not None
+                          and not current.repeated and len(current.ids) == total_count)
+            if consistent and (n_pages == 1 or (previous is not None and previous.ids == current.ids
+                                                and previous.totals == current.totals)):
+                complete, final_ids, proven_at = True, current.ids, current.started
                 break
-            logger.info("list %s: pass %d saw %d distinct ids, X-Total-Count is %d; reading again",
-                        path, passes, len(pass_ids), total_count)
+            if passes >= self.config.max_passes or pages + n_pages > budget:
+                break
+            logger.info("list %s: pass %d not proven (X-Total-Count %s, %d distinct ids%s); reading again",
+                        path, passes, sorted(known), len(current.ids),
+                        ", differs from the previous pass" if previous is not None and consistent else "")
+            previous = current if consistent else None
 
-        result = ListResult(path=path, total_count=total_count, delivered=len(seen), pages=pages,
-                            passes=passes, complete=complete, duplicates=duplicates)
+        excluded = tuple(sorted(seen - final_ids, key=str)) if final_ids is not None else ()
+        result = ListResult(path=path, total_count=total_count,
+                            delivered=len(final_ids) if final_ids is not None else len(seen), pages=pages,
+                            passes=passes, complete=complete, duplicates=duplicates, excluded=excluded,
+                            proven_at=proven_at)
         if not complete and total_count is not None:
-            logger.warning("list %s incomplete after %d passes: %d distinct ids delivered, X-Total-Count %s",
-                           path, passes, len(seen), total_count)
-        self._emit({"event": "list_done", **asdict(result)})
+            logger.warning(
+                "list %s not proven complete after %d passes (%d requests): records kept moving between "
+                "pages; %d distinct ids delivered, X-Total-Count %s", path, passes, pages, len(seen), total_count)
+        self._emit({"event": "list_done", **{k: v for k, v in asdict(result).items() if k != "excluded"},
+                    "excluded": len(excluded)})
         return result
 
     # -- pagination helpers ----------------------------------------------------------------------
@@ -353,14 +416,14 @@ class RankTrackerClient:
             for _ in range(min(self.config.max_in_flight, len(page_numbers))):
                 group.create_task(worker())
 
-    async def _walk_unpaginated(self, path, query, first: _Page, pass_no, deliver, pass_ids, seen) -> int:
+    async def _walk_unpaginated(self, path, query, first: _Page, pass_no, deliver, current, seen) -> int:
         fetched = 0
         page_no, page = 1, first
         while page.records:
             page_no += 1
             page = await self._get_page(path, query, page_no)
             fetched += 1
-            n_new = await deliver(page.records, pass_ids)
+            n_new = await deliver(page.records, current)
             self._page_event(path, page_no, page, pass_no, n_new, len(seen))
         return fetched
 

@@ -91,12 +91,29 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                     {n: a["achieved_rate_per_min"] for n, a in report.accounts.items()}),
             },
         )
+        incomplete = {n: a.get("incomplete_lists", []) for n, a in accounts_meta.items()
+                      if a.get("incomplete_lists")}
         yield dg.AssetCheckResult(
             asset_key=key,
             check_name="complete",
             passed=bool(manifest["complete"]),
+            description=None if manifest["complete"] else incomplete_message(resource, day, incomplete),
             metadata={"expected_records": expected, "delivered_records": delivered,
+                      "incomplete_lists": dg.MetadataValue.json(incomplete),
                       "accounts": dg.MetadataValue.json(
-                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "passes")}
+                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "excluded", "passes")}
                            for n, a in accounts_meta.items()})},
         )
+
+
+def incomplete_message(resource: str, day: date, incomplete: dict[str, list[str]]) -> str:
+    """The failed ``complete`` check's one-line message: what was not proven and what to do."""
+    lists = sum(len(v) for v in incomplete.values())
+    where = "; ".join(f"{n}: {', '.join(v[:5])}{' ...' if len(v) > 5 else ''}" for n, v in incomplete.items())
+    return (
+        f"{lists} list(s) of {resource} on {day} could not be proven complete ({where}): records kept "
+        "being added and deleted between pages, so the ids read may not be the ids that exist. The "
+        "warehouse was not loaded from this snapshot. Run the partition again when the account's "
+        "keywords are not being edited, or give lists a larger settle budget (RankTrackerResource "
+        "settle_budget_requests, max_passes)."
+    )

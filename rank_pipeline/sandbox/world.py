@@ -100,11 +100,13 @@ import hashlib
 import math
 import random
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
+from typing import NamedTuple
 
 from rank_pipeline.sandbox import assumptions as A
 
@@ -116,6 +118,7 @@ __all__ = [
     "QuotaExceeded",
     "UnknownDomain",
     "World",
+    "WriteEvent",
     "WorldConfig",
 ]
 
@@ -417,6 +420,16 @@ class _Domain:
     version: int = 0
 
 
+class WriteEvent(NamedTuple):
+    """One outside write (:meth:`World.insert_keyword`, :meth:`World.delete_keyword`): when
+    (``time.monotonic()`` seconds), which domain, ``op`` ``"insert"`` or ``"delete"``, which keyword."""
+
+    at: float
+    domain_id: str
+    op: str
+    keyword_id: str
+
+
 @dataclass
 class _AccountState:
     spec: AccountSpec
@@ -465,6 +478,8 @@ class World:
         self._runtime_by_id: dict[str, _Keyword] = {}
         self._churn_cache: OrderedDict[tuple[str, int], _Keyword] = OrderedDict()
         self._kw_index: dict[str, tuple[_Domain, _Keyword]] = {}  # base and runtime keywords by id
+        self.writes: list[WriteEvent] = []
+        """Outside writes of the shifting-records fault, in order (the referee of completeness tests)."""
 
     # ---------------------------------------------------------------- clock and accounts
 
@@ -670,6 +685,7 @@ class World:
             else:
                 k.deleted = day
             d.version += 1
+            self.writes.append(WriteEvent(time.monotonic(), domain_id, "delete", keyword_id))
         return True
 
     def insert_keyword(self, domain_id: str, rng: random.Random) -> dict:
@@ -686,6 +702,7 @@ class World:
             else:  # pragma: no cover - vocabulary is far larger than any domain
                 spec = replace(spec, word=f"{spec.word} {rng.randrange(10**9)}")
             k = self._add_runtime_keyword(d, spec, self._today)
+            self.writes.append(WriteEvent(time.monotonic(), domain_id, "insert", k.id))
             return self._keyword_record(d, k, self._today)
 
     def keyword_ids(self, domain_id: str, day: date | None = None) -> list[str]:
