@@ -65,7 +65,12 @@ class PastDateError(ExtractionError):
 
 @dataclass(frozen=True)
 class AccountSource:
-    """An account to extract: its name (written to snapshots) and its key (never written anywhere)."""
+    """An account to extract: its name (written to snapshots) and its key (never written anywhere).
+
+    ``api_key`` may hold several keys of the account as a comma-separated list (the value of
+    ``RANK_TRACKER_API_KEY`` / ``RANK_TRACKER_API_KEY_<NAME>`` as it is): the account's requests then
+    spread over the keys, each paced to the per-key ceiling (see :class:`~rank_pipeline.api.RankTrackerClient`).
+    """
 
     name: str
     api_key: str = field(repr=False)
@@ -89,7 +94,8 @@ class ExtractionReport:
 
     ``manifests`` maps each resource to its committed manifest (see
     :meth:`~rank_pipeline.snapshots.SnapshotWriter.commit`); ``accounts`` maps each account to its
-    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min);
+    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min, and
+    ``keys``: per key position ``{"position", "requests", "rate_limited", "rejected", "dropped"}``);
     ``lists`` maps each account to the :class:`~rank_pipeline.api.ListResult` of every list read.
     """
 
@@ -268,7 +274,8 @@ async def extract_day(
             runs = []
             for source in accounts:
                 client = await stack.enter_async_context(RankTrackerClient(
-                    base_url, source.api_key, config=config, ip_limiter=ip_limiter, transport=transport))
+                    base_url, source.api_key, config=config, ip_limiter=ip_limiter, transport=transport,
+                    label=source.name))
                 clients.append(client)
                 runs.append(_AccountRun(source, client, writers, progress, notify))
             await asyncio.gather(*(run.run(snapshot_date, allow_other_day) for run in runs))
@@ -288,6 +295,8 @@ async def extract_day(
             "rate_limited": s.rate_limited,
             "elapsed_s": round(s.elapsed, 3),
             "achieved_rate_per_min": round(s.requests / elapsed * 60.0, 1),
+            "keys": [{"position": k.position, "requests": k.requests, "rate_limited": k.rate_limited,
+                      "rejected": k.rejected, "dropped": k.dropped} for k in s.keys],
         }
     return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started,
                             {run.source.name: run.lists for run in runs})

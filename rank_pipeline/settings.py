@@ -5,15 +5,21 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 =================================  ==========================================================
 ``RANK_TRACKER_BASE_URL``          the vendor's base address (spec: ``{base_url}``, without ``/v1``).
                                    Unset: the embedded sandbox is started on 127.0.0.1.
-``RANK_TRACKER_API_KEY``           the key of the single account ``default``.
+``RANK_TRACKER_API_KEY``           the key of the single account ``default``; several keys of the
+                                   account comma-separated (``key1,key2``): a key pool, see below.
 ``RANK_TRACKER_ACCOUNTS``          several accounts: ``acme,globex``; each key in
-                                   ``RANK_TRACKER_API_KEY_<NAME>`` (upper case).
+                                   ``RANK_TRACKER_API_KEY_<NAME>`` (upper case), also a key list.
 ``RANK_PIPELINE_DATA_DIR``         snapshots and warehouse folder (default ``./data``).
 ``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300).
 ``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600).
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute).
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16).
 =================================  ==========================================================
+
+Key pool: a key variable may hold a comma-separated list of the account's keys (the spec allows two
+valid keys at once, "Authentication" 5). The value is passed through unchanged (``dagster.EnvVar``)
+and split by :func:`rank_pipeline.api.parse_keys` where the key is used: requests spread over the
+keys, each paced to the per-key ceiling, and a key rejected mid-run is dropped (named by position).
 
 Keys are never held by :class:`Settings`: :meth:`Settings.api_key_env` names the variable, and the
 Dagster layer reads it through ``dagster.EnvVar`` so it never appears in run configuration or metadata.

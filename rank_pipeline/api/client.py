@@ -29,9 +29,17 @@ Secrets: the key goes only into the ``Authorization`` header (the raw key, no ``
 "Authentication" rule 2), only over HTTPS except to a loopback host. It never appears in a message,
 repr, log line, event or exception; transport messages are scrubbed of it.
 
-Several accounts in one run: one client per key, all given the same ``ip_limiter``
+Several accounts in one run: one client per account, all given the same ``ip_limiter``
 (``SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)``),
 inside one event loop.
+
+Key pool (spec "Authentication" 5: an account can hold two valid keys at once): ``api_key`` may be a
+comma-separated list (or a sequence). Each key gets its own pacer at ``per_key_limit``; every request
+takes the active key that can send soonest, then the shared IP pacer, so the keys together run up to
+the per-IP ceiling. A key answered 401 (deleted mid-run, a rotation) is dropped for the rest of the
+run with a warning naming its position in the list, never its value, and the request goes to another
+key; only when every key was rejected is ``AuthenticationError`` raised. ``stats.keys`` counts per
+key position. With one key a 401 is raised at once, as before.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
@@ -53,8 +61,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .config import ClientConfig, ListResult, RequestStats
+from .config import ClientConfig, KeyStats, ListResult, RequestStats
 from .errors import (
+    AuthenticationError,
     RankTrackerError,
     TransportError,
     error_from_response,
@@ -69,6 +78,34 @@ Sink = Callable[[list[dict]], Awaitable[None] | None]
 EventCallback = Callable[[dict], None]
 
 _USER_AGENT = "rank-pipeline/0.1 (+httpx)"
+
+
+def parse_keys(value: str | Sequence[str] | None) -> list[str]:
+    """The keys of one account: a comma-separated list (``RANK_TRACKER_API_KEY=k1,k2``) or a sequence.
+
+    Whitespace around each key is stripped and empty items dropped. Raises ValueError naming the
+    positions (never the values) when a key is listed twice.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    keys = [str(k).strip() for k in items if str(k).strip()]
+    seen: dict[str, int] = {}
+    for n, key in enumerate(keys, start=1):
+        if key in seen:
+            raise ValueError(f"the key list repeats a key (positions {seen[key]} and {n}); list each key once")
+        seen[key] = n
+    return keys
+
+
+@dataclass(eq=False)
+class _KeySlot:
+    """One key of the pool: its position (1-based, for messages), the key, its pacer and counters."""
+
+    position: int
+    key: str = field(repr=False)
+    limiter: SlidingWindowLimiter = field(repr=False)
+    stats: KeyStats = field(repr=False)
+    active: bool = True
+    queued: int = 0
 
 
 @dataclass
@@ -157,7 +194,9 @@ class RankTrackerClient:
     Args:
         base_url: the API address without ``/v1`` (e.g. ``https://api.example.com``); ``https://``, or
             ``http://`` to a loopback host only.
-        api_key: the raw key (surrounding whitespace is stripped); sent as ``Authorization: <key>``.
+        api_key: the raw key, or several keys of one account as a comma-separated string or a
+            sequence (see "Key pool" above; whitespace around each is stripped); each is sent as
+            ``Authorization: <key>``.
         config: ``ClientConfig``.
         ip_limiter: the run's per-IP limiter, shared by all clients of the run; None makes a private
             one (correct only when this is the run's only client).
@@ -166,8 +205,9 @@ class RankTrackerClient:
         on_event: called with a dict for progress: ``{"event": "page" | "retry" | "rate_limited" |
             "list_done", ...}``; exceptions it raises are logged and ignored.
         clock, sleep, rng: monotonic clock (s), async sleep (s) and random source, for tests.
+        label: the account's name, for log messages (never the key).
     Raises:
-        ValueError: bad base URL (see ``check_base_url``) or empty key.
+        ValueError: bad base URL (see ``check_base_url``), no key, or a key listed twice.
 
     Use as ``async with RankTrackerClient(...) as client:``, in one event loop.
     """
@@ -184,44 +224,58 @@ class RankTrackerClient:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        label: str | None = None,
     ) -> None:
         self.base_url = check_base_url(base_url)
-        key = (api_key or "").strip()
-        if not key:
+        keys = parse_keys(api_key)
+        if not keys:
             raise ValueError(
                 "no API key given: set RANK_TRACKER_API_KEY (or RANK_TRACKER_API_KEY_<ACCOUNT> for each "
                 "name in RANK_TRACKER_ACCOUNTS) to a key from the vendor's web application (Account, API)"
             )
-        self._key = key
+        self._keys = tuple(keys)
+        self.label = label
         self.config = config
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._on_event = on_event
-        self.key_limiter = SlidingWindowLimiter.for_ceiling(
-            config.per_key_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep
-        )
+        self._slots = [
+            _KeySlot(n, key, SlidingWindowLimiter.for_ceiling(
+                config.per_key_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep),
+                KeyStats(position=n))
+            for n, key in enumerate(keys, start=1)
+        ]
         self.ip_limiter = ip_limiter or SlidingWindowLimiter.for_ceiling(
             config.per_ip_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep
         )
-        self._in_flight = asyncio.Semaphore(config.max_in_flight)
+        in_flight = config.max_in_flight * len(keys)  # each key keeps its own pipeline full
+        self._in_flight = asyncio.Semaphore(in_flight)
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
-            headers={"Authorization": key, "Accept": "application/json", "User-Agent": _USER_AGENT},
+            headers={"Accept": "application/json", "User-Agent": _USER_AGENT},
             timeout=httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s),
-            limits=httpx.Limits(
-                max_connections=config.max_in_flight, max_keepalive_connections=config.max_in_flight
-            ),
+            limits=httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight),
             transport=transport,
             follow_redirects=False,
         )
-        self.stats = RequestStats()
+        self.stats = RequestStats(keys=[slot.stats for slot in self._slots])
         self.server_date: date | None = None
         self._host_answered = False
         self._t0: float | None = None
 
     def __repr__(self) -> str:
-        return f"RankTrackerClient(base_url={self.base_url!r})"
+        return f"RankTrackerClient(base_url={self.base_url!r}, keys={len(self._slots)})"
+
+    @property
+    def key_limiter(self) -> SlidingWindowLimiter:
+        """The first key's pacer (the only one for a single-key client)."""
+        return self._slots[0].limiter
+
+    @property
+    def active_keys(self) -> int:
+        """Keys still in use (not dropped after a 401)."""
+        return sum(slot.active for slot in self._slots)
 
     async def __aenter__(self) -> RankTrackerClient:
         return self
@@ -456,10 +510,31 @@ class RankTrackerClient:
     def _url(self, path: str) -> str:
         return safe_url(self.base_url + path)
 
-    async def _acquire_pacing(self) -> None:
-        stamp = await self.key_limiter.acquire()
+    def _choose_slot(self) -> _KeySlot:
+        """The active key that can send soonest: its pacer's wait plus the requests queued on it."""
+        active = [slot for slot in self._slots if slot.active]
+        if not active:
+            raise self._no_key_left()
+        if len(active) == 1:
+            return active[0]
+        now = self._clock()
+        return min(active, key=lambda slot: (
+            slot.limiter.wait_s(now) + slot.queued * slot.limiter.window_s / max(1, slot.limiter.limit),
+            slot.stats.requests))
+
+    async def _acquire_pacing(self) -> _KeySlot:
+        while True:
+            slot = self._choose_slot()
+            slot.queued += 1
+            try:
+                stamp = await slot.limiter.acquire()
+            finally:
+                slot.queued -= 1
+            if slot.active:  # else dropped while this request waited: take another key
+                break
         await self.ip_limiter.acquire()
-        self.key_limiter.restamp(stamp)  # no-op unless the IP limiter made this request wait
+        slot.limiter.restamp(stamp)  # no-op unless the IP limiter made this request wait
+        return slot
 
     async def _request(
         self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False
@@ -473,13 +548,15 @@ class RankTrackerClient:
             response: httpx.Response | None = None
             failure: RankTrackerError | None = None
             async with self._in_flight:
-                await self._acquire_pacing()
+                slot = await self._acquire_pacing()
                 if self._t0 is None:
                     self._t0 = self._clock()
                     self.stats.started_at = datetime.now(UTC)
                 self.stats.requests += 1
+                slot.stats.requests += 1
                 try:
-                    response = await self._http.request(method, path, params=params)
+                    response = await self._http.request(method, path, params=params,
+                                                        headers={"Authorization": slot.key})
                 except httpx.HTTPError as exc:
                     failure = self._transport_failure(exc, method, url)
             self.stats.elapsed = self._clock() - self._t0
@@ -498,8 +575,13 @@ class RankTrackerClient:
                         kind="invalid_json", status=status, method=method, url=url,
                     )
                 elif status == 429:
-                    await self._on_rate_limited(response, method, url, deadline)
+                    slot.stats.rate_limited += 1
+                    await self._on_rate_limited(response, method, url, deadline, slot)
                     continue
+                elif status == 401 and len(self._slots) > 1:
+                    if self._drop_key(slot):
+                        continue  # the key was deleted (a rotation): the request goes to another key
+                    raise self._no_key_left(method, url)
                 elif status >= 500:
                     failure = error_from_response(status, _parse_body(response), method=method, url=url)
                 else:
@@ -538,7 +620,28 @@ class RankTrackerClient:
             except (TypeError, ValueError):
                 logger.warning("unparseable Date header %r", response.headers["date"])
 
-    async def _on_rate_limited(self, response: httpx.Response, method: str, url: str, deadline: float):
+    def _drop_key(self, slot: _KeySlot) -> bool:
+        """A 401 for ``slot``'s key: drop it for the rest of the run; True while another key is left."""
+        slot.stats.rejected += 1
+        if slot.active:
+            slot.active = False
+            slot.stats.dropped = True
+            left = self.active_keys
+            logger.warning(
+                "%s: API key %d of %d was rejected (401: deleted or rotated?); dropped for the rest of the "
+                "run, %d key(s) left%s", self.label or "account", slot.position, len(self._slots), left,
+                "" if left else "; every key of this account has now been rejected")
+            self._emit({"event": "key_dropped", "position": slot.position, "keys_left": left})
+        return self.active_keys > 0
+
+    def _no_key_left(self, method: str | None = None, url: str | None = None) -> RankTrackerError:
+        return AuthenticationError(
+            f"every API key of {self.label or 'the account'} ({len(self._slots)} in its list) was rejected "
+            f"with 401. {AuthenticationError.advice} [{method or 'GET'} {url or safe_url(self.base_url)} -> 401]",
+            status=401, method=method, url=url)
+
+    async def _on_rate_limited(self, response: httpx.Response, method: str, url: str, deadline: float,
+                               slot: _KeySlot):
         self.stats.rate_limited += 1
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         if retry_after is None:  # the spec always sends it; be safe: one window
@@ -547,7 +650,7 @@ class RankTrackerClient:
         if ceiling == self.config.per_ip_limit and ceiling != self.config.per_key_limit:
             limiter, scope = self.ip_limiter, "ip"
         else:
-            limiter, scope = self.key_limiter, "key"
+            limiter, scope = slot.limiter, f"key {slot.position}"
         new_pause = limiter.note_rate_limited(retry_after)
         if self._clock() + retry_after > deadline:
             raise error_from_response(429, _parse_body(response), method=method, url=url,
@@ -572,7 +675,7 @@ class RankTrackerClient:
             kind = "dropped"
         else:
             kind = "transport"
-        text = redact(str(exc) or type(exc).__name__, [self._key])
+        text = redact(str(exc) or type(exc).__name__, self._keys)
         return TransportError(
             f"{kind.replace('_', ' ')} failure: {type(exc).__name__}: {text} [{method} {url}]",
             kind=kind, detail=f"{type(exc).__name__}: {text}", method=method, url=url,

@@ -115,6 +115,25 @@ class ListResult:
 
 
 @dataclass
+class KeyStats:
+    """Counters of one key of a client's key pool, named by its position in the list (never its value).
+
+    Attributes:
+        position: 1-based position of the key in the account's comma-separated list.
+        requests: HTTP attempts sent with this key.
+        rate_limited: 429 responses to this key's requests.
+        rejected: 401 responses (a deleted key).
+        dropped: True once a 401 took the key out of the pool for the rest of the run.
+    """
+
+    position: int
+    requests: int = 0
+    rate_limited: int = 0
+    rejected: int = 0
+    dropped: bool = False
+
+
+@dataclass
 class RequestStats:
     """Counters of one client, updated as requests run.
 
@@ -129,6 +148,7 @@ class RequestStats:
         bytes: response body bytes received.
         started_at: UTC time of the first request, or None before it.
         elapsed: seconds from the first request to the latest response or failure.
+        keys: one ``KeyStats`` per key of the client's pool, in list order.
     """
 
     requests: int = 0
@@ -141,6 +161,7 @@ class RequestStats:
     bytes: int = 0
     started_at: datetime | None = None
     elapsed: float = 0.0
+    keys: list[KeyStats] = field(default_factory=list)
 
     @property
     def requests_per_minute(self) -> float:

@@ -89,6 +89,8 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                 "retries_total": sum(a["retries"] for a in report.accounts.values()),
                 "achieved_rate_per_min": dg.MetadataValue.json(
                     {n: a["achieved_rate_per_min"] for n, a in report.accounts.items()}),
+                # per key position of each account's key list (never a key's value)
+                "keys": dg.MetadataValue.json({n: a["keys"] for n, a in report.accounts.items()}),
             },
         )
         incomplete = {n: a.get("incomplete_lists", []) for n, a in accounts_meta.items()
