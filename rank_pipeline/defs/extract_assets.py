@@ -61,8 +61,12 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                 f"retries {p.retries}, 429s {p.rate_limited}"
             )
 
+    # a retry of this partition resumes from the checkpoints of the failed run (rank_pipeline.resume)
     report = run_extraction(base_url, accounts, day, warehouse.snapshots_dir,
-                            config=source.client_config(), on_progress=on_progress)
+                            config=source.client_config(), on_progress=on_progress,
+                            source_id="sandbox" if source.uses_sandbox else None)
+    if report.resumed_lists:
+        context.log.info(f"resumed {report.resumed_lists} list(s) from the checkpoints of an earlier run of {day}")
     requests = sum(a["requests"] for a in report.accounts.values())
     context.log.info(
         f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, "
