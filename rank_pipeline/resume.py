@@ -121,10 +121,7 @@ class ResumeArea:
         if self.dir.is_dir() and self._read_meta() != self.meta:
             logger.info("discarding the checkpoints in %s: they belong to another source or schema", self.dir)
             shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if not (self.dir / _META).is_file():
-            _write_atomic(self.dir / _META, json.dumps(self.meta, sort_keys=True))
-        for leftover in self.dir.glob("*.part"):  # a list that was being read when the run died
+        for leftover in self.dir.glob("*.part") if self.dir.is_dir() else ():  # a list that was being read when the run died
             leftover.unlink(missing_ok=True)
         lists = self.dir / _LISTS
         if lists.is_file():
@@ -151,8 +148,15 @@ class ResumeArea:
             return None
         return entry
 
+    def _ensure(self) -> None:
+        # made with the first list read, so a run that fails before reading any list leaves nothing
+        if not (self.dir / _META).is_file():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            _write_atomic(self.dir / _META, json.dumps(self.meta, sort_keys=True))
+
     def spool(self, resource: str) -> ListSpool:
         """A new spool for a list about to be read."""
+        self._ensure()
         return ListSpool(self.dir, resource)
 
     def finish(self, key: str, spool: ListSpool, entry: Mapping[str, Any]) -> None:
