@@ -92,11 +92,6 @@ class SandboxStats:
             entry["rate_limited"] += status == 429
             entry["statuses"][str(status)] = entry["statuses"].get(str(status), 0) + 1
 
-    def requests_of(self, key: str) -> int:
-        """Requests answered so far for a key bucket (``key_ident``)."""
-        with self._lock:
-            return self._keys.get(key, {}).get("requests", 0)
-
     def fault(self, name: str) -> None:
         with self._lock:
             self._faults[name] += 1
@@ -129,6 +124,7 @@ class SandboxMiddleware:
     ):
         self.app, self.world, self.limiter, self.injector, self.stats = app, world, limiter, injector, stats
         self.sleep = sleep
+        self._arrivals: dict[str, int] = {}  # authenticated arrivals per key ident (the revoke fault)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -161,10 +157,12 @@ class SandboxMiddleware:
         # stats and the per-key limit count per key: "acme" for an account's first key, "acme#2" ...
         bucket = key_ident(*known) if known is not None else UNAUTHENTICATED
         faults = self.injector.faults
-        if (account is not None and faults.revoke_after and known[1] == faults.revoke_position
-                and self.stats.requests_of(bucket) >= faults.revoke_after):
-            world.revoke_key(account.name, known[1])  # key rotation: the old key is deleted now
-            account = None
+        if account is not None and faults.revoke_after and known[1] == faults.revoke_position:
+            # counted on arrival (not on reply), so requests in flight cannot slip past the switch
+            served = self._arrivals[bucket] = self._arrivals.get(bucket, 0) + 1
+            if served > faults.revoke_after:
+                world.revoke_key(account.name, known[1])  # key rotation: the old key is deleted now
+                account = None
 
         async def reply(response: Response) -> None:
             self.stats.key_response(bucket, response.status_code)
