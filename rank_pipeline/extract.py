@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,11 +37,13 @@ import httpx
 
 from rank_pipeline.api import (
     ClientConfig,
+    ListResult,
     NotFoundError,
     RankTrackerClient,
     SlidingWindowLimiter,
 )
-from rank_pipeline.snapshots import RESOURCES, SnapshotWriter
+from rank_pipeline.resume import ListSpool, ResumeArea, fingerprint
+from rank_pipeline.snapshots import RESOURCES, SnapshotWriter, records_table
 from rank_pipeline.vendor_fields import keyword_location_code, keyword_search_engines
 
 __all__ = [
@@ -54,6 +57,10 @@ __all__ = [
 ]
 
 
+_RESUMABLE = frozenset({"keywords", "competitors", "locations", "languages"})
+"""Resources read as one list per parent: checkpointed per list for a retry of the same day."""
+
+
 class ExtractionError(RuntimeError):
     """The day's extraction failed as a whole; nothing of that day was committed."""
 
@@ -64,7 +71,12 @@ class PastDateError(ExtractionError):
 
 @dataclass(frozen=True)
 class AccountSource:
-    """An account to extract: its name (written to snapshots) and its key (never written anywhere)."""
+    """An account to extract: its name (written to snapshots) and its key (never written anywhere).
+
+    ``api_key`` may hold several keys of the account as a comma-separated list (the value of
+    ``RANK_TRACKER_API_KEY`` / ``RANK_TRACKER_API_KEY_<NAME>`` as it is): the account's requests then
+    spread over the keys, each paced to the per-key ceiling (see :class:`~rank_pipeline.api.RankTrackerClient`).
+    """
 
     name: str
     api_key: str = field(repr=False)
@@ -88,13 +100,18 @@ class ExtractionReport:
 
     ``manifests`` maps each resource to its committed manifest (see
     :meth:`~rank_pipeline.snapshots.SnapshotWriter.commit`); ``accounts`` maps each account to its
-    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min).
+    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min, and
+    ``keys``: per key position ``{"position", "requests", "rate_limited", "rejected", "dropped"}``);
+    ``lists`` maps each account to the :class:`~rank_pipeline.api.ListResult` of every list read
+    (``pages`` 0 for a list taken from a checkpoint); ``resumed_lists`` counts those.
     """
 
     snapshot_date: date
     manifests: dict[str, dict[str, Any]]
     accounts: dict[str, dict[str, Any]]
     elapsed_s: float
+    lists: dict[str, list[ListResult]] = field(default_factory=dict)
+    resumed_lists: int = 0
 
     @property
     def complete(self) -> bool:
@@ -104,26 +121,37 @@ class ExtractionReport:
 
 class _AccountRun:
     def __init__(self, source: AccountSource, client: RankTrackerClient, writers: dict[str, SnapshotWriter],
-                 progress: ExtractionProgress, notify: Callable[[], None]):
+                 progress: ExtractionProgress, notify: Callable[[], None], resume: ResumeArea | None = None):
         self.source = source
+        self.resume = resume
+        # lists read at once: enough to keep every key's requests in flight, few enough that lists
+        # finish one after another (a run that dies at 80 % leaves about 80 % of lists checkpointed)
+        self.list_gate = asyncio.Semaphore(client.config.max_in_flight * len(client.stats.keys))
+        self.parent_prints: dict[str, str] = {}
         self.client = client
         self.writers = writers
         self.progress = progress
         self.notify = notify
         self.report: dict[str, dict[str, Any]] = {
             r: {"complete": True, "expected": 0, "delivered": 0, "lists": 0, "pages": 0, "passes": 0,
-                "missing_parents": []}
+                "excluded": 0, "missing_parents": [], "incomplete_lists": []}
             for r in RESOURCES
         }
+        self.lists: list[ListResult] = []
         self.location_refs: set[tuple[str, str]] = set()
         self.engines: set[str] = set()
 
-    def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[dict], None] | None = None):
+    def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[dict], None] | None = None,
+              spool: ListSpool | None = None):
         writer = self.writers[resource]
         account = self.source.name
 
         def sink(records: Sequence[dict]) -> None:
-            writer.write(account, records, parent_id=parent_id, extracted_at=datetime.now(UTC))
+            table = records_table(resource, writer.snapshot_date, account, records, parent_id=parent_id,
+                                  extracted_at=datetime.now(UTC))
+            writer.append_table(account, table)
+            if spool is not None:  # and to the list's checkpoint
+                spool.write(table)
             if on_record is not None:
                 for record in records:
                     on_record(record)
@@ -132,31 +160,74 @@ class _AccountRun:
 
         return sink
 
+    def _resumed(self, resource: str, path: str, entry: dict[str, Any],
+                 on_record: Callable[[dict], None] | None) -> ListResult:
+        """Replay a list finished by an earlier run of this day from its checkpoint (no request)."""
+        for table in self.resume.tables(entry, resource):
+            self.writers[resource].append_table(self.source.name, table)
+            if on_record is not None:
+                for row in table.select(["id", "type", "attributes"]).to_pylist():
+                    on_record({"id": row["id"], "type": row["type"], "attributes": json.loads(row["attributes"])})
+            self.progress.records += table.num_rows
+        return ListResult(path=path, total_count=entry["total_count"], delivered=entry["delivered"], pages=0,
+                          passes=entry["passes"], complete=True)
+
     async def _list(self, resource: str, path: str, params: dict[str, Any] | None = None,
                     parent_id: str | None = None, on_record: Callable[[dict], None] | None = None):
         self.progress.lists_total += 1
         self.notify()
         rep = self.report[resource]
+        # child and lookup lists are checkpointed per list; top-level lists are always read again
+        resumable = self.resume is not None and resource in _RESUMABLE
+        key = json.dumps([self.source.name, resource, path, sorted((params or {}).items())])
+        parent = self.parent_prints.get(parent_id) if resource in ("keywords", "competitors") else None
+        spool = None
         try:
-            result = await self.client.list_records(path, params or {}, self._sink(resource, parent_id, on_record))
-        except NotFoundError:
-            if parent_id is None or resource not in ("keywords", "competitors"):
+            async with self.list_gate:
+                entry = self.resume.lookup(key, parent) if resumable else None
+                if entry is not None:
+                    result = self._resumed(resource, path, entry, on_record)
+                else:
+                    spool = self.resume.spool(resource) if resumable else None
+                    result = await self.client.list_records(
+                        path, params or {}, self._sink(resource, parent_id, on_record, spool))
+        except BaseException as exc:
+            if spool is not None:  # an unfinished list is read again by a retry
+                spool.delete()
+            if not isinstance(exc, NotFoundError) or parent_id is None or resource not in ("keywords", "competitors"):
                 raise
             rep["missing_parents"].append(parent_id)
             return None
         finally:
             self.progress.lists_done += 1
             self.notify()
+        if result.excluded:
+            # delivered in an earlier pass, absent from the proven set: deleted during the read
+            self.writers[resource].exclude(self.source.name, result.excluded, parent_id=parent_id)
+        if spool is not None:
+            self._checkpoint(key, parent, spool, result)
         rep["lists"] += 1
-        if result.total_count is None:
-            # no X-Total-Count header: completeness cannot be shown, so it is not claimed
+        rep["excluded"] += len(result.excluded)
+        self.lists.append(result)
+        # no X-Total-Count header: completeness cannot be shown, so it is not claimed
+        if not result.complete or result.total_count is None:
             rep["complete"] = False
+            rep["incomplete_lists"].append(parent_id if parent_id is not None else path)
         rep["expected"] += result.total_count or 0
         rep["delivered"] += result.delivered
         rep["pages"] += result.pages
         rep["passes"] = max(rep["passes"], result.passes)
-        rep["complete"] = rep["complete"] and result.complete
         return result
+
+    def _checkpoint(self, key: str, parent: str | None, spool: ListSpool, result: ListResult) -> None:
+        """Keep a proven list's spool as its checkpoint (holding only the proven set); drop it otherwise."""
+        if result.complete and result.total_count is not None:
+            if result.excluded:
+                spool.rewrite(set(result.excluded))
+            self.resume.finish(key, spool, {"parent": parent, "total_count": result.total_count,
+                                            "delivered": result.delivered, "passes": result.passes})
+        else:
+            spool.delete()
 
     def _on_keyword(self, record: dict) -> None:
         attributes = record.get("attributes") or {}
@@ -183,7 +254,15 @@ class _AccountRun:
         rep.update(expected=1, delivered=1, lists=1, pages=1, passes=1)
 
         domain_ids: list[str] = []
-        await self._list("domains", "/v1/domains", on_record=lambda r: domain_ids.append(str(r["id"])))
+
+        def on_domain(record: dict) -> None:
+            domain_ids.append(str(record["id"]))
+            self.parent_prints[str(record["id"])] = fingerprint(record)
+
+        domains = await self._list("domains", "/v1/domains", on_record=on_domain)
+        if domains is not None and domains.excluded:  # deleted while the domain list was read
+            gone = set(domains.excluded)
+            domain_ids = [d for d in domain_ids if d not in gone]
 
         async def children(domain_id: str) -> None:
             await asyncio.gather(
@@ -213,6 +292,8 @@ async def extract_day(
     transport: httpx.AsyncBaseTransport | None = None,
     allow_other_day: bool = False,
     on_progress: Callable[[ExtractionProgress], None] | None = None,
+    resume: bool = True,
+    source_id: str | None = None,
 ) -> ExtractionReport:
     """Extract every resource of ``accounts`` for ``snapshot_date`` and commit the day's snapshots.
 
@@ -225,6 +306,11 @@ async def extract_day(
         config: pacing, pagination and retry settings (:class:`~rank_pipeline.api.ClientConfig`).
         transport: an httpx transport (tests use ``httpx.ASGITransport`` on the sandbox).
         on_progress: called with the running counters after every page and list.
+        resume: keep per-list checkpoints in ``<snapshots_dir>/.resume-snapshot_date=<day>``
+            (:mod:`rank_pipeline.resume`) so that a retry of a failed or killed run re-fetches only
+            the lists it did not finish; the folder is removed when the day commits.
+        source_id: what the checkpoints are valid for (default ``base_url``; the embedded sandbox,
+            whose port changes per process, passes ``"sandbox"``). Never a key.
 
     Returns:
         :class:`ExtractionReport` with each resource's manifest and each account's request statistics.
@@ -238,6 +324,7 @@ async def extract_day(
         raise ExtractionError("no accounts configured: set RANK_TRACKER_API_KEY (or RANK_TRACKER_ACCOUNTS)")
     config = config or ClientConfig()
     started = time.monotonic()
+    area = ResumeArea(snapshots_dir, snapshot_date, source_id or base_url) if resume else None
     writers = {r: SnapshotWriter(snapshots_dir, r, snapshot_date) for r in RESOURCES}
     progress = ExtractionProgress()
     # one per-IP pacer shared by every key of the run (spec "Limits": 600 per IP address)
@@ -256,16 +343,21 @@ async def extract_day(
             runs = []
             for source in accounts:
                 client = await stack.enter_async_context(RankTrackerClient(
-                    base_url, source.api_key, config=config, ip_limiter=ip_limiter, transport=transport))
+                    base_url, source.api_key, config=config, ip_limiter=ip_limiter, transport=transport,
+                    label=source.name))
                 clients.append(client)
-                runs.append(_AccountRun(source, client, writers, progress, notify))
+                runs.append(_AccountRun(source, client, writers, progress, notify, area))
             await asyncio.gather(*(run.run(snapshot_date, allow_other_day) for run in runs))
         notify()
         manifests = {r: w.commit() for r, w in writers.items()}
     except BaseException:
         for writer in writers.values():
-            writer.abort()
+            writer.abort()  # the checkpoints in the resume area stay for the retry
+        if area is not None:
+            area.close()
         raise
+    if area is not None:
+        area.discard()  # the day is committed: its checkpoints are spent
     stats = {}
     for run in runs:
         s = run.client.stats
@@ -276,8 +368,11 @@ async def extract_day(
             "rate_limited": s.rate_limited,
             "elapsed_s": round(s.elapsed, 3),
             "achieved_rate_per_min": round(s.requests / elapsed * 60.0, 1),
+            "keys": [{"position": k.position, "requests": k.requests, "rate_limited": k.rate_limited,
+                      "rejected": k.rejected, "dropped": k.dropped} for k in s.keys],
         }
-    return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started)
+    return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started,
+                            {run.source.name: run.lists for run in runs}, area.reused if area else 0)
 
 
 def run_extraction(*args: Any, **kwargs: Any) -> ExtractionReport:

@@ -5,9 +5,10 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 =================================  ==========================================================
 ``RANK_TRACKER_BASE_URL``          the vendor's base address (spec: ``{base_url}``; a trailing ``/v1``
                                    is removed). Unset: the embedded sandbox is started on 127.0.0.1.
-``RANK_TRACKER_API_KEY``           the key of the single account ``default``.
+``RANK_TRACKER_API_KEY``           the key of the single account ``default``; several keys of the
+                                   account comma-separated (``key1,key2``): a key pool, see below.
 ``RANK_TRACKER_ACCOUNTS``          several accounts: ``acme,globex``; each key in
-                                   ``RANK_TRACKER_API_KEY_<NAME>`` (upper case).
+                                   ``RANK_TRACKER_API_KEY_<NAME>`` (upper case), also a key list.
 ``RANK_PIPELINE_DATA_DIR``         snapshots and warehouse folder (default ``./data``).
 ``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: the ``dbt_like_sql/`` shipped with
                                    the package); see :func:`models_dir`.
@@ -18,6 +19,10 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
                                    (default 3600; read by :mod:`rank_pipeline.runlock`).
 =================================  ==========================================================
+
+Key pool: a key variable may hold a comma-separated list of the account's keys (the spec allows two
+valid keys at once, "Authentication" 5): requests spread over the keys, each paced to the per-key
+ceiling, and a key rejected mid-run is dropped (named by its position, never its value).
 
 The rate defaults are declared once, in :mod:`rank_pipeline.api.config`. Keys are never held by
 :class:`Settings`: :attr:`AccountConfig.api_key_env` names the variable, and

@@ -50,6 +50,7 @@ __all__ = [
     "partition_dir",
     "read_manifest",
     "read_snapshot",
+    "records_table",
 ]
 
 RESOURCES: tuple[str, ...] = ("domains", "keywords", "competitors", "tags", "usage", "locations", "languages")
@@ -171,6 +172,35 @@ def read_snapshot(root: Path | str, resource: str, snapshot_date: date) -> pa.Ta
     return pa.concat_tables(tables, promote_options="default")
 
 
+def records_table(
+    resource: str,
+    snapshot_date: date,
+    account: str,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    parent_id: str | None = None,
+    extracted_at: datetime | None = None,
+) -> pa.Table:
+    """JSON:API records as rows of ``resource``'s snapshot (:func:`arrow_schema`): the common columns,
+    ``attributes`` as a JSON string and the :data:`SPEC_FIELDS` flattened."""
+    schema = arrow_schema(resource)
+    at = extracted_at or datetime.now(UTC)
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    spec_fields = SPEC_FIELDS[resource]
+    for record in records:
+        attributes = record.get("attributes") or {}
+        columns["snapshot_date"].append(snapshot_date)
+        columns["account"].append(account)
+        columns["id"].append(str(record.get("id")) if record.get("id") is not None else None)
+        columns["type"].append(record.get("type"))
+        columns["parent_id"].append(parent_id)
+        columns["extracted_at"].append(at)
+        columns["attributes"].append(json.dumps(attributes, separators=(",", ":"), ensure_ascii=False))
+        for name, _typ, get in spec_fields:
+            columns[name].append(get(attributes))
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
 def _check_resource(resource: str) -> None:
     if resource not in SPEC_FIELDS:
         raise SnapshotError(f"unknown resource {resource!r}; expected one of {', '.join(RESOURCES)}")
@@ -214,8 +244,9 @@ class SnapshotWriter:
         self._staging = self.final_dir.parent / f".staging-{self.final_dir.name}-{uuid.uuid4().hex[:8]}"
         self._staging.mkdir(parents=True, exist_ok=False)
         self._parts: dict[str, _AccountPart] = {}
-        self._buffers: dict[str, dict[str, list[Any]]] = {}
+        self._buffers: dict[str, list[pa.Table]] = {}
         self._reports: dict[str, dict[str, Any]] = {}
+        self._excluded: dict[str, set[tuple[str | None, str]]] = {}
         self._spec_fields = SPEC_FIELDS[resource]
         self._closed = False
 
@@ -237,51 +268,58 @@ class SnapshotWriter:
         ``parent_id`` is the domain id for keywords and competitors, the search engine for the lookups.
         """
         self._check_open()
+        return self.append_table(account, records_table(self.resource, self.snapshot_date, account, records,
+                                                        parent_id=parent_id, extracted_at=extracted_at))
+
+    def append_table(self, account: str, table: pa.Table) -> int:
+        """Append rows already in :func:`arrow_schema` form (from :func:`records_table`, or read back
+        from a checkpoint); returns rows added."""
+        self._check_open()
         if not _ACCOUNT_RE.match(account):
             raise SnapshotError(f"account name {account!r} must match {_ACCOUNT_RE.pattern}")
-        at = extracted_at or datetime.now(UTC)
         buf = self._buffers.get(account)
         if buf is None:
-            buf = self._buffers[account] = {name: [] for name in self.schema.names}
+            buf = self._buffers[account] = []
             self._parts[account] = _AccountPart()
-        n = 0
-        for record in records:
-            attributes = record.get("attributes") or {}
-            buf["snapshot_date"].append(self.snapshot_date)
-            buf["account"].append(account)
-            buf["id"].append(str(record.get("id")) if record.get("id") is not None else None)
-            buf["type"].append(record.get("type"))
-            buf["parent_id"].append(parent_id)
-            buf["extracted_at"].append(at)
-            buf["attributes"].append(json.dumps(attributes, separators=(",", ":"), ensure_ascii=False))
-            for name, _typ, get in self._spec_fields:
-                buf[name].append(get(attributes))
-            n += 1
-        self._parts[account].rows += n
-        if len(buf["id"]) >= self.row_group_size:
+        if table.num_rows:
+            buf.append(table.cast(self.schema) if table.schema != self.schema else table)
+        self._parts[account].rows += table.num_rows
+        if sum(t.num_rows for t in buf) >= self.row_group_size:
             self._flush(account)
-        return n
+        return table.num_rows
+
+    def exclude(self, account: str, ids: Iterable[str], *, parent_id: str | None = None) -> None:
+        """Drop rows already written: ``account``'s records with these ids under ``parent_id``.
+
+        For records a list delivered in an earlier pass that its proven id set no longer holds
+        (deleted while the list was read; ``ListResult.excluded``). Nothing is buffered for this:
+        rows stream to Parquet as usual and :meth:`commit` rewrites only the files of accounts with
+        exclusions, one row group at a time (memory bounded by ``row_group_size``).
+        """
+        self._check_open()
+        keys = {(parent_id, str(i)) for i in ids}
+        if keys:
+            self._excluded.setdefault(account, set()).update(keys)
 
     def set_report(self, account: str, report: Mapping[str, Any]) -> None:
         """Record an account's extraction report (complete, expected, delivered, ...) for the manifest."""
         self._check_open()
         self._reports[account] = dict(report)
         self._parts.setdefault(account, _AccountPart())
-        self._buffers.setdefault(account, {name: [] for name in self.schema.names})
+        self._buffers.setdefault(account, [])
 
     def _flush(self, account: str) -> None:
         buf = self._buffers[account]
-        if not buf["id"]:
+        if not buf:
             return
-        table = pa.Table.from_pydict(buf, schema=self.schema)
+        table = pa.concat_tables(buf)
         part = self._parts[account]
         if part.writer is None:
             name = f"part-{account}-{len(part.files):04d}.parquet"
             part.files.append(name)
             part.writer = pq.ParquetWriter(self._staging / name, self.schema, compression="zstd")
         part.writer.write_table(table, row_group_size=self.row_group_size)
-        for values in buf.values():
-            values.clear()
+        buf.clear()
 
     def commit(self) -> dict[str, Any]:
         """Flush, write the manifest and move the snapshot into place; returns the manifest.
@@ -302,6 +340,8 @@ class SnapshotWriter:
             if part.writer is not None:
                 part.writer.close()
                 part.writer = None
+            if self._excluded.get(account):
+                self._drop_excluded(account, part)
         accounts = {
             name: {**self._reports.get(name, {}), "rows": part.rows} for name, part in sorted(self._parts.items())
         }
@@ -327,6 +367,23 @@ class SnapshotWriter:
             shutil.rmtree(old, ignore_errors=True)
         self._closed = True
         return manifest
+
+    def _drop_excluded(self, account: str, part: _AccountPart) -> None:
+        excluded = self._excluded[account]
+        for name in part.files:
+            path = self._staging / name
+            source = pq.ParquetFile(path)
+            tmp = path.with_suffix(".filtering")
+            with pq.ParquetWriter(tmp, self.schema, compression="zstd") as out:
+                for index in range(source.num_row_groups):
+                    table = source.read_row_group(index)
+                    keep = [(p, i) not in excluded for p, i in zip(table.column("parent_id").to_pylist(),
+                                                                    table.column("id").to_pylist(), strict=True)]
+                    part.rows -= keep.count(False)
+                    out.write_table(table.filter(pa.array(keep, type=pa.bool_())),
+                                    row_group_size=self.row_group_size)
+            source.close()
+            os.replace(tmp, path)
 
     def abort(self) -> None:
         """Drop everything written so far; a previously committed snapshot of that day stays as it was."""

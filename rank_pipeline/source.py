@@ -82,24 +82,29 @@ def read_keys(accounts: Sequence[AccountConfig], env: Mapping[str, str] | None =
     sources: list[AccountSource] = []
     by_key: dict[str, str] = {}
     for account in accounts:
-        key = env.get(account.api_key_env) or ""
-        if not key:
+        value = env.get(account.api_key_env) or ""
+        if not value.strip(", "):
             raise ConfigurationError(
                 f"{account.api_key_env} is not set: export the API key of account {account.name!r} in it"
             )
-        problem = _bad_key_character(key)
-        if problem is not None:
-            raise ConfigurationError(
-                f"{account.api_key_env} contains {problem}, which an API key cannot hold: set it to the "
-                "key alone, e.g. export VAR=\"$(tr -d '[:space:]' < keyfile)\""
-            )
-        if key in by_key:
-            raise ConfigurationError(
-                f"{by_key[key]} and {account.api_key_env} hold the same key: one account configured under "
-                "two names would duplicate its rows; list it once in RANK_TRACKER_ACCOUNTS"
-            )
-        by_key[key] = account.api_key_env
-        sources.append(AccountSource(account.name, key))
+        # a key pool: several keys of one account, comma-separated (spec "Authentication" 5)
+        items = value.split(",")
+        for position, key in enumerate(items, start=1):
+            problem = _bad_key_character(key) if key else "nothing (an empty item)"
+            if problem is not None:
+                where = f"key {position} of {len(items)} in " if len(items) > 1 else ""
+                raise ConfigurationError(
+                    f"{where}{account.api_key_env} contains {problem}, which an API key cannot hold: set it "
+                    "to the key alone (several keys comma-separated, no spaces), e.g. "
+                    "export VAR=\"$(tr -d '[:space:]' < keyfile)\""
+                )
+            if key in by_key:
+                raise ConfigurationError(
+                    f"{by_key[key]} and {account.api_key_env} hold the same key: one account configured "
+                    "under two names, or one key listed twice, would duplicate its rows; list each key once"
+                )
+            by_key[key] = account.api_key_env
+        sources.append(AccountSource(account.name, ",".join(items)))
     return sources
 
 

@@ -91,3 +91,24 @@ def test_bad_input_is_a_clear_error(tmp_path):
         w.write("../etc", [])
     with pytest.raises(SnapshotError, match="extract that day first"):
         read_manifest(tmp_path, "tags", date(2020, 1, 1))
+
+
+def test_excluded_ids_are_dropped_at_commit_across_row_groups_and_accounts(tmp_path):
+    from datetime import date as _date
+
+    from rank_pipeline.snapshots import SnapshotWriter, read_snapshot
+
+    day = _date(2026, 11, 21)
+    writer = SnapshotWriter(tmp_path, "keywords", day, row_group_size=3)
+    rows = [{"id": f"k{i}", "type": "keyword", "attributes": {}} for i in range(10)]
+    writer.write("acme", rows, parent_id="d1")
+    writer.write("acme", rows[:2], parent_id="d2")  # same ids under another parent stay
+    writer.write("globex", rows, parent_id="d1")
+    writer.exclude("acme", ["k1", "k7"], parent_id="d1")
+    writer.set_report("acme", {"complete": True})
+    manifest = writer.commit()
+    table = read_snapshot(tmp_path, "keywords", day).to_pylist()
+    acme = sorted((r["parent_id"], r["id"]) for r in table if r["account"] == "acme")
+    assert acme == sorted([("d1", f"k{i}") for i in range(10) if i not in (1, 7)] + [("d2", "k0"), ("d2", "k1")])
+    assert sum(r["account"] == "globex" for r in table) == 10
+    assert manifest["accounts"]["acme"]["rows"] == 10 and manifest["row_count"] == 20

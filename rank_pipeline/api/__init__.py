@@ -10,15 +10,15 @@ Public surface (see docs/architecture.md, "API client")::
         client.server_date, client.stats (RequestStats)
     errors: RankTrackerError and its subclasses (rank_pipeline.api.errors)
 
-Several accounts in one run: one ``RankTrackerClient`` per key, all constructed with the same
+Several accounts in one run: one ``RankTrackerClient`` per account (its key or key pool), all constructed with the same
 ``ip_limiter=SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)``
 and used in one event loop; each client paces its own key.
 
 No Dagster, no DuckDB here.
 """
 
-from .client import RankTrackerClient, check_base_url, parse_retry_after
-from .config import ClientConfig, ListResult, RequestStats
+from .client import RankTrackerClient, check_base_url, parse_keys, parse_retry_after
+from .config import ClientConfig, KeyStats, ListResult, RequestStats
 from .errors import (
     AuthenticationError,
     BadRequestError,
@@ -37,6 +37,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ClientConfig",
+    "KeyStats",
     "LimiterCounts",
     "ListResult",
     "NotFoundError",
@@ -51,6 +52,7 @@ __all__ = [
     "TransportError",
     "ValidationError",
     "check_base_url",
+    "parse_keys",
     "effective_limit",
     "parse_retry_after",
 ]

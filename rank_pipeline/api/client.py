@@ -29,9 +29,17 @@ Secrets: the key goes only into the ``Authorization`` header (the raw key, no ``
 "Authentication" rule 2), only over HTTPS except to a loopback host. It never appears in a message,
 repr, log line, event or exception; transport messages are scrubbed of it.
 
-Several accounts in one run: one client per key, all given the same ``ip_limiter``
+Several accounts in one run: one client per account, all given the same ``ip_limiter``
 (``SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)``),
 inside one event loop.
+
+Key pool (spec "Authentication" 5: an account can hold two valid keys at once): ``api_key`` may be a
+comma-separated list (or a sequence). Each key gets its own pacer at ``per_key_limit``; every request
+takes the active key that can send soonest, then the shared IP pacer, so the keys together run up to
+the per-IP ceiling. A key answered 401 (deleted mid-run, a rotation) is dropped for the rest of the
+run with a warning naming its position in the list, never its value, and the request goes to another
+key; only when every key was rejected is ``AuthenticationError`` raised. ``stats.keys`` counts per
+key position. With one key a 401 is raised at once, as before.
 """
 
 from __future__ import annotations
@@ -44,8 +52,8 @@ import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -53,8 +61,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .config import ClientConfig, ListResult, RequestStats
+from .config import ClientConfig, KeyStats, ListResult, RequestStats
 from .errors import (
+    AuthenticationError,
     RankTrackerError,
     TransportError,
     error_from_response,
@@ -69,6 +78,45 @@ Sink = Callable[[list[dict]], Awaitable[None] | None]
 EventCallback = Callable[[dict], None]
 
 _USER_AGENT = "rank-pipeline/0.1 (+httpx)"
+
+
+def parse_keys(value: str | Sequence[str] | None) -> list[str]:
+    """The keys of one account: a comma-separated list (``RANK_TRACKER_API_KEY=k1,k2``) or a sequence.
+
+    Whitespace around each key is stripped and empty items dropped. Raises ValueError naming the
+    positions (never the values) when a key is listed twice.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    keys = [str(k).strip() for k in items if str(k).strip()]
+    seen: dict[str, int] = {}
+    for n, key in enumerate(keys, start=1):
+        if key in seen:
+            raise ValueError(f"the key list repeats a key (positions {seen[key]} and {n}); list each key once")
+        seen[key] = n
+    return keys
+
+
+@dataclass(eq=False)
+class _KeySlot:
+    """One key of the pool: its position (1-based, for messages), the key, its pacer and counters."""
+
+    position: int
+    key: str = field(repr=False)
+    limiter: SlidingWindowLimiter = field(repr=False)
+    stats: KeyStats = field(repr=False)
+    active: bool = True
+    queued: int = 0
+
+
+@dataclass
+class _Pass:
+    """What one pass over a list saw: ids, the X-Total-Count and X-Total-Pages values, repeats."""
+
+    ids: set = field(default_factory=set)
+    totals: set = field(default_factory=set)
+    page_counts: set = field(default_factory=set)
+    repeated: bool = False
+    started: float = 0.0
 
 
 @dataclass
@@ -146,7 +194,9 @@ class RankTrackerClient:
     Args:
         base_url: the API address without ``/v1`` (e.g. ``https://api.example.com``); ``https://``, or
             ``http://`` to a loopback host only.
-        api_key: the raw key (surrounding whitespace is stripped); sent as ``Authorization: <key>``.
+        api_key: the raw key, or several keys of one account as a comma-separated string or a
+            sequence (see "Key pool" above; whitespace around each is stripped); each is sent as
+            ``Authorization: <key>``.
         config: ``ClientConfig``.
         ip_limiter: the run's per-IP limiter, shared by all clients of the run; None makes a private
             one (correct only when this is the run's only client).
@@ -155,8 +205,9 @@ class RankTrackerClient:
         on_event: called with a dict for progress: ``{"event": "page" | "retry" | "rate_limited" |
             "list_done", ...}``; exceptions it raises are logged and ignored.
         clock, sleep, rng: monotonic clock (s), async sleep (s) and random source, for tests.
+        label: the account's name, for log messages (never the key).
     Raises:
-        ValueError: bad base URL (see ``check_base_url``) or empty key.
+        ValueError: bad base URL (see ``check_base_url``), no key, or a key listed twice.
 
     Use as ``async with RankTrackerClient(...) as client:``, in one event loop.
     """
@@ -173,44 +224,58 @@ class RankTrackerClient:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        label: str | None = None,
     ) -> None:
         self.base_url = check_base_url(base_url)
-        key = (api_key or "").strip()
-        if not key:
+        keys = parse_keys(api_key)
+        if not keys:
             raise ValueError(
                 "no API key given: set RANK_TRACKER_API_KEY (or RANK_TRACKER_API_KEY_<ACCOUNT> for each "
                 "name in RANK_TRACKER_ACCOUNTS) to a key from the vendor's web application (Account, API)"
             )
-        self._key = key
+        self._keys = tuple(keys)
+        self.label = label
         self.config = config
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._on_event = on_event
-        self.key_limiter = SlidingWindowLimiter.for_ceiling(
-            config.per_key_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep
-        )
+        self._slots = [
+            _KeySlot(n, key, SlidingWindowLimiter.for_ceiling(
+                config.per_key_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep),
+                KeyStats(position=n))
+            for n, key in enumerate(keys, start=1)
+        ]
         self.ip_limiter = ip_limiter or SlidingWindowLimiter.for_ceiling(
             config.per_ip_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep
         )
-        self._in_flight = asyncio.Semaphore(config.max_in_flight)
+        in_flight = config.max_in_flight * len(keys)  # each key keeps its own pipeline full
+        self._in_flight = asyncio.Semaphore(in_flight)
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
-            headers={"Authorization": key, "Accept": "application/json", "User-Agent": _USER_AGENT},
+            headers={"Accept": "application/json", "User-Agent": _USER_AGENT},
             timeout=httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s),
-            limits=httpx.Limits(
-                max_connections=config.max_in_flight, max_keepalive_connections=config.max_in_flight
-            ),
+            limits=httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight),
             transport=transport,
             follow_redirects=False,
         )
-        self.stats = RequestStats()
+        self.stats = RequestStats(keys=[slot.stats for slot in self._slots])
         self.server_date: date | None = None
         self._host_answered = False
         self._t0: float | None = None
 
     def __repr__(self) -> str:
-        return f"RankTrackerClient(base_url={self.base_url!r})"
+        return f"RankTrackerClient(base_url={self.base_url!r}, keys={len(self._slots)})"
+
+    @property
+    def key_limiter(self) -> SlidingWindowLimiter:
+        """The first key's pacer (the only one for a single-key client)."""
+        return self._slots[0].limiter
+
+    @property
+    def active_keys(self) -> int:
+        """Keys still in use (not dropped after a 401)."""
+        return sum(slot.active for slot in self._slots)
 
     async def __aenter__(self) -> RankTrackerClient:
         return self
@@ -245,44 +310,76 @@ class RankTrackerClient:
     async def list_records(
         self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None
     ) -> ListResult:
-        """Read every record of a paginated list, delivering each distinct id to ``sink`` exactly once.
+        """Read every record of a paginated list and prove the set of ids by identity, not by count.
 
-        Implements spec "Limits" rules 4-6: page 1 is fetched with ``per_page=config.per_page``; its
-        ``X-Total-Pages`` and ``X-Total-Count`` tell the rest; pages 2..N are fetched concurrently
-        (bounded by ``max_in_flight``). Each page's records whose ``id`` was not delivered before go to
-        ``sink`` (a sync or async callable taking ``list[dict]``; not called for a page with nothing
-        new) as the page arrives. Only the ids are kept, never the records. When the distinct ids do not
-        match ``X-Total-Count`` or the total changed during a pass, the list is read again (up to
-        ``max_passes``), delivering only unseen ids. A page beyond the last (empty ``data``) is fine.
-        Without pagination headers the pages are read one by one until an empty page, and the result
-        is not ``complete`` (nothing to check against).
+        Implements spec "Limits" rules 4-6. Pass 1 fetches page 1 with ``per_page=config.per_page``;
+        its ``X-Total-Pages`` and ``X-Total-Count`` tell the rest, and pages 2..N are fetched
+        concurrently (bounded by ``max_in_flight``). Each record whose ``id`` was not delivered before
+        goes to ``sink`` (a sync or async callable taking ``list[dict]``; not called for a page with
+        nothing new) as its page arrives, so records stream and only ids are kept in memory.
+
+        When is a list complete? Inserts and deletes between pages (rule 6) can keep
+        ``X-Total-Count`` unchanged while ids go missing, so a count proves nothing. A pass is
+        *consistent* when every page of it reported the same ``X-Total-Count`` T and ``X-Total-Pages``
+        and it saw exactly T distinct ids, none twice. The list is *proven* when
+
+        - it fits in one page (one response is one moment: a consistent single page is the set), or
+        - two consecutive consistent passes saw the same id set and the same T.
+
+        Passes after the first fetch all pages 1..N at once (N from the previous pass), which keeps
+        each verification pass as short as the pacer allows. Re-reading goes on, adaptively, while
+        the list is unproven and its request budget lasts: ``settle_budget_requests`` requests per
+        list (default: one window of the key's ceiling, ``per_key_limit``), never more than
+        ``max_passes`` passes. A list whose records shift on most requests thus gets as many passes
+        as the rate budget allows, and a quiet list costs one pass (one page) or two (several pages).
+
+        The result's ``excluded`` holds the ids delivered in an earlier pass that are not in the
+        proven set: they were deleted during the read, and the caller must drop them (the extractor
+        hands them to :meth:`~rank_pipeline.snapshots.SnapshotWriter.exclude`, which filters them
+        out at commit, so nothing is buffered). When the list is not proven, ``complete`` is False,
+        ``excluded`` is empty and every id ever delivered stays (nothing is lost; the caller flags
+        the list). A page beyond the last (empty ``data``) is fine. Without pagination headers the
+        pages are read one by one until an empty page and the result is not ``complete``.
+
+        What the proof shows: the proven set is the set that existed at one instant during the
+        final pass (``ListResult.proven_at`` is when that pass began): a write between the two
+        agreeing passes would show in the second, and a write during the first would make the two
+        differ. What no reader of a multi-page list can show is the set at the very end of the read:
+        an insert plus a delete that land during the final pass, both on pages that pass had already
+        read, are invisible. Fetching the final pass all at once narrows that window to the server's
+        handling of one batch of requests; the next day's snapshot has such records.
 
         Args:
             path: list path, e.g. ``/v1/domains/<uuid>/keywords``.
             params: extra query parameters (``page`` and ``per_page`` are set by the client).
             sink: receives the new records of each page; None discards them (counts only).
         Returns:
-            ``ListResult``; ``complete`` False means the counts disagree after ``max_passes``.
+            ``ListResult`` (see its attributes).
         Raises:
             RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
         """
         query = {k: v for k, v in dict(params or {}).items() if k not in ("page", "per_page")}
         query["per_page"] = self.config.per_page
+        budget = self.config.settle_budget_requests or self.config.per_key_limit
         seen: set[Any] = set()
         deliver_lock = asyncio.Lock()
         pages = passes = duplicates = 0
         total_count: int | None = None
         complete = False
+        previous: _Pass | None = None
+        final_ids: set[Any] | None = None
+        n_pages = 1
 
-        async def deliver(records: list[dict], pass_ids: set[Any]) -> int:
+        async def deliver(records: list[dict], current: _Pass) -> int:
             nonlocal duplicates
             async with deliver_lock:  # dedupe and sink calls in arrival order, one at a time
                 new = []
                 for record in records:
                     rid = _record_id(record)
-                    if rid in pass_ids:  # seen twice in one pass: it moved between pages
+                    if rid in current.ids:  # seen twice in one pass: it moved between pages
                         duplicates += 1
-                    pass_ids.add(rid)
+                        current.repeated = True
+                    current.ids.add(rid)
                     if rid in seen:
                         continue
                     seen.add(rid)
@@ -294,48 +391,68 @@ class RankTrackerClient:
                 self.stats.records += len(new)
                 return len(new)
 
-        while passes < self.config.max_passes:
+        proven_at: float | None = None
+        while True:
             passes += 1
-            pass_ids: set[Any] = set()
-            first = await self._get_page(path, query, 1)
-            pages += 1
-            totals = {first.total_count}
-            new = await deliver(first.records, pass_ids)
-            self._page_event(path, 1, first, passes, new, len(seen))
-            total_count = first.total_count
-            if first.total_pages is None or first.total_count is None:
-                pages += await self._walk_unpaginated(path, query, first, passes, deliver, pass_ids, seen)
-                total_count = None
-                break
+            current = _Pass(started=self._clock())
 
-            async def fetch(page_no: int, pass_no: int = passes, pass_ids: set[Any] = pass_ids,
-                            totals: set = totals) -> None:
+            async def fetch(page_no: int, current: _Pass = current, pass_no: int = passes) -> None:
                 page = await self._get_page(path, query, page_no)
-                if page.total_count is not None:
-                    totals.add(page.total_count)
-                n_new = await deliver(page.records, pass_ids)
+                current.totals.add(page.total_count)
+                current.page_counts.add(page.total_pages)
+                n_new = await deliver(page.records, current)
                 self._page_event(path, page_no, page, pass_no, n_new, len(seen))
 
-            remaining = list(range(2, first.total_pages + 1))
-            pages += len(remaining)
-            await self._fan_out(remaining, fetch)
-            if len(totals) > 1:
-                total_count = max(t for t in totals if t is not None)  # re-read: the latest is unknown
-                logger.info("list %s: X-Total-Count changed during pass %d (%s); reading again",
-                            path, passes, sorted(totals))
-                continue
-            if len(pass_ids) == total_count or len(seen) == total_count:
-                complete = True
+            if passes == 1:
+                first = await self._get_page(path, query, 1)
+                pages += 1
+                current.totals.add(first.total_count)
+                current.page_counts.add(first.total_pages)
+                new = await deliver(first.records, current)
+                self._page_event(path, 1, first, passes, new, len(seen))
+                if first.total_pages is None or first.total_count is None:
+                    pages += await self._walk_unpaginated(path, query, first, passes, deliver, current, seen)
+                    total_count = None
+                    break
+                n_pages = max(1, first.total_pages)
+                todo = list(range(2, n_pages + 1))
+            else:
+                todo = list(range(1, n_pages + 1))
+            pages += len(todo)
+            await self._fan_out(todo, fetch)
+            # the list grew during the pass: read the new last pages too (the pass is not consistent)
+            grown = max((p for p in current.page_counts if p is not None), default=n_pages)
+            if grown > n_pages:
+                extra = list(range(n_pages + 1, grown + 1))
+                pages += len(extra)
+                await self._fan_out(extra, fetch)
+            known = [t for t in current.totals if t is not None]
+            total_count = max(known) if known else None
+            n_pages = max([1] + [p for p in current.page_counts if p is not None])
+            consistent = (len(current.totals) == 1 and len(current.page_counts) == 1 and total_count is not None
+                          and not current.repeated and len(current.ids) == total_count)
+            if consistent and (n_pages == 1 or (previous is not None and previous.ids == current.ids
+                                                and previous.totals == current.totals)):
+                complete, final_ids, proven_at = True, current.ids, current.started
                 break
-            logger.info("list %s: pass %d saw %d distinct ids, X-Total-Count is %d; reading again",
-                        path, passes, len(pass_ids), total_count)
+            if passes >= self.config.max_passes or pages + n_pages > budget:
+                break
+            logger.info("list %s: pass %d not proven (X-Total-Count %s, %d distinct ids%s); reading again",
+                        path, passes, sorted(known), len(current.ids),
+                        ", differs from the previous pass" if previous is not None and consistent else "")
+            previous = current if consistent else None
 
-        result = ListResult(path=path, total_count=total_count, delivered=len(seen), pages=pages,
-                            passes=passes, complete=complete, duplicates=duplicates)
+        excluded = tuple(sorted(seen - final_ids, key=str)) if final_ids is not None else ()
+        result = ListResult(path=path, total_count=total_count,
+                            delivered=len(final_ids) if final_ids is not None else len(seen), pages=pages,
+                            passes=passes, complete=complete, duplicates=duplicates, excluded=excluded,
+                            proven_at=proven_at)
         if not complete and total_count is not None:
-            logger.warning("list %s incomplete after %d passes: %d distinct ids delivered, X-Total-Count %s",
-                           path, passes, len(seen), total_count)
-        self._emit({"event": "list_done", **asdict(result)})
+            logger.warning(
+                "list %s not proven complete after %d passes (%d requests): records kept moving between "
+                "pages; %d distinct ids delivered, X-Total-Count %s", path, passes, pages, len(seen), total_count)
+        self._emit({"event": "list_done", **{k: v for k, v in asdict(result).items() if k != "excluded"},
+                    "excluded": len(excluded)})
         return result
 
     # -- pagination helpers ----------------------------------------------------------------------
@@ -353,14 +470,14 @@ class RankTrackerClient:
             for _ in range(min(self.config.max_in_flight, len(page_numbers))):
                 group.create_task(worker())
 
-    async def _walk_unpaginated(self, path, query, first: _Page, pass_no, deliver, pass_ids, seen) -> int:
+    async def _walk_unpaginated(self, path, query, first: _Page, pass_no, deliver, current, seen) -> int:
         fetched = 0
         page_no, page = 1, first
         while page.records:
             page_no += 1
             page = await self._get_page(path, query, page_no)
             fetched += 1
-            n_new = await deliver(page.records, pass_ids)
+            n_new = await deliver(page.records, current)
             self._page_event(path, page_no, page, pass_no, n_new, len(seen))
         return fetched
 
@@ -393,10 +510,31 @@ class RankTrackerClient:
     def _url(self, path: str) -> str:
         return safe_url(self.base_url + path)
 
-    async def _acquire_pacing(self) -> None:
-        stamp = await self.key_limiter.acquire()
+    def _choose_slot(self) -> _KeySlot:
+        """The active key that can send soonest: its pacer's wait plus the requests queued on it."""
+        active = [slot for slot in self._slots if slot.active]
+        if not active:
+            raise self._no_key_left()
+        if len(active) == 1:
+            return active[0]
+        now = self._clock()
+        return min(active, key=lambda slot: (
+            slot.limiter.wait_s(now) + slot.queued * slot.limiter.window_s / max(1, slot.limiter.limit),
+            slot.stats.requests))
+
+    async def _acquire_pacing(self) -> _KeySlot:
+        while True:
+            slot = self._choose_slot()
+            slot.queued += 1
+            try:
+                stamp = await slot.limiter.acquire()
+            finally:
+                slot.queued -= 1
+            if slot.active:  # else dropped while this request waited: take another key
+                break
         await self.ip_limiter.acquire()
-        self.key_limiter.restamp(stamp)  # no-op unless the IP limiter made this request wait
+        slot.limiter.restamp(stamp)  # no-op unless the IP limiter made this request wait
+        return slot
 
     async def _request(
         self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False
@@ -410,13 +548,15 @@ class RankTrackerClient:
             response: httpx.Response | None = None
             failure: RankTrackerError | None = None
             async with self._in_flight:
-                await self._acquire_pacing()
+                slot = await self._acquire_pacing()
                 if self._t0 is None:
                     self._t0 = self._clock()
                     self.stats.started_at = datetime.now(UTC)
                 self.stats.requests += 1
+                slot.stats.requests += 1
                 try:
-                    response = await self._http.request(method, path, params=params)
+                    response = await self._http.request(method, path, params=params,
+                                                        headers={"Authorization": slot.key})
                 except httpx.HTTPError as exc:
                     failure = self._transport_failure(exc, method, url)
             self.stats.elapsed = self._clock() - self._t0
@@ -435,8 +575,13 @@ class RankTrackerClient:
                         kind="invalid_json", status=status, method=method, url=url,
                     )
                 elif status == 429:
-                    await self._on_rate_limited(response, method, url, deadline)
+                    slot.stats.rate_limited += 1
+                    await self._on_rate_limited(response, method, url, deadline, slot)
                     continue
+                elif status == 401 and len(self._slots) > 1:
+                    if self._drop_key(slot):
+                        continue  # the key was deleted (a rotation): the request goes to another key
+                    raise self._no_key_left(method, url)
                 elif status >= 500:
                     failure = error_from_response(status, _parse_body(response), method=method, url=url)
                 else:
@@ -475,7 +620,28 @@ class RankTrackerClient:
             except (TypeError, ValueError):
                 logger.warning("unparseable Date header %r", response.headers["date"])
 
-    async def _on_rate_limited(self, response: httpx.Response, method: str, url: str, deadline: float):
+    def _drop_key(self, slot: _KeySlot) -> bool:
+        """A 401 for ``slot``'s key: drop it for the rest of the run; True while another key is left."""
+        slot.stats.rejected += 1
+        if slot.active:
+            slot.active = False
+            slot.stats.dropped = True
+            left = self.active_keys
+            logger.warning(
+                "%s: API key %d of %d was rejected (401: deleted or rotated?); dropped for the rest of the "
+                "run, %d key(s) left%s", self.label or "account", slot.position, len(self._slots), left,
+                "" if left else "; every key of this account has now been rejected")
+            self._emit({"event": "key_dropped", "position": slot.position, "keys_left": left})
+        return self.active_keys > 0
+
+    def _no_key_left(self, method: str | None = None, url: str | None = None) -> RankTrackerError:
+        return AuthenticationError(
+            f"every API key of {self.label or 'the account'} ({len(self._slots)} in its list) was rejected "
+            f"with 401. {AuthenticationError.advice} [{method or 'GET'} {url or safe_url(self.base_url)} -> 401]",
+            status=401, method=method, url=url)
+
+    async def _on_rate_limited(self, response: httpx.Response, method: str, url: str, deadline: float,
+                               slot: _KeySlot):
         self.stats.rate_limited += 1
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         if retry_after is None:  # the spec always sends it; be safe: one window
@@ -484,7 +650,7 @@ class RankTrackerClient:
         if ceiling == self.config.per_ip_limit and ceiling != self.config.per_key_limit:
             limiter, scope = self.ip_limiter, "ip"
         else:
-            limiter, scope = self.key_limiter, "key"
+            limiter, scope = slot.limiter, f"key {slot.position}"
         new_pause = limiter.note_rate_limited(retry_after)
         if self._clock() + retry_after > deadline:
             raise error_from_response(429, _parse_body(response), method=method, url=url,
@@ -509,7 +675,7 @@ class RankTrackerClient:
             kind = "dropped"
         else:
             kind = "transport"
-        text = redact(str(exc) or type(exc).__name__, [self._key])
+        text = redact(str(exc) or type(exc).__name__, self._keys)
         return TransportError(
             f"{kind.replace('_', ' ')} failure: {type(exc).__name__}: {text} [{method} {url}]",
             kind=kind, detail=f"{type(exc).__name__}: {text}", method=method, url=url,

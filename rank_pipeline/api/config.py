@@ -32,8 +32,13 @@ class ClientConfig:
             invalid JSON in a 2xx), the first attempt included. 429s do not count.
         max_retry_s: bound in seconds on the total time one request may spend retrying (transient
             faults and 429s). At least ``window_s``: a ``Retry-After`` can last up to one window.
-        max_passes: how many times ``list_records`` reads a list when the ids seen disagree with
-            ``X-Total-Count`` (spec "Limits" rule 6: records can shift between pages).
+        max_passes: hard cap on how many times ``list_records`` reads one list while its id set is
+            not proven (spec "Limits" rule 6: records can shift between pages). The request budget
+            below usually ends the re-reading first.
+        settle_budget_requests: requests one list may spend, all passes together, proving its id set
+            (adaptive settling: passes go on while the set is unproven and the budget lasts). None
+            derives it from the rate ceiling: ``per_key_limit``, one window of the key's requests, so
+            a list whose records shift on most requests is re-read for at most about one window.
         backoff_base_s: first transient-retry delay in seconds; doubles per retry, with jitter.
         backoff_max_s: cap of one transient-retry delay in seconds.
         first_contact_attempts: attempts to connect while the host has never answered this client (DNS
@@ -51,7 +56,8 @@ class ClientConfig:
     timeout_s: float = 30.0
     max_attempts: int = 6
     max_retry_s: float = 180.0
-    max_passes: int = 4
+    max_passes: int = 64
+    settle_budget_requests: int | None = None
     backoff_base_s: float = 0.5
     backoff_max_s: float = 30.0
     connect_timeout_s: float = 10.0
@@ -70,6 +76,8 @@ class ClientConfig:
         for name in ("max_retry_s", "backoff_base_s", "backoff_max_s", "first_contact_backoff_s"):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must not be negative, got {getattr(self, name)}")
+        if self.settle_budget_requests is not None and self.settle_budget_requests < 1:
+            problems.append(f"settle_budget_requests must be at least 1 (or None), got {self.settle_budget_requests}")
         if self.max_retry_s < self.window_s:
             problems.append(
                 f"max_retry_s ({self.max_retry_s}) must be at least window_s ({self.window_s}): a 429's "
@@ -87,12 +95,19 @@ class ListResult:
     Attributes:
         path: the list path, e.g. ``/v1/domains``.
         total_count: the last ``X-Total-Count`` read (records matching), or None when absent.
-        delivered: distinct ids passed to the sink (each exactly once).
+        delivered: ids in the result: the proven set's size when ``complete``, else every distinct id
+            passed to the sink (each exactly once).
         pages: pages fetched over all passes.
-        passes: how many times the list was read (1 when nothing shifted).
-        complete: True when the ids seen match ``X-Total-Count`` with totals unchanged during the pass
-            (either this pass alone saw ``total_count`` distinct ids, or all passes together did).
+        passes: how many times the list was read (1 for a quiet one-page list, 2 for a quiet longer one).
+        complete: True when the id set is proven (see ``RankTrackerClient.list_records``): a
+            consistent single page, or two consecutive consistent passes with the same ids and
+            ``X-Total-Count``. False: not proven within ``settle_budget_requests``/``max_passes``.
         duplicates: records received twice within one pass (they moved between pages while it ran).
+        excluded: ids delivered to the sink in an earlier pass that are not in the proven set
+            (deleted during the read); the caller must drop them. Empty when not ``complete``.
+        proven_at: the client's clock (``time.monotonic`` seconds unless a test clock was given) when
+            the pass that proved the set began; the set is the one that existed at one instant
+            between then and the end of that pass. None when not ``complete``.
     """
 
     path: str
@@ -102,6 +117,27 @@ class ListResult:
     passes: int
     complete: bool
     duplicates: int = 0
+    excluded: tuple = ()
+    proven_at: float | None = None
+
+
+@dataclass
+class KeyStats:
+    """Counters of one key of a client's key pool, named by its position in the list (never its value).
+
+    Attributes:
+        position: 1-based position of the key in the account's comma-separated list.
+        requests: HTTP attempts sent with this key.
+        rate_limited: 429 responses to this key's requests.
+        rejected: 401 responses (a deleted key).
+        dropped: True once a 401 took the key out of the pool for the rest of the run.
+    """
+
+    position: int
+    requests: int = 0
+    rate_limited: int = 0
+    rejected: int = 0
+    dropped: bool = False
 
 
 @dataclass
@@ -119,6 +155,7 @@ class RequestStats:
         bytes: response body bytes received.
         started_at: UTC time of the first request, or None before it.
         elapsed: seconds from the first request to the latest response or failure.
+        keys: one ``KeyStats`` per key of the client's pool, in list order.
     """
 
     requests: int = 0
@@ -131,6 +168,7 @@ class RequestStats:
     bytes: int = 0
     started_at: datetime | None = None
     elapsed: float = 0.0
+    keys: list[KeyStats] = field(default_factory=list)
 
     @property
     def requests_per_minute(self) -> float:

@@ -221,6 +221,10 @@ class SlidingWindowLimiter:
                 self.waited += 1
             return now
 
+    def wait_s(self, now: float | None = None) -> float:
+        """Seconds until an acquisition would be allowed (0.0: now), ignoring callers already queued."""
+        return max(0.0, self._delay(self._clock() if now is None else now))
+
     def restamp(self, stamp: float, now: float | None = None) -> float:
         """Move a logged acquisition from ``stamp`` to ``now`` (default: the clock); returns the new stamp.
 

@@ -60,8 +60,12 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                 f"retries {p.retries}, 429s {p.rate_limited}"
             )
 
+    # a retry of this partition resumes from the checkpoints of the failed run (rank_pipeline.resume)
     report = run_extraction(base_url, accounts, day, warehouse.snapshots_dir,
-                            config=source.client_config(), on_progress=on_progress)
+                            config=source.client_config(), on_progress=on_progress,
+                            source_id="sandbox" if source.uses_sandbox else None)
+    if report.resumed_lists:
+        context.log.info(f"resumed {report.resumed_lists} list(s) from the checkpoints of an earlier run of {day}")
     requests = sum(a["requests"] for a in report.accounts.values())
     context.log.info(
         f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, "
@@ -88,14 +92,33 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                 "retries_total": sum(a["retries"] for a in report.accounts.values()),
                 "achieved_rate_per_min": dg.MetadataValue.json(
                     {n: a["achieved_rate_per_min"] for n, a in report.accounts.items()}),
+                # per key position of each account's key list (never a key's value)
+                "keys": dg.MetadataValue.json({n: a["keys"] for n, a in report.accounts.items()}),
             },
         )
+        incomplete = {n: a.get("incomplete_lists", []) for n, a in accounts_meta.items()
+                      if a.get("incomplete_lists")}
         yield dg.AssetCheckResult(
             asset_key=key,
             check_name="complete",
             passed=bool(manifest["complete"]),
+            description=None if manifest["complete"] else incomplete_message(resource, day, incomplete),
             metadata={"partition": day.isoformat(), "expected_records": expected, "delivered_records": delivered,
+                      "incomplete_lists": dg.MetadataValue.json(incomplete),
                       "accounts": dg.MetadataValue.json(
-                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "passes")}
+                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "excluded", "passes")}
                            for n, a in accounts_meta.items()})},
         )
+
+
+def incomplete_message(resource: str, day: date, incomplete: dict[str, list[str]]) -> str:
+    """The failed ``complete`` check's one-line message: what was not proven and what to do."""
+    lists = sum(len(v) for v in incomplete.values())
+    where = "; ".join(f"{n}: {', '.join(v[:5])}{' ...' if len(v) > 5 else ''}" for n, v in incomplete.items())
+    return (
+        f"{lists} list(s) of {resource} on {day} could not be proven complete ({where}): records kept "
+        "being added and deleted between pages, so the ids read may not be the ids that exist. The "
+        "warehouse was not loaded from this snapshot. Run the partition again when the account's "
+        "keywords are not being edited, or give lists a larger settle budget (RankTrackerResource "
+        "settle_budget_requests, max_passes)."
+    )

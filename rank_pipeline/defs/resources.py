@@ -46,8 +46,9 @@ class RankTrackerResource(dg.ConfigurableResource):
 
     ``base_url`` None means the embedded sandbox (started on 127.0.0.1 in the run's process, its clock
     set to the partition date). Rates follow the spec's "Limits" section (per key and per IP address,
-    per ``window_s`` seconds; defaults in :mod:`rank_pipeline.api.config`); ``per_page`` (at most 1000)
-    and ``max_passes`` (re-reads of a list whose records shifted between pages) go to
+    per ``window_s`` seconds; defaults in :mod:`rank_pipeline.api.config`); ``per_page`` (at most 1000),
+    ``max_passes`` and ``settle_budget_requests`` (re-reads of a list whose records shift between pages;
+    None: the ClientConfig defaults) go to
     :class:`rank_pipeline.api.ClientConfig`.
     """
 
@@ -58,7 +59,8 @@ class RankTrackerResource(dg.ConfigurableResource):
     window_s: float = SPEC_WINDOW_S
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     per_page: int = 1000
-    max_passes: int = 4
+    max_passes: int | None = None
+    settle_budget_requests: int | None = None
 
     @property
     def uses_sandbox(self) -> bool:
@@ -66,10 +68,11 @@ class RankTrackerResource(dg.ConfigurableResource):
 
     def client_config(self) -> ClientConfig:
         """The extractor's pacing and pagination settings (:class:`rank_pipeline.api.ClientConfig`)."""
+        optional = {k: v for k, v in (("max_passes", self.max_passes),
+                                      ("settle_budget_requests", self.settle_budget_requests)) if v is not None}
         return ClientConfig(per_key_limit=self.per_key_limit, per_ip_limit=self.per_ip_limit,
                             window_s=self.window_s, max_in_flight=self.max_in_flight,
-                            per_page=self.per_page, max_passes=self.max_passes,
-                            max_retry_s=max(180.0, self.window_s))
+                            per_page=self.per_page, max_retry_s=max(180.0, self.window_s), **optional)
 
     def source(self) -> Source:
         """The plain :class:`rank_pipeline.source.Source` this resource describes."""

@@ -9,6 +9,8 @@ GET    ``/_sandbox/stats``         requests, 429s and per-status counts per key 
 POST   ``/_sandbox/stats/reset``   zero the stats; ``?limits=true`` also starts fresh rate windows
 GET    ``/_sandbox/faults``        the fault switches (``faults.Faults`` as a dict)
 PUT    ``/_sandbox/faults``        body: a partial dict of switches to change; answers as GET
+POST   ``/_sandbox/keys/revoke``   body ``{"account": "acme", "position": 2}``: delete that key now
+                                   (key rotation); answers ``{"revoked": bool}`` (False: already)
 =====  ==========================  ==============================================================
 
 Malformed bodies get 400 with the spec's error envelope and code ``bad_request``.
@@ -85,6 +87,20 @@ async def put_faults(request: Request) -> Response:
     return await get_faults(request)
 
 
+async def revoke_key(request: Request) -> Response:
+    body = await _json_body(request)
+    if isinstance(body, Response):
+        return body
+    position = body.get("position")
+    if not isinstance(body.get("account"), str) or isinstance(position, bool) or not isinstance(position, int):
+        return error_response(400, A.BAD_REQUEST_CODE, 'Send {"account": "<name>", "position": <1-based int>}')
+    try:
+        revoked = request.app.state.world.revoke_key(body["account"], position)
+    except (KeyError, IndexError) as exc:
+        return error_response(400, A.BAD_REQUEST_CODE, str(exc).strip('"'))
+    return JSONResponse({"revoked": revoked})
+
+
 routes: list[Route] = [
     Route("/_sandbox/today", get_today, methods=["GET"]),
     Route("/_sandbox/today", put_today, methods=["PUT"]),
@@ -92,4 +108,5 @@ routes: list[Route] = [
     Route("/_sandbox/stats/reset", reset_stats, methods=["POST"]),
     Route("/_sandbox/faults", get_faults, methods=["GET"]),
     Route("/_sandbox/faults", put_faults, methods=["PUT"]),
+    Route("/_sandbox/keys/revoke", revoke_key, methods=["POST"]),
 ]

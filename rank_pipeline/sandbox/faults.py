@@ -30,6 +30,10 @@ Switches (fields of :class:`Faults`):
     deleted (through :meth:`World.insert_keyword` / :meth:`World.delete_keyword`), so records move
     between pages (spec, "Limits" rule 6). Positions of the other keywords do not change; the world
     says what exists afterwards.
+``revoke_after``, ``revoke_position``
+    Key rotation mid-run: once the key at ``revoke_position`` (1-based, in each account's key list)
+    has been answered ``revoke_after`` authenticated requests, it is deleted (:meth:`World.revoke_key`)
+    and it and every later request with it get 401. 0 (the default) is off.
 ``outside_consumer``
     Requests an outside consumer (the GraphQL share of the per-key budget) spends from every key's
     window, at the start of each window.
@@ -68,6 +72,8 @@ class Faults:
     shift_inserts: int = 1
     shift_deletes: int = 1
     outside_consumer: int = 0
+    revoke_after: int = 0
+    revoke_position: int = 2
 
     def __post_init__(self):
         for name in ("error_rate", "drop_rate", "hang_rate", "invalid_json_rate", "shift_rate"):
@@ -77,7 +83,9 @@ class Faults:
         for name in ("latency_median_ms", "latency_p99_ms", "latency_per_1000_records_ms", "hang_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"Faults.{name} must be >= 0, got {getattr(self, name)!r}")
-        for name in ("shift_inserts", "shift_deletes", "outside_consumer"):
+        if self.revoke_position < 1:
+            raise ValueError(f"Faults.revoke_position must be >= 1, got {self.revoke_position!r}")
+        for name in ("shift_inserts", "shift_deletes", "outside_consumer", "revoke_after"):
             if getattr(self, name) < 0:
                 raise ValueError(f"Faults.{name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -104,7 +112,7 @@ class Faults:
         """True when at least one switch is on."""
         return any(
             (self.latency_median_ms, self.latency_per_1000_records_ms, self.error_rate, self.drop_rate,
-             self.hang_rate, self.invalid_json_rate, self.shift_rate, self.outside_consumer)
+             self.hang_rate, self.invalid_json_rate, self.shift_rate, self.outside_consumer, self.revoke_after)
         )
 
 

@@ -12,7 +12,9 @@ Order for every request whose path is ``/v1`` or under ``/v1/`` (spec, "Authenti
 
 Every response (``/v1`` or not) carries ``Date``: the world's simulated day with the current UTC time
 of day (run uvicorn with ``date_header=False`` so there is only one). Stats per key (account name),
-``unauthenticated`` for requests without a valid key, and per IP are kept in :class:`SandboxStats`.
+``unauthenticated`` for requests without a known key, and per IP are kept in :class:`SandboxStats`.
+A key is named by :func:`key_ident` (account name for its first key, ``acme#2`` for the second); a
+revoked key's 401s are counted under its ident.
 """
 
 from __future__ import annotations
@@ -32,10 +34,16 @@ from rank_pipeline.sandbox import assumptions as A
 from rank_pipeline.sandbox.faults import DroppedConnection, FaultInjector
 from rank_pipeline.sandbox.limits import RateLimiter, rate_limited_response
 
-__all__ = ["SandboxMiddleware", "SandboxStats", "error_response", "http_date"]
+__all__ = ["SandboxMiddleware", "SandboxStats", "error_response", "http_date", "key_ident"]
 
 _KEYWORD_LIST = re.compile(r"^/v1/domains/([^/]+)/keywords/?$")
 UNAUTHENTICATED = "unauthenticated"
+
+
+def key_ident(account: str, position: int) -> str:
+    """How stats and the per-key limit name a key: the account name for its first key, else
+    ``<account>#<position>`` (never the key itself)."""
+    return account if position == 1 else f"{account}#{position}"
 
 
 def error_response(status: int, code: str, detail: str, **extra) -> JSONResponse:
@@ -53,7 +61,7 @@ def http_date(day, now: datetime | None = None) -> str:
 class SandboxStats:
     """Request counts for ``GET /_sandbox/stats``. Thread-safe.
 
-    ``snapshot()`` -> ``{"keys": {<account name or "unauthenticated">: {"requests", "rate_limited",
+    ``snapshot()`` -> ``{"keys": {<key_ident or "unauthenticated">: {"requests", "rate_limited",
     "outside_requests", "statuses": {"200": n, ...}}}, "ips": {<ip>: {"requests", "rate_limited"}},
     "faults": {"drop": n, "hang": n, "error": n, "invalid_json": n, "shift": n}}``.
     """
@@ -116,6 +124,7 @@ class SandboxMiddleware:
     ):
         self.app, self.world, self.limiter, self.injector, self.stats = app, world, limiter, injector, stats
         self.sleep = sleep
+        self._arrivals: dict[str, int] = {}  # authenticated arrivals per key ident (the revoke fault)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -139,10 +148,21 @@ class SandboxMiddleware:
         self.stats.ip_request(ip)
         rejection = self.limiter.hit_ip(ip)
         account = None
+        known = None  # (account name, key position), for a key the world knows (revoked or not)
         values = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
         if len(values) == 1:
-            account = world.account_by_key(values[0].decode("latin-1"))
-        bucket = account.name if account is not None else UNAUTHENTICATED
+            key = values[0].decode("latin-1")
+            account = world.account_by_key(key)
+            known = world.key_position(key)
+        # stats and the per-key limit count per key: "acme" for an account's first key, "acme#2" ...
+        bucket = key_ident(*known) if known is not None else UNAUTHENTICATED
+        faults = self.injector.faults
+        if account is not None and faults.revoke_after and known[1] == faults.revoke_position:
+            # counted on arrival (not on reply), so requests in flight cannot slip past the switch
+            served = self._arrivals[bucket] = self._arrivals.get(bucket, 0) + 1
+            if served > faults.revoke_after:
+                world.revoke_key(account.name, known[1])  # key rotation: the old key is deleted now
+                account = None
 
         async def reply(response: Response) -> None:
             self.stats.key_response(bucket, response.status_code)
@@ -156,7 +176,7 @@ class SandboxMiddleware:
         if account is None:
             await reply(Response(status_code=401))
             return
-        rejection = self.limiter.hit_key(account.name)
+        rejection = self.limiter.hit_key(bucket)
         if rejection is not None:
             await reply(rate_limited_response(rejection))
             return

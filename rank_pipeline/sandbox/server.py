@@ -148,6 +148,7 @@ def _banner(world, host: str, port: int, out: TextIO) -> None:
     print(f"rank-tracking sandbox on http://{shown_host}:{port}  (today = {world.today.isoformat()})", file=out)
     for account in world.accounts:
         access = "API access" if account.api_enabled else "no API access (403)"
-        print(f"  account {account.name} key {account.api_key}  {access}", file=out)
+        keys = ",".join(account.api_keys or (account.api_key,))
+        print(f"  account {account.name} key {keys}  {access}", file=out)
     print("  send the key as 'Authorization: <key>'; control endpoints under /_sandbox", file=out)
     out.flush()

@@ -100,11 +100,13 @@ import hashlib
 import math
 import random
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
+from typing import NamedTuple
 
 from rank_pipeline.sandbox import assumptions as A
 
@@ -116,6 +118,7 @@ __all__ = [
     "QuotaExceeded",
     "UnknownDomain",
     "World",
+    "WriteEvent",
     "WorldConfig",
 ]
 
@@ -147,7 +150,9 @@ class AccountSpec:
 
     ``keywords_per_domain`` is an inclusive (min, max) range of base keywords per domain.
     ``keyword_limit`` and ``data_row_limit`` are the plan's allowances (spec, "Limits") until
-    ``limit_change.day``. ``api_key`` None derives a key from the seed and the name.
+    ``limit_change.day``. ``api_key`` None derives a key from the seed and the name. ``keys`` is how
+    many valid keys the account holds at once (spec "Authentication" 5: create the new key, switch,
+    delete the old); keys after the first are derived from the seed, the name and their position.
     """
 
     name: str
@@ -159,6 +164,7 @@ class AccountSpec:
     data_row_limit: int = 60_000
     limit_change: LimitChange | None = None
     api_key: str | None = None
+    keys: int = 1
 
 
 _DEMO_START = date(2026, 1, 1)
@@ -225,6 +231,8 @@ class Account:
     account_id: str
     api_key: str
     api_enabled: bool
+    api_keys: tuple[str, ...] = ()
+    """Every key of the account in list order (position 1 is ``api_key``), revoked ones included."""
 
 
 @dataclass(frozen=True)
@@ -417,6 +425,16 @@ class _Domain:
     version: int = 0
 
 
+class WriteEvent(NamedTuple):
+    """One outside write (:meth:`World.insert_keyword`, :meth:`World.delete_keyword`): when
+    (``time.monotonic()`` seconds), which domain, ``op`` ``"insert"`` or ``"delete"``, which keyword."""
+
+    at: float
+    domain_id: str
+    op: str
+    keyword_id: str
+
+
 @dataclass
 class _AccountState:
     spec: AccountSpec
@@ -452,19 +470,26 @@ class World:
                 raise ValueError(f"account {spec.name!r}: at most 65535 domains")
             account_id = _make_id(seed, _K_ACCOUNT, ai, 0, 0)
             key = spec.api_key or hashlib.blake2b(f"key|{seed}|{spec.name}".encode(), digest_size=16).hexdigest()
-            account = Account(spec.name, account_id, key, spec.api_enabled)
+            extra = tuple(hashlib.blake2b(f"key|{seed}|{spec.name}|{n}".encode(), digest_size=16).hexdigest()
+                          for n in range(2, spec.keys + 1))
+            account = Account(spec.name, account_id, key, spec.api_enabled, (key, *extra))
             rng = random.Random(_hash64("account", seed, ai))
             tag_names = rng.sample(_TAGS, rng.randint(3, 6))
             tags = [(_make_id(seed, _K_TAG, ai, 0, ti), n, c) for ti, (n, c) in enumerate(tag_names)]
             domains = [self._make_domain(ai, spec, di) for di in range(spec.domains)]
             self._accounts.append(_AccountState(spec, account, ai, domains, tags))
-        self._by_key = {s.account.api_key: s for s in self._accounts}
+        self._by_key = {k: s for s in self._accounts for k in s.account.api_keys}
+        self._key_position = {k: (s.account.name, n) for s in self._accounts
+                              for n, k in enumerate(s.account.api_keys, start=1)}
+        self._revoked: set[str] = set()
         self._by_account_id = {s.account.account_id: s for s in self._accounts}
         self._by_name = {s.account.name: s for s in self._accounts}
         self._by_domain_id = {d.id: d for s in self._accounts for d in s.domains}
         self._runtime_by_id: dict[str, _Keyword] = {}
         self._churn_cache: OrderedDict[tuple[str, int], _Keyword] = OrderedDict()
         self._kw_index: dict[str, tuple[_Domain, _Keyword]] = {}  # base and runtime keywords by id
+        self.writes: list[WriteEvent] = []
+        """Outside writes of the shifting-records fault, in order (the referee of completeness tests)."""
 
     # ---------------------------------------------------------------- clock and accounts
 
@@ -492,9 +517,27 @@ class World:
             raise KeyError(f"no account {name!r} in this world; known: {sorted(self._by_name)}") from None
 
     def account_by_key(self, api_key: str) -> Account | None:
-        """The account whose API key is exactly ``api_key``, else None (spec, "Authentication")."""
+        """The account one of whose valid (not revoked) keys is exactly ``api_key``, else None
+        (spec, "Authentication")."""
+        if api_key in self._revoked:
+            return None
         state = self._by_key.get(api_key)
         return state.account if state else None
+
+    def key_position(self, api_key: str) -> tuple[str, int] | None:
+        """``(account name, 1-based position in its key list)`` of a key, revoked or not; else None."""
+        return self._key_position.get(api_key)
+
+    def revoke_key(self, name: str, position: int) -> bool:
+        """Delete the account's key at ``position`` (1-based): from now on it gets 401. True if it
+        was valid. KeyError/IndexError name what does not exist."""
+        keys = self.account(name).api_keys
+        if not 1 <= position <= len(keys):
+            raise IndexError(f"account {name!r} has {len(keys)} key(s); position {position} does not exist")
+        with self._lock:
+            was_valid = keys[position - 1] not in self._revoked
+            self._revoked.add(keys[position - 1])
+        return was_valid
 
     # ---------------------------------------------------------------- readers
 
@@ -670,6 +713,7 @@ class World:
             else:
                 k.deleted = day
             d.version += 1
+            self.writes.append(WriteEvent(time.monotonic(), domain_id, "delete", keyword_id))
         return True
 
     def insert_keyword(self, domain_id: str, rng: random.Random) -> dict:
@@ -686,6 +730,7 @@ class World:
             else:  # pragma: no cover - vocabulary is far larger than any domain
                 spec = replace(spec, word=f"{spec.word} {rng.randrange(10**9)}")
             k = self._add_runtime_keyword(d, spec, self._today)
+            self.writes.append(WriteEvent(time.monotonic(), domain_id, "insert", k.id))
             return self._keyword_record(d, k, self._today)
 
     def keyword_ids(self, domain_id: str, day: date | None = None) -> list[str]:

@@ -80,15 +80,17 @@ def test_page_one_then_concurrent_fan_out_uses_ceil_total_over_per_page_requests
             return await client.list_records("/v1/domains", {"q": "x"}, collect(ids)), client.stats
 
     result, stats = vrun(main())
-    assert len(server.requests) == math.ceil(3500 / 1000) == stats.requests
+    n = math.ceil(3500 / 1000)
+    assert len(server.requests) == 2 * n == stats.requests  # the read, then one verification pass
     assert server.requests[0]["page"] == 1
-    assert sorted(r["page"] for r in server.requests[1:]) == [2, 3, 4]
+    assert sorted(r["page"] for r in server.requests[1:n]) == [2, 3, 4]
+    assert sorted(r["page"] for r in server.requests[n:]) == [1, 2, 3, 4]  # all at once: N known
     assert all(r["per_page"] == "1000" for r in server.requests)
     assert 2 <= server.max_in_flight <= 4
     assert Counter(ids) == Counter(r["id"] for r in server.records)  # each exactly once
     assert (result.total_count, result.delivered, result.pages, result.passes, result.complete) == (
-        3500, 3500, 4, 1, True)
-    assert (stats.pages, stats.records, result.duplicates) == (4, 3500, 0)
+        3500, 3500, 8, 2, True)
+    assert (stats.pages, stats.records, result.duplicates, result.excluded) == (8, 3500, 0, ())
 
 
 def test_configured_per_page_is_sent_and_a_server_cap_is_followed_through_x_total_pages(vrun):
@@ -101,7 +103,7 @@ def test_configured_per_page_is_sent_and_a_server_cap_is_followed_through_x_tota
 
     result = vrun(main())
     assert {r["per_page"] for r in server.requests} == {"5000"}
-    assert len(server.requests) == 5  # 950 at the capped 200 per page
+    assert len(server.requests) == 2 * 5  # 950 at the capped 200 per page, read and verified
     assert result.complete and result.delivered == 950 and sorted(ids) == sorted(r["id"] for r in server.records)
 
 
@@ -166,9 +168,10 @@ def test_records_shifting_between_pages_are_recovered_by_a_second_pass_each_deli
     result = vrun(main())
     truth = [r["id"] for r in server.records]
     assert Counter(ids) == Counter(truth)  # every id exactly once, none missing
-    assert (result.complete, result.passes, result.delivered, result.total_count) == (True, 2, 2500, 2500)
+    # pass 1 is inconsistent (7 seen twice), pass 2 reads the settled list, pass 3 agrees with it
+    assert (result.complete, result.passes, result.delivered, result.total_count) == (True, 3, 2500, 2500)
     assert result.duplicates == 7  # the 7 records pushed from page 1 onto page 2 during the first pass
-    assert result.pages == 6
+    assert result.pages == 9
     assert [e for e in events if e["event"] == "list_done"][0]["complete"] is True
 
 
@@ -219,9 +222,12 @@ def test_page_beyond_the_last_is_empty_and_a_changed_total_triggers_a_consistent
             return await client.list_records("/v1/domains", None, collect(ids))
 
     result = vrun(main())
-    assert result.complete and result.passes == 2 and result.total_count == 2000
-    assert set(ids) == {r["id"] for r in server.records} and len(ids) == len(set(ids))
-    assert result.pages == 3 + 2
+    assert result.complete and result.passes == 3 and result.total_count == 2000
+    assert len(ids) == len(set(ids))
+    # the 500 deleted after page 1 were never delivered (page 3 came back empty): nothing to exclude
+    kept = set(ids) - set(result.excluded)
+    assert kept == {r["id"] for r in server.records} and len(result.excluded) == 0
+    assert result.pages == 3 + 3 + 2
 
 
 def test_without_pagination_headers_pages_are_walked_until_empty_and_not_claimed_complete(vrun):
@@ -279,3 +285,62 @@ def test_list_records_rejects_a_single_resource_endpoint(vrun):
 
     with pytest.raises(Exception, match="expected a list under `data`"):
         vrun(main())
+
+
+class ShiftForPasses(FakeList):
+    """Adaptive settling: during each of the first ``shifting`` passes (3 pages each) one record is
+    deleted and one inserted between pages (count unchanged), so only later passes can agree."""
+
+    def __init__(self, n: int, shifting: int) -> None:
+        super().__init__(n)
+        self.shifting, self.served, self.next_id = shifting, 0, n
+        self.deleted: list[str] = []
+
+    async def __call__(self, request):
+        self.served += 1
+        if self.served % 3 == 2 and self.served // 3 < self.shifting:  # before the 2nd page of a pass
+            self.deleted.append(self.records.pop(0)["id"])
+            self.records.append(record(self.next_id))
+            self.next_id += 1
+        return await super().__call__(request)
+
+
+def test_heavy_shifting_gets_more_passes_than_four_within_the_request_budget_then_is_proven(vrun):
+    server = ShiftForPasses(2500, shifting=6)
+    ids: list[str] = []
+
+    async def main():
+        async with make_client(server, settle_budget_requests=60) as client:
+            return await client.list_records("/v1/domains", None, collect(ids))
+
+    result = vrun(main())
+    assert result.complete and result.passes > 4  # a fixed 4 passes would have given up
+    kept = set(ids) - set(result.excluded)
+    assert kept == {r["id"] for r in server.records}  # exactly the ids that exist, by identity
+    assert set(result.excluded) == set(server.deleted) - {r["id"] for r in server.records}
+    assert len(ids) == len(set(ids)) and result.pages == len(server.requests) <= 60
+
+
+def test_settling_stops_at_the_request_budget_and_says_incomplete(vrun):
+    server = ShiftForPasses(2500, shifting=1000)
+    ids: list[str] = []
+
+    async def main():
+        async with make_client(server, settle_budget_requests=20) as client:
+            return await client.list_records("/v1/domains", None, collect(ids))
+
+    result = vrun(main())
+    assert not result.complete and result.excluded == () and result.proven_at is None
+    assert result.pages == len(server.requests) <= 20 and result.passes == 6
+    assert set(ids) >= {r["id"] for r in server.records}  # nothing dropped while unproven
+
+
+def test_the_default_settle_budget_is_one_window_of_the_key_ceiling(vrun):
+    server = ShiftForPasses(2500, shifting=1000)
+
+    async def main():
+        async with make_client(server, per_key_limit=90) as client:
+            return await client.list_records("/v1/domains", None, None)
+
+    result = vrun(main())
+    assert not result.complete and 87 <= result.pages <= 90

@@ -23,12 +23,17 @@ def test_complete_check_follows_the_manifest_and_blocks_the_load(tmp_path, shift
     with SandboxServer(create_app(world, faults=faults)) as server:
         source = RankTrackerResource(base_url=server.base_url,
                                      accounts=[AccountKey(name="acme", api_key=account.api_key)],
-                                     per_page=10, max_passes=1)
+                                     per_page=10, max_passes=2)
         result = dg.materialize([extract_snapshots, load_raw_tables], partition_key=DAY.isoformat(),
                                 resources={"source": source, "warehouse": WarehouseResource(data_dir=str(tmp_path))},
                                 raise_on_error=False)
-    evaluations = {e.asset_key.to_user_string(): e.passed for e in result.get_asset_check_evaluations()
-                   if e.check_name == "complete"}
+    checks = {e.asset_key.to_user_string(): e for e in result.get_asset_check_evaluations()
+              if e.check_name == "complete"}
+    evaluations = {k: e.passed for k, e in checks.items()}
+    if shifting:  # the failed check says what was not proven and what to do
+        description = checks["snapshots/keywords"].description
+        assert "could not be proven complete" in description and "Run the partition again" in description
+        assert checks["snapshots/keywords"].metadata["incomplete_lists"].value["acme"]
     assert evaluations["snapshots/keywords"] is (not shifting)
     assert evaluations["snapshots/domains"] is True  # domains are not written to during the read
     loaded = [e.asset_key.to_user_string() for e in result.get_asset_materialization_events()]
