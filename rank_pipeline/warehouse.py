@@ -81,6 +81,7 @@ __all__ = [
     "Warehouse",
     "WarehouseError",
     "load_partition",
+    "load_partitions",
     "rebuild_from_snapshots",
 ]
 
@@ -294,6 +295,43 @@ def load_partition(
     return counts
 
 
+def load_partitions(
+    con: duckdb.DuckDBPyConnection,
+    snapshots_dir: Path | str,
+    first: date,
+    last: date,
+    resources: Sequence[str] | None = None,
+) -> dict[date, dict[str, int]]:
+    """:func:`load_partition` for every day ``first .. last`` (a backfill), all in ONE transaction.
+
+    Returns:
+        ``{snapshot_date: {resource: rows}}``, ascending.
+
+    Raises:
+        SnapshotMissingError, LoadError, WarehouseError: as :func:`load_partition`, for any day; checked
+            before any write where possible, and the whole range is rolled back otherwise.
+    """
+    from datetime import timedelta
+
+    if first > last:
+        raise WarehouseError(f"empty range: {first} is after {last}")
+    wanted = _check_resources(resources)
+    root = Path(snapshots_dir)
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    for day in days:
+        for resource in wanted:
+            _read_manifest(root, resource, day)
+    con.begin()
+    try:
+        counts = {day: {r: _load_resource(con, root, r, day) for r in wanted} for day in days}
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    log.info("loaded partitions %s .. %s", first, last)
+    return counts
+
+
 def snapshot_dates(snapshots_dir: Path | str) -> dict[date, list[str]]:
     """``{date: [resources with a committed snapshot that day]}`` under ``snapshots_dir``, ascending."""
     found: dict[date, list[str]] = {}
@@ -303,29 +341,41 @@ def snapshot_dates(snapshots_dir: Path | str) -> dict[date, list[str]]:
     return dict(sorted(found.items()))
 
 
-def rebuild_from_snapshots(con: duckdb.DuckDBPyConnection, snapshots_dir: Path | str) -> dict[date, dict[str, int]]:
-    """Drop the raw tables and reload every committed snapshot partition, in one transaction.
+def rebuild_from_snapshots(
+    con: duckdb.DuckDBPyConnection,
+    snapshots_dir: Path | str,
+    first: date | None = None,
+    last: date | None = None,
+) -> dict[date, dict[str, int]]:
+    """Make the raw tables hold exactly the committed snapshots, in one transaction.
 
-    The Parquet snapshots are the system of record: afterwards the raw layer holds exactly what they hold
-    (a date loads the resources committed for it). Staging views and marts are not rebuilt here; run the
-    SQL models afterwards (``rank_pipeline.sql_models``) with a full refresh.
+    Without ``first``/``last``: drop the raw tables and reload every committed snapshot partition. With
+    them: delete every raw row dated ``first .. last`` (either bound may be None: open) and reload the
+    committed snapshots of those days; rows of other days are kept. A date loads the resources committed
+    for it (history may predate a resource). Staging and marts are not rebuilt here: see
+    :mod:`rank_pipeline.rebuild` (``rank-pipeline rebuild``).
 
     Returns:
-        ``{snapshot_date: {resource: rows}}``.
+        ``{snapshot_date: {resource: rows}}`` for the days reloaded.
 
     Raises:
         LoadError: as :func:`load_partition`; the whole rebuild is rolled back.
     """
     root = Path(snapshots_dir)
+    whole = first is None and last is None
+    lo, hi = first or date.min, last or date.max
     result: dict[date, dict[str, int]] = {}
     con.begin()
     try:
         for resource in RESOURCES:
-            con.execute(f"drop table if exists {RAW_SCHEMA}.{_qi(resource)}")
-        for resource in RESOURCES:
+            if whole:
+                con.execute(f"drop table if exists {RAW_SCHEMA}.{_qi(resource)}")
             _ensure_raw_table(con, resource)
+            if not whole:
+                con.execute(f"delete from {RAW_SCHEMA}.{_qi(resource)} where snapshot_date between ? and ?", [lo, hi])
         for d, resources in snapshot_dates(root).items():
-            result[d] = {r: _load_resource(con, root, r, d) for r in resources}
+            if lo <= d <= hi:
+                result[d] = {r: _load_resource(con, root, r, d) for r in resources}
         con.commit()
     except BaseException:
         con.rollback()

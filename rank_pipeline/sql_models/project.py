@@ -52,7 +52,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +141,9 @@ class IncrementalConfig:
     Attributes:
         date_column: the partition column of the model's output and of the upstream relations that are
             filtered to the lookback window (default ``snapshot_date``).
-        lookback_days: days before the partition date the model's SQL needs to see (>= 0).
+        lookback_days: the model's look-back horizon: its rows of day d depend only on upstream rows
+            dated ``d - lookback_days .. d`` (>= 0). Loading day D therefore changes this model's rows
+            of ``D .. D + lookback_days`` (see :mod:`rank_pipeline.sql_models.horizon`).
     """
 
     date_column: str = "snapshot_date"
@@ -164,6 +166,10 @@ class Model:
         unique_key: the grain (documentation; checked by the tests the ``.yml`` declares).
         incremental: set when ``materialized == "incremental"``.
         yml_path: where its entry was found.
+        reads_itself: the SQL reads the model's own relation (an incremental model carrying a running
+            state forward, e.g. best position to date); not part of ``depends_on``. In a partition
+            build it sees its own rows dated before the build range; in a full build an empty relation
+            typed by the ``.yml`` columns' ``data_type``.
     """
 
     name: str
@@ -178,6 +184,7 @@ class Model:
     unique_key: tuple[str, ...] = ()
     incremental: IncrementalConfig | None = None
     yml_path: Path | None = None
+    reads_itself: bool = False
 
     @property
     def qualified_name(self) -> str:
@@ -727,9 +734,16 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = RAW_TABLES
     for model in models.values():
         for dep in sorted(model.depends_on):
             _check_reference(project, dep, f"{model.path}: references {dep}")
-            if dep == model.qualified_name:
-                raise DependencyError(f"{model.path}: model {model.qualified_name} reads itself; self-references "
-                                      "are not supported (incremental models read only their inputs)")
+        if model.qualified_name in model.depends_on:
+            untyped = [c.name for c in model.columns if not c.data_type]
+            if model.incremental is None or untyped or not model.columns:
+                raise DependencyError(
+                    f"{model.path}: model {model.qualified_name} reads itself; only an incremental model whose "
+                    "columns all declare a data_type in its .yml may (its full build reads an empty relation "
+                    f"of those types){'; untyped: ' + ', '.join(untyped) if untyped else ''}"
+                )
+            project.models[model.name] = model = replace(
+                model, depends_on=model.depends_on - {model.qualified_name}, reads_itself=True)
         for test in model.tests:
             for dep in test.depends_on:
                 _check_reference(project, dep, f"{model.yml_path}, model {name!r}, test {test.name}: {dep}")

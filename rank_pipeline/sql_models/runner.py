@@ -23,10 +23,21 @@ Materializations
 
         **Contract an incremental model must meet**: its output rows for date d depend only on input rows
         whose date column lies in ``[d - lookback_days, d]`` (plus relations without the date column,
-        read whole). Then a partition build equals the same day of a full build. Self-references (a model
-        reading its own previous rows) are not supported: ``load_project`` rejects them. Upstream
+        read whole). Then a partition build equals the same day of a full build. A model that compares
+        with "the previous available snapshot" must look for it within those days only. Upstream
         relations must name the date column as the model does, and columns must not be qualified with
         ``schema.table.`` (use a table alias), because a replaced relation keeps only its alias.
+
+        Range builds: ``build(con, model, d1, until=d2)`` does the above for the days ``d1 .. d2`` at once
+        (upstream window ``[d1 - lookback_days, d2]``, one delete and one insert in one transaction).
+        :func:`build_all` rebuilds, after a load of some days, every later already-loaded day within
+        the horizon (:mod:`rank_pipeline.sql_models.horizon`), so any order of loads equals a full build.
+
+        Self-reference (``Model.reads_itself``): an incremental model may read its own relation to
+        carry a running state (best position to date). In a partition build it reads its own rows
+        dated before the first built day; in a full build an empty relation typed by its ``.yml``
+        columns' ``data_type``. Its rows of d may then depend on every earlier day, so a load of D
+        rebuilds all its later days (horizon unbounded).
 """
 
 from __future__ import annotations
@@ -41,6 +52,7 @@ import sqlglot
 from sqlglot import exp
 
 from rank_pipeline.sql_models.errors import BuildError
+from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
 from rank_pipeline.sql_models.project import MODEL_SCHEMAS, REFERENCE_SCHEMAS, Model, Project, Seed
 
 __all__ = ["BuildResult", "build", "build_all", "build_seed", "incremental_sql"]
@@ -56,7 +68,8 @@ class BuildResult:
         seconds: wall time of the build, for metadata (never asserted).
         sql: the SELECT that ran (for an incremental partition build, the rewritten one).
         mode: ``view``, ``table``, ``full_refresh``, ``incremental`` or ``seed``.
-        partition_date: the partition built incrementally, else None.
+        partition_date: the first day built incrementally, else None.
+        until: the last day built incrementally (``partition_date`` for a one-day build), else None.
     """
 
     rows: int | None
@@ -64,6 +77,7 @@ class BuildResult:
     sql: str
     mode: str
     partition_date: date | None = None
+    until: date | None = None
 
 
 def _qi(name: str) -> str:
@@ -133,48 +147,75 @@ def _swap_in(con: duckdb.DuckDBPyConnection, schema: str, name: str, select_sql:
     return int(rows)
 
 
+def _self_relation(model: Model, start: date | None) -> str:
+    """What a self-reference reads: own rows dated before ``start``, or (full build) an empty typed relation."""
+    assert model.incremental is not None
+    if start is not None:
+        return (f"select * from {_rel(model.schema, model.name)} "
+                f"where {_qi(model.incremental.date_column)} < date '{start.isoformat()}'")
+    cols = ", ".join(f"cast(null as {c.data_type}) as {_qi(c.name)}" for c in model.columns)
+    return f"select {cols} where false"
+
+
 def incremental_sql(
-    con: duckdb.DuckDBPyConnection, model: Model, partition_date: date
+    con: duckdb.DuckDBPyConnection, model: Model, partition_date: date, until: date | None = None
 ) -> str:
-    """The SELECT an incremental partition build of ``model`` runs for ``partition_date``.
+    """The SELECT an incremental build of ``model`` runs for the days ``partition_date .. until``.
 
     Every upstream relation that has the model's date column (looked up in ``con``'s catalog) is replaced
-    by a subquery filtered to ``[partition_date - lookback_days, partition_date]``; the whole is wrapped
-    to keep only rows of ``partition_date``. See the module docstring for the contract.
+    by a subquery filtered to ``[partition_date - lookback_days, until]``; a self-reference
+    (``Model.reads_itself``) by the model's own rows dated before ``partition_date``; the whole is wrapped
+    to keep only rows of ``partition_date .. until`` (``until`` defaults to ``partition_date``). See the
+    module docstring for the contract.
 
     Raises:
-        BuildError: the model is not incremental.
+        BuildError: the model is not incremental, or ``until`` is before ``partition_date``.
     """
+    return _rewrite(con, model, partition_date, until or partition_date)
+
+
+def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None) -> str:
     if model.incremental is None:
         raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")
-    column = model.incremental.date_column
-    start = partition_date - timedelta(days=model.incremental.lookback_days)
     tree = sqlglot.parse_one(_strip_sql(model.sql), read="duckdb")
+    column = model.incremental.date_column
+    if start is None or end is None:  # full build: only a self-reference is replaced
+        window = None
+    else:
+        if end < start:
+            raise BuildError(f"{model.path}: empty build range {start} .. {end}")
+        first = start - timedelta(days=model.incremental.lookback_days)
+        window = sqlglot.parse_one(
+            f"{_qi(column)} between date '{first.isoformat()}' and date '{end.isoformat()}'", read="duckdb")
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
     has_column: dict[tuple[str, str], bool] = {}
-    window = sqlglot.parse_one(
-        f"{_qi(column)} between date '{start.isoformat()}' and date '{partition_date.isoformat()}'",
-        read="duckdb",
-    )
     for table in list(tree.find_all(exp.Table)):
         if not isinstance(table.this, exp.Identifier) or table.db not in REFERENCE_SCHEMAS:
             continue
         if not table.db and table.name in ctes:
+            continue
+        alias = table.alias or table.name
+        if (table.db, table.name) == (model.schema, model.name):
+            own = sqlglot.parse_one(_self_relation(model, start), read="duckdb")
+            table.replace(own.subquery(alias))
+            continue
+        if window is None:
             continue
         key = (table.db, table.name)
         if key not in has_column:
             has_column[key] = column in _columns(con, *key)
         if not has_column[key]:
             continue
-        alias = table.alias or table.name
         bare = exp.Table(this=exp.to_identifier(table.name), db=exp.to_identifier(table.db))
         sub = exp.select("*").from_(bare).where(window.copy()).subquery(alias)
         table.replace(sub)
     rewritten = tree.sql(dialect="duckdb", pretty=True)
-    return (
-        f"select * from (\n{rewritten}\n) as __model\n"
-        f"where {_qi(column)} = date '{partition_date.isoformat()}'\n"
-    )
+    if window is None:
+        return rewritten + "\n"
+    assert start is not None and end is not None
+    keep = (f"{_qi(column)} = date '{start.isoformat()}'" if start == end else
+            f"{_qi(column)} between date '{start.isoformat()}' and date '{end.isoformat()}'")
+    return f"select * from (\n{rewritten}\n) as __model\nwhere {keep}\n"
 
 
 def build(
@@ -182,6 +223,7 @@ def build(
     model: Model,
     partition_date: date | None = None,
     *,
+    until: date | None = None,
     full_refresh: bool = False,
 ) -> BuildResult:
     """Build one model into ``<schema>.<name>`` according to its materialization (module docstring).
@@ -189,7 +231,10 @@ def build(
     Args:
         con: the writer connection (not inside a transaction); upstream relations must exist.
         model: from :func:`~rank_pipeline.sql_models.project.load_project`.
-        partition_date: for incremental models, the partition to (re)build; ignored by views and tables.
+        partition_date: for incremental models, the first day to (re)build; ignored by views and tables.
+        until: the last day to rebuild (default ``partition_date``): the days ``partition_date .. until``
+            are replaced in ONE transaction (:func:`rank_pipeline.sql_models.horizon.affected_ranges`
+            says which days a load changes).
         full_refresh: incremental models rebuild every date.
 
     Raises:
@@ -216,6 +261,8 @@ def build(
 
     exists = _relation_kind(con, schema, name) == "BASE TABLE"
     if model.materialized == "table" or full_refresh or partition_date is None or not exists:
+        if model.reads_itself:
+            sql = _rewrite(con, model, None, None)
         rows = _swap_in(con, schema, name, sql, where)
         if model.incremental is not None and model.incremental.date_column not in _columns(con, schema, name):
             raise BuildError(
@@ -226,19 +273,20 @@ def build(
 
     assert model.incremental is not None
     column = model.incremental.date_column
-    select = incremental_sql(con, model, partition_date)
+    end = until or partition_date
+    select = _rewrite(con, model, partition_date, end)
     con.begin()
     try:
-        con.execute(f"delete from {_rel(schema, name)} where {_qi(column)} = ?", [partition_date])
+        con.execute(f"delete from {_rel(schema, name)} where {_qi(column)} between ? and ?", [partition_date, end])
         (rows,) = con.execute(f"insert into {_rel(schema, name)} by name\n{select}").fetchone()
         con.commit()
     except duckdb.Error as exc:
         con.rollback()
         raise BuildError(
-            f"{where}: incremental build of {column} = {partition_date} failed: {exc}. The table is unchanged; "
-            "if the model's columns changed, run a full refresh"
+            f"{where}: incremental build of {column} = {partition_date} .. {end} failed: {exc}. The table is "
+            "unchanged; if the model's columns changed, run a full refresh"
         ) from exc
-    return BuildResult(int(rows), time.perf_counter() - started, select, "incremental", partition_date)
+    return BuildResult(int(rows), time.perf_counter() - started, select, "incremental", partition_date, end)
 
 
 def build_seed(con: duckdb.DuckDBPyConnection, seed: Seed) -> BuildResult:
@@ -278,9 +326,15 @@ def build_all(
     project: Project,
     partition_date: date | None = None,
     *,
+    until: date | None = None,
     full_refresh: bool = False,
 ) -> dict[str, BuildResult]:
     """Load every seed, then build every model in :meth:`Project.topological_order`.
+
+    With ``partition_date`` (and ``until``, default the same day): the raw days ``partition_date ..
+    until`` were just loaded; each incremental model rebuilds the days that load changed, later
+    already-loaded days within its horizon included
+    (:func:`rank_pipeline.sql_models.horizon.affected_ranges`), each model in one transaction.
 
     Returns:
         ``{qualified name: BuildResult}`` in build order. Stops at the first :class:`BuildError`.
@@ -290,6 +344,10 @@ def build_all(
         con.execute(f"create schema if not exists {_qi(schema)}")
     for seed in project.seeds.values():
         results[seed.qualified_name] = build_seed(con, seed)
+    ranges: dict[str, tuple[date, date]] = {}
+    if partition_date is not None and not full_refresh:
+        ranges = affected_ranges(project, partition_date, until or partition_date, last_loaded_date(con, project))
     for model in project.topological_order():
-        results[model.qualified_name] = build(con, model, partition_date, full_refresh=full_refresh)
+        first, last = ranges.get(model.qualified_name, (partition_date, until))
+        results[model.qualified_name] = build(con, model, first, until=last, full_refresh=full_refresh)
     return results
