@@ -11,6 +11,8 @@ Commands:
     Extracts one day into Parquet snapshots without Dagster, with a progress bar.
 ``sandbox [--host H] [--port P] [--window-s S]``
     Serves the sandbox API for trying by hand (prints its base URL and demo keys).
+``rebuild [--from D] [--to D] [--full-refresh]``
+    Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes.
 ``docs``
     Regenerates ``docs/data_dictionary.md`` from the model ``.yml`` files.
 ``query SQL``
@@ -202,6 +204,20 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from rank_pipeline.rebuild import RebuildError, rebuild
+    from rank_pipeline.settings import Settings
+
+    try:
+        report = rebuild(Settings.from_env().paths, PROJECT_DIR / "dbt_like_sql", args.first, args.last,
+                         full_refresh=args.full_refresh)
+    except RebuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1 if getattr(exc, "report", None) else 2
+    print(report.summary())
+    return 0
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
@@ -236,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--window-s", type=float, default=60.0, help="rate-limit window in seconds (spec: 60)")
     p.set_defaults(func=cmd_sandbox)
+    p = sub.add_parser("rebuild", help="rebuild raw tables and models from the snapshots (no API call), then publish")
+    p.add_argument("--from", dest="first", type=_parse_date, help="first day to rebuild (default: first snapshot)")
+    p.add_argument("--to", dest="last", type=_parse_date, help="last day to rebuild (default: last snapshot)")
+    p.add_argument("--full-refresh", action="store_true", help="drop and rebuild every raw table and model")
+    p.set_defaults(func=cmd_rebuild)
     p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md")
     p.set_defaults(func=cmd_docs)
     p = sub.add_parser("query", help="run one SQL query on the published warehouse")

@@ -174,21 +174,34 @@ def incremental_sql(
     return _rewrite(con, model, partition_date, until or partition_date)
 
 
-def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None) -> str:
-    if model.incremental is None:
-        raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")
+_FIRST, _START, _END = "'__rp_first__'", "'__rp_start__'", "'__rp_end__'"
+"""Placeholders in a cached rewritten SQL text, replaced by quoted ISO dates for each build."""
+
+_TEMPLATES: dict[tuple[str, str, bool, frozenset[tuple[str, str]]], str] = {}
+"""(qualified name, SQL, range build?, upstream relations filtered) -> rewritten SQL with placeholders:
+parsing and generating with sqlglot costs more than a small day's build, so it is done once per shape."""
+
+
+def _dated_relations(con: duckdb.DuckDBPyConnection, column: str) -> frozenset[tuple[str, str]]:
+    """Every (schema, name) in the catalog that has ``column`` (one catalog query)."""
+    rows = con.execute(
+        "select table_schema, table_name from information_schema.columns "
+        "where table_catalog = current_database() and column_name = ?",
+        [column],
+    ).fetchall()
+    return frozenset((r[0], r[1]) for r in rows)
+
+
+def _template(model: Model, ranged: bool, dated: frozenset[tuple[str, str]]) -> str:
+    assert model.incremental is not None
+    key = (model.qualified_name, model.sql, ranged, dated)
+    cached = _TEMPLATES.get(key)
+    if cached is not None:
+        return cached
     tree = sqlglot.parse_one(_strip_sql(model.sql), read="duckdb")
-    column = model.incremental.date_column
-    if start is None or end is None:  # full build: only a self-reference is replaced
-        window = None
-    else:
-        if end < start:
-            raise BuildError(f"{model.path}: empty build range {start} .. {end}")
-        first = start - timedelta(days=model.incremental.lookback_days)
-        window = sqlglot.parse_one(
-            f"{_qi(column)} between date '{first.isoformat()}' and date '{end.isoformat()}'", read="duckdb")
+    column = _qi(model.incremental.date_column)
+    window = sqlglot.parse_one(f"{column} between cast({_FIRST} as date) and cast({_END} as date)", read="duckdb")
     ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
-    has_column: dict[tuple[str, str], bool] = {}
     for table in list(tree.find_all(exp.Table)):
         if not isinstance(table.this, exp.Identifier) or table.db not in REFERENCE_SCHEMAS:
             continue
@@ -196,26 +209,33 @@ def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, e
             continue
         alias = table.alias or table.name
         if (table.db, table.name) == (model.schema, model.name):
-            own = sqlglot.parse_one(_self_relation(model, start), read="duckdb")
-            table.replace(own.subquery(alias))
+            own = sqlglot.parse_one(_self_relation(model, date(1900, 1, 1) if ranged else None), read="duckdb")
+            own_sql = own.sql(dialect="duckdb").replace("'1900-01-01'", _START)
+            table.replace(sqlglot.parse_one(own_sql, read="duckdb").subquery(alias))
             continue
-        if window is None:
-            continue
-        key = (table.db, table.name)
-        if key not in has_column:
-            has_column[key] = column in _columns(con, *key)
-        if not has_column[key]:
+        if not ranged or (table.db, table.name) not in dated:
             continue
         bare = exp.Table(this=exp.to_identifier(table.name), db=exp.to_identifier(table.db))
-        sub = exp.select("*").from_(bare).where(window.copy()).subquery(alias)
-        table.replace(sub)
-    rewritten = tree.sql(dialect="duckdb", pretty=True)
-    if window is None:
-        return rewritten + "\n"
-    assert start is not None and end is not None
-    keep = (f"{_qi(column)} = date '{start.isoformat()}'" if start == end else
-            f"{_qi(column)} between date '{start.isoformat()}' and date '{end.isoformat()}'")
-    return f"select * from (\n{rewritten}\n) as __model\nwhere {keep}\n"
+        table.replace(exp.select("*").from_(bare).where(window.copy()).subquery(alias))
+    text = tree.sql(dialect="duckdb", pretty=True)
+    if ranged:
+        text = (f"select * from (\n{text}\n) as __model\n"
+                f"where {column} between cast({_START} as date) and cast({_END} as date)")
+    _TEMPLATES[key] = text = text + "\n"
+    return text
+
+
+def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None) -> str:
+    if model.incremental is None:
+        raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")
+    if start is None or end is None:  # full build: only a self-reference is replaced
+        return _template(model, False, frozenset())
+    if end < start:
+        raise BuildError(f"{model.path}: empty build range {start} .. {end}")
+    first = start - timedelta(days=model.incremental.lookback_days)
+    text = _template(model, True, _dated_relations(con, model.incremental.date_column))
+    return (text.replace(_FIRST, f"'{first.isoformat()}'").replace(_START, f"'{start.isoformat()}'")
+            .replace(_END, f"'{end.isoformat()}'"))
 
 
 def build(
