@@ -228,7 +228,7 @@ def test_random_history_equals_full_rebuild(seed, roots, scenario, tmp_path):
     days = list(scenario.days)
     # a shorter window keeps `make test` fast; longer runs (RANK_PIPELINE_HISTORIES) vary it
     start = rng.randrange(0, len(days) - 12)
-    window = days[start:start + rng.randint(12, len(days) - start)] if HISTORIES > DEFAULT_HISTORIES else days[-14:]
+    window = days[start:start + rng.randint(12, len(days) - start)] if HISTORIES > DEFAULT_HISTORIES else days[-10:]
     steps = _history(rng, window)
     runs = Runs(tmp_path / "history.duckdb", roots, scenario.sql_dir)
     for day, kill_after in steps:
