@@ -21,6 +21,7 @@ Model ``.yml`` (dbt ``schema.yml`` style; any ``.yml`` under staging/ or marts/ 
           materialized: view | table | incremental          # default view
           unique_key: col | [cols]                          # documentation of the grain
           incremental: {date_column: snapshot_date, lookback_days: N}   # incremental only
+                                                    # (+ strategy: fold, watermark: col; see runner)
           blocking_tests: true | false | [test names]       # default false
         columns:
           - name: col
@@ -82,6 +83,7 @@ MODEL_SCHEMAS: tuple[str, ...] = ("staging", "marts")
 SEED_SCHEMA = "seeds"
 REFERENCE_SCHEMAS: tuple[str, ...] = ("raw", SEED_SCHEMA, *MODEL_SCHEMAS)
 MATERIALIZATIONS: tuple[str, ...] = ("view", "table", "incremental")
+INCREMENTAL_STRATEGIES: tuple[str, ...] = ("delete+insert", "fold")
 TEST_KINDS: tuple[str, ...] = (
     "unique", "not_null", "accepted_values", "relationships", "expression", "unique_combination",
 )
@@ -144,10 +146,17 @@ class IncrementalConfig:
         lookback_days: the model's look-back horizon: its rows of day d depend only on upstream rows
             dated ``d - lookback_days .. d`` (>= 0). Loading day D therefore changes this model's rows
             of ``D .. D + lookback_days`` (see :mod:`rank_pipeline.sql_models.horizon`).
+        strategy: ``delete+insert`` (default): the model's rows of the days built are replaced; or
+            ``fold``: a relation without the date column (a dimension) that reads itself; a build of new
+            days computes the whole new relation from its previous rows and the upstream rows dated after
+            its ``watermark`` (see :mod:`rank_pipeline.sql_models.runner`).
+        watermark: ``fold`` only: the output date column whose maximum is the last day folded in.
     """
 
     date_column: str = "snapshot_date"
     lookback_days: int = 0
+    strategy: str = "delete+insert"
+    watermark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -459,12 +468,21 @@ def _model_entry(ctx: _Ctx, entry: Mapping[str, Any], sql_path: Path, schema: st
     if "incremental" in config and materialized != "incremental":
         raise ctx.error("config.incremental is set but materialized is not incremental")
     if materialized == "incremental":
-        inc = _keys(ctx, config.get("incremental") or {}, "config.incremental", ("date_column", "lookback_days"))
+        inc = _keys(ctx, config.get("incremental") or {}, "config.incremental",
+                    ("date_column", "lookback_days", "strategy", "watermark"))
         date_column = _ident(ctx, inc.get("date_column", "snapshot_date"), "config.incremental.date_column")
         lookback = inc.get("lookback_days", 0)
         if not isinstance(lookback, int) or isinstance(lookback, bool) or lookback < 0:
             raise ctx.error(f"config.incremental.lookback_days must be an integer >= 0, got {lookback!r}")
-        incremental = IncrementalConfig(date_column, lookback)
+        strategy = inc.get("strategy", "delete+insert")
+        if strategy not in INCREMENTAL_STRATEGIES:
+            raise ctx.error(f"config.incremental.strategy is {strategy!r}; use one of {', '.join(INCREMENTAL_STRATEGIES)}")
+        watermark = inc.get("watermark")
+        if (strategy == "fold") != (watermark is not None):
+            raise ctx.error("config.incremental.watermark is required with strategy fold, and only there")
+        if watermark is not None:
+            watermark = _ident(ctx, watermark, "config.incremental.watermark")
+        incremental = IncrementalConfig(date_column, lookback, strategy, watermark)
     blocking_default = config.get("blocking_tests", False)
     if not isinstance(blocking_default, bool | list):
         raise ctx.error(f"config.blocking_tests must be true, false or a list of test names, got {blocking_default!r}")

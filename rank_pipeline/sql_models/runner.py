@@ -33,6 +33,13 @@ Materializations
         :func:`build_all` rebuilds, after a load of some days, every later already-loaded day within
         the horizon (:mod:`rank_pipeline.sql_models.horizon`), so any order of loads equals a full build.
 
+        Fold (``incremental.strategy: fold``, for a dimension without the date column): the SQL reads its
+        own previous relation and the upstream rows; a build whose first day is after the watermark
+        (the largest ``incremental.watermark`` value in the relation: the last day folded in) reads the
+        upstream rows dated after the watermark and the whole previous relation, and replaces the
+        relation with the result (a dimension is small: one row per entity). A build of a day at or
+        before the watermark (a backfill or re-load) rebuilds it whole, as does a full refresh.
+
         Self-reference (``Model.reads_itself``): an incremental model may read its own relation to
         carry a running state (best position to date). In a partition build it reads its own rows
         dated before the first built day; in a full build an empty relation typed by its ``.yml``
@@ -177,8 +184,8 @@ def incremental_sql(
 _FIRST, _START, _END = "'__rp_first__'", "'__rp_start__'", "'__rp_end__'"
 """Placeholders in a cached rewritten SQL text, replaced by quoted ISO dates for each build."""
 
-_TEMPLATES: dict[tuple[str, str, bool, frozenset[tuple[str, str]]], str] = {}
-"""(qualified name, SQL, range build?, upstream relations filtered) -> rewritten SQL with placeholders:
+_TEMPLATES: dict[tuple[str, str, str, frozenset[tuple[str, str]]], str] = {}
+"""(qualified name, SQL, mode, upstream relations filtered) -> rewritten SQL with placeholders:
 parsing and generating with sqlglot costs more than a small day's build, so it is done once per shape."""
 
 
@@ -192,9 +199,12 @@ def _dated_relations(con: duckdb.DuckDBPyConnection, column: str) -> frozenset[t
     return frozenset((r[0], r[1]) for r in rows)
 
 
-def _template(model: Model, ranged: bool, dated: frozenset[tuple[str, str]]) -> str:
+def _template(model: Model, mode: str, dated: frozenset[tuple[str, str]]) -> str:
+    """The rewritten SQL of ``model`` with date placeholders; ``mode``: ``full`` (only a self-reference
+    replaced, by an empty relation), ``range`` (upstream windowed, own rows before the range, output kept
+    to the range) or ``fold`` (upstream windowed, own rows whole, output whole)."""
     assert model.incremental is not None
-    key = (model.qualified_name, model.sql, ranged, dated)
+    key = (model.qualified_name, model.sql, mode, dated)
     cached = _TEMPLATES.get(key)
     if cached is not None:
         return cached
@@ -209,33 +219,62 @@ def _template(model: Model, ranged: bool, dated: frozenset[tuple[str, str]]) -> 
             continue
         alias = table.alias or table.name
         if (table.db, table.name) == (model.schema, model.name):
-            own = sqlglot.parse_one(_self_relation(model, date(1900, 1, 1) if ranged else None), read="duckdb")
-            own_sql = own.sql(dialect="duckdb").replace("'1900-01-01'", _START)
+            if mode == "fold":
+                own_sql = f"select * from {_rel(model.schema, model.name)}"
+            else:
+                own = sqlglot.parse_one(_self_relation(model, date(1900, 1, 1) if mode == "range" else None),
+                                        read="duckdb")
+                own_sql = own.sql(dialect="duckdb").replace("'1900-01-01'", _START)
             table.replace(sqlglot.parse_one(own_sql, read="duckdb").subquery(alias))
             continue
-        if not ranged or (table.db, table.name) not in dated:
+        if mode == "full" or (table.db, table.name) not in dated:
             continue
         bare = exp.Table(this=exp.to_identifier(table.name), db=exp.to_identifier(table.db))
         table.replace(exp.select("*").from_(bare).where(window.copy()).subquery(alias))
     text = tree.sql(dialect="duckdb", pretty=True)
-    if ranged:
+    if mode == "range":
         text = (f"select * from (\n{text}\n) as __model\n"
                 f"where {column} between cast({_START} as date) and cast({_END} as date)")
     _TEMPLATES[key] = text = text + "\n"
     return text
 
 
-def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None) -> str:
+def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None,
+             mode: str = "range") -> str:
     if model.incremental is None:
         raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")
     if start is None or end is None:  # full build: only a self-reference is replaced
-        return _template(model, False, frozenset())
+        return _template(model, "full", frozenset())
     if end < start:
         raise BuildError(f"{model.path}: empty build range {start} .. {end}")
     first = start - timedelta(days=model.incremental.lookback_days)
-    text = _template(model, True, _dated_relations(con, model.incremental.date_column))
+    text = _template(model, mode, _dated_relations(con, model.incremental.date_column))
     return (text.replace(_FIRST, f"'{first.isoformat()}'").replace(_START, f"'{start.isoformat()}'")
             .replace(_END, f"'{end.isoformat()}'"))
+
+
+def _build_fold(con: duckdb.DuckDBPyConnection, model: Model, partition_date: date | None, full_refresh: bool,
+                started: float) -> BuildResult:
+    """``strategy: fold``: fold the upstream days after the watermark into the previous relation, or
+    rebuild it whole when a day at or before the watermark changed (see the module docstring)."""
+    assert model.incremental is not None and model.incremental.watermark is not None
+    schema, name = model.schema, model.name
+    where = f"{model.path} ({model.qualified_name})"
+    watermark = None
+    if not full_refresh and partition_date is not None and _relation_kind(con, schema, name) == "BASE TABLE":
+        try:
+            (watermark,) = con.execute(
+                f"select max({_qi(model.incremental.watermark)}) from {_rel(schema, name)}").fetchone()
+        except duckdb.Error:
+            watermark = None  # the column is gone: rebuild
+    if watermark is None or partition_date is None or partition_date <= watermark:
+        sql = _rewrite(con, model, None, None)
+        rows = _swap_in(con, schema, name, sql, where)
+        return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
+    first = watermark + timedelta(days=1)
+    sql = _rewrite(con, model, first, date(9999, 12, 31), mode="fold")
+    rows = _swap_in(con, schema, name, sql, where)
+    return BuildResult(rows, time.perf_counter() - started, sql, "incremental", first, None)
 
 
 def build(
@@ -279,6 +318,8 @@ def build(
             raise BuildError(f"{where}: creating the view failed: {exc}") from exc
         return BuildResult(None, time.perf_counter() - started, sql, "view")
 
+    if model.incremental is not None and model.incremental.strategy == "fold":
+        return _build_fold(con, model, partition_date, full_refresh, started)
     exists = _relation_kind(con, schema, name) == "BASE TABLE"
     if model.materialized == "table" or full_refresh or partition_date is None or not exists:
         if model.reads_itself:
