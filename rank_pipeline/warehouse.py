@@ -200,6 +200,7 @@ def _load_resource(
     """Delete and insert one resource's partition; caller holds the transaction."""
     folder, manifest = _read_manifest(snapshots_dir, resource, snapshot_date)
     files = [folder / name for name in manifest["files"]]
+    file_names: set[str] = set()
     for path in files:
         if not path.is_file():
             raise LoadError(
@@ -207,7 +208,7 @@ def _load_resource(
                 f"missing; re-extract {resource} for {snapshot_date} (or restore the file)"
             )
         try:
-            pq.read_metadata(path)
+            file_names.update(pq.read_metadata(path).schema.to_arrow_schema().names)
         except Exception as exc:  # pyarrow raises several types for a damaged footer
             raise LoadError(
                 f"partition {snapshot_date} of raw.{resource}: {path} is not a readable Parquet file ({exc}); "
@@ -221,12 +222,12 @@ def _load_resource(
     names = [str(p) for p in files]
     source = f"read_parquet({_sql_list(names)}, union_by_name = true, hive_partitioning = false)"
     try:
-        file_columns = _duckdb_type_of(con, names)
-        for name, typ in file_columns.items():
-            if name not in columns and name != "loaded_at":
-                log.warning("raw.%s: new column %s %s found in %s; adding it", resource, name, typ, folder)
-                con.execute(f"alter table {table} add column {_qi(name)} {typ}")
-        select = "select * replace (cast(attributes as json) as attributes)" if "attributes" in file_columns \
+        if file_names - set(columns) - {"loaded_at"}:  # a new column: its DuckDB type from the files
+            for name, typ in _duckdb_type_of(con, names).items():
+                if name not in columns and name != "loaded_at":
+                    log.warning("raw.%s: new column %s %s found in %s; adding it", resource, name, typ, folder)
+                    con.execute(f"alter table {table} add column {_qi(name)} {typ}")
+        select = "select * replace (cast(attributes as json) as attributes)" if "attributes" in file_names \
             else "select *"
         (inserted,) = con.execute(
             f"insert into {table} by name {select}, current_timestamp as loaded_at from {source}"
