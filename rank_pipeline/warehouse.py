@@ -62,6 +62,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rank_pipeline.duckdb_helpers import quote_ident as _qi
+from rank_pipeline.duckdb_helpers import table_columns
 from rank_pipeline.snapshots import (
     MANIFEST_NAME,
     RESOURCES,
@@ -109,11 +111,6 @@ class LoadError(WarehouseError):
 
 class PublishError(WarehouseError):
     """The build file could not be published; the previously published file is untouched."""
-
-
-def _qi(name: str) -> str:
-    """Quote an SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _sql_list(values: Iterable[str]) -> str:
@@ -166,13 +163,7 @@ def _duckdb_type_of(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[st
 
 
 def _table_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[str, str] | None:
-    rows = con.execute(
-        "select column_name, data_type from information_schema.columns "
-        "where table_catalog = current_database() and table_schema = ? and table_name = ? "
-        "order by ordinal_position",
-        [schema, table],
-    ).fetchall()
-    return {r[0]: r[1] for r in rows} or None
+    return table_columns(con, schema, table) or None
 
 
 def _ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:

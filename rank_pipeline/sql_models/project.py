@@ -50,6 +50,7 @@ Test names are stable, because each becomes a Dagster asset check: ``not_null__<
 
 from __future__ import annotations
 
+import graphlib
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -578,54 +579,23 @@ class Project:
         """Models that read ``qualified_name`` directly."""
         return [m for m in self.topological_order() if qualified_name in m.depends_on]
 
-    def build_all(self, con: Any, partition_date: Any = None, *, full_refresh: bool = False) -> dict[str, Any]:
-        """Load every seed, then build every model in dependency order (see ``runner.build_all``)."""
-        from rank_pipeline.sql_models.runner import build_all
-
-        return build_all(con, self, partition_date, full_refresh=full_refresh)
-
 
 def _topological_order(models: Mapping[str, Model]) -> list[Model]:
+    """Dependency order with :class:`graphlib.TopologicalSorter`; among models ready together, by
+    qualified name (a stable build order)."""
     by_q = {m.qualified_name: m for m in models.values()}
-    indegree = {q: sum(1 for d in m.depends_on if d in by_q) for q, m in by_q.items()}
-    ready = sorted(q for q, n in indegree.items() if n == 0)
+    sorter = graphlib.TopologicalSorter({q: {d for d in m.depends_on if d in by_q} for q, m in by_q.items()})
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        cycle = list(reversed(exc.args[1]))
+        raise DependencyError(f"dependency cycle between models: {' -> '.join(cycle)}; break it") from None
     order: list[Model] = []
-    while ready:
-        q = ready.pop(0)
-        order.append(by_q[q])
-        for other, m in by_q.items():
-            if q in m.depends_on:
-                indegree[other] -= 1
-                if indegree[other] == 0:
-                    ready.append(other)
-                    ready.sort()
-    if len(order) != len(by_q):
-        raise DependencyError(f"dependency cycle between models: {_find_cycle(by_q)}; break it")
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order.extend(by_q[q] for q in ready)
+        sorter.done(*ready)
     return order
-
-
-def _find_cycle(by_q: Mapping[str, Model]) -> str:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(q: str) -> list[str] | None:
-        state[q] = 1
-        stack.append(q)
-        for d in sorted(by_q[q].depends_on):
-            if d not in by_q:
-                continue
-            if state.get(d) == 1:
-                return stack[stack.index(d):] + [d]
-            if d not in state and (found := visit(d)):
-                return found
-        stack.pop()
-        state[q] = 2
-        return None
-
-    for q in sorted(by_q):
-        if q not in state and (cycle := visit(q)):
-            return " -> ".join(cycle)
-    return "?"  # pragma: no cover
 
 
 def _sha256(path: Path) -> str:

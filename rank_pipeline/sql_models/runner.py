@@ -58,6 +58,10 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from rank_pipeline.duckdb_helpers import qualified as _rel
+from rank_pipeline.duckdb_helpers import quote_ident as _qi
+from rank_pipeline.duckdb_helpers import relation_kind as _relation_kind
+from rank_pipeline.duckdb_helpers import table_columns
 from rank_pipeline.sql_models.errors import BuildError
 from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
 from rank_pipeline.sql_models.project import MODEL_SCHEMAS, REFERENCE_SCHEMAS, Model, Project, Seed
@@ -87,14 +91,6 @@ class BuildResult:
     until: date | None = None
 
 
-def _qi(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _rel(schema: str, name: str) -> str:
-    return f"{_qi(schema)}.{_qi(name)}"
-
-
 def _strip_sql(sql: str) -> str:
     text = sql.strip()
     while text.endswith(";"):
@@ -102,26 +98,8 @@ def _strip_sql(sql: str) -> str:
     return text + "\n"
 
 
-def _relation_kind(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> str | None:
-    """``BASE TABLE``, ``VIEW`` or None."""
-    row = con.execute(
-        "select table_type from information_schema.tables "
-        "where table_catalog = current_database() and table_schema = ? and table_name = ?",
-        [schema, name],
-    ).fetchone()
-    return row[0] if row else None
-
-
 def _columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> list[str]:
-    return [
-        r[0]
-        for r in con.execute(
-            "select column_name from information_schema.columns "
-            "where table_catalog = current_database() and table_schema = ? and table_name = ? "
-            "order by ordinal_position",
-            [schema, name],
-        ).fetchall()
-    ]
+    return list(table_columns(con, schema, name))
 
 
 def _drop(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> None:

@@ -31,6 +31,8 @@ from typing import Any
 import duckdb
 import sqlglot
 
+from rank_pipeline.duckdb_helpers import quote_ident as _qi
+from rank_pipeline.duckdb_helpers import table_columns
 from rank_pipeline.sql_models.errors import TestExecutionError
 from rank_pipeline.sql_models.project import Model, Seed, TestSpec
 
@@ -63,20 +65,12 @@ class TestResult:
     column: str | None = None
 
 
-def _qi(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _literal(value: Any) -> str:
     return sqlglot.exp.convert(value).sql(dialect="duckdb")
 
 
 def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: str) -> bool:
-    return con.execute(
-        "select count(*) from information_schema.columns where table_catalog = current_database() "
-        "and table_schema = ? and table_name = ? and column_name = ?",
-        [schema, name, column],
-    ).fetchone()[0] > 0
+    return column in table_columns(con, schema, name)
 
 
 def _relation_sql(
