@@ -37,7 +37,8 @@ from datetime import date, timedelta
 
 import duckdb
 
-from rank_pipeline.sql_models.project import SEED_SCHEMA, Model, Project
+from rank_pipeline.sql_models.dependencies import SEED_SCHEMA
+from rank_pipeline.sql_models.project import Model, Project
 
 __all__ = ["affected_ranges", "last_loaded_date", "propagation_days"]
 

@@ -58,12 +58,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import sqlglot
 import yaml
-from sqlglot import exp
-from sqlglot.errors import ParseError
 
-from rank_pipeline.sql_models.errors import DependencyError, ModelConfigError, ModelSqlError
+from rank_pipeline.sql_models.dependencies import (
+    MODEL_SCHEMAS,
+    SEED_SCHEMA,
+    condition_error,
+    sql_dependencies,
+)
+from rank_pipeline.sql_models.errors import DependencyError, ModelConfigError
 from rank_pipeline.warehouse import RAW_TABLES
 
 __all__ = [
@@ -76,13 +79,8 @@ __all__ = [
     "Seed",
     "TestSpec",
     "load_project",
-    "sql_dependencies",
 ]
 
-MODEL_SCHEMAS: tuple[str, ...] = ("staging", "marts")
-"""Folders (and schemas) that hold models."""
-SEED_SCHEMA = "seeds"
-REFERENCE_SCHEMAS: tuple[str, ...] = ("raw", SEED_SCHEMA, *MODEL_SCHEMAS)
 MATERIALIZATIONS: tuple[str, ...] = ("view", "table", "incremental")
 INCREMENTAL_STRATEGIES: tuple[str, ...] = ("delete+insert", "fold")
 TEST_KINDS: tuple[str, ...] = (
@@ -348,10 +346,9 @@ def _parse_test(ctx: _Ctx, raw: Any, column: str | None, where: str) -> tuple[Te
         default = f"relationships__{column}__{to.split('.', 1)[1]}"
     elif kind == "expression":
         expression = _str(ctx, args, f"{where}: expression", allow_empty=False)
-        try:
-            sqlglot.parse_one(expression, read="duckdb", into=exp.Condition)
-        except ParseError as exc:
-            raise ctx.error(f"{where}: expression {expression!r} is not valid DuckDB SQL: {exc}") from None
+        problem = condition_error(expression)
+        if problem:
+            raise ctx.error(f"{where}: expression {expression!r} is not valid DuckDB SQL: {problem}")
         params = {"expression": expression}
         default = f"expression__{_slug(expression)}"
     else:  # unique_combination
@@ -493,55 +490,6 @@ def _model_entry(ctx: _Ctx, entry: Mapping[str, Any], sql_path: Path, schema: st
         columns=columns, tests=tests, depends_on=deps, unique_key=unique_key, incremental=incremental,
         yml_path=ctx.path,
     )
-
-
-# --------------------------------------------------------------------------------------------- SQL
-
-
-def sql_dependencies(sql: str, where: str = "<sql>") -> frozenset[str]:
-    """Qualified relations (``schema.name``) that one SELECT reads, found with sqlglot (DuckDB dialect).
-
-    CTE names are not dependencies; table functions (``range``, ``read_parquet``) are ignored.
-
-    Raises:
-        ModelSqlError: the text is not exactly one SELECT (or UNION ...), it cannot be parsed, a table is
-            unqualified without being a CTE, qualified with a database name, or in a schema other than
-            ``raw``, ``seeds``, ``staging``, ``marts``.
-    """
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
-    except ParseError as exc:
-        raise ModelSqlError(f"{where}: cannot parse as DuckDB SQL: {exc}") from None
-    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
-        raise ModelSqlError(
-            f"{where}: a model is exactly one SELECT statement (found {len(statements)} statement(s): "
-            f"{', '.join(type(s).__name__ for s in statements)}); no DDL, no DML, no templating"
-        )
-    tree = statements[0]
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
-    deps: set[str] = set()
-    for table in tree.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier):
-            continue  # a table function such as range(...) or read_parquet(...)
-        name, db, catalog = table.name, table.db, table.catalog
-        if catalog:
-            raise ModelSqlError(
-                f"{where}: {catalog}.{db}.{name} names a database; write {db}.{name} so the model runs in "
-                "both the build and the published warehouse"
-            )
-        if not db:
-            if name in ctes:
-                continue
-            raise ModelSqlError(
-                f"{where}: table {name!r} is neither a CTE nor qualified; reference relations as "
-                f"{', '.join(s + '.' + name for s in REFERENCE_SCHEMAS)}"
-            )
-        if db not in REFERENCE_SCHEMAS:
-            raise ModelSqlError(
-                f"{where}: {db}.{name} is in schema {db!r}; models read only {', '.join(REFERENCE_SCHEMAS)}"
-            )
-        deps.add(f"{db}.{name}")
-    return frozenset(deps)
 
 
 # --------------------------------------------------------------------------------------------- project

@@ -62,9 +62,10 @@ from rank_pipeline.duckdb_helpers import qualified as _rel
 from rank_pipeline.duckdb_helpers import quote_ident as _qi
 from rank_pipeline.duckdb_helpers import relation_kind as _relation_kind
 from rank_pipeline.duckdb_helpers import table_columns
+from rank_pipeline.sql_models.dependencies import MODEL_SCHEMAS, REFERENCE_SCHEMAS
 from rank_pipeline.sql_models.errors import BuildError
 from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
-from rank_pipeline.sql_models.project import MODEL_SCHEMAS, REFERENCE_SCHEMAS, Model, Project, Seed
+from rank_pipeline.sql_models.project import Model, Project, Seed
 
 __all__ = ["BuildResult", "build", "build_all", "build_seed", "incremental_sql"]
 
