@@ -105,9 +105,10 @@ def rebuild(
     days = [d for d in snapshot_dates(paths.snapshots_dir)
             if (first is None or d >= first) and (last is None or d <= last)]
     if not days:
+        span = f"between {first or 'the first day'} and {last or 'the last day'} " if first or last else ""
         raise RebuildError(
-            f"no committed snapshot {'between ' + str(first or '...') + ' and ' + str(last or '...') + ' ' if first or last else ''}"
-            f"under {paths.snapshots_dir}; extract days first (`rank-pipeline run --date D`) or widen the range"
+            f"no committed snapshot {span}under {paths.snapshots_dir}; extract days first "
+            "(`rank-pipeline run --date D`) or widen the range"
         )
     project = load_project(project_dir)
     warehouse = Warehouse(paths.build_db, paths.published_db)

@@ -37,6 +37,7 @@ from datetime import date, timedelta
 
 import duckdb
 
+from rank_pipeline.duckdb_helpers import qualified, quote_ident
 from rank_pipeline.sql_models.dependencies import SEED_SCHEMA
 from rank_pipeline.sql_models.project import Model, Project
 
@@ -77,8 +78,8 @@ def last_loaded_date(con: duckdb.DuckDBPyConnection, project: Project, date_colu
     present = sorted(f"{s}.{t}" for s, t in rows if f"{s}.{t}" in project.sources)
     if not present:
         return None
-    quoted = ['"' + q.split(".", 1)[0] + '"."' + q.split(".", 1)[1] + '"' for q in present]
-    union = " union all ".join(f"select max(\"{date_column}\") as d from {q}" for q in quoted)
+    union = " union all ".join(f"select max({quote_ident(date_column)}) as d from {qualified(*q.split('.', 1))}"
+                               for q in present)
     (last,) = con.execute(f"select max(d) from ({union})").fetchone()
     return last
 

@@ -234,3 +234,21 @@ def test_random_history_equals_full_rebuild(seed, roots, scenario, tmp_path):
     for day, kill_after in steps:
         runs.run(day, kill_after)
     assert_equals_full_rebuild(runs.con, _full_rebuild(tmp_path / "full.duckdb", roots, runs.loaded, scenario.sql_dir))
+
+
+def test_horizons_add_up_along_the_model_graph(scenario):
+    """A change of raw day D reaches each model's days D .. D + reach (sql_models.horizon)."""
+    from rank_pipeline.sql_models.horizon import affected_ranges, propagation_days
+
+    project = load_project(scenario.sql_dir)
+    reach = propagation_days(project)
+    assert reach["staging.stg_keywords"] == 0
+    assert reach["marts.fct_keyword_rankings_daily"] == 31
+    assert reach["marts.agg_domain_visibility_daily"] == 31  # reads the rankings mart: 31 + 0
+    assert reach["marts.fct_keyword_best_position_daily"] is None  # a running state: every later day
+    d = date(2026, 3, 1)
+    ranges = affected_ranges(project, d, d, date(2026, 6, 1))
+    assert ranges["marts.fct_keyword_rankings_daily"] == (d, date(2026, 4, 1))
+    assert ranges["marts.fct_keyword_best_position_daily"] == (d, date(2026, 6, 1))
+    assert ranges["staging.stg_keywords"] == (d, d)
+    assert affected_ranges(project, d, d, d)["marts.fct_keyword_rankings_daily"] == (d, d)  # a new last day
