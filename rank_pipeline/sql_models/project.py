@@ -529,8 +529,8 @@ class Project:
 
 
 def _topological_order(models: Mapping[str, Model]) -> list[Model]:
-    """Dependency order with :class:`graphlib.TopologicalSorter`; among models ready together, by
-    qualified name (a stable build order)."""
+    """Dependency order with :class:`graphlib.TopologicalSorter`; among ready models, the smallest
+    qualified name first (a stable build order)."""
     by_q = {m.qualified_name: m for m in models.values()}
     sorter = graphlib.TopologicalSorter({q: {d for d in m.depends_on if d in by_q} for q, m in by_q.items()})
     try:
@@ -539,10 +539,12 @@ def _topological_order(models: Mapping[str, Model]) -> list[Model]:
         cycle = list(reversed(exc.args[1]))
         raise DependencyError(f"dependency cycle between models: {' -> '.join(cycle)}; break it") from None
     order: list[Model] = []
-    while sorter.is_active():
-        ready = sorted(sorter.get_ready())
-        order.extend(by_q[q] for q in ready)
-        sorter.done(*ready)
+    ready = sorted(sorter.get_ready())
+    while ready:
+        q = ready.pop(0)  # the smallest ready name first: the order the docs and assets list
+        order.append(by_q[q])
+        sorter.done(q)
+        ready = sorted([*ready, *sorter.get_ready()])
     return order
 
 
