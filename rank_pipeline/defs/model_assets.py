@@ -9,7 +9,7 @@ as an asset check; checks marked blocking stop downstream models and the publica
 when they fail.
 
 Backfills: every asset here has ``BackfillPolicy.single_run()``: a backfill of many days is one run in
-which each asset receives the partition key range and builds it at once. With the resource
+which each asset receives the partition key range and builds it at once. With the run
 tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model is rebuilt from scratch.
 """
 
