@@ -11,6 +11,8 @@ Commands:
     Extracts one day into Parquet snapshots without Dagster.
 ``sandbox [--host H] [--port P] [--window-s S]``
     Serves the sandbox API for trying by hand (prints its base URL and demo keys).
+``rebuild [--from D] [--to D] [--full-refresh]``
+    Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes.
 ``docs``
     Regenerates ``docs/data_dictionary.md`` from the model ``.yml`` files.
 ``query SQL [--limit N] [--format table|csv|json]``
@@ -481,6 +483,20 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else text
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from rank_pipeline.rebuild import RebuildError, rebuild
+    from rank_pipeline.settings import models_dir
+
+    try:
+        report = rebuild(_settings().paths, models_dir(), args.first, args.last, full_refresh=args.full_refresh)
+    except RebuildError as exc:
+        if getattr(exc, "report", None):
+            raise RunFailed(str(exc)) from None
+        raise UsageError(str(exc)) from None
+    print(report.summary())
+    return 0
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     import duckdb
 
@@ -560,6 +576,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window-s", type=float, default=SPEC_WINDOW_S,
                    help=f"rate-limit window in seconds (spec: {SPEC_WINDOW_S:g})")
     p.set_defaults(func=cmd_sandbox)
+
+    p = sub.add_parser("rebuild", help="rebuild raw tables and models from the snapshots (no API call), then publish",
+                       description="Rebuild the raw tables and every model from the Parquet snapshots, without "
+                                   "calling the API, then publish the warehouse. Use it after restoring "
+                                   "snapshots, changing a model, or to repair a warehouse.")
+    p.add_argument("--from", dest="first", type=_parse_date, help="first day to rebuild (default: first snapshot)")
+    p.add_argument("--to", dest="last", type=_parse_date, help="last day to rebuild (default: last snapshot)")
+    p.add_argument("--full-refresh", action="store_true", help="drop and rebuild every raw table and model")
+    p.set_defaults(func=cmd_rebuild)
 
     p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md",
                        description="Write the data dictionary from the models' .yml files (the project in "

@@ -14,7 +14,7 @@ The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key ar
 import dagster as dg
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
-from rank_pipeline.defs.jobs import daily_job, daily_schedule
+from rank_pipeline.defs.jobs import daily_job, daily_schedule, rebuild_full_refresh_job, rebuild_job
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import source_from_env, warehouse_from_env
 from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
@@ -23,7 +23,7 @@ _model_assets, _model_keys = build_model_assets()
 
 defs = dg.Definitions(
     assets=[extract_snapshots, load_raw_tables, *_model_assets, build_publish_asset(_model_keys)],
-    jobs=[daily_job],
+    jobs=[daily_job, rebuild_job, rebuild_full_refresh_job],
     schedules=[daily_schedule],
     resources={"source": source_from_env(), "warehouse": warehouse_from_env()},
 )

@@ -62,6 +62,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rank_pipeline.duckdb_helpers import quote_ident as _qi
+from rank_pipeline.duckdb_helpers import table_columns
 from rank_pipeline.snapshots import (
     MANIFEST_NAME,
     RESOURCES,
@@ -81,6 +83,7 @@ __all__ = [
     "Warehouse",
     "WarehouseError",
     "load_partition",
+    "load_partitions",
     "rebuild_from_snapshots",
 ]
 
@@ -108,11 +111,6 @@ class LoadError(WarehouseError):
 
 class PublishError(WarehouseError):
     """The build file could not be published; the previously published file is untouched."""
-
-
-def _qi(name: str) -> str:
-    """Quote an SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _sql_list(values: Iterable[str]) -> str:
@@ -165,13 +163,7 @@ def _duckdb_type_of(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[st
 
 
 def _table_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[str, str] | None:
-    rows = con.execute(
-        "select column_name, data_type from information_schema.columns "
-        "where table_catalog = current_database() and table_schema = ? and table_name = ? "
-        "order by ordinal_position",
-        [schema, table],
-    ).fetchall()
-    return {r[0]: r[1] for r in rows} or None
+    return table_columns(con, schema, table) or None
 
 
 def _ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:
@@ -199,6 +191,7 @@ def _load_resource(
     """Delete and insert one resource's partition; caller holds the transaction."""
     folder, manifest = _read_manifest(snapshots_dir, resource, snapshot_date)
     files = [folder / name for name in manifest["files"]]
+    file_names: set[str] = set()
     for path in files:
         if not path.is_file():
             raise LoadError(
@@ -206,7 +199,7 @@ def _load_resource(
                 f"missing; re-extract {resource} for {snapshot_date} (or restore the file)"
             )
         try:
-            pq.read_metadata(path)
+            file_names.update(pq.read_metadata(path).schema.to_arrow_schema().names)
         except Exception as exc:  # pyarrow raises several types for a damaged footer
             raise LoadError(
                 f"partition {snapshot_date} of raw.{resource}: {path} is not a readable Parquet file ({exc}); "
@@ -220,12 +213,12 @@ def _load_resource(
     names = [str(p) for p in files]
     source = f"read_parquet({_sql_list(names)}, union_by_name = true, hive_partitioning = false)"
     try:
-        file_columns = _duckdb_type_of(con, names)
-        for name, typ in file_columns.items():
-            if name not in columns and name != "loaded_at":
-                log.warning("raw.%s: new column %s %s found in %s; adding it", resource, name, typ, folder)
-                con.execute(f"alter table {table} add column {_qi(name)} {typ}")
-        select = "select * replace (cast(attributes as json) as attributes)" if "attributes" in file_columns \
+        if file_names - set(columns) - {"loaded_at"}:  # a new column: its DuckDB type from the files
+            for name, typ in _duckdb_type_of(con, names).items():
+                if name not in columns and name != "loaded_at":
+                    log.warning("raw.%s: new column %s %s found in %s; adding it", resource, name, typ, folder)
+                    con.execute(f"alter table {table} add column {_qi(name)} {typ}")
+        select = "select * replace (cast(attributes as json) as attributes)" if "attributes" in file_names \
             else "select *"
         (inserted,) = con.execute(
             f"insert into {table} by name {select}, current_timestamp as loaded_at from {source}"
@@ -294,6 +287,43 @@ def load_partition(
     return counts
 
 
+def load_partitions(
+    con: duckdb.DuckDBPyConnection,
+    snapshots_dir: Path | str,
+    first: date,
+    last: date,
+    resources: Sequence[str] | None = None,
+) -> dict[date, dict[str, int]]:
+    """:func:`load_partition` for every day ``first .. last`` (a backfill), all in ONE transaction.
+
+    Returns:
+        ``{snapshot_date: {resource: rows}}``, ascending.
+
+    Raises:
+        SnapshotMissingError, LoadError, WarehouseError: as :func:`load_partition`, for any day; checked
+            before any write where possible, and the whole range is rolled back otherwise.
+    """
+    from datetime import timedelta
+
+    if first > last:
+        raise WarehouseError(f"empty range: {first} is after {last}")
+    wanted = _check_resources(resources)
+    root = Path(snapshots_dir)
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    for day in days:
+        for resource in wanted:
+            _read_manifest(root, resource, day)
+    con.begin()
+    try:
+        counts = {day: {r: _load_resource(con, root, r, day) for r in wanted} for day in days}
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    log.info("loaded partitions %s .. %s", first, last)
+    return counts
+
+
 def snapshot_dates(snapshots_dir: Path | str) -> dict[date, list[str]]:
     """``{date: [resources with a committed snapshot that day]}`` under ``snapshots_dir``, ascending."""
     found: dict[date, list[str]] = {}
@@ -303,29 +333,41 @@ def snapshot_dates(snapshots_dir: Path | str) -> dict[date, list[str]]:
     return dict(sorted(found.items()))
 
 
-def rebuild_from_snapshots(con: duckdb.DuckDBPyConnection, snapshots_dir: Path | str) -> dict[date, dict[str, int]]:
-    """Drop the raw tables and reload every committed snapshot partition, in one transaction.
+def rebuild_from_snapshots(
+    con: duckdb.DuckDBPyConnection,
+    snapshots_dir: Path | str,
+    first: date | None = None,
+    last: date | None = None,
+) -> dict[date, dict[str, int]]:
+    """Make the raw tables hold exactly the committed snapshots, in one transaction.
 
-    The Parquet snapshots are the system of record: afterwards the raw layer holds exactly what they hold
-    (a date loads the resources committed for it). Staging views and marts are not rebuilt here; run the
-    SQL models afterwards (``rank_pipeline.sql_models``) with a full refresh.
+    Without ``first``/``last``: drop the raw tables and reload every committed snapshot partition. With
+    them: delete every raw row dated ``first .. last`` (either bound may be None: open) and reload the
+    committed snapshots of those days; rows of other days are kept. A date loads the resources committed
+    for it (history may predate a resource). Staging and marts are not rebuilt here: see
+    :mod:`rank_pipeline.rebuild` (``rank-pipeline rebuild``).
 
     Returns:
-        ``{snapshot_date: {resource: rows}}``.
+        ``{snapshot_date: {resource: rows}}`` for the days reloaded.
 
     Raises:
         LoadError: as :func:`load_partition`; the whole rebuild is rolled back.
     """
     root = Path(snapshots_dir)
+    whole = first is None and last is None
+    lo, hi = first or date.min, last or date.max
     result: dict[date, dict[str, int]] = {}
     con.begin()
     try:
         for resource in RESOURCES:
-            con.execute(f"drop table if exists {RAW_SCHEMA}.{_qi(resource)}")
-        for resource in RESOURCES:
+            if whole:
+                con.execute(f"drop table if exists {RAW_SCHEMA}.{_qi(resource)}")
             _ensure_raw_table(con, resource)
+            if not whole:
+                con.execute(f"delete from {RAW_SCHEMA}.{_qi(resource)} where snapshot_date between ? and ?", [lo, hi])
         for d, resources in snapshot_dates(root).items():
-            result[d] = {r: _load_resource(con, root, r, d) for r in resources}
+            if lo <= d <= hi:
+                result[d] = {r: _load_resource(con, root, r, d) for r in resources}
         con.commit()
     except BaseException:
         con.rollback()

@@ -8,7 +8,7 @@ is still its own asset (``snapshots/<resource>``) with its own metadata and a bl
 
 
 import time
-from datetime import date
+from datetime import date, timedelta
 
 import dagster as dg
 
@@ -42,11 +42,74 @@ _DESCRIPTIONS = {
         for key in SNAPSHOT_KEYS.values()
     ],
     partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
 )
 def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerResource,
                       warehouse: WarehouseResource):
-    """Extract the partition's day from the source into ``data/snapshots`` (see rank_pipeline.extract)."""
-    day = date.fromisoformat(context.partition_key)
+    """Extract the run's day(s) from the source into ``data/snapshots`` (see rank_pipeline.extract).
+
+    A single-run backfill hands a range of days: the sandbox plays each; the vendor API tells only the
+    present, so with it a range of several days is refused (rebuild past days from their snapshots with
+    the ``rebuild_from_snapshots`` job instead).
+    """
+    first, last = (date.fromisoformat(k) for k in (context.partition_key_range.start,
+                                                     context.partition_key_range.end))
+    if first != last and not source.uses_sandbox:
+        raise dg.Failure(
+            f"cannot extract {first} .. {last}: the vendor API only tells the present, one day per run. "
+            "To rebuild past days from their snapshots, backfill the job rebuild_from_snapshots "
+            "(or run `rank-pipeline rebuild --from D --to D`)")
+    reports = [_extract_day(context, source, warehouse, first + timedelta(days=i))
+               for i in range((last - first).days + 1)]
+    for resource, key in SNAPSHOT_KEYS.items():
+        manifests = [r.manifests[resource] for r in reports]
+        accounts_meta = [a for m in manifests for a in m["accounts"].values()]
+        expected = sum(a.get("expected", 0) for a in accounts_meta)
+        delivered = sum(a.get("delivered", 0) for a in accounts_meta)
+        missing = sorted({p for a in accounts_meta for p in a.get("missing_parents", [])})
+        run_accounts = [a for r in reports for a in r.accounts.values()]
+        yield dg.MaterializeResult(
+            asset_key=key,
+            metadata={
+                "rows": dg.MetadataValue.int(sum(m["row_count"] for m in manifests)),
+                "complete": all(m["complete"] for m in manifests),
+                "expected_records": expected,
+                "delivered_records": delivered,
+                "pages": sum(a.get("pages", 0) for a in accounts_meta),
+                "missing_parents": dg.MetadataValue.json(missing),
+                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshots_dir, resource, last))),
+                "requests_total": sum(a["requests"] for a in run_accounts),
+                "rate_limited_total": sum(a["rate_limited"] for a in run_accounts),
+                "retries_total": sum(a["retries"] for a in run_accounts),
+                "achieved_rate_per_min": dg.MetadataValue.json(
+                    {n: a["achieved_rate_per_min"] for n, a in reports[-1].accounts.items()}),
+                # per key position of each account's key list (never a key's value)
+                "keys": dg.MetadataValue.json({n: a["keys"] for n, a in reports[-1].accounts.items()}),
+            },
+        )
+        yield dg.AssetCheckResult(
+            asset_key=key,
+            check_name="complete",
+            passed=all(bool(m["complete"]) for m in manifests),
+            description=None if all(m["complete"] for m in manifests) else " ".join(
+                incomplete_message(resource, first + timedelta(days=i), _incomplete_lists(m))
+                for i, m in enumerate(manifests) if not m["complete"]),
+            metadata={"partition": context.partition_key_range.start if first == last
+                      else f"{first}..{last}",
+                      "expected_records": expected, "delivered_records": delivered,
+                      "incomplete_lists": dg.MetadataValue.json(
+                          {str(first + timedelta(days=i)): _incomplete_lists(m)
+                           for i, m in enumerate(manifests) if not m["complete"]}),
+                      "incomplete_days": dg.MetadataValue.json(
+                          [str(first + timedelta(days=i)) for i, m in enumerate(manifests) if not m["complete"]]),
+                      "accounts": dg.MetadataValue.json(
+                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "excluded", "passes")}
+                           for n, a in manifests[-1]["accounts"].items()})},
+        )
+
+
+def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource, warehouse: WarehouseResource,
+                 day: date):
     base_url, accounts = source.open_source(day, warehouse.data_dir)
     context.log.info(f"extracting {day} from {source.describe()} for {len(accounts)} account(s)")
     last = [0.0]
@@ -71,44 +134,11 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
         f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, "
         f"complete={report.complete}; per account: {report.accounts}"
     )
-    for resource, key in SNAPSHOT_KEYS.items():
-        manifest = report.manifests[resource]
-        accounts_meta = manifest["accounts"]
-        expected = sum(a.get("expected", 0) for a in accounts_meta.values())
-        delivered = sum(a.get("delivered", 0) for a in accounts_meta.values())
-        missing = sorted({p for a in accounts_meta.values() for p in a.get("missing_parents", [])})
-        yield dg.MaterializeResult(
-            asset_key=key,
-            metadata={
-                "rows": dg.MetadataValue.int(manifest["row_count"]),
-                "complete": manifest["complete"],
-                "expected_records": expected,
-                "delivered_records": delivered,
-                "pages": sum(a.get("pages", 0) for a in accounts_meta.values()),
-                "missing_parents": dg.MetadataValue.json(missing),
-                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshots_dir, resource, day))),
-                "requests_total": requests,
-                "rate_limited_total": sum(a["rate_limited"] for a in report.accounts.values()),
-                "retries_total": sum(a["retries"] for a in report.accounts.values()),
-                "achieved_rate_per_min": dg.MetadataValue.json(
-                    {n: a["achieved_rate_per_min"] for n, a in report.accounts.items()}),
-                # per key position of each account's key list (never a key's value)
-                "keys": dg.MetadataValue.json({n: a["keys"] for n, a in report.accounts.items()}),
-            },
-        )
-        incomplete = {n: a.get("incomplete_lists", []) for n, a in accounts_meta.items()
-                      if a.get("incomplete_lists")}
-        yield dg.AssetCheckResult(
-            asset_key=key,
-            check_name="complete",
-            passed=bool(manifest["complete"]),
-            description=None if manifest["complete"] else incomplete_message(resource, day, incomplete),
-            metadata={"partition": day.isoformat(), "expected_records": expected, "delivered_records": delivered,
-                      "incomplete_lists": dg.MetadataValue.json(incomplete),
-                      "accounts": dg.MetadataValue.json(
-                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "excluded", "passes")}
-                           for n, a in accounts_meta.items()})},
-        )
+    return report
+
+
+def _incomplete_lists(manifest: dict) -> dict[str, list[str]]:
+    return {n: a.get("incomplete_lists", []) for n, a in manifest["accounts"].items() if a.get("incomplete_lists")}
 
 
 def incomplete_message(resource: str, day: date, incomplete: dict[str, list[str]]) -> str:

@@ -1,10 +1,16 @@
 """SQL models as Dagster assets: one asset per seed and model of ``dbt_like_sql/``, one asset check per test.
 
 The project is loaded (and its dependency graph checked: a cycle or a reference to a missing model is
-an error here) when the definitions load. Each model asset builds its model for the partition (views
-and tables rebuild, incremental models replace the partition's rows) and then runs the tests from the
-model's ``.yml``, reporting each as an asset check; checks marked blocking stop downstream models and
-the publication of the warehouse when they fail.
+an error here) when the definitions load. Each model asset builds its model for the run's partitions
+(views and tables rebuild; an incremental model replaces the rows of those days AND of every later
+loaded day within its look-back horizon, :mod:`rank_pipeline.sql_models.horizon`, so a backfill leaves
+no stale row) and then runs the tests from the model's ``.yml`` on the rows it rebuilt, reporting each
+as an asset check; checks marked blocking stop downstream models and the publication of the warehouse
+when they fail.
+
+Backfills: every asset here has ``BackfillPolicy.single_run()``: a backfill of many days is one run in
+which each asset receives the partition key range and builds it at once. With the run
+tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model is rebuilt from scratch.
 """
 
 
@@ -16,7 +22,25 @@ import dagster as dg
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.settings import models_dir
-from rank_pipeline.sql_models import Model, Seed, build, build_seed, load_project, run_tests
+from rank_pipeline.sql_models import Model, Project, Seed, build, build_seed, load_project, run_tests
+from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
+
+
+FULL_REFRESH_TAG = "rank_pipeline/full_refresh"
+"""Run tag: ``true`` reloads every raw table from all committed snapshots and builds every model from
+scratch, whatever the run's partitions (the job ``rebuild_full_refresh`` sets it; or add it in the
+launchpad)."""
+
+
+def full_refresh(context: dg.AssetExecutionContext) -> bool:
+    """The run carries :data:`FULL_REFRESH_TAG` = ``true``."""
+    return context.run.tags.get(FULL_REFRESH_TAG, "").lower() == "true"
+
+
+def partition_days(context: dg.AssetExecutionContext) -> tuple[date, date]:
+    """The first and last day of the run's partition key range (one day for a daily run)."""
+    keys = context.partition_key_range
+    return date.fromisoformat(keys.start), date.fromisoformat(keys.end)
 
 
 def relation_key(qualified: str) -> dg.AssetKey:
@@ -33,15 +57,22 @@ def _check_specs(relation: Model | Seed, key: dg.AssetKey) -> list[dg.AssetCheck
     ]
 
 
-def _results(key: dg.AssetKey, relation: Model | Seed, con, day: date):
-    for result in run_tests(con, relation, partition_date=day):
+def _scope_label(first: date | None, last: date | None) -> str:
+    """The days a check's result covers: ``2026-11-21``, ``2026-11-01..2026-11-21`` or ``all``."""
+    if first is None:
+        return "all"
+    return first.isoformat() if last in (None, first) else f"{first}..{last}"
+
+
+def _results(key: dg.AssetKey, relation: Model | Seed, con, first: date | None, last: date | None = None):
+    for result in run_tests(con, relation, partition_date=first, until=last):
         yield dg.AssetCheckResult(
             asset_key=key,
             check_name=result.name,
             passed=result.passed,
             severity=dg.AssetCheckSeverity.ERROR if result.blocking else dg.AssetCheckSeverity.WARN,
-            metadata={"partition": day.isoformat(), "failing_rows": result.failures,
-                      "sample": dg.MetadataValue.json(result.sample_rows[:5]),
+            metadata={"partition": _scope_label(first, last), "failing_rows": result.failures,
+                      "sample": dg.MetadataValue.json(result.sample_rows[:5]),  # JSON-safe (dates as text)
                       "sql": dg.MetadataValue.md(f"```sql\n{result.sql}\n```")},
         )
 
@@ -51,19 +82,18 @@ def _seed_asset(seed: Seed) -> dg.AssetsDefinition:
 
     @dg.asset(key=key, partitions_def=daily_partitions, group_name="seeds",
               kinds={"duckdb", "csv"}, description=seed.description or None,
-              check_specs=_check_specs(seed, key),
+              check_specs=_check_specs(seed, key), backfill_policy=dg.BackfillPolicy.single_run(),
               metadata={"version": seed.version or "", "checksum": seed.checksum})
     def _seed(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-        day = date.fromisoformat(context.partition_key)
         with warehouse.warehouse().connect() as con:
             built = build_seed(con, seed)
             yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(built.rows)})
-            yield from _results(key, seed, con, day)
+            yield from _results(key, seed, con, None)
 
     return _seed
 
 
-def _model_asset(model: Model) -> dg.AssetsDefinition:
+def _model_asset(model: Model, project: Project) -> dg.AssetsDefinition:
     key = relation_key(model.qualified_name)
     check_specs = _check_specs(model, key)
 
@@ -71,19 +101,27 @@ def _model_asset(model: Model) -> dg.AssetsDefinition:
     deps = set(model.depends_on).union(*(t.depends_on for t in model.tests)) - {model.qualified_name}
 
     @dg.asset(key=key, deps=[relation_key(d) for d in sorted(deps)], partitions_def=daily_partitions,
-              group_name=model.schema, kinds={"duckdb", "sql"}, check_specs=check_specs,
-              description=model.description or None,
+            metadata={"partition": _scope_label(first, last), "failing_rows": result.failures,
+                      "sample": dg.MetadataValue.json(result.sample_rows[:5]),  # JSON-safe (dates as text)
               metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path))})
     def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-        day = date.fromisoformat(context.partition_key)
+        first, last = partition_days(context)
         with warehouse.warehouse().connect() as con:
-            built = build(con, model, partition_date=day)
-            yield dg.MaterializeResult(
-                asset_key=key,
-                metadata={"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3),
-                          "materialized": model.materialized},
-            )
-            yield from _results(key, model, con, day)
+            if full_refresh(context):
+                built = build(con, model, full_refresh=True)
+            else:
+                start, until = affected_ranges(project, first, last, last_loaded_date(con, project)).get(
+                    model.qualified_name, (first, last))
+                built = build(con, model, start, until=until)
+            meta = {"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3),
+                    "materialized": model.materialized, "mode": built.mode}
+            if built.partition_date is not None:
+                meta["rebuilt_days"] = f"{built.partition_date} .. {built.until}"
+            yield dg.MaterializeResult(asset_key=key, metadata=meta)
+            # tests read the rows rebuilt (incremental), the run's days (views, tables), or everything
+            scope = ((None, None) if full_refresh(context) else
+                     (built.partition_date, built.until) if built.partition_date is not None else (first, last))
+            yield from _results(key, model, con, *scope)
 
     return _model
 
@@ -99,5 +137,5 @@ def build_model_assets(project_dir: Path | None = None) -> tuple[list[dg.AssetsD
     project = load_project(project_dir if project_dir is not None else models_dir())
     assets = [_seed_asset(seed) for seed in project.seeds.values()]
     models = project.topological_order()
-    assets += [_model_asset(model) for model in models]
+    assets += [_model_asset(model, project) for model in models]
     return assets, [relation_key(f"{m.schema}.{m.name}") for m in models]

@@ -15,15 +15,14 @@ against the manifest needs no check: the load itself refuses a snapshot that dis
 """
 
 
-from datetime import date
-
 import dagster as dg
 
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
+from rank_pipeline.defs.model_assets import full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.snapshots import RESOURCES
-from rank_pipeline.warehouse import load_partition
+from rank_pipeline.warehouse import load_partitions, rebuild_from_snapshots
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in RESOURCES}
 UNIQUE_RECORD_CHECK = "one_row_per_record"
@@ -62,27 +61,36 @@ PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
         for r, key in RAW_KEYS.items()
     ],
     partitions_def=daily_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
 )
 def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
-    """Replace the partition's rows of every raw table from its Parquet snapshots (one transaction)."""
-    day = date.fromisoformat(context.partition_key)
+    """Replace the run's days of every raw table from their Parquet snapshots (one transaction; a
+    single-run backfill loads its whole partition range). With ``full_refresh(context)``: reload
+    every raw table from all committed snapshots."""
+    first, last = partition_days(context)
     with warehouse.warehouse().connect() as con:
-        counts = load_partition(con, warehouse.snapshots_dir, day)
-        repeated = {r: repeated_records(con, r, day) for r in RAW_KEYS}
-    context.log.info(f"loaded raw partition {day}: {counts}")
+        if full_refresh(context):
+            loaded = rebuild_from_snapshots(con, warehouse.snapshots_dir)
+            loaded = {d: c for d, c in loaded.items() if first <= d <= last}
+        else:
+            loaded = load_partitions(con, warehouse.snapshots_dir, first, last)
+        repeated = {r: [repeated_records(con, r, d) for d in sorted(loaded)] for r in RAW_KEYS}
+    context.log.info(f"loaded raw partitions {first} .. {last}: {len(loaded)} day(s)")
     for resource, key in RAW_KEYS.items():
-        failures, sample = repeated[resource]
-        yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(counts[resource])})
+        count = sum(c.get(resource, 0) for c in loaded.values())
+        failures = sum(f for f, _ in repeated[resource])
+        sample = [row for _, rows in repeated[resource] for row in rows][:5]
+        yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(count)})
         yield dg.AssetCheckResult(asset_key=key, check_name=UNIQUE_RECORD_CHECK, passed=failures == 0,
-                                  metadata={"partition": day.isoformat(), "failing_rows": failures,
-                                            "sample": dg.MetadataValue.json(sample)})
+                                  metadata={"partition": str(first) if first == last else f"{first}..{last}",
+                                            "failing_rows": failures, "sample": dg.MetadataValue.json(sample)})
 
 
 def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
     """``warehouse/published``: depends on every model, copies the build file to the published path."""
 
     @dg.asset(key=PUBLISHED_KEY, deps=[*RAW_KEYS.values(), *model_keys], partitions_def=daily_partitions,
-              group_name="warehouse", kinds={"duckdb"},
+              backfill_policy=dg.BackfillPolicy.single_run(), group_name="warehouse", kinds={"duckdb"},
               description="data/warehouse.duckdb, the file analysts and BI tools open read-only; replaced "
                           "atomically after every successful daily build.")
     def published(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:

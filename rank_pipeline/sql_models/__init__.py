@@ -14,6 +14,7 @@ the incremental contract, :mod:`.testing` for the tests, :mod:`.docs` for the da
 :mod:`.errors` for the error hierarchy.
 """
 
+from rank_pipeline.sql_models.dependencies import sql_dependencies
 from rank_pipeline.sql_models.errors import (
     BuildError,
     DependencyError,
@@ -31,7 +32,6 @@ from rank_pipeline.sql_models.project import (
     Seed,
     TestSpec,
     load_project,
-    sql_dependencies,
 )
 from rank_pipeline.sql_models.runner import BuildResult, build, build_all, build_seed, incremental_sql
 from rank_pipeline.sql_models.testing import TestResult, run_test, run_tests, test_sql

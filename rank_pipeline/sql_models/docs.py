@@ -99,8 +99,14 @@ def render_data_dictionary(project: Project) -> str:
             lines += [f"### {model.qualified_name}", "", _cell(model.description), ""]
             mat = model.materialized
             if model.incremental is not None:
-                mat += (f" by `{model.incremental.date_column}`, lookback {model.incremental.lookback_days} "
-                        f"day{'s' if model.incremental.lookback_days != 1 else ''}")
+                if model.incremental.strategy == "fold":
+                    mat += (f" fold of the `{model.incremental.date_column}` days after its watermark "
+                            f"(max `{model.incremental.watermark}`)")
+                else:
+                    mat += (f" by `{model.incremental.date_column}`, lookback {model.incremental.lookback_days} "
+                            f"day{'s' if model.incremental.lookback_days != 1 else ''}")
+                if model.reads_itself:
+                    mat += "; reads its own earlier rows"
             lines.append(f"- Materialization: {mat}")
             if model.unique_key:
                 lines.append("- Grain (unique key): " + ", ".join(f"`{c}`" for c in model.unique_key))

@@ -21,6 +21,7 @@ Model ``.yml`` (dbt ``schema.yml`` style; any ``.yml`` under staging/ or marts/ 
           materialized: view | table | incremental          # default view
           unique_key: col | [cols]                          # documentation of the grain
           incremental: {date_column: snapshot_date, lookback_days: N}   # incremental only
+                                                    # (+ strategy: fold, watermark: col; see runner)
           blocking_tests: true | false | [test names]       # default false
         columns:
           - name: col
@@ -49,19 +50,23 @@ Test names are short and stable, because each becomes a Dagster asset check: the
 
 from __future__ import annotations
 
+import graphlib
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import sqlglot
 import yaml
-from sqlglot import exp
-from sqlglot.errors import ParseError
 
-from rank_pipeline.sql_models.errors import DependencyError, ModelConfigError, ModelSqlError
+from rank_pipeline.sql_models.dependencies import (
+    MODEL_SCHEMAS,
+    SEED_SCHEMA,
+    condition_error,
+    sql_dependencies,
+)
+from rank_pipeline.sql_models.errors import DependencyError, ModelConfigError
 from rank_pipeline.sql_models.names import default_test_name
 from rank_pipeline.warehouse import RAW_TABLES
 
@@ -75,14 +80,10 @@ __all__ = [
     "Seed",
     "TestSpec",
     "load_project",
-    "sql_dependencies",
 ]
 
-MODEL_SCHEMAS: tuple[str, ...] = ("staging", "marts")
-"""Folders (and schemas) that hold models."""
-SEED_SCHEMA = "seeds"
-REFERENCE_SCHEMAS: tuple[str, ...] = ("raw", SEED_SCHEMA, *MODEL_SCHEMAS)
 MATERIALIZATIONS: tuple[str, ...] = ("view", "table", "incremental")
+INCREMENTAL_STRATEGIES: tuple[str, ...] = ("delete+insert", "fold")
 TEST_KINDS: tuple[str, ...] = (
     "unique", "not_null", "accepted_values", "relationships", "expression", "unique_combination",
 )
@@ -142,11 +143,20 @@ class IncrementalConfig:
     Attributes:
         date_column: the partition column of the model's output and of the upstream relations that are
             filtered to the lookback window (default ``snapshot_date``).
-        lookback_days: days before the partition date the model's SQL needs to see (>= 0).
+        lookback_days: the model's look-back horizon: its rows of day d depend only on upstream rows
+            dated ``d - lookback_days .. d`` (>= 0). Loading day D therefore changes this model's rows
+            of ``D .. D + lookback_days`` (see :mod:`rank_pipeline.sql_models.horizon`).
+        strategy: ``delete+insert`` (default): the model's rows of the days built are replaced; or
+            ``fold``: a relation without the date column (a dimension) that reads itself; a build of new
+            days computes the whole new relation from its previous rows and the upstream rows dated after
+            its ``watermark`` (see :mod:`rank_pipeline.sql_models.runner`).
+        watermark: ``fold`` only: the output date column whose maximum is the last day folded in.
     """
 
     date_column: str = "snapshot_date"
     lookback_days: int = 0
+    strategy: str = "delete+insert"
+    watermark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +175,10 @@ class Model:
         unique_key: the grain (documentation; checked by the tests the ``.yml`` declares).
         incremental: set when ``materialized == "incremental"``.
         yml_path: where its entry was found.
+        reads_itself: the SQL reads the model's own relation (an incremental model carrying a running
+            state forward, e.g. best position to date); not part of ``depends_on``. In a partition
+            build it sees its own rows dated before the build range; in a full build an empty relation
+            typed by the ``.yml`` columns' ``data_type``.
     """
 
     name: str
@@ -179,6 +193,7 @@ class Model:
     unique_key: tuple[str, ...] = ()
     incremental: IncrementalConfig | None = None
     yml_path: Path | None = None
+    reads_itself: bool = False
 
     @property
     def qualified_name(self) -> str:
@@ -314,10 +329,9 @@ def _parse_test(ctx: _Ctx, raw: Any, column: str | None, where: str) -> tuple[Te
         depends = frozenset({to})
     elif kind == "expression":
         expression = _str(ctx, args, f"{where}: expression", allow_empty=False)
-        try:
-            sqlglot.parse_one(expression, read="duckdb", into=exp.Condition)
-        except ParseError as exc:
-            raise ctx.error(f"{where}: expression {expression!r} is not valid DuckDB SQL: {exc}") from None
+        problem = condition_error(expression)
+        if problem:
+            raise ctx.error(f"{where}: expression {expression!r} is not valid DuckDB SQL: {problem}")
         params = {"expression": expression}
     else:  # unique_combination
         columns = _str_list(ctx, args, f"{where}: unique_combination")
@@ -433,12 +447,21 @@ def _model_entry(ctx: _Ctx, entry: Mapping[str, Any], sql_path: Path, schema: st
     if "incremental" in config and materialized != "incremental":
         raise ctx.error("config.incremental is set but materialized is not incremental")
     if materialized == "incremental":
-        inc = _keys(ctx, config.get("incremental") or {}, "config.incremental", ("date_column", "lookback_days"))
+        inc = _keys(ctx, config.get("incremental") or {}, "config.incremental",
+                    ("date_column", "lookback_days", "strategy", "watermark"))
         date_column = _ident(ctx, inc.get("date_column", "snapshot_date"), "config.incremental.date_column")
         lookback = inc.get("lookback_days", 0)
         if not isinstance(lookback, int) or isinstance(lookback, bool) or lookback < 0:
             raise ctx.error(f"config.incremental.lookback_days must be an integer >= 0, got {lookback!r}")
-        incremental = IncrementalConfig(date_column, lookback)
+        strategy = inc.get("strategy", "delete+insert")
+        if strategy not in INCREMENTAL_STRATEGIES:
+            raise ctx.error(f"config.incremental.strategy is {strategy!r}; use one of {', '.join(INCREMENTAL_STRATEGIES)}")
+        watermark = inc.get("watermark")
+        if (strategy == "fold") != (watermark is not None):
+            raise ctx.error("config.incremental.watermark is required with strategy fold, and only there")
+        if watermark is not None:
+            watermark = _ident(ctx, watermark, "config.incremental.watermark")
+        incremental = IncrementalConfig(date_column, lookback, strategy, watermark)
     blocking_default = config.get("blocking_tests", False)
     if not isinstance(blocking_default, bool | list):
         raise ctx.error(f"config.blocking_tests must be true, false or a list of test names, got {blocking_default!r}")
@@ -448,55 +471,6 @@ def _model_entry(ctx: _Ctx, entry: Mapping[str, Any], sql_path: Path, schema: st
         columns=columns, tests=tests, depends_on=deps, unique_key=unique_key, incremental=incremental,
         yml_path=ctx.path,
     )
-
-
-# --------------------------------------------------------------------------------------------- SQL
-
-
-def sql_dependencies(sql: str, where: str = "<sql>") -> frozenset[str]:
-    """Qualified relations (``schema.name``) that one SELECT reads, found with sqlglot (DuckDB dialect).
-
-    CTE names are not dependencies; table functions (``range``, ``read_parquet``) are ignored.
-
-    Raises:
-        ModelSqlError: the text is not exactly one SELECT (or UNION ...), it cannot be parsed, a table is
-            unqualified without being a CTE, qualified with a database name, or in a schema other than
-            ``raw``, ``seeds``, ``staging``, ``marts``.
-    """
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
-    except ParseError as exc:
-        raise ModelSqlError(f"{where}: cannot parse as DuckDB SQL: {exc}") from None
-    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
-        raise ModelSqlError(
-            f"{where}: a model is exactly one SELECT statement (found {len(statements)} statement(s): "
-            f"{', '.join(type(s).__name__ for s in statements)}); no DDL, no DML, no templating"
-        )
-    tree = statements[0]
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
-    deps: set[str] = set()
-    for table in tree.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier):
-            continue  # a table function such as range(...) or read_parquet(...)
-        name, db, catalog = table.name, table.db, table.catalog
-        if catalog:
-            raise ModelSqlError(
-                f"{where}: {catalog}.{db}.{name} names a database; write {db}.{name} so the model runs in "
-                "both the build and the published warehouse"
-            )
-        if not db:
-            if name in ctes:
-                continue
-            raise ModelSqlError(
-                f"{where}: table {name!r} is neither a CTE nor qualified; reference relations as "
-                f"{', '.join(s + '.' + name for s in REFERENCE_SCHEMAS)}"
-            )
-        if db not in REFERENCE_SCHEMAS:
-            raise ModelSqlError(
-                f"{where}: {db}.{name} is in schema {db!r}; models read only {', '.join(REFERENCE_SCHEMAS)}"
-            )
-        deps.add(f"{db}.{name}")
-    return frozenset(deps)
 
 
 # --------------------------------------------------------------------------------------------- project
@@ -534,54 +508,25 @@ class Project:
         """Models that read ``qualified_name`` directly."""
         return [m for m in self.topological_order() if qualified_name in m.depends_on]
 
-    def build_all(self, con: Any, partition_date: Any = None, *, full_refresh: bool = False) -> dict[str, Any]:
-        """Load every seed, then build every model in dependency order (see ``runner.build_all``)."""
-        from rank_pipeline.sql_models.runner import build_all
-
-        return build_all(con, self, partition_date, full_refresh=full_refresh)
-
 
 def _topological_order(models: Mapping[str, Model]) -> list[Model]:
+    """Dependency order with :class:`graphlib.TopologicalSorter`; among ready models, the smallest
+    qualified name first (a stable build order)."""
     by_q = {m.qualified_name: m for m in models.values()}
-    indegree = {q: sum(1 for d in m.depends_on if d in by_q) for q, m in by_q.items()}
-    ready = sorted(q for q, n in indegree.items() if n == 0)
+    sorter = graphlib.TopologicalSorter({q: {d for d in m.depends_on if d in by_q} for q, m in by_q.items()})
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        cycle = list(reversed(exc.args[1]))
+        raise DependencyError(f"dependency cycle between models: {' -> '.join(cycle)}; break it") from None
     order: list[Model] = []
+    ready = sorted(sorter.get_ready())
     while ready:
-        q = ready.pop(0)
+        q = ready.pop(0)  # the smallest ready name first: the order the docs and assets list
         order.append(by_q[q])
-        for other, m in by_q.items():
-            if q in m.depends_on:
-                indegree[other] -= 1
-                if indegree[other] == 0:
-                    ready.append(other)
-                    ready.sort()
-    if len(order) != len(by_q):
-        raise DependencyError(f"dependency cycle between models: {_find_cycle(by_q)}; break it")
+        sorter.done(q)
+        ready = sorted([*ready, *sorter.get_ready()])
     return order
-
-
-def _find_cycle(by_q: Mapping[str, Model]) -> str:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(q: str) -> list[str] | None:
-        state[q] = 1
-        stack.append(q)
-        for d in sorted(by_q[q].depends_on):
-            if d not in by_q:
-                continue
-            if state.get(d) == 1:
-                return stack[stack.index(d):] + [d]
-            if d not in state and (found := visit(d)):
-                return found
-        stack.pop()
-        state[q] = 2
-        return None
-
-    for q in sorted(by_q):
-        if q not in state and (cycle := visit(q)):
-            return " -> ".join(cycle)
-    return "?"  # pragma: no cover
 
 
 def _sha256(path: Path) -> str:
@@ -708,9 +653,16 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = RAW_TABLES
     for model in models.values():
         for dep in sorted(model.depends_on):
             _check_reference(project, dep, f"{model.path}: references {dep}")
-            if dep == model.qualified_name:
-                raise DependencyError(f"{model.path}: model {model.qualified_name} reads itself; self-references "
-                                      "are not supported (incremental models read only their inputs)")
+        if model.qualified_name in model.depends_on:
+            untyped = [c.name for c in model.columns if not c.data_type]
+            if model.incremental is None or untyped or not model.columns:
+                raise DependencyError(
+                    f"{model.path}: model {model.qualified_name} reads itself; only an incremental model whose "
+                    "columns all declare a data_type in its .yml may (its full build reads an empty relation "
+                    f"of those types){'; untyped: ' + ', '.join(untyped) if untyped else ''}"
+                )
+            project.models[model.name] = model = replace(
+                model, depends_on=model.depends_on - {model.qualified_name}, reads_itself=True)
         for test in model.tests:
             for dep in test.depends_on:
                 _check_reference(project, dep, f"{model.yml_path}, model {name!r}, test {test.name}: {dep}")

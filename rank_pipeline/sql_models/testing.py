@@ -20,13 +20,19 @@ costs one day; the target of a ``relationships`` test is read whole. Without it,
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
+from datetime import time as dt_time
+from decimal import Decimal
 from typing import Any
 
 import duckdb
 import sqlglot
 
+from rank_pipeline.duckdb_helpers import quote_ident as _qi
+from rank_pipeline.duckdb_helpers import table_columns
 from rank_pipeline.sql_models.errors import TestExecutionError
 from rank_pipeline.sql_models.project import Model, Seed, TestSpec
 
@@ -41,7 +47,7 @@ class TestResult:
         name: the test's stable name (the asset check name), e.g. ``not_null__keyword_id``.
         passed: no failing rows.
         failures: number of failing rows (or duplicated values/combinations; see module docstring).
-        sample_rows: up to ``sample_size`` failing rows as dicts (JSON-friendly values as DuckDB returns).
+        sample_rows: up to ``sample_size`` failing rows as dicts, JSON-safe (dates as ISO text; :func:`json_safe`).
         sql: the SELECT of failing rows that ran, to paste into the duckdb shell.
         blocking: a failure should block downstream assets.
         kind, column: the test kind and column (None for model-level tests).
@@ -59,24 +65,17 @@ class TestResult:
     column: str | None = None
 
 
-def _qi(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _literal(value: Any) -> str:
     return sqlglot.exp.convert(value).sql(dialect="duckdb")
 
 
 def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: str) -> bool:
-    return con.execute(
-        "select count(*) from information_schema.columns where table_catalog = current_database() "
-        "and table_schema = ? and table_name = ? and column_name = ?",
-        [schema, name, column],
-    ).fetchone()[0] > 0
+    return column in table_columns(con, schema, name)
 
 
 def _relation_sql(
-    con: duckdb.DuckDBPyConnection | None, relation: Model | Seed, partition_date: date | None
+    con: duckdb.DuckDBPyConnection | None, relation: Model | Seed, partition_date: date | None,
+    until: date | None = None,
 ) -> str:
     base = f"{_qi(relation.schema)}.{_qi(relation.name)}"
     if partition_date is None:
@@ -85,7 +84,30 @@ def _relation_sql(
     column = incremental.date_column if incremental is not None else "snapshot_date"
     if con is not None and not _has_column(con, relation.schema, relation.name, column):
         return base
-    return f"(select * from {base} where {_qi(column)} = date '{partition_date.isoformat()}')"
+    if until is None or until == partition_date:
+        return f"(select * from {base} where {_qi(column)} = date '{partition_date.isoformat()}')"
+    return (f"(select * from {base} where {_qi(column)} between date '{partition_date.isoformat()}' "
+            f"and date '{until.isoformat()}')")
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with dates, times, decimals, UUIDs and bytes made JSON-serializable (ISO text, float, str),
+    recursively through lists, tuples and dicts: failing rows go to check metadata as JSON."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, datetime | date | dt_time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v) for v in value]
+    return str(value)  # UUID, timedelta, intervals and anything else DuckDB returns
 
 
 def test_sql(
@@ -93,13 +115,14 @@ def test_sql(
     test: TestSpec,
     partition_date: date | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
+    until: date | None = None,
 ) -> str:
     """The SELECT of failing rows for ``test`` on ``relation`` (see the module docstring).
 
     ``con`` is used only to check that the relation has the partition column; without it the partition
     filter is applied whenever ``partition_date`` is given.
     """
-    rel = _relation_sql(con, relation, partition_date)
+    rel = _relation_sql(con, relation, partition_date, until)
     p = test.params
     if test.kind == "not_null":
         return f"select * from {rel} as t where {_qi(test.column)} is null"
@@ -131,17 +154,18 @@ def run_test(
     test: TestSpec,
     partition_date: date | None = None,
     *,
+    until: date | None = None,
     sample_size: int = 5,
 ) -> TestResult:
     """Run one test; see :func:`run_tests`."""
-    sql = test_sql(relation, test, partition_date, con)
+    sql = test_sql(relation, test, partition_date, con, until)
     try:
         (failures,) = con.execute(f"select count(*) from ({sql}) as failing").fetchone()
         sample: list[dict[str, Any]] = []
         if failures:
             cur = con.execute(f"select * from ({sql}) as failing limit {int(sample_size)}")
             names = [d[0] for d in cur.description]
-            sample = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+            sample = [json_safe(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
     except duckdb.Error as exc:
         raise TestExecutionError(
             f"test {test.name} of {relation.qualified_name} could not run: {exc}. Is the model built? SQL:\n{sql}"
@@ -157,6 +181,7 @@ def run_tests(
     relation: Model | Seed,
     partition_date: date | None = None,
     *,
+    until: date | None = None,
     sample_size: int = 5,
 ) -> list[TestResult]:
     """Run every test of a model or seed, in ``.yml`` order.
@@ -165,9 +190,11 @@ def run_tests(
         con: a connection where the relation (and relationships targets) exist.
         relation: a :class:`Model` or :class:`Seed`.
         partition_date: restrict to one partition (module docstring), or None for the whole relation.
-        sample_size: failing rows to keep per test.
+        until: with ``partition_date``, restrict to the days ``partition_date .. until`` instead.
+        sample_size: failing rows to keep per test (JSON-safe: dates as ISO text, see :func:`json_safe`).
 
     Raises:
         TestExecutionError: a test's SQL failed (e.g. the relation or a column does not exist).
     """
-    return [run_test(con, relation, t, partition_date, sample_size=sample_size) for t in relation.tests]
+    return [run_test(con, relation, t, partition_date, until=until, sample_size=sample_size)
+            for t in relation.tests]

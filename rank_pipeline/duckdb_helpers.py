@@ -1,0 +1,43 @@
+"""DuckDB helpers shared by the warehouse and the SQL model runner (written once, used everywhere).
+
+No Dagster and no project knowledge here: quoting identifiers and reading the catalog of the current
+database.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+__all__ = ["qualified", "quote_ident", "relation_kind", "table_columns"]
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier (``"a""b"`` for ``a"b``)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def qualified(schema: str, name: str) -> str:
+    """``"schema"."name"``, both quoted."""
+    return f"{quote_ident(schema)}.{quote_ident(name)}"
+
+
+def table_columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> dict[str, str]:
+    """``{column: DuckDB type}`` of a table or view of the current database, in column order; empty
+    when the relation does not exist."""
+    rows = con.execute(
+        "select column_name, data_type from information_schema.columns "
+        "where table_catalog = current_database() and table_schema = ? and table_name = ? "
+        "order by ordinal_position",
+        [schema, name],
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def relation_kind(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> str | None:
+    """``BASE TABLE``, ``VIEW`` or None (absent) for ``schema.name`` in the current database."""
+    row = con.execute(
+        "select table_type from information_schema.tables "
+        "where table_catalog = current_database() and table_schema = ? and table_name = ?",
+        [schema, name],
+    ).fetchone()
+    return row[0] if row else None

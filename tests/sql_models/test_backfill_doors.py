@@ -1,0 +1,139 @@
+"""Late days and backfills through the doors users go through: Dagster runs, and ``rank-pipeline rebuild``.
+
+Against the embedded sandbox (it plays any day): the daily job runs day 3, then ONE ranged run (a
+single-run backfill, as Dagster launches it for ``BackfillPolicy.single_run()``) covers the late days
+1 .. 2: extraction plays both days, the raw load and every model receive the range, and the models
+rebuild day 3 too. The published warehouse must then equal a full rebuild from the same snapshots.
+Then ``rank-pipeline rebuild`` as a subprocess: a range, a full refresh, and bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from test_any_order import assert_equals_full_rebuild
+
+from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.jobs import daily_job, rebuild_job
+from rank_pipeline.defs.model_assets import build_model_assets
+from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+from rank_pipeline.rebuild import rebuild
+from rank_pipeline.settings import DataPaths
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY1 = date(2026, 3, 2)
+DAYS = [DAY1 + timedelta(days=i) for i in range(3)]
+
+
+def _defs(data_dir: Path) -> dg.Definitions:
+    model_assets, model_keys = build_model_assets()
+    return dg.Definitions(
+        assets=[extract_snapshots, load_raw_tables, *model_assets, build_publish_asset(model_keys)],
+        jobs=[daily_job, rebuild_job],
+        resources={"source": RankTrackerResource(), "warehouse": WarehouseResource(data_dir=str(data_dir))},
+    )
+
+
+def _ranged(job, instance, first: date, last: date):
+    """One run over the partition range, as a single-run backfill launches it."""
+    return job.execute_in_process(instance=instance, raise_on_error=False, tags={
+        "dagster/asset_partition_range_start": first.isoformat(),
+        "dagster/asset_partition_range_end": last.isoformat(),
+    })
+
+
+def _reference(data_dir: Path, tmp: Path) -> Path:
+    """A full rebuild of the same snapshots, in another folder; returns its published file."""
+    other = tmp / "reference"
+    shutil.copytree(data_dir / "snapshots", other / "snapshots")
+    report = rebuild(DataPaths(other), ROOT / "dbt_like_sql", full_refresh=True)
+    assert report.published is not None and not report.blocking_failed
+    return report.published
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("backfill")
+    defs = _defs(data_dir)
+    instance = dg.DagsterInstance.ephemeral()
+    daily = defs.resolve_job_def(daily_job.name)
+    assert daily.execute_in_process(partition_key=DAYS[2].isoformat(), instance=instance,
+                                    raise_on_error=False).success
+    result = _ranged(daily, instance, DAYS[0], DAYS[1])
+    return data_dir, defs, instance, result
+
+
+def test_a_late_day_backfilled_in_one_run_leaves_the_published_warehouse_equal_to_a_full_rebuild(
+        backfilled, tmp_path):
+    data_dir, _, instance, result = backfilled
+    assert result.success
+    # one run materialized every day of the range, checks included
+    key = dg.AssetKey(["marts", "fct_keyword_rankings_daily"])
+    assert {d.isoformat() for d in DAYS} == set(instance.get_materialized_partitions(key))
+    checks = [e for e in result.get_asset_check_evaluations() if e.asset_key == key]
+    assert checks and all(c.passed for c in checks)
+    rebuilt = [e for e in result.get_asset_materialization_events()
+               if e.asset_key == key][0].materialization.metadata["rebuilt_days"].value
+    assert rebuilt == f"{DAYS[0]} .. {DAYS[2]}"  # the later loaded day within the horizon too
+    published = data_dir / "warehouse.duckdb"
+    with duckdb.connect(str(published), read_only=True) as con:
+        days = [r[0] for r in con.execute(
+            "select distinct snapshot_date from marts.fct_keyword_rankings_daily order by 1").fetchall()]
+    assert days == DAYS
+    copy = tmp_path / "published.duckdb"
+    shutil.copyfile(published, copy)
+    with duckdb.connect(str(copy)) as con:
+        assert_equals_full_rebuild(con, _reference(data_dir, tmp_path))
+
+
+def test_the_rebuild_job_selects_everything_but_the_extraction(backfilled):
+    _, defs, _, _ = backfilled
+    job = defs.resolve_job_def(rebuild_job.name)
+    keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+    assert "raw/keywords" in keys and "marts/fct_keyword_rankings_daily" in keys and "warehouse/published" in keys
+    assert not any(k.startswith("snapshots/") for k in keys)
+
+
+def _cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RANK_PIPELINE_DATA_DIR": str(data_dir)}
+    env.pop("RANK_TRACKER_BASE_URL", None)
+    return subprocess.run([sys.executable, "-m", "rank_pipeline.cli", "rebuild", *args], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_rank_pipeline_rebuild_command(backfilled, tmp_path):
+    data_dir, _, _, _ = backfilled
+    work = tmp_path / "data"
+    shutil.copytree(data_dir / "snapshots", work / "snapshots")
+    shutil.copyfile(data_dir / "warehouse.build.duckdb", work / "warehouse.build.duckdb")
+    # a snapshot day removed: a range rebuild drops that day's raw rows and every model row depending on it
+    shutil.rmtree(work / "snapshots" / "keywords" / f"snapshot_date={DAYS[1].isoformat()}")
+    proc = _cli(work, "--from", DAYS[1].isoformat(), "--to", DAYS[1].isoformat())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"rebuilt {DAYS[1]} .. {DAYS[1]}: 1 day(s)"), proc.stdout
+    with duckdb.connect(str(work / "warehouse.duckdb"), read_only=True) as con:
+        (n,) = con.execute("select count(*) from raw.keywords where snapshot_date = ?", [DAYS[1]]).fetchone()
+        assert n == 0
+    ranged = tmp_path / "ranged.duckdb"
+    shutil.copyfile(work / "warehouse.duckdb", ranged)
+
+    proc = _cli(work, "--full-refresh")
+    assert proc.returncode == 0, proc.stderr
+    assert "(full refresh)" in proc.stdout
+    with duckdb.connect(str(ranged)) as con:
+        assert_equals_full_rebuild(con, work / "warehouse.duckdb")
+
+    proc = _cli(work, "--from", DAYS[2].isoformat(), "--to", DAYS[0].isoformat())
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "swap them" in proc.stderr
