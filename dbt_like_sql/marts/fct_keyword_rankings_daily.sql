@@ -1,10 +1,16 @@
--- One row per keyword per snapshot day: position, ranking URL, changes over 1, 7 and 30 calendar days
--- and their movement states, and the keyword's CTR-weighted visibility score (the per-keyword term the
--- visibility aggregates average). Incremental: every column depends only on the last 31 days.
+-- One row per keyword per snapshot day: position, its bucket, estimated clicks, and the comparison with
+-- the keyword's snapshots 1, 7 and 30 calendar days earlier and with its previous available snapshot
+-- (movement label, change, winner / loser flags, top 3 / top 10 entries and exits). Every position rule
+-- of the project is written here once, per keyword-day; the aggregates only count these columns.
+-- Incremental: every column depends only on the last 31 days.
 with
 
 keywords as (
     select * from staging.stg_keywords
+),
+
+rules as (
+    select * from seeds.movement_rules
 ),
 
 ctr_curve as (
@@ -80,77 +86,189 @@ compared as (
         on d30.keyword_id = k.keyword_id and d30.snapshot_date = k.snapshot_date - 30
 ),
 
+-- one row per keyword-day x horizon: the earlier snapshot each horizon compares with
+horizons as (
+    select keyword_id, snapshot_date, position, '1d' as horizon,
+        has_snapshot_1d_ago as comparable, position_1d_ago as then_position
+    from compared
+    union all
+    select keyword_id, snapshot_date, position, '7d',
+        has_snapshot_7d_ago, position_7d_ago
+    from compared
+    union all
+    select keyword_id, snapshot_date, position, '30d',
+        has_snapshot_30d_ago, position_30d_ago
+    from compared
+    union all
+    select keyword_id, snapshot_date, position, 'previous',
+        previous_snapshot_date is not null, previous_position
+    from compared
+),
+
+-- the movement rules, written once for every horizon
+labelled as (
+    select
+        h.keyword_id,
+        h.snapshot_date,
+        h.horizon,
+        h.comparable,
+        h.then_position,
+        h.then_position - h.position as position_change,
+        case
+            when not h.comparable then 'new'
+            when h.position is null and h.then_position is null then 'not_ranking'
+            when h.then_position is null then 'entered'
+            when h.position is null then 'dropped_out'
+            when h.position < h.then_position then 'improved'
+            when h.position > h.then_position then 'declined'
+            else 'unchanged'
+        end as movement,
+        case when h.comparable then
+            coalesce(h.then_position, r.not_ranking_position) - coalesce(h.position, r.not_ranking_position)
+        end as penalised_change,
+        r.significant_move_positions,
+        case when h.comparable then coalesce(h.position <= 3, false) and not coalesce(h.then_position <= 3, false) end
+            as entered_top_3,
+        case when h.comparable then coalesce(h.then_position <= 3, false) and not coalesce(h.position <= 3, false) end
+            as exited_top_3,
+        case when h.comparable then coalesce(h.position <= 10, false) and not coalesce(h.then_position <= 10, false) end
+            as entered_top_10,
+        case when h.comparable then coalesce(h.then_position <= 10, false) and not coalesce(h.position <= 10, false) end
+            as exited_top_10
+    from horizons as h
+    cross join rules as r
+),
+
+flagged as (
+    select
+        *,
+        movement in ('improved', 'entered') as is_winner,
+        movement in ('declined', 'dropped_out') as is_loser,
+        comparable and penalised_change >= significant_move_positions as is_significant_winner,
+        comparable and penalised_change <= -significant_move_positions as is_significant_loser
+    from labelled
+),
+
+pivoted as (
+    select
+        keyword_id,
+        snapshot_date,
+        any_value(position_change) filter (where horizon = '1d') as position_change_1d,
+        any_value(movement) filter (where horizon = '1d') as movement_1d,
+        any_value(is_winner) filter (where horizon = '1d') as is_winner_1d,
+        any_value(is_loser) filter (where horizon = '1d') as is_loser_1d,
+        any_value(is_significant_winner) filter (where horizon = '1d') as is_significant_winner_1d,
+        any_value(is_significant_loser) filter (where horizon = '1d') as is_significant_loser_1d,
+        any_value(position_change) filter (where horizon = '7d') as position_change_7d,
+        any_value(movement) filter (where horizon = '7d') as movement_7d,
+        any_value(is_winner) filter (where horizon = '7d') as is_winner_7d,
+        any_value(is_loser) filter (where horizon = '7d') as is_loser_7d,
+        any_value(is_significant_winner) filter (where horizon = '7d') as is_significant_winner_7d,
+        any_value(is_significant_loser) filter (where horizon = '7d') as is_significant_loser_7d,
+        any_value(position_change) filter (where horizon = '30d') as position_change_30d,
+        any_value(movement) filter (where horizon = '30d') as movement_30d,
+        any_value(is_winner) filter (where horizon = '30d') as is_winner_30d,
+        any_value(is_loser) filter (where horizon = '30d') as is_loser_30d,
+        any_value(is_significant_winner) filter (where horizon = '30d') as is_significant_winner_30d,
+        any_value(is_significant_loser) filter (where horizon = '30d') as is_significant_loser_30d,
+        any_value(position_change) filter (where horizon = 'previous') as position_change_previous,
+        any_value(movement) filter (where horizon = 'previous') as movement_previous,
+        any_value(is_winner) filter (where horizon = 'previous') as is_winner_previous,
+        any_value(is_loser) filter (where horizon = 'previous') as is_loser_previous,
+        any_value(is_significant_winner) filter (where horizon = 'previous') as is_significant_winner_previous,
+        any_value(is_significant_loser) filter (where horizon = 'previous') as is_significant_loser_previous,
+        any_value(entered_top_3) filter (where horizon = 'previous') as entered_top_3,
+        any_value(exited_top_3) filter (where horizon = 'previous') as exited_top_3,
+        any_value(entered_top_10) filter (where horizon = 'previous') as entered_top_10,
+        any_value(exited_top_10) filter (where horizon = 'previous') as exited_top_10
+    from flagged
+    group by keyword_id, snapshot_date
+),
+
 scored as (
     select
         cmp.*,
         coalesce(c.ctr, 0) as estimated_ctr,
         c1.ctr_position_1,
-        c1.curve_version as ctr_curve_version
+        c1.curve_version as ctr_curve_version,
+        r.not_ranking_position
     from compared as cmp
     cross join ctr_at_position_1 as c1
+    cross join rules as r
     left join current_curve as c
         on c.position = cmp.position
 ),
 
 final as (
     select
-        account,
-        domain_id,
-        keyword_id,
-        snapshot_date,
-        keyword,
-        search_engine,
-        device,
-        location_code,
-        language_code,
-        search_volume,
-        position,
-        position is not null as is_ranking,
-        ranking_url,
-        previous_snapshot_date,
-        previous_position,
-        previous_ranking_url,
+        s.account,
+        s.domain_id,
+        s.keyword_id,
+        s.snapshot_date,
+        s.keyword,
+        s.search_engine,
+        s.device,
+        s.location_code,
+        s.language_code,
+        s.search_volume,
+        s.position,
+        s.position is not null as is_ranking,
+        coalesce(s.position, s.not_ranking_position) as penalised_position,
         case
-            when previous_ranking_url is null or ranking_url is null then null
-            else ranking_url <> previous_ranking_url
+            when s.position is null then 'not_ranking'
+            when s.position <= 3 then '1-3'
+            when s.position <= 10 then '4-10'
+            when s.position <= 20 then '11-20'
+            when s.position <= 50 then '21-50'
+            else '51-100'
+        end as position_bucket,
+        s.ranking_url,
+        s.previous_snapshot_date,
+        s.snapshot_date - s.previous_snapshot_date as days_since_previous,
+        s.previous_position,
+        s.previous_ranking_url,
+        case
+            when s.previous_ranking_url is null or s.ranking_url is null then null
+            else s.ranking_url <> s.previous_ranking_url
         end as url_changed,
-        position_1d_ago,
-        position_1d_ago - position as position_change_1d,
-        case
-            when not has_snapshot_1d_ago then 'new'
-            when position is null and position_1d_ago is null then 'not_ranking'
-            when position_1d_ago is null then 'entered'
-            when position is null then 'dropped_out'
-            when position < position_1d_ago then 'improved'
-            when position > position_1d_ago then 'declined'
-            else 'unchanged'
-        end as movement_1d,
-        position_7d_ago,
-        position_7d_ago - position as position_change_7d,
-        case
-            when not has_snapshot_7d_ago then 'new'
-            when position is null and position_7d_ago is null then 'not_ranking'
-            when position_7d_ago is null then 'entered'
-            when position is null then 'dropped_out'
-            when position < position_7d_ago then 'improved'
-            when position > position_7d_ago then 'declined'
-            else 'unchanged'
-        end as movement_7d,
-        position_30d_ago,
-        position_30d_ago - position as position_change_30d,
-        case
-            when not has_snapshot_30d_ago then 'new'
-            when position is null and position_30d_ago is null then 'not_ranking'
-            when position_30d_ago is null then 'entered'
-            when position is null then 'dropped_out'
-            when position < position_30d_ago then 'improved'
-            when position > position_30d_ago then 'declined'
-            else 'unchanged'
-        end as movement_30d,
-        estimated_ctr,
-        estimated_ctr / ctr_position_1 * 100 as visibility_score,
-        ctr_curve_version
-    from scored
+        s.position_1d_ago,
+        p.position_change_1d,
+        p.movement_1d,
+        p.is_winner_1d,
+        p.is_loser_1d,
+        p.is_significant_winner_1d,
+        p.is_significant_loser_1d,
+        s.position_7d_ago,
+        p.position_change_7d,
+        p.movement_7d,
+        p.is_winner_7d,
+        p.is_loser_7d,
+        p.is_significant_winner_7d,
+        p.is_significant_loser_7d,
+        s.position_30d_ago,
+        p.position_change_30d,
+        p.movement_30d,
+        p.is_winner_30d,
+        p.is_loser_30d,
+        p.is_significant_winner_30d,
+        p.is_significant_loser_30d,
+        p.position_change_previous,
+        p.movement_previous,
+        p.is_winner_previous,
+        p.is_loser_previous,
+        p.is_significant_winner_previous,
+        p.is_significant_loser_previous,
+        p.entered_top_3,
+        p.exited_top_3,
+        p.entered_top_10,
+        p.exited_top_10,
+        s.estimated_ctr,
+        s.estimated_ctr / s.ctr_position_1 * 100 as visibility_score,
+        s.estimated_ctr * s.search_volume as estimated_clicks,
+        s.ctr_curve_version
+    from scored as s
+    inner join pivoted as p
+        on p.keyword_id = s.keyword_id and p.snapshot_date = s.snapshot_date
 )
 
 select * from final
