@@ -78,7 +78,11 @@ reset_starts as (
 cycles as (
     select
         *,
-        max(reset_start) over last_62_days as cycle_start,
+        coalesce(
+            max(reset_start) over last_62_days,
+            -- a flow with no reset seen yet: the calendar month is assumed
+            case when metric_kind = 'flow' then cast(date_trunc('month', snapshot_date) as date) end
+        ) as cycle_start,
         count(reset_start) over last_62_days as resets_62d,
         max(reset_start) over last_62_days
             - min(reset_start) over last_62_days as span_between_resets
@@ -94,6 +98,7 @@ cadenced as (
         *,
         case when resets_62d >= 2 then span_between_resets / (resets_62d - 1) end as cycle_length_days,
         case
+            when resets_62d = 0 and metric_kind = 'flow' then 'calendar_month_assumed'
             when resets_62d = 0 then 'none'
             when resets_62d = 1 then 'monthly_assumed'
             when span_between_resets / (resets_62d - 1) between 28 and 31 then 'monthly'
@@ -106,7 +111,7 @@ bounded as (
     select
         *,
         case
-            when reset_cadence in ('monthly', 'monthly_assumed')
+            when reset_cadence in ('monthly', 'monthly_assumed', 'calendar_month_assumed')
                 then cast(cycle_start + interval 1 month - interval 1 day as date)
             when reset_cadence like 'every_%'
                 then cast(cycle_start + cast(cycle_length_days as integer) - 1 as date)
