@@ -526,6 +526,11 @@ MARTS = {
     "marts.dim_keywords": "keyword_id",
     "marts.dim_domains": "domain_id",
     "marts.dim_competitors": "domain_id, competitor_id",
+    "marts.agg_domain_daily": "domain_id, snapshot_date",
+    "marts.agg_ranking_url_daily": "domain_id, ranking_url, snapshot_date",
+    "marts.fct_account_snapshot_coverage_daily": "account, snapshot_date",
+    "marts.agg_account_keyword_changes_daily": "account, snapshot_date",
+    "marts.fct_quota_cycle_daily": "account, snapshot_date, metric",
 }
 
 
