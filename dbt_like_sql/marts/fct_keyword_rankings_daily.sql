@@ -86,103 +86,65 @@ compared as (
         on d30.keyword_id = k.keyword_id and d30.snapshot_date = k.snapshot_date - 30
 ),
 
--- one row per keyword-day x horizon: the earlier snapshot each horizon compares with
+-- the four horizons of each keyword-day as a list: [1d, 7d, 30d, previous]
 horizons as (
-    select keyword_id, snapshot_date, position, '1d' as horizon,
-        has_snapshot_1d_ago as comparable, position_1d_ago as then_position
-    from compared
-    union all
-    select keyword_id, snapshot_date, position, '7d',
-        has_snapshot_7d_ago, position_7d_ago
-    from compared
-    union all
-    select keyword_id, snapshot_date, position, '30d',
-        has_snapshot_30d_ago, position_30d_ago
-    from compared
-    union all
-    select keyword_id, snapshot_date, position, 'previous',
-        previous_snapshot_date is not null, previous_position
-    from compared
+    select
+        c.*,
+        [
+            {'comparable': c.has_snapshot_1d_ago, 'then_position': c.position_1d_ago},
+            {'comparable': c.has_snapshot_7d_ago, 'then_position': c.position_7d_ago},
+            {'comparable': c.has_snapshot_30d_ago, 'then_position': c.position_30d_ago},
+            {'comparable': c.previous_snapshot_date is not null, 'then_position': c.previous_position}
+        ] as earlier
+    from compared as c
 ),
 
--- the movement rules, written once for every horizon
+-- the movement rules, written once and applied to every horizon
 labelled as (
     select
-        h.keyword_id,
-        h.snapshot_date,
-        h.horizon,
-        h.comparable,
-        h.then_position,
-        h.then_position - h.position as position_change,
-        case
-            when not h.comparable then 'new'
-            when h.position is null and h.then_position is null then 'not_ranking'
-            when h.then_position is null then 'entered'
-            when h.position is null then 'dropped_out'
-            when h.position < h.then_position then 'improved'
-            when h.position > h.then_position then 'declined'
-            else 'unchanged'
-        end as movement,
-        case when h.comparable then
-            coalesce(h.then_position, r.not_ranking_position) - coalesce(h.position, r.not_ranking_position)
-        end as penalised_change,
-        r.significant_move_positions,
-        case when h.comparable then coalesce(h.position <= 3, false) and not coalesce(h.then_position <= 3, false) end
-            as entered_top_3,
-        case when h.comparable then coalesce(h.then_position <= 3, false) and not coalesce(h.position <= 3, false) end
-            as exited_top_3,
-        case when h.comparable then coalesce(h.position <= 10, false) and not coalesce(h.then_position <= 10, false) end
-            as entered_top_10,
-        case when h.comparable then coalesce(h.then_position <= 10, false) and not coalesce(h.position <= 10, false) end
-            as exited_top_10
+        h.* exclude (earlier),
+        list_transform(h.earlier, lambda e: {
+            'comparable': e.comparable,
+            'then_position': e.then_position,
+            'position_change': e.then_position - h.position,
+            'movement': case
+                when not e.comparable then 'new'
+                when h.position is null and e.then_position is null then 'not_ranking'
+                when e.then_position is null then 'entered'
+                when h.position is null then 'dropped_out'
+                when h.position < e.then_position then 'improved'
+                when h.position > e.then_position then 'declined'
+                else 'unchanged'
+            end,
+            'penalised_change': case when e.comparable then
+                coalesce(e.then_position, r.not_ranking_position) - coalesce(h.position, r.not_ranking_position)
+            end
+        }) as compared_to
     from horizons as h
     cross join rules as r
 ),
 
 flagged as (
     select
-        *,
-        movement in ('improved', 'entered') as is_winner,
-        movement in ('declined', 'dropped_out') as is_loser,
-        comparable and penalised_change >= significant_move_positions as is_significant_winner,
-        comparable and penalised_change <= -significant_move_positions as is_significant_loser
-    from labelled
-),
-
-pivoted as (
-    select
-        keyword_id,
-        snapshot_date,
-        any_value(position_change) filter (where horizon = '1d') as position_change_1d,
-        any_value(movement) filter (where horizon = '1d') as movement_1d,
-        any_value(is_winner) filter (where horizon = '1d') as is_winner_1d,
-        any_value(is_loser) filter (where horizon = '1d') as is_loser_1d,
-        any_value(is_significant_winner) filter (where horizon = '1d') as is_significant_winner_1d,
-        any_value(is_significant_loser) filter (where horizon = '1d') as is_significant_loser_1d,
-        any_value(position_change) filter (where horizon = '7d') as position_change_7d,
-        any_value(movement) filter (where horizon = '7d') as movement_7d,
-        any_value(is_winner) filter (where horizon = '7d') as is_winner_7d,
-        any_value(is_loser) filter (where horizon = '7d') as is_loser_7d,
-        any_value(is_significant_winner) filter (where horizon = '7d') as is_significant_winner_7d,
-        any_value(is_significant_loser) filter (where horizon = '7d') as is_significant_loser_7d,
-        any_value(position_change) filter (where horizon = '30d') as position_change_30d,
-        any_value(movement) filter (where horizon = '30d') as movement_30d,
-        any_value(is_winner) filter (where horizon = '30d') as is_winner_30d,
-        any_value(is_loser) filter (where horizon = '30d') as is_loser_30d,
-        any_value(is_significant_winner) filter (where horizon = '30d') as is_significant_winner_30d,
-        any_value(is_significant_loser) filter (where horizon = '30d') as is_significant_loser_30d,
-        any_value(position_change) filter (where horizon = 'previous') as position_change_previous,
-        any_value(movement) filter (where horizon = 'previous') as movement_previous,
-        any_value(is_winner) filter (where horizon = 'previous') as is_winner_previous,
-        any_value(is_loser) filter (where horizon = 'previous') as is_loser_previous,
-        any_value(is_significant_winner) filter (where horizon = 'previous') as is_significant_winner_previous,
-        any_value(is_significant_loser) filter (where horizon = 'previous') as is_significant_loser_previous,
-        any_value(entered_top_3) filter (where horizon = 'previous') as entered_top_3,
-        any_value(exited_top_3) filter (where horizon = 'previous') as exited_top_3,
-        any_value(entered_top_10) filter (where horizon = 'previous') as entered_top_10,
-        any_value(exited_top_10) filter (where horizon = 'previous') as exited_top_10
-    from flagged
-    group by keyword_id, snapshot_date
+        l.* exclude (compared_to),
+        list_transform(l.compared_to, lambda x: {
+            'position_change': x.position_change,
+            'movement': x.movement,
+            'is_winner': x.movement in ('improved', 'entered'),
+            'is_loser': x.movement in ('declined', 'dropped_out'),
+            'is_significant_winner': x.comparable and x.penalised_change >= r.significant_move_positions,
+            'is_significant_loser': x.comparable and x.penalised_change <= -r.significant_move_positions,
+            'entered_top_3': case when x.comparable then
+                coalesce(l.position <= 3, false) and not coalesce(x.then_position <= 3, false) end,
+            'exited_top_3': case when x.comparable then
+                coalesce(x.then_position <= 3, false) and not coalesce(l.position <= 3, false) end,
+            'entered_top_10': case when x.comparable then
+                coalesce(l.position <= 10, false) and not coalesce(x.then_position <= 10, false) end,
+            'exited_top_10': case when x.comparable then
+                coalesce(x.then_position <= 10, false) and not coalesce(l.position <= 10, false) end
+        }) as h
+    from labelled as l
+    cross join rules as r
 ),
 
 scored as (
@@ -192,7 +154,7 @@ scored as (
         c1.ctr_position_1,
         c1.curve_version as ctr_curve_version,
         r.not_ranking_position
-    from compared as cmp
+    from flagged as cmp
     cross join ctr_at_position_1 as c1
     cross join rules as r
     left join current_curve as c
@@ -232,43 +194,41 @@ final as (
             else s.ranking_url <> s.previous_ranking_url
         end as url_changed,
         s.position_1d_ago,
-        p.position_change_1d,
-        p.movement_1d,
-        p.is_winner_1d,
-        p.is_loser_1d,
-        p.is_significant_winner_1d,
-        p.is_significant_loser_1d,
+        s.h[1].position_change as position_change_1d,
+        s.h[1].movement as movement_1d,
+        s.h[1].is_winner as is_winner_1d,
+        s.h[1].is_loser as is_loser_1d,
+        s.h[1].is_significant_winner as is_significant_winner_1d,
+        s.h[1].is_significant_loser as is_significant_loser_1d,
         s.position_7d_ago,
-        p.position_change_7d,
-        p.movement_7d,
-        p.is_winner_7d,
-        p.is_loser_7d,
-        p.is_significant_winner_7d,
-        p.is_significant_loser_7d,
+        s.h[2].position_change as position_change_7d,
+        s.h[2].movement as movement_7d,
+        s.h[2].is_winner as is_winner_7d,
+        s.h[2].is_loser as is_loser_7d,
+        s.h[2].is_significant_winner as is_significant_winner_7d,
+        s.h[2].is_significant_loser as is_significant_loser_7d,
         s.position_30d_ago,
-        p.position_change_30d,
-        p.movement_30d,
-        p.is_winner_30d,
-        p.is_loser_30d,
-        p.is_significant_winner_30d,
-        p.is_significant_loser_30d,
-        p.position_change_previous,
-        p.movement_previous,
-        p.is_winner_previous,
-        p.is_loser_previous,
-        p.is_significant_winner_previous,
-        p.is_significant_loser_previous,
-        p.entered_top_3,
-        p.exited_top_3,
-        p.entered_top_10,
-        p.exited_top_10,
+        s.h[3].position_change as position_change_30d,
+        s.h[3].movement as movement_30d,
+        s.h[3].is_winner as is_winner_30d,
+        s.h[3].is_loser as is_loser_30d,
+        s.h[3].is_significant_winner as is_significant_winner_30d,
+        s.h[3].is_significant_loser as is_significant_loser_30d,
+        s.h[4].position_change as position_change_previous,
+        s.h[4].movement as movement_previous,
+        s.h[4].is_winner as is_winner_previous,
+        s.h[4].is_loser as is_loser_previous,
+        s.h[4].is_significant_winner as is_significant_winner_previous,
+        s.h[4].is_significant_loser as is_significant_loser_previous,
+        s.h[4].entered_top_3 as entered_top_3,
+        s.h[4].exited_top_3 as exited_top_3,
+        s.h[4].entered_top_10 as entered_top_10,
+        s.h[4].exited_top_10 as exited_top_10,
         s.estimated_ctr,
         s.estimated_ctr / s.ctr_position_1 * 100 as visibility_score,
         s.estimated_ctr * s.search_volume as estimated_clicks,
         s.ctr_curve_version
     from scored as s
-    inner join pivoted as p
-        on p.keyword_id = s.keyword_id and p.snapshot_date = s.snapshot_date
 )
 
 select * from final
