@@ -1,10 +1,16 @@
--- One row per keyword per snapshot day: position, ranking URL, changes over 1, 7 and 30 calendar days
--- and their movement states, and the keyword's CTR-weighted visibility score (the per-keyword term the
--- visibility aggregates average). Incremental: every column depends only on the last 31 days.
+-- One row per keyword per snapshot day: position, its bucket, estimated clicks, and the comparison with
+-- the keyword's snapshots 1, 7 and 30 calendar days earlier and with its previous available snapshot
+-- (movement label, change, winner / loser flags, top 3 / top 10 entries and exits). Every position rule
+-- of the project is written here once, per keyword-day; the aggregates only count these columns.
+-- Incremental: every column depends only on the last 31 days.
 with
 
 keywords as (
     select * from staging.stg_keywords
+),
+
+rules as (
+    select * from seeds.movement_rules
 ),
 
 ctr_curve as (
@@ -80,77 +86,149 @@ compared as (
         on d30.keyword_id = k.keyword_id and d30.snapshot_date = k.snapshot_date - 30
 ),
 
+-- the four horizons of each keyword-day as a list: [1d, 7d, 30d, previous]
+horizons as (
+    select
+        c.*,
+        [
+            {'comparable': c.has_snapshot_1d_ago, 'then_position': c.position_1d_ago},
+            {'comparable': c.has_snapshot_7d_ago, 'then_position': c.position_7d_ago},
+            {'comparable': c.has_snapshot_30d_ago, 'then_position': c.position_30d_ago},
+            {'comparable': c.previous_snapshot_date is not null, 'then_position': c.previous_position}
+        ] as earlier
+    from compared as c
+),
+
+-- the movement rules, written once and applied to every horizon
+labelled as (
+    select
+        h.* exclude (earlier),
+        list_transform(h.earlier, lambda e: {
+            'comparable': e.comparable,
+            'then_position': e.then_position,
+            'position_change': e.then_position - h.position,
+            'movement': case
+                when not e.comparable then 'new'
+                when h.position is null and e.then_position is null then 'not_ranking'
+                when e.then_position is null then 'entered'
+                when h.position is null then 'dropped_out'
+                when h.position < e.then_position then 'improved'
+                when h.position > e.then_position then 'declined'
+                else 'unchanged'
+            end,
+            'penalised_change': case when e.comparable then
+                coalesce(e.then_position, r.not_ranking_position) - coalesce(h.position, r.not_ranking_position)
+            end
+        }) as compared_to
+    from horizons as h
+    cross join rules as r
+),
+
+flagged as (
+    select
+        l.* exclude (compared_to),
+        list_transform(l.compared_to, lambda x: {
+            'position_change': x.position_change,
+            'movement': x.movement,
+            'is_winner': x.movement in ('improved', 'entered'),
+            'is_loser': x.movement in ('declined', 'dropped_out'),
+            'is_significant_winner': x.comparable and x.penalised_change >= r.significant_move_positions,
+            'is_significant_loser': x.comparable and x.penalised_change <= -r.significant_move_positions,
+            'entered_top_3': case when x.comparable then
+                coalesce(l.position <= 3, false) and not coalesce(x.then_position <= 3, false) end,
+            'exited_top_3': case when x.comparable then
+                coalesce(x.then_position <= 3, false) and not coalesce(l.position <= 3, false) end,
+            'entered_top_10': case when x.comparable then
+                coalesce(l.position <= 10, false) and not coalesce(x.then_position <= 10, false) end,
+            'exited_top_10': case when x.comparable then
+                coalesce(x.then_position <= 10, false) and not coalesce(l.position <= 10, false) end
+        }) as h
+    from labelled as l
+    cross join rules as r
+),
+
 scored as (
     select
         cmp.*,
         coalesce(c.ctr, 0) as estimated_ctr,
         c1.ctr_position_1,
-        c1.curve_version as ctr_curve_version
-    from compared as cmp
+        c1.curve_version as ctr_curve_version,
+        r.not_ranking_position
+    from flagged as cmp
     cross join ctr_at_position_1 as c1
+    cross join rules as r
     left join current_curve as c
         on c.position = cmp.position
 ),
 
 final as (
     select
-        account,
-        domain_id,
-        keyword_id,
-        snapshot_date,
-        keyword,
-        search_engine,
-        device,
-        location_code,
-        language_code,
-        search_volume,
-        position,
-        position is not null as is_ranking,
-        ranking_url,
-        previous_snapshot_date,
-        previous_position,
-        previous_ranking_url,
+        s.account,
+        s.domain_id,
+        s.keyword_id,
+        s.snapshot_date,
+        s.keyword,
+        s.search_engine,
+        s.device,
+        s.location_code,
+        s.language_code,
+        s.search_volume,
+        s.position,
+        s.position is not null as is_ranking,
+        coalesce(s.position, s.not_ranking_position) as penalised_position,
         case
-            when previous_ranking_url is null or ranking_url is null then null
-            else ranking_url <> previous_ranking_url
+            when s.position is null then 'not_ranking'
+            when s.position <= 3 then '1-3'
+            when s.position <= 10 then '4-10'
+            when s.position <= 20 then '11-20'
+            when s.position <= 50 then '21-50'
+            else '51-100'
+        end as position_bucket,
+        s.ranking_url,
+        s.previous_snapshot_date,
+        s.snapshot_date - s.previous_snapshot_date as days_since_previous,
+        s.previous_position,
+        s.previous_ranking_url,
+        case
+            when s.previous_ranking_url is null or s.ranking_url is null then null
+            else s.ranking_url <> s.previous_ranking_url
         end as url_changed,
-        position_1d_ago,
-        position_1d_ago - position as position_change_1d,
-        case
-            when not has_snapshot_1d_ago then 'new'
-            when position is null and position_1d_ago is null then 'not_ranking'
-            when position_1d_ago is null then 'entered'
-            when position is null then 'dropped_out'
-            when position < position_1d_ago then 'improved'
-            when position > position_1d_ago then 'declined'
-            else 'unchanged'
-        end as movement_1d,
-        position_7d_ago,
-        position_7d_ago - position as position_change_7d,
-        case
-            when not has_snapshot_7d_ago then 'new'
-            when position is null and position_7d_ago is null then 'not_ranking'
-            when position_7d_ago is null then 'entered'
-            when position is null then 'dropped_out'
-            when position < position_7d_ago then 'improved'
-            when position > position_7d_ago then 'declined'
-            else 'unchanged'
-        end as movement_7d,
-        position_30d_ago,
-        position_30d_ago - position as position_change_30d,
-        case
-            when not has_snapshot_30d_ago then 'new'
-            when position is null and position_30d_ago is null then 'not_ranking'
-            when position_30d_ago is null then 'entered'
-            when position is null then 'dropped_out'
-            when position < position_30d_ago then 'improved'
-            when position > position_30d_ago then 'declined'
-            else 'unchanged'
-        end as movement_30d,
-        estimated_ctr,
-        estimated_ctr / ctr_position_1 * 100 as visibility_score,
-        ctr_curve_version
-    from scored
+        s.position_1d_ago,
+        s.h[1].position_change as position_change_1d,
+        s.h[1].movement as movement_1d,
+        s.h[1].is_winner as is_winner_1d,
+        s.h[1].is_loser as is_loser_1d,
+        s.h[1].is_significant_winner as is_significant_winner_1d,
+        s.h[1].is_significant_loser as is_significant_loser_1d,
+        s.position_7d_ago,
+        s.h[2].position_change as position_change_7d,
+        s.h[2].movement as movement_7d,
+        s.h[2].is_winner as is_winner_7d,
+        s.h[2].is_loser as is_loser_7d,
+        s.h[2].is_significant_winner as is_significant_winner_7d,
+        s.h[2].is_significant_loser as is_significant_loser_7d,
+        s.position_30d_ago,
+        s.h[3].position_change as position_change_30d,
+        s.h[3].movement as movement_30d,
+        s.h[3].is_winner as is_winner_30d,
+        s.h[3].is_loser as is_loser_30d,
+        s.h[3].is_significant_winner as is_significant_winner_30d,
+        s.h[3].is_significant_loser as is_significant_loser_30d,
+        s.h[4].position_change as position_change_previous,
+        s.h[4].movement as movement_previous,
+        s.h[4].is_winner as is_winner_previous,
+        s.h[4].is_loser as is_loser_previous,
+        s.h[4].is_significant_winner as is_significant_winner_previous,
+        s.h[4].is_significant_loser as is_significant_loser_previous,
+        s.h[4].entered_top_3 as entered_top_3,
+        s.h[4].exited_top_3 as exited_top_3,
+        s.h[4].entered_top_10 as entered_top_10,
+        s.h[4].exited_top_10 as exited_top_10,
+        s.estimated_ctr,
+        s.estimated_ctr / s.ctr_position_1 * 100 as visibility_score,
+        s.estimated_ctr * s.search_volume as estimated_clicks,
+        s.ctr_curve_version
+    from scored as s
 )
 
 select * from final

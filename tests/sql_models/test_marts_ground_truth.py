@@ -321,8 +321,8 @@ def test_domain_visibility_matches_world(warehouse, truth, rankings: Rankings):
          "domain": names[(key[0], key[-1])], **_visibility_rows(rows, rankings)}
         for key, rows in groups.items()
     ]
-    actual = mart(warehouse, "marts.agg_domain_visibility_daily", ", ".join(SEGMENT))
-    assert_matches(actual, expected, SEGMENT, "agg_domain_visibility_daily")
+    actual = mart(warehouse, "marts.agg_domain_segment_daily", ", ".join(SEGMENT))
+    assert_matches(actual, expected, SEGMENT, "agg_domain_segment_daily")
     assert actual["visibility"].between(0, 100).all()
 
 
@@ -346,8 +346,8 @@ def test_tag_visibility_matches_world(warehouse, truth, rankings: Rankings):
         for (acc, tag, day), rows in groups.items()
     ]
     assert expected, "no keyword carries a tag: the scenario is missing"
-    actual = mart(warehouse, "marts.agg_tag_visibility_daily", "account, tag_id, snapshot_date")
-    assert_matches(actual, expected, ["account", "tag_id", "snapshot_date"], "agg_tag_visibility_daily")
+    actual = mart(warehouse, "marts.agg_tag_daily", "account, tag_id, snapshot_date")
+    assert_matches(actual, expected, ["account", "tag_id", "snapshot_date"], "agg_tag_daily")
 
 
 # ------------------------------------------------------------------------------------------ quota
@@ -516,8 +516,8 @@ def test_dim_domains_matches_world(warehouse, truth):
 
 MARTS = {
     "marts.fct_keyword_rankings_daily": "keyword_id, snapshot_date",
-    "marts.agg_domain_visibility_daily": ", ".join(SEGMENT),
-    "marts.agg_tag_visibility_daily": "account, tag_id, snapshot_date",
+    "marts.agg_domain_segment_daily": ", ".join(SEGMENT),
+    "marts.agg_tag_daily": "account, tag_id, snapshot_date",
     "marts.fct_ranking_url_flips": "keyword_id, snapshot_date",
     "marts.fct_quota_burn_daily": "account, snapshot_date, metric",
     "marts.agg_quota_burn_by_domain": "account, domain_id, snapshot_date",
@@ -526,6 +526,11 @@ MARTS = {
     "marts.dim_keywords": "keyword_id",
     "marts.dim_domains": "domain_id",
     "marts.dim_competitors": "domain_id, competitor_id",
+    "marts.agg_domain_daily": "domain_id, snapshot_date",
+    "marts.agg_ranking_url_daily": "domain_id, ranking_url, snapshot_date",
+    "marts.fct_account_snapshot_coverage_daily": "account, snapshot_date",
+    "marts.agg_account_keyword_changes_daily": "account, snapshot_date",
+    "marts.fct_quota_cycle_daily": "account, snapshot_date, metric",
 }
 
 

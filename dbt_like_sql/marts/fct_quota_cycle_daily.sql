@@ -1,0 +1,195 @@
+-- Grain: one row per account x quota metric x snapshot day: the metric's billing cycle as detected from
+-- the data (usage falling sharply = a reset), usage projected at the cycle's end, whether and when the
+-- allowance runs out before the next reset, with a robust (median) burn rate beside the mean.
+-- keywords are a stock (net change, additions and removals apart); dataRows a flow within a cycle.
+with
+
+usage as (
+    select * from staging.stg_usage
+),
+
+keyword_changes as (
+    select * from marts.agg_account_keyword_changes_daily
+),
+
+metrics as (
+    select
+        account,
+        snapshot_date,
+        'keywords' as metric,
+        'stock' as metric_kind,
+        keywords_usage as usage,
+        keywords_limit as quota_limit,
+        coalesce(keywords_remaining, keywords_limit - keywords_usage) as remaining
+    from usage
+    union all
+    select
+        account,
+        snapshot_date,
+        'dataRows' as metric,
+        'flow' as metric_kind,
+        data_rows_usage as usage,
+        data_rows_limit as quota_limit,
+        coalesce(data_rows_remaining, data_rows_limit - data_rows_usage) as remaining
+    from usage
+),
+
+with_previous as (
+    select
+        *,
+        lag(snapshot_date) over by_metric as lag_date,
+        lag(usage) over by_metric as lag_usage
+    from metrics
+    window by_metric as (partition by account, metric order by snapshot_date)
+),
+
+previous as (
+    select
+        * exclude (lag_date, lag_usage),
+        -- the previous snapshot counts only within 31 days, so a full rebuild equals the incremental one
+        case when lag_date >= snapshot_date - 31 then lag_date end as previous_snapshot_date,
+        case when lag_date >= snapshot_date - 31 then lag_usage end as previous_usage
+    from with_previous
+),
+
+resets as (
+    select
+        *,
+        snapshot_date - previous_snapshot_date as days_since_previous,
+        -- a reset: usage fell by more than half since the previous snapshot
+        coalesce(previous_usage > 0 and usage < previous_usage * 0.5, false) as is_reset
+    from previous
+),
+
+reset_starts as (
+    select
+        *,
+        -- the cycle starts on the reset day; when the reset fell in a gap of snapshots that holds the 1st of
+        -- the month, on that 1st (the calendar-month billing convention), else on the first day after the gap
+        case
+            when not is_reset then null
+            when date_trunc('month', snapshot_date) > previous_snapshot_date
+                then cast(date_trunc('month', snapshot_date) as date)
+            else cast(previous_snapshot_date + 1 as date)
+        end as reset_start
+    from resets
+),
+
+cycles as (
+    select
+        *,
+        coalesce(
+            max(reset_start) over last_62_days,
+            -- a flow with no reset seen yet: the calendar month is assumed
+            case when metric_kind = 'flow' then cast(date_trunc('month', snapshot_date) as date) end
+        ) as cycle_start,
+        count(reset_start) over last_62_days as resets_62d,
+        max(reset_start) over last_62_days
+            - min(reset_start) over last_62_days as span_between_resets
+    from reset_starts
+    window last_62_days as (
+        partition by account, metric order by snapshot_date
+        range between interval 62 days preceding and current row
+    )
+),
+
+cadenced as (
+    select
+        *,
+        case when resets_62d >= 2 then span_between_resets / (resets_62d - 1) end as cycle_length_days,
+        case
+            when resets_62d = 0 and metric_kind = 'flow' then 'calendar_month_assumed'
+            when resets_62d = 0 then 'none'
+            when resets_62d = 1 then 'monthly_assumed'
+            when span_between_resets / (resets_62d - 1) between 28 and 31 then 'monthly'
+            else 'every_' || cast(span_between_resets // (resets_62d - 1) as varchar) || '_days'
+        end as reset_cadence
+    from cycles
+),
+
+bounded as (
+    select
+        *,
+        case
+            when reset_cadence in ('monthly', 'monthly_assumed', 'calendar_month_assumed')
+                then cast(cycle_start + interval 1 month - interval 1 day as date)
+            when reset_cadence like 'every_%'
+                then cast(cycle_start + cast(cycle_length_days as integer) - 1 as date)
+        end as cycle_end
+    from cadenced
+),
+
+burns as (
+    select
+        *,
+        case
+            when metric_kind = 'flow' and cycle_start = snapshot_date
+                then usage * 1.0
+            when metric_kind = 'flow' and is_reset and cycle_start is not null
+                then usage * 1.0 / (snapshot_date - cycle_start + 1)
+            when previous_usage is not null and not is_reset
+                then (usage - previous_usage) * 1.0 / days_since_previous
+        end as daily_burn
+    from bounded
+),
+
+rates as (
+    select
+        *,
+        avg(daily_burn) over last_7_days as burn_rate_mean_7d,
+        median(daily_burn) over last_7_days as burn_rate_median_7d
+    from burns
+    window last_7_days as (
+        partition by account, metric order by snapshot_date
+        range between interval 6 days preceding and current row
+    )
+),
+
+final as (
+    select
+        r.account,
+        r.snapshot_date,
+        r.metric,
+        r.metric_kind,
+        r.usage,
+        r.quota_limit,
+        r.remaining,
+        r.usage * 100.0 / nullif(r.quota_limit, 0) as utilisation_pct,
+        r.previous_snapshot_date,
+        r.days_since_previous,
+        r.usage - r.previous_usage as net_change,
+        kc.keywords_added,
+        kc.keywords_removed,
+        r.is_reset,
+        r.reset_cadence,
+        r.cycle_length_days,
+        r.cycle_start,
+        r.cycle_end,
+        r.snapshot_date - r.cycle_start + 1 as cycle_days_elapsed,
+        r.cycle_end - r.snapshot_date as cycle_days_left,
+        r.daily_burn,
+        r.burn_rate_mean_7d,
+        r.burn_rate_median_7d,
+        case when r.metric_kind = 'flow' and r.cycle_start is not null
+            then r.usage * 1.0 / (r.snapshot_date - r.cycle_start + 1)
+        end as cycle_average_burn,
+        case when r.cycle_end is not null
+            then r.usage + greatest(r.burn_rate_median_7d, 0) * (r.cycle_end - r.snapshot_date)
+        end as projected_usage_at_cycle_end,
+        case
+            when r.cycle_end is not null and r.burn_rate_median_7d is not null
+                then r.usage + greatest(r.burn_rate_median_7d, 0) * (r.cycle_end - r.snapshot_date) >= r.quota_limit
+        end as runs_out_before_reset,
+        case
+            when r.remaining <= 0 then r.snapshot_date
+            when r.burn_rate_median_7d > 0
+                and (r.cycle_end is null
+                     or r.snapshot_date + cast(ceil(r.remaining / r.burn_rate_median_7d) as integer) <= r.cycle_end)
+                then r.snapshot_date + cast(ceil(r.remaining / r.burn_rate_median_7d) as integer)
+        end as projected_exhaustion_date
+    from rates as r
+    left join keyword_changes as kc
+        on kc.account = r.account and kc.snapshot_date = r.snapshot_date and r.metric = 'keywords'
+)
+
+select * from final
