@@ -90,7 +90,8 @@ def chart_params(chart: dict[str, Any], time_column: str | None, columns: set[st
                               "dashboards": []}
     if kind == "big_number":
         return "big_number_total", {**common, "metric": metric(chart["metric"]), "header_font_size": 0.4,
-                                    "subheader_font_size": 0.15, "y_axis_format": "SMART_NUMBER",
+                                    "subheader_font_size": 0.15,
+                                    "y_axis_format": chart.get("format", "SMART_NUMBER"),
                                     "time_format": "smart_date"}
     if kind in ("line", "bar"):
         x = chart.get("x", time_column)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,9 +31,13 @@ sys.path.insert(0, str(HERE))
 import bundle  # noqa: E402  (dashboards/bundle.py, beside this file)
 
 
+DEFAULT_LOGIN = ("admin", "admin")
+
+
 def admin_login() -> tuple[str, str]:
     """``(user, password)`` of the Superset admin (environment, default admin/admin)."""
-    return os.environ.get("SUPERSET_ADMIN_USER", "admin"), os.environ.get("SUPERSET_ADMIN_PASSWORD", "admin")
+    return (os.environ.get("SUPERSET_ADMIN_USER", DEFAULT_LOGIN[0]),
+            os.environ.get("SUPERSET_ADMIN_PASSWORD", DEFAULT_LOGIN[1]))
 
 
 def superset_env(home: Path) -> dict[str, str]:
@@ -58,12 +63,20 @@ def setup(warehouse: Path, home: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     stamp = home / ".initialised"
     if not stamp.is_file():
-        print(f"creating Superset's metadata database in {home} (once) ...", flush=True)
-        superset(home, "db", "upgrade")
-        user, password = admin_login()
-        superset(home, "fab", "create-admin", "--username", user, "--firstname", "Rank", "--lastname", "Pipeline",
-                 "--email", f"{user}@localhost", "--password", password)
-        superset(home, "init")
+        # a freshly initialised metadata database (default login, no dashboards) is kept in the venv and
+        # copied: `superset db upgrade` + `init` take minutes on 2 cores, and tests start from scratch
+        template = Path(sys.prefix) / "superset-metadata-template.db"
+        if template.is_file() and admin_login() == DEFAULT_LOGIN:
+            shutil.copyfile(template, home / "superset.db")
+        else:
+            print(f"creating Superset's metadata database in {home} (once; a few minutes) ...", flush=True)
+            superset(home, "db", "upgrade")
+            user, password = admin_login()
+            superset(home, "fab", "create-admin", "--username", user, "--firstname", "Rank", "--lastname",
+                     "Pipeline", "--email", f"{user}@localhost", "--password", password)
+            superset(home, "init")
+            if admin_login() == DEFAULT_LOGIN:
+                shutil.copyfile(home / "superset.db", template)
         stamp.touch()
     with tempfile.TemporaryDirectory() as tmp:
         zip_path = Path(tmp) / "dashboards.zip"

@@ -23,8 +23,7 @@ select
     q.projected_exhaustion_date,
     r.last_reset_date,
     cast(r.last_reset_date + interval 1 month as date) as next_reset_estimate,
-    q.projected_exhaustion_date is not null
-        and (r.last_reset_date is null or q.projected_exhaustion_date < r.last_reset_date + interval 1 month)
-        as exhausts_before_reset
+    -- null when either date is unknown (no projection: not burning; no reset seen yet)
+    q.projected_exhaustion_date < r.last_reset_date + interval 1 month as exhausts_before_reset
 from marts.fct_quota_burn_daily q
 left join resets r using (account, metric)
