@@ -30,7 +30,6 @@ sys.path.insert(0, str(HERE))
 
 import bundle  # noqa: E402  (dashboards/bundle.py, beside this file)
 
-
 DEFAULT_LOGIN = ("admin", "admin")
 
 

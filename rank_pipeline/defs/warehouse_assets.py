@@ -7,6 +7,7 @@ the load nor see a half-built state.
 """
 
 
+import os
 from datetime import date
 
 import dagster as dg
@@ -19,6 +20,9 @@ from rank_pipeline.warehouse import load_partition
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in RESOURCES}
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
+DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
+DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
+"""Where the Superset dashboards over the published file are served (``make dashboard``)."""
 
 
 @dg.multi_asset(
@@ -62,7 +66,13 @@ def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         path = warehouse.warehouse().publish()
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")
-        return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
-                                              "size_bytes": dg.MetadataValue.int(size)})
+        dashboards = (os.environ.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
+        return dg.MaterializeResult(metadata={
+            "path": dg.MetadataValue.path(str(path)),
+            "size_bytes": dg.MetadataValue.int(size),
+            "storage_version": dg.MetadataValue.text(warehouse.warehouse().storage_version),
+            # Superset reconnects on every query, so the dashboards show this publish on reload
+            "dashboards": dg.MetadataValue.url(f"{dashboards}/dashboard/list/"),
+        })
 
     return published

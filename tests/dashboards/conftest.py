@@ -37,6 +37,12 @@ def run_pipeline(data_dir: Path, *args: str, timeout: float = 900) -> subprocess
 
 
 @pytest.fixture(scope="session")
+def pipeline():
+    """``pipeline(data_dir, *args)`` runs ``rank-pipeline *args`` as a subprocess on that data folder."""
+    return run_pipeline
+
+
+@pytest.fixture(scope="session")
 def demo_data(tmp_path_factory) -> Path:
     """A data folder after ``rank-pipeline demo --days 2`` (snapshots and the published warehouse)."""
     data_dir = tmp_path_factory.mktemp("dashboards_demo")
