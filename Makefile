@@ -81,7 +81,7 @@ dashboard-env-try:
 	  "could not be installed; tests/dashboards will be skipped" >&2
 
 ## Serve the dashboards on http://127.0.0.1:8088 over the published warehouse (after `make demo`).
-dashboard: dashboard-env
+dashboard: $(SUPERSET_STAMP)
 	$(SUPERSET_VENV)/bin/python dashboards/superset_ctl.py serve
 
 lock-dashboards:

@@ -48,10 +48,11 @@ Concurrency model
     open the published file for writing. (On Windows an open file cannot be replaced; not supported.)
 
 Storage version of the published file
-    The build file is written in the running DuckDB's own storage format (duckdb 2.x: storage version 69),
-    which DuckDB 1.x readers (drivers, BI tools bundling a 1.x DuckDB) refuse. The published file is
-    written in the storage format of :data:`DEFAULT_STORAGE_VERSION` (``v1.0.0``: storage version 64,
-    which every DuckDB from 0.10 on opens; our SQL uses nothing that needs a newer one), or the one named
+    The build file is written in the running DuckDB's own storage format (duckdb 2.x: newer than the
+    versions 64-68 that DuckDB 1.x reads), which 1.x readers (drivers, BI tools bundling a 1.x DuckDB)
+    refuse. The published file is written in the storage format of :data:`DEFAULT_STORAGE_VERSION`
+    (``v1.0.0``: storage version 64, which DuckDB 1.0 and every later release open; our SQL uses nothing
+    that needs a newer one; tests/dashboards/test_duckdb1_reader.py reads it with duckdb 1.4), or the one named
     in ``RANK_PIPELINE_STORAGE_VERSION`` (a DuckDB release such as ``v1.4.0``; ``latest`` writes the
     running DuckDB's own format). A value DuckDB does not know fails the publish with a clear error.
 """
@@ -108,7 +109,7 @@ STORAGE_VERSION_ENV = "RANK_PIPELINE_STORAGE_VERSION"
 """Environment variable naming the storage version of the published file (module docstring)."""
 
 DEFAULT_STORAGE_VERSION = "v1.0.0"
-"""The oldest DuckDB storage format our warehouse fits in: readable by DuckDB 0.10 and every 1.x."""
+"""The oldest DuckDB release whose storage format our warehouse fits in: readable by DuckDB 1.0 and later."""
 
 
 class WarehouseError(RuntimeError):

@@ -27,7 +27,8 @@ import yaml
 
 from rank_pipeline.warehouse import Warehouse
 
-pytestmark = pytest.mark.xdist_group("dashboards")
+# the session fixtures run a demo and, on a fresh venv, create Superset's metadata database: minutes
+pytestmark = [pytest.mark.xdist_group("dashboards"), pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"

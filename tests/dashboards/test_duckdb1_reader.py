@@ -16,7 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-pytestmark = pytest.mark.xdist_group("dashboards")
+# the session fixtures run a demo and, on a fresh venv, create Superset's metadata database: minutes
+pytestmark = [pytest.mark.xdist_group("dashboards"), pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 
