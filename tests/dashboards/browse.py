@@ -64,17 +64,29 @@ def native_filters(filters: list[dict]) -> str:
     })
 
 
-def wait_for_charts(page, expect: int, timeout_s: float) -> list[dict]:
-    """Chart states once ``expect`` charts are present and none is loading (or when time runs out)."""
+def settled(states: list[dict], expect: int) -> bool:
+    """Every expected chart is there and done: showing data, an empty state or an error."""
+    return len(states) >= expect and all(
+        not s["loading"] and (s["error"] or s["empty"] or s["has_data"]) for s in states)
+
+
+def capture(page, expect: int, timeout_s: float, shot: Path) -> list[dict]:
+    """Chart states once ``expect`` charts are settled on two reads a second apart, with a screenshot
+    taken in between (and read again after it, so what is reported is what the screenshot shows);
+    the last states read when time runs out."""
     deadline = time.monotonic() + timeout_s
     states: list[dict] = []
     while time.monotonic() < deadline:
         states = page.eval_on_selector_all(HOLDER, STATE_JS)
-        settled = [s for s in states if not s["loading"] and (s["error"] or s["empty"] or s["has_data"])]
-        if len(states) >= expect and len(settled) == len(states):
-            page.wait_for_timeout(1500)          # let the last animation finish before the screenshot
-            return page.eval_on_selector_all(HOLDER, STATE_JS)
+        if settled(states, expect):
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(shot))
+            again = page.eval_on_selector_all(HOLDER, STATE_JS)
+            if again == states:
+                return again
+            states = again
         page.wait_for_timeout(500)
+    page.screenshot(path=str(shot))
     return states
 
 
@@ -86,7 +98,7 @@ def main() -> int:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1300})
+            page = browser.new_page(viewport={"width": 1600, "height": 1750})
             page.set_default_timeout(90_000)
             page.goto(plan["base_url"] + "/login/")
             page.fill("#username", plan["user"])
@@ -100,9 +112,8 @@ def main() -> int:
                 started = time.monotonic()
                 page.goto(url)
                 page.wait_for_selector(HOLDER)
-                charts = wait_for_charts(page, view["expect_charts"], plan.get("timeout_s", 120))
                 shot = out_dir / f"{view['name']}.png"
-                page.screenshot(path=str(shot), full_page=True)
+                charts = capture(page, view["expect_charts"], plan.get("timeout_s", 120), shot)
                 report["views"][view["name"]] = {
                     "title": page.title(), "charts": charts, "screenshot": str(shot),
                     "seconds": round(time.monotonic() - started, 1),
