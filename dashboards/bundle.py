@@ -5,9 +5,11 @@ pipeline's. Output: a zip in Superset's v1 import format (``metadata.yaml``, ``d
 ``datasets/<database>/``, ``charts/``, ``dashboards/``), imported with ``superset import-dashboards``.
 
 The database entry points Superset read-only at the published warehouse (``duckdb:///<path>``, DuckDB
-``read_only``), never pooled (``poolclass`` NullPool is Superset's default for queries; ``pool`` settings
-are not given), so every query opens the file anew and sees each newly published file (the pipeline
-replaces it atomically). Dataset columns are read from the warehouse (``DESCRIBE`` of each dataset's SQL),
+``read_only`` through ``engine_params.connect_args``; DML off). Connections are never pooled: Superset 6.1
+creates every engine with ``poolclass=NullPool`` (``Database.get_sqla_engine(nullpool=True)``, and no
+caller passes False), and no pool settings are given here, so every query opens the file anew and sees
+each newly published file (the pipeline replaces it atomically; tests/dashboards checks a day published
+while Superset runs appears on reload). Dataset columns are read from the warehouse (``DESCRIBE`` of each dataset's SQL),
 so the warehouse must be published before the bundle is built. Object uuids are derived from names, so a
 re-import overwrites the same dashboards instead of adding copies.
 
