@@ -13,6 +13,10 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600).
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute).
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16).
+``RANK_PIPELINE_STORAGE_VERSION``  DuckDB storage version of the published warehouse (default
+                                   ``v1.0.0``: DuckDB 1.0+ opens it; read by ``warehouse.Warehouse``).
+``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
+                                   (default http://127.0.0.1:8088; ``make dashboard``).
 =================================  ==========================================================
 
 Keys are never held by :class:`Settings`: :meth:`Settings.api_key_env` names the variable, and the
