@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: env demo test test-fast dev sandbox bench bench-extract bench-models lint lock docs clean
+.PHONY: env demo test test-fast dev sandbox bench bench-extract bench-models lint lock docs clean \
+        dashboard dashboard-env dashboard-env-try browser lock-dashboards
 
 env: $(STAMP)
 
@@ -22,8 +23,8 @@ $(VENV)/.installed-bench: $(STAMP)
 demo: env
 	$(BIN)/rank-pipeline demo --days 7
 
-## The whole test suite.
-test: env
+## The whole test suite (installs the dashboards' Superset venv and chromium first, for the browser test).
+test: env dashboard-env-try
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
@@ -57,3 +58,36 @@ lock:
 
 clean:
 	rm -rf data/snapshots data/warehouse*.duckdb* data/dagster_home
+
+## Dashboards (Superset) in their own venv, never the pipeline's .venv; see dashboards/ and the README.
+SUPERSET_VENV  ?= .venv-superset
+SUPERSET_STAMP := $(SUPERSET_VENV)/.installed
+
+dashboard-env: $(SUPERSET_STAMP) browser
+
+$(SUPERSET_STAMP): dashboards/requirements.txt dashboards/constraints.txt
+	@test -x $(SUPERSET_VENV)/bin/python || $(PYTHON) -m venv $(SUPERSET_VENV)
+	$(SUPERSET_VENV)/bin/pip install --quiet -c dashboards/constraints.txt -r dashboards/requirements.txt
+	@touch $@
+
+## Debian's chromium for the browser test (playwright drives it; no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { test "$$(id -u)" = 0 \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || { echo "cannot install chromium (needs root and Debian's apt): run 'apt-get install chromium' as root;" \
+	            "the browser test is skipped until then" >&2; exit 1; }
+
+# make test goes on when the dashboards' tools cannot be installed: the browser test then skips, saying why
+dashboard-env-try:
+	@$(MAKE) --no-print-directory dashboard-env || echo "warning: the dashboards' Superset venv or chromium" \
+	  "could not be installed; tests/dashboards will be skipped" >&2
+
+## Serve the dashboards on http://127.0.0.1:8088 over the published warehouse (after `make demo`).
+dashboard: $(SUPERSET_STAMP)
+	$(SUPERSET_VENV)/bin/python dashboards/superset_ctl.py serve
+
+lock-dashboards:
+	rm -rf .venv-lock-dash && $(PYTHON) -m venv .venv-lock-dash \
+	  && .venv-lock-dash/bin/pip install --quiet -r dashboards/requirements.txt \
+	  && { echo "# Pinned versions of the dashboards' venv (make dashboard-env). Regenerate with 'make lock-dashboards'."; \
+	       .venv-lock-dash/bin/pip freeze; } > dashboards/constraints.txt && rm -rf .venv-lock-dash

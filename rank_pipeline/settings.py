@@ -18,6 +18,10 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16), 1..1024.
 ``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
                                    (default 3600; read by :mod:`rank_pipeline.runlock`).
+``RANK_PIPELINE_STORAGE_VERSION``  DuckDB storage version of the published warehouse (default
+                                   ``v1.0.0``: DuckDB 1.0+ opens it; read by ``warehouse.Warehouse``).
+``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
+                                   (default http://127.0.0.1:8088; ``make dashboard``).
 =================================  ==========================================================
 
 Key pool: a key variable may hold a comma-separated list of the account's keys (the spec allows two

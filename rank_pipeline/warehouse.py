@@ -40,18 +40,28 @@ Concurrency model
     the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; every
     run holds the data folder's writer lock (:mod:`rank_pipeline.runlock`) while it writes. Readers (analysts, BI tools) open
     only the published file (``data/warehouse.duckdb``) with :meth:`Warehouse.read_only_connect`.
-    :meth:`Warehouse.publish` checkpoints the build file, copies it to a temporary file beside the
-    published one and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
+    :meth:`Warehouse.publish` checkpoints the build file, copies its database into a new temporary file
+    beside the published one (``ATTACH ... (STORAGE_VERSION ...)`` then ``COPY FROM DATABASE``), fsyncs it
+    and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
     old published file open keeps reading the old, complete file (its open file handle still points at
     it) and never blocks the load; a connection opened afterwards sees the new complete state. Nobody may
     open the published file for writing. (On Windows an open file cannot be replaced; not supported.)
+
+Storage version of the published file
+    The build file is written in the running DuckDB's own storage format (duckdb 2.x: newer than the
+    versions 64-68 that DuckDB 1.x reads), which 1.x readers (drivers, BI tools bundling a 1.x DuckDB)
+    refuse. The published file is written in the storage format of :data:`DEFAULT_STORAGE_VERSION`
+    (``v1.0.0``: storage version 64, which DuckDB 1.0 and every later release open; our SQL uses nothing
+    that needs a newer one; tests/dashboards/test_duckdb1_reader.py reads it with duckdb 1.4), or the one named
+    in ``RANK_PIPELINE_STORAGE_VERSION`` (a DuckDB release such as ``v1.4.0``; ``latest`` writes the
+    running DuckDB's own format). A value DuckDB does not know fails the publish with a clear error.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shutil
+import re
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import date
@@ -73,7 +83,9 @@ from rank_pipeline.snapshots import (
 )
 
 __all__ = [
+    "DEFAULT_STORAGE_VERSION",
     "RAW_SCHEMA",
+    "STORAGE_VERSION_ENV",
     "RAW_TABLES",
     "RESOURCES",
     "SCHEMAS",
@@ -95,6 +107,12 @@ SCHEMAS: tuple[str, ...] = ("raw", "seeds", "staging", "marts")
 
 RAW_TABLES: tuple[str, ...] = tuple(f"{RAW_SCHEMA}.{r}" for r in RESOURCES)
 """Qualified names of the raw tables, one per snapshot resource."""
+
+STORAGE_VERSION_ENV = "RANK_PIPELINE_STORAGE_VERSION"
+"""Environment variable naming the storage version of the published file (module docstring)."""
+
+DEFAULT_STORAGE_VERSION = "v1.0.0"
+"""The oldest DuckDB release whose storage format our warehouse fits in: readable by DuckDB 1.0 and later."""
 
 
 class WarehouseError(RuntimeError):
@@ -383,9 +401,18 @@ class Warehouse:
         published_path: the file analysts open read-only (``data/warehouse.duckdb``).
     """
 
-    def __init__(self, build_path: Path | str, published_path: Path | str):
+    def __init__(self, build_path: Path | str, published_path: Path | str, storage_version: str | None = None):
         self.build_path = Path(build_path)
         self.published_path = Path(published_path)
+        version = storage_version or os.environ.get(STORAGE_VERSION_ENV, "").strip() or DEFAULT_STORAGE_VERSION
+        if not re.fullmatch(r"latest|v\d+\.\d+\.\d+", version):
+            raise WarehouseError(
+                f"{STORAGE_VERSION_ENV}={version!r} is not a DuckDB release: set it to one such as "
+                f"{DEFAULT_STORAGE_VERSION} or v1.4.0 (the oldest DuckDB that must read the published file), "
+                "or to latest"
+            )
+        self.storage_version = version
+        """DuckDB release whose storage format the published file is written in, or ``latest``."""
         if self.build_path.resolve() == self.published_path.resolve():
             raise WarehouseError(
                 f"build and published paths are the same file ({self.build_path}); readers would block the load"
@@ -441,6 +468,9 @@ class Warehouse:
     def publish(self, con: duckdb.DuckDBPyConnection | None = None) -> Path:
         """Checkpoint the build file and atomically replace the published file with a copy of it.
 
+        The copy is written in :attr:`storage_version` (module docstring, "Storage version of the
+        published file") into a temporary file beside the published one, fsynced, then renamed over it.
+
         Args:
             con: the open writer connection, if the caller holds one (it must be idle: no open
                 transaction); otherwise a connection is opened and closed here.
@@ -449,32 +479,24 @@ class Warehouse:
             The published path.
 
         Raises:
-            PublishError: the checkpoint failed (a transaction is still open), the build file changed
-                during the copy, or the copy failed. The previously published file is untouched.
+            PublishError: the checkpoint failed (a transaction is still open), DuckDB cannot write that
+                storage version, or the copy failed. The previously published file is untouched.
         """
         if not self.build_path.is_file():
             raise PublishError(f"nothing to publish: {self.build_path} does not exist; load a partition first")
-        try:
-            if con is None:
-                with self.connect() as own:
-                    own.execute("checkpoint")
-            else:
-                con.execute("checkpoint")
-        except duckdb.Error as exc:
-            raise PublishError(
-                f"cannot checkpoint {self.build_path} before publishing ({exc}); commit or roll back open "
-                "transactions on the writer connection and publish again"
-            ) from exc
-        wal = self.build_path.with_name(self.build_path.name + ".wal")
         self.published_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.published_path.with_name(f".{self.published_path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        own = self.connect() if con is None else None
+        writer = own or con
         try:
-            shutil.copyfile(self.build_path, tmp)
-            if wal.is_file() and wal.stat().st_size > 0:
+            try:
+                writer.execute("checkpoint")
+            except duckdb.Error as exc:
                 raise PublishError(
-                    f"{self.build_path} was written during publishing ({wal} is not empty); only one process "
-                    "may write the warehouse. Publish again once the writer is idle"
-                )
+                    f"cannot checkpoint {self.build_path} before publishing ({exc}); commit or roll back open "
+                    "transactions on the writer connection and publish again"
+                ) from exc
+            self._write_copy(writer, tmp)
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
             # a stale WAL beside the published file would be replayed onto the new file: remove it
@@ -482,14 +504,24 @@ class Warehouse:
             stale_wal.unlink(missing_ok=True)
             os.replace(tmp, self.published_path)
         except PublishError:
-            tmp.unlink(missing_ok=True)
+            _remove_tmp(tmp)
             raise
+        except duckdb.Error as exc:
+            _remove_tmp(tmp)
+            raise PublishError(
+                f"writing {self.published_path} in storage version {self.storage_version} failed ({exc}); the "
+                f"published file is unchanged. If DuckDB does not know that version, set {STORAGE_VERSION_ENV} "
+                f"to another (e.g. {DEFAULT_STORAGE_VERSION}) and publish again"
+            ) from exc
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            _remove_tmp(tmp)
             raise PublishError(
                 f"copying {self.build_path} to {self.published_path} failed ({exc}); the published file is "
                 "unchanged. Check free disk space and permissions, then publish again"
             ) from exc
+        finally:
+            if own is not None:
+                own.close()
         try:
             dir_fd = os.open(self.published_path.parent, os.O_RDONLY)
             try:
@@ -498,5 +530,26 @@ class Warehouse:
                 os.close(dir_fd)
         except OSError:  # pragma: no cover - some file systems refuse fsync on directories
             pass
-        log.info("published %s -> %s", self.build_path, self.published_path)
+        log.info("published %s -> %s (storage version %s)", self.build_path, self.published_path,
+                 self.storage_version)
         return self.published_path
+
+    def _write_copy(self, con: duckdb.DuckDBPyConnection, tmp: Path) -> None:
+        """Copy the build database into the new file ``tmp`` in :attr:`storage_version` (one transaction)."""
+        (source,) = con.execute("select current_database()").fetchone()
+        alias = f"publish_{uuid.uuid4().hex[:8]}"
+        option = "" if self.storage_version == "latest" else f" (STORAGE_VERSION '{self.storage_version}')"
+        con.execute(f"attach '{_sql_str(tmp)}' as {alias}{option}")
+        try:
+            con.execute(f"copy from database {_qi(source)} to {alias}")
+        finally:
+            con.execute(f"detach {alias}")
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _remove_tmp(tmp: Path) -> None:
+    tmp.unlink(missing_ok=True)
+    tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)

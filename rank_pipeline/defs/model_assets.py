@@ -25,7 +25,6 @@ from rank_pipeline.settings import models_dir
 from rank_pipeline.sql_models import Model, Project, Seed, build, build_seed, load_project, run_tests
 from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
 
-
 FULL_REFRESH_TAG = "rank_pipeline/full_refresh"
 """Run tag: ``true`` reloads every raw table from all committed snapshots and builds every model from
 scratch, whatever the run's partitions (the job ``rebuild_full_refresh`` sets it; or add it in the
@@ -101,8 +100,8 @@ def _model_asset(model: Model, project: Project) -> dg.AssetsDefinition:
     deps = set(model.depends_on).union(*(t.depends_on for t in model.tests)) - {model.qualified_name}
 
     @dg.asset(key=key, deps=[relation_key(d) for d in sorted(deps)], partitions_def=daily_partitions,
-            metadata={"partition": _scope_label(first, last), "failing_rows": result.failures,
-                      "sample": dg.MetadataValue.json(result.sample_rows[:5]),  # JSON-safe (dates as text)
+              group_name=model.schema, kinds={"duckdb", "sql"}, check_specs=check_specs,
+              description=model.description or None, backfill_policy=dg.BackfillPolicy.single_run(),
               metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path))})
     def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
         first, last = partition_days(context)

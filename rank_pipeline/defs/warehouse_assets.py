@@ -15,6 +15,9 @@ against the manifest needs no check: the load itself refuses a snapshot that dis
 """
 
 
+import os
+from datetime import date
+
 import dagster as dg
 
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
@@ -43,6 +46,9 @@ def repeated_records(con, resource: str, day: date, sample_size: int = 5) -> tup
               for row in cur.fetchall()]
     return int(rows), sample
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
+DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
+DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
+"""Where the Superset dashboards over the published file are served (``make dashboard``)."""
 
 
 @dg.multi_asset(
@@ -97,7 +103,13 @@ def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
         path = warehouse.warehouse().publish()
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")
-        return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path)),
-                                              "size_bytes": dg.MetadataValue.int(size)})
+        dashboards = (os.environ.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
+        return dg.MaterializeResult(metadata={
+            "path": dg.MetadataValue.path(str(path)),
+            "size_bytes": dg.MetadataValue.int(size),
+            "storage_version": dg.MetadataValue.text(warehouse.warehouse().storage_version),
+            # Superset reconnects on every query, so the dashboards show this publish on reload
+            "dashboards": dg.MetadataValue.url(f"{dashboards}/dashboard/list/"),
+        })
 
     return published

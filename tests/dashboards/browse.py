@@ -1,0 +1,128 @@
+"""Drive Superset in headless Chromium and report what each dashboard shows (run by the dashboards' venv).
+
+Called by tests/dashboards/test_dashboards_browser.py as
+``.venv-superset/bin/python tests/dashboards/browse.py < plan.json``; prints one JSON object.
+
+plan: ``{"base_url", "user", "password", "out_dir", "views": [{"name", "slug", "expect_charts",
+"filters": [{"id", "column", "values"}]}]}``. Each view logs in once (shared session), opens
+``/superset/dashboard/<slug>/`` with the filters applied as native filters (``native_filters`` URL
+parameter, as Superset's own share links do), waits until every chart has rendered (data, empty state or
+error), screenshots the page into ``out_dir/<name>.png``, and reports per chart: name, viz type, error
+text, whether it shows data, and its text.
+
+Debian's chromium is used (``/usr/bin/chromium``); no browser is downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import prison
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+HOLDER = '[data-test="dashboard-component-chart-holder"]'
+
+# What a chart holder shows, read in the page: loading, error, empty, data (by viz type).
+STATE_JS = """
+(holders) => holders.map((h) => {
+  const c = h.querySelector('[data-test-chart-name]');
+  const viz = c ? c.getAttribute('data-test-viz-type') : null;
+  const name = c ? c.getAttribute('data-test-chart-name') : null;
+  const text = h.innerText || '';
+  const loading = !!h.querySelector('[data-test="loading-indicator"], .loading, [aria-label="loading"]');
+  const errEl = h.querySelector('[data-test="error-alert"], .ant-alert-error, [data-test="chart-error"]');
+  const error = errEl ? (errEl.innerText || 'error') : null;
+  const empty = /No results were returned|No data|No results/i.test(text) && !h.querySelector('canvas');
+  let hasData = false;
+  let value = null;
+  if (viz === 'big_number_total' || viz === 'big_number') {
+    const v = h.querySelector('.header-line');
+    value = v ? v.innerText.trim() : null;
+    hasData = !!value && !/no data/i.test(value);
+  } else if (viz === 'table') {
+    hasData = h.querySelectorAll('tbody tr td').length > 0 && !empty;
+  } else {
+    hasData = !!h.querySelector('canvas, svg path') && !empty;
+  }
+  return {name, viz, loading, error, empty, has_data: hasData, value, text: text.slice(0, 400)};
+})
+"""
+
+
+def native_filters(filters: list[dict]) -> str:
+    """The ``native_filters`` URL parameter (rison) applying each ``{id, column, values}`` filter."""
+    return prison.dumps({
+        f["id"]: {"id": f["id"], "ownState": {}, "filterState": {"value": f["values"]},
+                  "extraFormData": {"filters": [{"col": f["column"], "op": "IN", "val": f["values"]}]}}
+        for f in filters
+    })
+
+
+def settled(states: list[dict], expect: int) -> bool:
+    """Every expected chart is there and done: showing data, an empty state or an error."""
+    return len(states) >= expect and all(
+        not s["loading"] and (s["error"] or s["empty"] or s["has_data"]) for s in states)
+
+
+def capture(page, expect: int, timeout_s: float, shot: Path) -> list[dict]:
+    """Chart states once ``expect`` charts are settled on two reads a second apart, with a screenshot
+    taken in between (and read again after it, so what is reported is what the screenshot shows);
+    the last states read when time runs out."""
+    deadline = time.monotonic() + timeout_s
+    states: list[dict] = []
+    while time.monotonic() < deadline:
+        states = page.eval_on_selector_all(HOLDER, STATE_JS)
+        if settled(states, expect):
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(shot))
+            again = page.eval_on_selector_all(HOLDER, STATE_JS)
+            if again == states:
+                return again
+            states = again
+        page.wait_for_timeout(500)
+    page.screenshot(path=str(shot))
+    return states
+
+
+def main() -> int:
+    plan = json.load(sys.stdin)
+    out_dir = Path(plan["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report: dict = {"views": {}}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1750})
+            page.set_default_timeout(90_000)
+            page.goto(plan["base_url"] + "/login/")
+            page.fill("#username", plan["user"])
+            page.fill("#password", plan["password"])
+            page.click('[data-test="login-button"]')
+            page.wait_for_url(lambda url: "/login" not in url)
+            for view in plan["views"]:
+                url = f"{plan['base_url']}/superset/dashboard/{view['slug']}/"
+                if view.get("filters"):
+                    url += "?native_filters=" + native_filters(view["filters"])
+                started = time.monotonic()
+                page.goto(url)
+                page.wait_for_selector(HOLDER)
+                shot = out_dir / f"{view['name']}.png"
+                charts = capture(page, view["expect_charts"], plan.get("timeout_s", 120), shot)
+                report["views"][view["name"]] = {
+                    "title": page.title(), "charts": charts, "screenshot": str(shot),
+                    "seconds": round(time.monotonic() - started, 1),
+                }
+        finally:
+            browser.close()
+    json.dump(report, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

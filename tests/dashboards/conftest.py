@@ -1,0 +1,68 @@
+"""Fixtures for the dashboards' tests: a short demo run into a test data folder, and the dashboards' tools.
+
+The demo is the user's door (``rank-pipeline demo --days 2`` as a subprocess with
+``RANK_PIPELINE_DATA_DIR`` set); every test here reads the warehouse it publishes. The dashboards' tools
+live outside the pipeline's venv: Superset and playwright in ``.venv-superset`` (``make dashboard-env``,
+which ``make test`` runs first), DuckDB 1.x in ``.venv-duckdb1`` (created here on first use, then cached),
+and Debian's ``chromium``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SUPERSET_PY = REPO / ".venv-superset" / "bin" / "python"
+CHROMIUM = Path("/usr/bin/chromium")
+DEMO_DAYS = 2
+
+
+def pipeline_cmd(*args: str) -> list[str]:
+    """The ``rank-pipeline`` console script of the running venv."""
+    return [str(Path(sys.executable).parent / "rank-pipeline"), *args]
+
+
+def run_pipeline(data_dir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANK_TRACKER_")}
+    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    proc = subprocess.run(pipeline_cmd(*args), env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"rank-pipeline {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="session")
+def pipeline():
+    """``pipeline(data_dir, *args)`` runs ``rank-pipeline *args`` as a subprocess on that data folder."""
+    return run_pipeline
+
+
+@pytest.fixture(scope="session")
+def demo_data(tmp_path_factory) -> Path:
+    """A data folder after ``rank-pipeline demo --days 2`` (snapshots and the published warehouse)."""
+    data_dir = tmp_path_factory.mktemp("dashboards_demo")
+    run_pipeline(data_dir, "demo", "--days", str(DEMO_DAYS))
+    assert (data_dir / "warehouse.duckdb").is_file()
+    return data_dir
+
+
+@pytest.fixture(scope="session")
+def dashboard_tools() -> Path:
+    """The dashboards' Python (Superset + playwright); skips, saying why, when they are not installed."""
+    missing = []
+    if not SUPERSET_PY.is_file():
+        missing.append(f"the Superset venv ({SUPERSET_PY.parent.parent})")
+    elif subprocess.run([str(SUPERSET_PY), "-c", "import superset, playwright, prison"],
+                        capture_output=True).returncode != 0:
+        missing.append("superset/playwright in .venv-superset")
+    if not CHROMIUM.is_file() and not shutil.which("chromium"):
+        missing.append("Debian's chromium (/usr/bin/chromium)")
+    if missing:
+        pytest.skip(f"{' and '.join(missing)} could not be installed: run `make dashboard-env` "
+                    "(needs PyPI and, for chromium, root with apt)")
+    return SUPERSET_PY

@@ -1,0 +1,173 @@
+"""The dashboards in a real browser (issue 11.2-11.4): Superset over a demo's published warehouse.
+
+Door: ``dashboards/superset_ctl.py serve`` (what ``make dashboard`` runs) on a free loopback port with
+``RANK_PIPELINE_DATA_DIR`` pointing at a demo's data folder; Debian's chromium, driven by playwright
+(tests/dashboards/browse.py, in the dashboards' venv), logs in and opens every dashboard of
+dashboards/dashboards.yml. Asserts: every chart renders without error and with data; a domain filter
+changes the visibility shown; the visibility shown equals the same query run on the marts with DuckDB;
+and a day published while Superset runs appears on reload (no restart). Screenshots:
+tests/dashboards/screenshots/ (git-ignored), named after the views.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from datetime import date, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from rank_pipeline.warehouse import Warehouse
+
+# the session fixtures run a demo and, on a fresh venv, create Superset's metadata database: minutes
+pytestmark = [pytest.mark.xdist_group("dashboards"), pytest.mark.timeout(1800)]
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+SPEC = yaml.safe_load((REPO / "dashboards" / "dashboards.yml").read_text())
+LOGIN = ("admin", "admin")
+
+LATEST_VISIBILITY = """
+    select round(sum(visibility * tracked_keywords) / sum(tracked_keywords), 2)
+    from marts.agg_domain_visibility_daily
+    where snapshot_date = (select max(snapshot_date) from marts.agg_domain_visibility_daily)
+      and (? is null or domain = ?)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def expected_charts(slug: str) -> int:
+    dash = next(d for d in SPEC["dashboards"] if d["slug"] == slug)
+    return sum(len(row) for row in dash["rows"])
+
+
+def browse(python: Path, base_url: str, views: list[dict]) -> dict:
+    plan = {"base_url": base_url, "user": LOGIN[0], "password": LOGIN[1], "out_dir": str(SCREENSHOTS),
+            "timeout_s": 180, "views": views}
+    proc = subprocess.run([str(python), str(Path(__file__).parent / "browse.py")], input=json.dumps(plan),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"browser run failed:\n{proc.stderr[-4000:]}"
+    return json.loads(proc.stdout)["views"]
+
+
+def chart(view: dict, name: str) -> dict:
+    return next(c for c in view["charts"] if c["name"] == name)
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+@pytest.fixture(scope="module")
+def superset_server(dashboard_tools, demo_data, tmp_path_factory):
+    """Superset serving the dashboards over ``demo_data``'s published warehouse; yields its base URL."""
+    home = tmp_path_factory.mktemp("superset_home")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SUPERSET_", "RANK_TRACKER_"))}
+    env.update(RANK_PIPELINE_DATA_DIR=str(demo_data), RANK_PIPELINE_DASHBOARD_PORT=str(port))
+    log = open(home / "serve.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen([str(dashboard_tools), str(REPO / "dashboards" / "superset_ctl.py"), "serve",
+                               "--home", str(home)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"superset_ctl.py serve exited {server.returncode}:\n{(home / 'serve.log').read_text()[-4000:]}")
+            try:
+                with urllib.request.urlopen(base_url + "/health", timeout=5) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "Superset did not answer /health within 15 minutes"
+            time.sleep(2)
+        yield base_url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+    assert "login: admin / admin" in (home / "serve.log").read_text()
+
+
+def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(superset_server, dashboard_tools, demo_data):
+    published = demo_data / "warehouse.duckdb"
+    with duckdb.connect(str(published), read_only=True) as con:
+        overall = con.execute(LATEST_VISIBILITY, [None, None]).fetchone()[0]
+        by_domain = dict(con.execute(
+            "select domain, round(sum(visibility * tracked_keywords) / sum(tracked_keywords), 2) "
+            "from marts.agg_domain_visibility_daily "
+            "where snapshot_date = (select max(snapshot_date) from marts.agg_domain_visibility_daily) "
+            "group by all").fetchall())
+    # a domain whose visibility differs from the whole warehouse's, so the filter must change the number
+    domain = next(d for d, v in sorted(by_domain.items()) if v != overall)
+    views = [{"name": d["slug"], "slug": d["slug"], "expect_charts": expected_charts(d["slug"])}
+             for d in SPEC["dashboards"]]
+    views.append({"name": "rankings-overview-filtered", "slug": "rankings-overview",
+                  "expect_charts": expected_charts("rankings-overview"),
+                  "filters": [{"id": "NATIVE_FILTER-rankings-overview-domain", "column": "domain",
+                               "values": [domain]}]})
+    seen = browse(dashboard_tools, superset_server, views)
+
+    assert len(SPEC["dashboards"]) == 5
+    for view in views:
+        shown = seen[view["name"]]
+        assert len(shown["charts"]) == view["expect_charts"], (view["name"], shown["charts"])
+        for c in shown["charts"]:
+            assert not c["loading"], f"{view['name']}: chart {c['name']} still loading ({shown['screenshot']})"
+            assert c["error"] is None, f"{view['name']}: chart {c['name']} failed: {c['error']}"
+            assert c["has_data"], f"{view['name']}: chart {c['name']} shows no data ({shown['screenshot']})"
+            assert (Path(shown["screenshot"])).stat().st_size > 10_000
+
+    shown_overall = number(chart(seen["rankings-overview"], "Visibility on the last day")["value"])
+    shown_domain = number(chart(seen["rankings-overview-filtered"], "Visibility on the last day")["value"])
+    assert shown_overall == pytest.approx(overall, abs=0.005)
+    assert shown_domain == pytest.approx(by_domain[domain], abs=0.005)
+    assert shown_domain != shown_overall
+    # each dashboard's data-bearing big numbers agree with the warehouse too
+    with duckdb.connect(str(published), read_only=True) as con:
+        days = con.execute("select count(distinct snapshot_date) from raw.keywords").fetchone()[0]
+        urls = con.execute("select count(distinct ranking_url) from marts.fct_keyword_rankings_daily").fetchone()[0]
+    assert number(chart(seen["data-health"], "Days covered")["value"]) == days
+    assert number(chart(seen["landing-pages"], "Ranking URLs")["value"]) == urls
+
+
+def test_a_newly_published_day_appears_without_restarting_superset(superset_server, dashboard_tools, demo_data,
+                                                                   pipeline):
+    published = demo_data / "warehouse.duckdb"
+    with duckdb.connect(str(published), read_only=True) as con:
+        first_day, days_before = con.execute(
+            "select min(snapshot_date), count(distinct snapshot_date) from raw.keywords").fetchone()
+    view = [{"name": "data-health-before-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
+    before = browse(dashboard_tools, superset_server, view)["data-health-before-publish"]
+    assert number(chart(before, "Days covered")["value"]) == days_before
+
+    # the daily job for the day before the demo's first day publishes a new warehouse file while Superset runs
+    new_day: date = first_day - timedelta(days=1)
+    old_inode = published.stat().st_ino
+    pipeline(demo_data, "run", "--date", new_day.isoformat())
+    assert published.stat().st_ino != old_inode, "the publish did not replace the file"
+    with Warehouse(demo_data / "warehouse.build.duckdb", published).read_only_connect() as con:
+        days_after = con.execute("select count(distinct snapshot_date) from raw.keywords").fetchone()[0]
+    assert days_after == days_before + 1
+
+    view = [{"name": "data-health-after-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
+    after = browse(dashboard_tools, superset_server, view)["data-health-after-publish"]
+    assert number(chart(after, "Days covered")["value"]) == days_after
