@@ -19,7 +19,7 @@ import pytest
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 from rank_pipeline.snapshots import read_snapshot
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("cli_doors")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 

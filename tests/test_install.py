@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("install")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 ROOT = Path(__file__).resolve().parents[1]
 
