@@ -56,12 +56,16 @@ STATE_JS = """
 
 
 def native_filters(filters: list[dict]) -> str:
-    """The ``native_filters`` URL parameter (rison) applying each ``{id, column, values}`` filter."""
-    return prison.dumps({
-        f["id"]: {"id": f["id"], "ownState": {}, "filterState": {"value": f["values"]},
-                  "extraFormData": {"filters": [{"col": f["column"], "op": "IN", "val": f["values"]}]}}
-        for f in filters
-    })
+    """The ``native_filters`` URL parameter (rison) applying each ``{id, column, values}`` select filter
+    or ``{id, time_range}`` date-range filter (``"2026-11-21 : 2026-11-22"``, end exclusive)."""
+    state = {}
+    for f in filters:
+        if "time_range" in f:
+            value, extra = f["time_range"], {"time_range": f["time_range"]}
+        else:
+            value, extra = f["values"], {"filters": [{"col": f["column"], "op": "IN", "val": f["values"]}]}
+        state[f["id"]] = {"id": f["id"], "ownState": {}, "filterState": {"value": value}, "extraFormData": extra}
+    return prison.dumps(state)
 
 
 def settled(states: list[dict], expect: int) -> bool:

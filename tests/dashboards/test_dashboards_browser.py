@@ -4,7 +4,7 @@ Door: ``dashboards/superset_ctl.py serve`` (what ``make dashboard`` runs) on a f
 ``RANK_PIPELINE_DATA_DIR`` pointing at a demo's data folder; Debian's chromium, driven by playwright
 (tests/dashboards/browse.py, in the dashboards' venv), logs in and opens every dashboard of
 dashboards/dashboards.yml. Asserts: every chart renders without error and with data; a domain filter
-changes the visibility shown; the visibility shown equals the same query run on the marts with DuckDB;
+changes the visibility shown and a date-range filter the days covered; the visibility shown equals the same query run on the marts with DuckDB;
 and a day published while Superset runs appears on reload (no restart). Screenshots:
 tests/dashboards/screenshots/ (git-ignored), named after the views.
 """
@@ -124,6 +124,12 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
                   "expect_charts": expected_charts("rankings-overview"),
                   "filters": [{"id": "NATIVE_FILTER-rankings-overview-domain", "column": "domain",
                                "values": [domain]}]})
+    with duckdb.connect(str(published), read_only=True) as con:
+        last_day = con.execute("select max(snapshot_date) from raw.keywords").fetchone()[0]
+    views.append({"name": "data-health-last-day", "slug": "data-health",
+                  "expect_charts": expected_charts("data-health"),
+                  "filters": [{"id": "NATIVE_FILTER-data-health-date_range",
+                               "time_range": f"{last_day} : {last_day + timedelta(days=1)}"}]})
     seen = browse(dashboard_tools, superset_server, views)
 
     assert len(SPEC["dashboards"]) == 5
@@ -146,6 +152,8 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
         days = con.execute("select count(distinct snapshot_date) from raw.keywords").fetchone()[0]
         urls = con.execute("select count(distinct ranking_url) from marts.fct_keyword_rankings_daily").fetchone()[0]
     assert number(chart(seen["data-health"], "Days covered")["value"]) == days
+    # the date-range filter: only the last day is covered within it
+    assert days > 1 and number(chart(seen["data-health-last-day"], "Days covered")["value"]) == 1
     assert number(chart(seen["landing-pages"], "Ranking URLs")["value"]) == urls
 
 
