@@ -48,6 +48,7 @@ class Cli:
         self.proc = subprocess.Popen([sys.executable, "-m", "rank_pipeline.cli", *args], cwd=ROOT,
                                      env=_env(data_dir, **env), stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.data_dir = data_dir
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -58,7 +59,14 @@ class Cli:
 
     @property
     def output(self) -> str:
-        return "\n".join(self.lines)
+        """What the command printed, then its log files (the Dagster log goes to <data>/logs/, not stdout)."""
+        logs = []
+        for path in sorted(self.data_dir.glob("logs/*.log")):
+            try:
+                logs.append(path.read_text(errors="replace"))
+            except OSError:
+                pass
+        return "\n".join([*self.lines, *logs])
 
     def wait_until(self, what: str, condition: Callable[[], bool], poll_s: float = 0.01) -> bool:
         """Poll ``condition`` until true (True) or the process ends first (False); fail on timeout."""
@@ -201,7 +209,9 @@ def test_two_first_runs_at_once_both_end_well_and_the_warehouse_is_consistent(de
     output = "\n".join(r.output for r in runs)
     assert codes == [0, 0], output[-5000:]
     assert "already exists" not in output
-    assert "waiting for the data folder's writer lock" in output, "the second run should have waited"
+    # the second run waits either for the instance lock (creating Dagster's storage) or the writer lock
+    assert re.search(r"waiting for the (data folder's writer|Dagster instance) lock", output), \
+        "the second run should have waited"
     _assert_same_warehouse(data_dir, reference)
 
 

@@ -1,5 +1,5 @@
 -- One row per domain x search engine x device x location x language x snapshot day
--- (marts.agg_domain_visibility_daily). Weighted back to a domain's visibility with
+-- (marts.agg_domain_segment_daily). Weighted back to a domain's visibility with
 -- sum(visibility * tracked_keywords) / sum(tracked_keywords), the README's definition.
 select
     v.account,
@@ -21,7 +21,7 @@ select
     v.keywords_not_ranking,
     v.winners_1d,
     v.losers_1d
-from marts.agg_domain_visibility_daily v
+from marts.agg_domain_segment_daily v
 left join marts.dim_domains d on d.domain_id = v.domain_id
 left join (
     select distinct search_engine, location_code, location_name

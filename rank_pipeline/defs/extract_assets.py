@@ -97,7 +97,9 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
             metadata={"partition": context.partition_key_range.start if first == last
                       else f"{first}..{last}",
                       "expected_records": expected, "delivered_records": delivered,
+                      # {account: [domain ids]} for one day; {day: {account: [...]}} for a range
                       "incomplete_lists": dg.MetadataValue.json(
+                          _incomplete_lists(manifests[0]) if first == last else
                           {str(first + timedelta(days=i)): _incomplete_lists(m)
                            for i, m in enumerate(manifests) if not m["complete"]}),
                       "incomplete_days": dg.MetadataValue.json(

@@ -37,8 +37,8 @@ LOGIN = ("admin", "admin")
 
 LATEST_VISIBILITY = """
     select round(sum(visibility * tracked_keywords) / sum(tracked_keywords), 2)
-    from marts.agg_domain_visibility_daily
-    where snapshot_date = (select max(snapshot_date) from marts.agg_domain_visibility_daily)
+    from marts.agg_domain_segment_daily
+    where snapshot_date = (select max(snapshot_date) from marts.agg_domain_segment_daily)
       and (? is null or domain = ?)
 """
 
@@ -113,8 +113,8 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
         overall = con.execute(LATEST_VISIBILITY, [None, None]).fetchone()[0]
         by_domain = dict(con.execute(
             "select domain, round(sum(visibility * tracked_keywords) / sum(tracked_keywords), 2) "
-            "from marts.agg_domain_visibility_daily "
-            "where snapshot_date = (select max(snapshot_date) from marts.agg_domain_visibility_daily) "
+            "from marts.agg_domain_segment_daily "
+            "where snapshot_date = (select max(snapshot_date) from marts.agg_domain_segment_daily) "
             "group by all").fetchall())
     # a domain whose visibility differs from the whole warehouse's, so the filter must change the number
     domain = next(d for d, v in sorted(by_domain.items()) if v != overall)

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 READER_VENV = REPO / ".venv-duckdb1"
 READER_PIN = "duckdb==1.4.*"
 QUERY = ("select domain, snapshot_date::varchar, round(sum(visibility * tracked_keywords) / sum(tracked_keywords), 4) "
-         "from marts.agg_domain_visibility_daily group by all order by all")
+         "from marts.agg_domain_segment_daily group by all order by all")
 
 READER = textwrap.dedent(
     """
@@ -61,5 +61,5 @@ def test_published_warehouse_is_read_by_duckdb_1x(demo_data):
     assert expected and out["rows"] == expected
     # the build file stays in the running DuckDB's own format; only the published file is the old one
     with duckdb.connect(str(demo_data / "warehouse.build.duckdb"), read_only=True) as con:
-        (build_rows,) = con.execute("select count(*) from marts.agg_domain_visibility_daily").fetchone()
+        (build_rows,) = con.execute("select count(*) from marts.agg_domain_segment_daily").fetchone()
     assert build_rows > 0

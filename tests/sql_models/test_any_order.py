@@ -244,7 +244,7 @@ def test_horizons_add_up_along_the_model_graph(scenario):
     reach = propagation_days(project)
     assert reach["staging.stg_keywords"] == 0
     assert reach["marts.fct_keyword_rankings_daily"] == 31
-    assert reach["marts.agg_domain_visibility_daily"] == 31  # reads the rankings mart: 31 + 0
+    assert reach["marts.agg_domain_segment_daily"] == 31  # reads the rankings mart: 31 + 0
     assert reach["marts.fct_keyword_best_position_daily"] is None  # a running state: every later day
     d = date(2026, 3, 1)
     ranges = affected_ranges(project, d, d, date(2026, 6, 1))
