@@ -485,9 +485,8 @@ def _first_line(text: str) -> str:
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from rank_pipeline.rebuild import RebuildError, rebuild
-    from rank_pipeline.settings import models_dir
-
     from rank_pipeline.runlock import remove_leftovers, writer_lock
+    from rank_pipeline.settings import models_dir
 
     def note(message: str) -> None:
         print(message, file=sys.stderr)
