@@ -1,6 +1,7 @@
 -- One row per domain x search engine x device x location x language x snapshot day
 -- (marts.agg_domain_segment_daily). Weighted back to a domain's visibility with
--- sum(visibility * tracked_keywords) / sum(tracked_keywords), the README's definition.
+-- sum(visibility * tracked_keywords) / sum(tracked_keywords), the README's definition. Estimated clicks,
+-- winners / losers and top-10 entries / exits are the mart's per-segment counts (summed by the charts).
 select
     v.account,
     coalesce(v.domain, d.domain, v.domain_id) as domain,
@@ -19,8 +20,13 @@ select
     v.keywords_position_21_50,
     v.keywords_position_51_100,
     v.keywords_not_ranking,
+    v.estimated_clicks,
     v.winners_1d,
-    v.losers_1d
+    v.losers_1d,
+    v.significant_winners_1d,
+    v.significant_losers_1d,
+    v.entered_top_10,
+    v.exited_top_10
 from marts.agg_domain_segment_daily v
 left join marts.dim_domains d on d.domain_id = v.domain_id
 left join (

@@ -1,8 +1,7 @@
 -- One row per tracked keyword per snapshot day, with the filter columns every dashboard uses
 -- (account, domain, search_engine, device, location, snapshot_date).
--- estimated_clicks = estimated CTR at the day's position x monthly search volume: the keyword's expected
--- clicks per month at that position (0 when not ranking, null without a search volume). Computed here
--- until the analytics marts carry an estimated-clicks column; repoint this file at that mart then.
+-- Every metric is the mart's own column (position_bucket, movement, estimated_clicks = the mart's
+-- CTR(position) x monthly search volume); this file only adds names for the filter columns.
 select
     r.account,
     coalesce(d.domain, r.domain_id) as domain,
@@ -14,23 +13,20 @@ select
     r.keyword_id,
     r.keyword,
     r.position,
-    case
-        when r.position is null then 'not ranking'
-        when r.position <= 3 then '1-3'
-        when r.position <= 10 then '4-10'
-        when r.position <= 20 then '11-20'
-        when r.position <= 50 then '21-50'
-        else '51-100'
-    end as position_bucket,
+    r.position_bucket,
     r.ranking_url,
     r.previous_ranking_url,
     r.url_changed,
     r.movement_1d,
     r.position_change_1d,
+    r.is_winner_1d,
+    r.is_loser_1d,
+    r.entered_top_10,
+    r.exited_top_10,
     r.search_volume,
     r.estimated_ctr,
     r.visibility_score,
-    r.estimated_ctr * r.search_volume as estimated_clicks,
+    r.estimated_clicks,
     b.best_position_to_date,
     b.best_position_first_date
 from marts.fct_keyword_rankings_daily r

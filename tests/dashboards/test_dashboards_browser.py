@@ -43,6 +43,9 @@ LATEST_VISIBILITY = """
 """
 
 
+COVERED_DAYS = "select count(distinct snapshot_date) filter (where has_snapshot) from marts.fct_account_snapshot_coverage_daily"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -147,10 +150,13 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
     assert shown_overall == pytest.approx(overall, abs=0.005)
     assert shown_domain == pytest.approx(by_domain[domain], abs=0.005)
     assert shown_domain != shown_overall
-    # each dashboard's data-bearing big numbers agree with the warehouse too
+    # each dashboard's data-bearing big numbers agree with the marts they read (and with the raw layer)
     with duckdb.connect(str(published), read_only=True) as con:
-        days = con.execute("select count(distinct snapshot_date) from raw.keywords").fetchone()[0]
-        urls = con.execute("select count(distinct ranking_url) from marts.fct_keyword_rankings_daily").fetchone()[0]
+        days = con.execute(COVERED_DAYS).fetchone()[0]
+        urls = con.execute("select count(distinct ranking_url) from marts.agg_ranking_url_daily").fetchone()[0]
+        assert days == con.execute("select count(distinct snapshot_date) from raw.keywords").fetchone()[0]
+        assert urls == con.execute(
+            "select count(distinct ranking_url) from marts.fct_keyword_rankings_daily").fetchone()[0]
     assert number(chart(seen["data-health"], "Days covered")["value"]) == days
     # the date-range filter: only the last day is covered within it
     assert days > 1 and number(chart(seen["data-health-last-day"], "Days covered")["value"]) == 1
@@ -161,8 +167,8 @@ def test_a_newly_published_day_appears_without_restarting_superset(superset_serv
                                                                    pipeline):
     published = demo_data / "warehouse.duckdb"
     with duckdb.connect(str(published), read_only=True) as con:
-        first_day, days_before = con.execute(
-            "select min(snapshot_date), count(distinct snapshot_date) from raw.keywords").fetchone()
+        first_day = con.execute("select min(snapshot_date) from raw.keywords").fetchone()[0]
+        days_before = con.execute(COVERED_DAYS).fetchone()[0]
     view = [{"name": "data-health-before-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
     before = browse(dashboard_tools, superset_server, view)["data-health-before-publish"]
     assert number(chart(before, "Days covered")["value"]) == days_before
@@ -173,7 +179,7 @@ def test_a_newly_published_day_appears_without_restarting_superset(superset_serv
     pipeline(demo_data, "run", "--date", new_day.isoformat())
     assert published.stat().st_ino != old_inode, "the publish did not replace the file"
     with Warehouse(demo_data / "warehouse.build.duckdb", published).read_only_connect() as con:
-        days_after = con.execute("select count(distinct snapshot_date) from raw.keywords").fetchone()[0]
+        days_after = con.execute(COVERED_DAYS).fetchone()[0]
     assert days_after == days_before + 1
 
     view = [{"name": "data-health-after-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
