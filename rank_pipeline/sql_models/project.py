@@ -12,7 +12,8 @@ to relations only by qualified name: ``raw.<resource>``, ``seeds.<name>``, ``sta
 ``marts.<model>``; unqualified names must be CTEs. Dependencies are found by parsing the SQL with
 sqlglot (DuckDB dialect).
 
-Model ``.yml`` (dbt ``schema.yml`` style; any ``.yml`` under staging/ or marts/ may hold entries)::
+Model ``.yml`` (dbt ``schema.yml`` style; any ``.yml`` under staging/ or marts/ may hold entries; the
+schema is declared and validated in :mod:`rank_pipeline.sql_models.schema`)::
 
     models:
       - name: fct_x                          # required, matches <name>.sql in the same folder
@@ -60,18 +61,18 @@ from typing import Any
 
 import yaml
 
-from rank_pipeline.sql_models.dependencies import (
-    MODEL_SCHEMAS,
-    SEED_SCHEMA,
-    condition_error,
-    sql_dependencies,
-)
+from rank_pipeline.sql_models.dependencies import MODEL_SCHEMAS, SEED_SCHEMA, sql_dependencies
 from rank_pipeline.sql_models.errors import DependencyError, ModelConfigError
-from rank_pipeline.sql_models.names import default_test_name
+from rank_pipeline.sql_models.schema import (
+    ColumnTest,
+    ModelEntry,
+    ModelLevelTest,
+    SeedEntry,
+    validate_entry,
+)
 from rank_pipeline.warehouse import RAW_TABLES
 
 __all__ = [
-    "MATERIALIZATIONS",
     "MODEL_SCHEMAS",
     "ColumnSpec",
     "IncrementalConfig",
@@ -82,11 +83,6 @@ __all__ = [
     "load_project",
 ]
 
-MATERIALIZATIONS: tuple[str, ...] = ("view", "table", "incremental")
-INCREMENTAL_STRATEGIES: tuple[str, ...] = ("delete+insert", "fold")
-TEST_KINDS: tuple[str, ...] = (
-    "unique", "not_null", "accepted_values", "relationships", "expression", "unique_combination",
-)
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -233,170 +229,27 @@ class Seed:
 # --------------------------------------------------------------------------------------------- yml
 
 
-class _Ctx:
-    """Where we are in a .yml, for error messages."""
+def _test_specs(entry: ModelEntry | SeedEntry, blocking_default: bool | Sequence[str]
+                ) -> tuple[tuple[ColumnSpec, ...], tuple[TestSpec, ...]]:
+    """Validated columns and tests -> specs, each test's ``blocking`` resolved: its own, else listed in
+    ``config.blocking_tests``, else the ``blocking_tests`` boolean."""
 
-    def __init__(self, path: Path, entry: str = ""):
-        self.path = path
-        self.entry = entry
-
-    def error(self, what: str) -> ModelConfigError:
-        where = f"{self.path}" + (f", {self.entry}" if self.entry else "")
-        return ModelConfigError(f"{where}: {what}")
-
-
-def _keys(ctx: _Ctx, obj: Any, where: str, allowed: Sequence[str], required: Sequence[str] = ()) -> dict:
-    if not isinstance(obj, Mapping):
-        raise ctx.error(f"{where} must be a mapping, got {type(obj).__name__}")
-    unknown = sorted(set(obj) - set(allowed))
-    if unknown:
-        raise ctx.error(f"{where} has unknown key(s) {unknown}; allowed: {', '.join(allowed)}")
-    missing = [k for k in required if k not in obj]
-    if missing:
-        raise ctx.error(f"{where} is missing required key(s) {missing}")
-    return dict(obj)
-
-
-def _str(ctx: _Ctx, value: Any, where: str, *, allow_empty: bool = True) -> str:
-    if value is None and allow_empty:
-        return ""
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise ctx.error(f"{where} must be a {'non-empty ' if not allow_empty else ''}string, got {value!r}")
-    return value.strip()
-
-
-def _ident(ctx: _Ctx, value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ctx.error(f"{where} must be a column or model name, got {value!r}")
-    return value.strip()
-
-
-def _str_list(ctx: _Ctx, value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise ctx.error(f"{where} must be a name or a non-empty list of names, got {value!r}")
-    return tuple(_ident(ctx, v, where) for v in value)
-
-
-def _parse_test(ctx: _Ctx, raw: Any, column: str | None, where: str) -> tuple[TestSpec, bool | None]:
-    """One test entry -> (TestSpec, its own ``blocking`` or None); blocking is resolved by the caller."""
-    blocking: bool | None = None
-    name: str | None = None
-    if isinstance(raw, str):
-        kind, args = raw, None
-    elif isinstance(raw, Mapping):
-        body = dict(raw)
-        if "blocking" in body:
-            blocking = body.pop("blocking")
-            if not isinstance(blocking, bool):
-                raise ctx.error(f"{where}: blocking must be true or false, got {blocking!r}")
-        if "name" in body:
-            name = body.pop("name")
-            if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9_]+$", name):
-                raise ctx.error(f"{where}: test name must use letters, digits and _ only, got {name!r}")
-        if len(body) != 1:
-            raise ctx.error(
-                f"{where}: a test mapping has exactly one test kind (plus optional name, blocking), got {sorted(body)}"
-            )
-        ((kind, args),) = body.items()
-    else:
-        raise ctx.error(f"{where}: a test is a name or a one-key mapping, got {raw!r}")
-    if kind not in TEST_KINDS:
-        raise ctx.error(f"{where}: unknown test {kind!r}; known tests: {', '.join(TEST_KINDS)}")
-    column_kinds = ("unique", "not_null", "accepted_values", "relationships")
-    if kind in column_kinds and column is None:
-        raise ctx.error(f"{where}: {kind} is a column test; put it under columns[].tests")
-    if kind not in column_kinds and column is not None:
-        raise ctx.error(f"{where}: {kind} is a model-level test; put it under the model's tests")
-    params: dict[str, Any] = {}
-    depends: frozenset[str] = frozenset()
-    if kind in ("unique", "not_null"):
-        if args not in (None, {}, True):
-            raise ctx.error(f"{where}: {kind} takes no arguments, got {args!r}")
-    elif kind == "accepted_values":
-        args = _keys(ctx, args, f"{where}: accepted_values", ("values", "quote"), ("values",))
-        values = args["values"]
-        if not isinstance(values, list) or not values or not all(isinstance(v, str | int | float | bool) for v in values):
-            raise ctx.error(f"{where}: accepted_values.values must be a non-empty list of scalars, got {values!r}")
-        params = {"values": tuple(values)}
-    elif kind == "relationships":
-        args = _keys(ctx, args, f"{where}: relationships", ("to", "field"), ("to", "field"))
-        to = _str(ctx, args["to"], f"{where}: relationships.to", allow_empty=False)
-        if not re.match(r"^(raw|seeds|staging|marts)\.[A-Za-z_][A-Za-z0-9_]*$", to):
-            raise ctx.error(f"{where}: relationships.to must be a qualified name like marts.dim_domains, got {to!r}")
-        params = {"to": to, "field": _ident(ctx, args["field"], f"{where}: relationships.field")}
-        depends = frozenset({to})
-    elif kind == "expression":
-        expression = _str(ctx, args, f"{where}: expression", allow_empty=False)
-        problem = condition_error(expression)
-        if problem:
-            raise ctx.error(f"{where}: expression {expression!r} is not valid DuckDB SQL: {problem}")
-        params = {"expression": expression}
-    else:  # unique_combination
-        columns = _str_list(ctx, args, f"{where}: unique_combination")
-        params = {"columns": columns}
-    spec = TestSpec(
-        name=name or default_test_name(kind, column, params),
-        kind=kind, column=column, params=params, blocking=False, depends_on=depends,
-    )
-    return spec, blocking
-
-
-def _parse_columns_and_tests(
-    ctx: _Ctx, entry: Mapping[str, Any], blocking_default: bool | Sequence[str]
-) -> tuple[tuple[ColumnSpec, ...], tuple[TestSpec, ...]]:
-    raw_columns = entry.get("columns") or []
-    if not isinstance(raw_columns, list):
-        raise ctx.error("columns must be a list of {name, description, tests}")
-    columns: list[ColumnSpec] = []
-    column_tests: list[list[tuple[TestSpec, bool | None]]] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(raw_columns):
-        col = _keys(ctx, raw, f"columns[{i}]", ("name", "description", "data_type", "tests", "meta"), ("name",))
-        name = _ident(ctx, col["name"], f"columns[{i}].name")
-        if name in seen:
-            raise ctx.error(f"column {name!r} is listed twice")
-        seen.add(name)
-        tests = col.get("tests") or []
-        if not isinstance(tests, list):
-            raise ctx.error(f"columns[{i}] ({name}).tests must be a list")
-        parsed = [_parse_test(ctx, t, name, f"column {name} test {j}") for j, t in enumerate(tests)]
-        column_tests.append(parsed)
-        columns.append(ColumnSpec(name, _str(ctx, col.get("description"), f"column {name} description"),
-                                  _str(ctx, col.get("data_type"), f"column {name} data_type") or None, ()))
-    model_tests_raw = entry.get("tests") or []
-    if not isinstance(model_tests_raw, list):
-        raise ctx.error("tests must be a list")
-    model_tests = [_parse_test(ctx, t, None, f"tests[{j}]") for j, t in enumerate(model_tests_raw)]
-
-    # resolve blocking and check names
-    all_tests = [t for ts in column_tests for t in ts] + model_tests
-    names = [t.name for t, _ in all_tests]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ctx.error(f"test names {dupes} are not unique; give the tests distinct `name:` keys")
-    if isinstance(blocking_default, list | tuple):
-        unknown = sorted(set(blocking_default) - set(names))
-        if unknown:
-            raise ctx.error(f"config.blocking_tests names unknown tests {unknown}; tests are: {', '.join(names)}")
-
-    def resolve(parsed: tuple[TestSpec, bool | None]) -> TestSpec:
-        t, own = parsed
-        if own is not None:
-            blocking = own
-        elif isinstance(blocking_default, list | tuple):
-            blocking = t.name in blocking_default
+    def spec(test: ColumnTest | ModelLevelTest, column: str | None) -> TestSpec:
+        name = test.test_name(column)
+        if test.blocking is not None:
+            blocking = test.blocking
+        elif isinstance(blocking_default, bool):
+            blocking = blocking_default
         else:
-            blocking = bool(blocking_default)
-        return TestSpec(t.name, t.kind, t.column, t.params, blocking, t.depends_on)
+            blocking = name in blocking_default
+        return TestSpec(name, test.kind, column, test.params(), blocking, test.depends_on())
 
-    columns = [
-        ColumnSpec(c.name, c.description, c.data_type, tuple(resolve(t) for t in ts))
-        for c, ts in zip(columns, column_tests, strict=True)
-    ]
-    tests = tuple(t for c in columns for t in c.tests) + tuple(resolve(t) for t in model_tests)
-    return tuple(columns), tests
+    columns = tuple(
+        ColumnSpec(c.name, c.description, c.data_type or None, tuple(spec(t, c.name) for t in c.tests))
+        for c in entry.columns
+    )
+    tests = tuple(t for c in columns for t in c.tests) + tuple(spec(t, None) for t in entry.tests)
+    return columns, tests
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -430,46 +283,17 @@ def _load_yml(path: Path) -> dict:
     return dict(doc)
 
 
-_MODEL_KEYS = ("name", "description", "config", "columns", "tests", "meta")
-_CONFIG_KEYS = ("materialized", "unique_key", "incremental", "blocking_tests", "tags")
-
-
-def _model_entry(ctx: _Ctx, entry: Mapping[str, Any], sql_path: Path, schema: str, sql: str, deps: frozenset[str]) -> Model:
-    entry = _keys(ctx, entry, "model entry", _MODEL_KEYS, ("name", "description"))
-    name = entry["name"]
-    description = _str(ctx, entry["description"], "description", allow_empty=False)
-    config = _keys(ctx, entry.get("config") or {}, "config", _CONFIG_KEYS)
-    materialized = config.get("materialized", "view")
-    if materialized not in MATERIALIZATIONS:
-        raise ctx.error(f"config.materialized is {materialized!r}; use one of {', '.join(MATERIALIZATIONS)}")
-    unique_key = _str_list(ctx, config["unique_key"], "config.unique_key") if "unique_key" in config else ()
-    incremental = None
-    if "incremental" in config and materialized != "incremental":
-        raise ctx.error("config.incremental is set but materialized is not incremental")
-    if materialized == "incremental":
-        inc = _keys(ctx, config.get("incremental") or {}, "config.incremental",
-                    ("date_column", "lookback_days", "strategy", "watermark"))
-        date_column = _ident(ctx, inc.get("date_column", "snapshot_date"), "config.incremental.date_column")
-        lookback = inc.get("lookback_days", 0)
-        if not isinstance(lookback, int) or isinstance(lookback, bool) or lookback < 0:
-            raise ctx.error(f"config.incremental.lookback_days must be an integer >= 0, got {lookback!r}")
-        strategy = inc.get("strategy", "delete+insert")
-        if strategy not in INCREMENTAL_STRATEGIES:
-            raise ctx.error(f"config.incremental.strategy is {strategy!r}; use one of {', '.join(INCREMENTAL_STRATEGIES)}")
-        watermark = inc.get("watermark")
-        if (strategy == "fold") != (watermark is not None):
-            raise ctx.error("config.incremental.watermark is required with strategy fold, and only there")
-        if watermark is not None:
-            watermark = _ident(ctx, watermark, "config.incremental.watermark")
-        incremental = IncrementalConfig(date_column, lookback, strategy, watermark)
-    blocking_default = config.get("blocking_tests", False)
-    if not isinstance(blocking_default, bool | list):
-        raise ctx.error(f"config.blocking_tests must be true, false or a list of test names, got {blocking_default!r}")
-    columns, tests = _parse_columns_and_tests(ctx, entry, blocking_default)
+def _model(yml: Path, raw: Any, sql_path: Path, schema: str, sql: str, deps: frozenset[str]) -> Model:
+    entry = validate_entry(ModelEntry, raw, f"{yml}, model {sql_path.stem!r}")
+    columns, tests = _test_specs(entry, entry.config.blocking_tests)
+    inc = entry.incremental_config()
     return Model(
-        name=name, schema=schema, path=sql_path, sql=sql, description=description, materialized=materialized,
-        columns=columns, tests=tests, depends_on=deps, unique_key=unique_key, incremental=incremental,
-        yml_path=ctx.path,
+        name=entry.name, schema=schema, path=sql_path, sql=sql, description=entry.description,
+        materialized=entry.config.materialized, columns=columns, tests=tests, depends_on=deps,
+        unique_key=tuple(entry.config.unique_key or ()),
+        incremental=None if inc is None else IncrementalConfig(inc.date_column, inc.lookback_days, inc.strategy,
+                                                               inc.watermark),
+        yml_path=yml,
     )
 
 
@@ -551,31 +375,24 @@ def _load_seeds(root: Path) -> dict[str, Seed]:
         if not isinstance(entries, list):
             raise ModelConfigError(f"{yml}: `seeds:` must be a list")
         for i, raw in enumerate(entries):
-            ctx = _Ctx(yml, f"seeds[{i}]")
-            entry = _keys(ctx, raw, "seed entry", ("name", "description", "version", "config", "columns", "tests"),
-                          ("name",))
-            name = entry["name"]
-            ctx.entry = f"seed {name!r}"
+            name = raw.get("name") if isinstance(raw, Mapping) else None
+            if not isinstance(name, str):
+                raise ModelConfigError(f"{yml}, seeds[{i}]: every entry needs a `name:` (the .csv file stem)")
+            where = f"{yml}, seed {name!r}"
             if name not in seeds:
-                raise ctx.error(f"no {folder / (str(name) + '.csv')} for this entry")
+                raise ModelConfigError(f"{where}: no {folder / (name + '.csv')} for this entry")
             if seeds[name].yml_path is not None:
-                raise ctx.error(f"seed is also described in {seeds[name].yml_path}")
-            config = _keys(ctx, entry.get("config") or {}, "config", ("column_types", "delimiter"))
-            column_types = config.get("column_types") or {}
-            if not isinstance(column_types, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in column_types.items()
-            ):
-                raise ctx.error("config.column_types must map column names to DuckDB type names")
-            columns, tests = _parse_columns_and_tests(ctx, entry, False)
-            types = dict(column_types)
+                raise ModelConfigError(f"{where}: seed is also described in {seeds[name].yml_path}")
+            entry = validate_entry(SeedEntry, raw, where)
+            columns, tests = _test_specs(entry, False)
+            types = dict(entry.config.column_types)
             for col in columns:
                 if col.data_type:
                     types.setdefault(col.name, col.data_type)
-            version = entry.get("version")
             seeds[name] = Seed(
-                name=name, path=seeds[name].path, description=_str(ctx, entry.get("description"), "description"),
-                version=None if version is None else str(version), column_types=types, columns=columns,
-                tests=tests, checksum=seeds[name].checksum, yml_path=yml,
+                name=name, path=seeds[name].path, description=entry.description,
+                version=None if entry.version is None else str(entry.version), column_types=types,
+                columns=columns, tests=tests, checksum=seeds[name].checksum, yml_path=yml,
             )
     return seeds
 
@@ -647,7 +464,7 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = RAW_TABLES
         sql = path.read_text()
         deps = sql_dependencies(sql, str(path))
         yml, entry = entries[name]
-        models[name] = _model_entry(_Ctx(yml, f"model {name!r}"), entry, path, schema, sql, deps)
+        models[name] = _model(yml, entry, path, schema, sql, deps)
 
     project = Project(root=root, models=models, seeds=seeds, sources=frozenset(sources))
     for model in models.values():

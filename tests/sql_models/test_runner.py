@@ -175,17 +175,17 @@ def test_sql_errors(tmp_path, sql, message):
 @pytest.mark.parametrize(
     ("a_yml", "message"),
     [
-        (yml("a", "ephemeral"), "materialized is 'ephemeral'; use one of view, table, incremental"),
+        (yml("a", "ephemeral"), "config.materialized is 'ephemeral'; use one of 'view', 'table' or 'incremental'"),
         ("models:\n  - name: a\n    config: {materialized: view}\n", r"missing required key\(s\) \['description'\]"),
         (yml("a") + "    owner: me\n", r"unknown key\(s\) \['owner'\]"),
-        (yml("a", "incremental", "incremental: {lookback_days: -1}"), "lookback_days must be an integer >= 0"),
+        (yml("a", "incremental", "incremental: {lookback_days: -1}"), "config.incremental.lookback_days: Input should be greater than or equal to 0"),
         (yml("a", "table", "incremental: {lookback_days: 1}"), "materialized is not incremental"),
         (yml("a", body="    columns:\n      - name: x\n        tests: [uniq]\n"), "unknown test 'uniq'"),
         (yml("a", body="    tests: [not_null]\n"), "not_null is a column test"),
         (yml("a", body="    columns:\n      - name: x\n        tests: [{unique_combination: [x]}]\n"),
          "model-level test"),
         (yml("a", body="    columns:\n      - name: x\n        tests: [{accepted_values: {values: []}}]\n"),
-         "non-empty list"),
+         r"columns\[0\]\.tests\[0\]\.accepted_values\.values: List should have at least 1 item"),
         (yml("a", body="    tests: [{expression: 'x >'}]\n"), "not valid DuckDB SQL"),
         (yml("a", body="    tests: [{expression: 'x > 1'}, {expression: 'x > 1'}]\n"), "not unique"),
         (yml("a", "view", "blocking_tests: [nope]"), "blocking_tests names unknown tests"),
@@ -201,6 +201,38 @@ def test_yml_validation_errors_name_file_model_and_problem(tmp_path, a_yml, mess
     with pytest.raises(ModelConfigError, match=message) as err:
         load_project(tmp_path)
     assert str(tmp_path / "marts") in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("a_yml", "line"),
+    [
+        (yml("a", body="    columns:\n      - name: x\n        descripton: typo\n"),
+         "model 'a': columns[0]: unknown key(s) ['descripton']; allowed: name, description, data_type, tests, meta"),
+        (yml("a", "incremental", "incremental: {lookback_days: '2'}"),
+         "model 'a': config.incremental.lookback_days: Input should be a valid integer (got '2')"),
+        (yml("a", body="    tests: [{expression: 'x > 0', blocking: 'yes'}]\n"),
+         "model 'a': tests[0].blocking: Input should be a valid boolean (got 'yes')"),
+    ],
+)
+def test_unknown_key_or_wrong_type_is_one_line_naming_file_and_key_path(tmp_path, a_yml, line):
+    write_project(tmp_path, BASE | {"marts/a.sql": "select 1 as x", "marts/a.yml": a_yml})
+    with pytest.raises(ModelConfigError) as err:
+        load_project(tmp_path)
+    assert str(err.value) == f"{tmp_path / 'marts' / 'a.yml'}, {line}"
+
+
+def test_every_problem_of_an_entry_is_its_own_line(tmp_path):
+    bad = yml("a", "ephemeral", body="    owner: me\n    columns:\n      - name: x\n        tests: [uniq]\n")
+    write_project(tmp_path, BASE | {"marts/a.sql": "select 1 as x", "marts/a.yml": bad})
+    with pytest.raises(ModelConfigError) as err:
+        load_project(tmp_path)
+    where = f"{tmp_path / 'marts' / 'a.yml'}, model 'a': "
+    assert sorted(str(err.value).splitlines()) == sorted([
+        where + "config.materialized is 'ephemeral'; use one of 'view', 'table' or 'incremental'",
+        where + "columns[0].tests[0]: unknown test 'uniq'; known tests: unique, not_null, accepted_values, "
+                "relationships, expression, unique_combination",
+        where + "unknown key(s) ['owner']; allowed: columns, tests, name, description, config, meta",
+    ])
 
 
 def test_model_without_yml_and_sql_outside_schema_folders(tmp_path):
