@@ -617,6 +617,7 @@ def main(argv: list[str] | None = None) -> int:
     from rank_pipeline.extract import ExtractionError
     from rank_pipeline.runlock import LockTimeout
     from rank_pipeline.settings import ConfigurationError
+    from rank_pipeline.sql_models import ProjectError
 
     _SESSION.command = args.command
     _SESSION.verbose = bool(getattr(args, "verbose", False))
@@ -625,6 +626,10 @@ def main(argv: list[str] | None = None) -> int:
         status = args.func(args)
     except (ConfigurationError, UsageError) as exc:
         status, message = 2, str(exc)
+    except ProjectError as exc:  # a broken models folder: configuration; the first problem, then how many more
+        problems = [line for line in str(exc).splitlines() if line.strip()]
+        more = f" (and {len(problems) - 1} more line(s) of detail)" if len(problems) > 1 else ""
+        status, message = 2, (problems[0] if problems else str(exc)) + more
     except (RankTrackerError, ExtractionError, LockTimeout, RunFailed) as exc:
         status, message = 1, str(exc)
     except KeyboardInterrupt:
