@@ -56,13 +56,14 @@ order by snapshot_date
 """
 
 QUOTA_BURN_QUERY = """
-select account, metric, usage, quota_limit, remaining,
+select account, metric, metric_kind, usage, quota_limit,
        round(utilisation_pct, 1) as utilisation_pct,
-       round(burn_rate_7d, 1) as burn_per_day_7d,
-       round(days_to_exhaustion) as days_to_exhaustion,
-       projected_exhaustion_date
-from marts.fct_quota_burn_daily
-where snapshot_date = (select max(snapshot_date) from marts.fct_quota_burn_daily)
+       cycle_start, cycle_end,
+       round(burn_rate_median_7d, 1) as burn_per_day_median_7d,
+       round(projected_usage_at_cycle_end) as projected_at_cycle_end,
+       runs_out_before_reset, projected_exhaustion_date
+from marts.fct_quota_cycle_daily
+where snapshot_date = (select max(snapshot_date) from marts.fct_quota_cycle_daily)
 order by account, metric
 """
 
@@ -378,7 +379,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"\nwarehouse: {settings.paths.published_db}")
         print(f"snapshots: {settings.paths.snapshots_dir}")
         _print_query(con, "ranking trends (marts.fct_keyword_rankings_daily, per day)", RANKING_TRENDS_QUERY)
-        _print_query(con, "quota burn (marts.fct_quota_burn_daily, latest day)", QUOTA_BURN_QUERY)
+        _print_query(con, "quota per billing cycle (marts.fct_quota_cycle_daily, latest day)", QUOTA_BURN_QUERY)
     print(f"\nopen it: duckdb -readonly {settings.paths.published_db}   or the UI: make dev")
     print(totals.line("Completed"))
     return 0
