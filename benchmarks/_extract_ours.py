@@ -68,7 +68,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     rss = usage.ru_maxrss / 1024.0
     cpu = usage.ru_utime + usage.ru_stime - cpu_started
-    accounts_stats = report.accounts if report is not None else {}
+    accounts_stats = {n: a.model_dump() for n, a in report.accounts.items()} if report is not None else {}
     return {
         "tool": "rank-pipeline",
         "wall_s": wall,
@@ -80,7 +80,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             "retries": sum(s.get("retries", 0) for s in accounts_stats.values()),
         },
         "accounts": accounts_stats,
-        "manifests": {r: _manifest_summary(m) for r, m in (report.manifests if report else {}).items()},
+        "manifests": {r: _manifest_summary(m.model_dump(mode="json"))
+                      for r, m in (report.manifests if report else {}).items()},
         "error": error,
     }
 

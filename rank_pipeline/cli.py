@@ -435,12 +435,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     for resource, manifest in report.manifests.items():
-        print(f"{resource:12s} rows={manifest['row_count']:>8d} complete={manifest['complete']}")
-    requests = sum(a["requests"] for a in report.accounts.values())
-    limited = sum(a["rate_limited"] for a in report.accounts.values())
-    rows = sum(m["row_count"] for m in report.manifests.values())
+        print(f"{resource:12s} rows={manifest.row_count:>8d} complete={manifest.complete}")
+    requests = sum(a.requests for a in report.accounts.values())
+    limited = sum(a.rate_limited for a in report.accounts.values())
+    rows = sum(m.row_count for m in report.manifests.values())
     if not report.complete:
-        incomplete = ", ".join(r for r, m in report.manifests.items() if not m["complete"])
+        incomplete = ", ".join(r for r, m in report.manifests.items() if not m.complete)
         raise RunFailed(f"the snapshot of {day} is incomplete ({incomplete}): records shifted between pages "
                         "faster than they could be re-read; run `rank-pipeline extract` again")
     print(f"Completed: 1 day(s), {rows} snapshot rows, {requests} requests, {limited} 429s")

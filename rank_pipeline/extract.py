@@ -1,24 +1,27 @@
 """One day's extraction: every resource of every account into Parquet snapshots, in one asyncio loop.
 
-What is read, per account (spec "Endpoints"):
+What is read, per account, is derived from the declarations in :data:`rank_pipeline.catalog.CATALOG`
+(spec "Endpoints"); with today's declarations:
 
-1. ``GET /v1/account/usage`` (one single read; its ``Date`` header tells the source's today);
-2. ``GET /v1/domains`` (all pages);
-3. for every domain, concurrently: ``GET /v1/domains/{uuid}/keywords`` and ``.../competitors``;
-4. ``GET /v1/tags``;
-5. the reference rows the keywords point to: ``GET /v1/locations?code=<code>&search_engine=<engine>``
-   for every distinct (engine, location code), and ``GET /v1/languages?search_engine=<engine>`` for
-   every engine in use.
+1. the single reads first: ``GET /v1/account/usage`` (its ``Date`` header tells the source's today);
+2. every top-level list at once: ``GET /v1/domains`` and ``GET /v1/tags`` (all pages);
+3. when all of a resource's lists are done, its children, concurrently: for every domain
+   ``GET /v1/domains/{uuid}/keywords`` and ``.../competitors``; for the keywords, the reference rows
+   they point to: ``GET /v1/locations?code=<code>&search_engine=<engine>`` for every distinct
+   (engine, location code) and ``GET /v1/languages?search_engine=<engine>`` for every engine in use.
 
 All accounts run concurrently, each through its own :class:`~rank_pipeline.api.RankTrackerClient`
 (its key's pacer), all sharing one per-IP pacer. Records stream page by page into one
 :class:`~rank_pipeline.snapshots.SnapshotWriter` per resource; nothing is held whole in memory except
-the ids needed for de-duplication and the domain and location ids needed to fan out.
+the ids needed for de-duplication and the (de-duplicated) requests of the children.
 
-The day's snapshots are committed together only when every account finished: a fatal error (a
-rejected key, a plan without API access, the source unreachable) aborts every writer and leaves
-earlier snapshots, including an earlier snapshot of the same day, untouched. A domain deleted during
-the run (404 on its children) is not fatal: it is listed in the manifest under ``missing_parents``.
+Concurrency is structured (:class:`asyncio.TaskGroup`): a fatal error in one list (a rejected key, a
+plan without API access, the source unreachable) cancels every sibling list and account before the
+clients close, and the error itself is raised (not an exception group). The day's snapshots are
+committed together only when every account finished: a fatal error aborts every writer and leaves
+earlier snapshots, including an earlier snapshot of the same day, untouched. A parent deleted during the
+run (404 on its children, for resources declared ``parent_404_tolerated``) is not fatal: it is listed
+in the manifest under ``missing_parents``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -42,9 +45,10 @@ from rank_pipeline.api import (
     RankTrackerClient,
     SlidingWindowLimiter,
 )
+from rank_pipeline.catalog import CATALOG, ApiResource, ListRequest, children_of
+from rank_pipeline.reports import AccountStats, KeyStats, ListsReport, SnapshotManifest
 from rank_pipeline.resume import ListSpool, ResumeArea, fingerprint
-from rank_pipeline.snapshots import RESOURCES, SnapshotWriter, records_table
-from rank_pipeline.vendor_fields import keyword_location_code, keyword_search_engines
+from rank_pipeline.snapshots import SnapshotWriter, records_table
 
 __all__ = [
     "AccountSource",
@@ -55,10 +59,6 @@ __all__ = [
     "extract_day",
     "run_extraction",
 ]
-
-
-_RESUMABLE = frozenset({"keywords", "competitors", "locations", "languages"})
-"""Resources read as one list per parent: checkpointed per list for a retry of the same day."""
 
 
 class ExtractionError(RuntimeError):
@@ -98,17 +98,17 @@ class ExtractionProgress:
 class ExtractionReport:
     """Outcome of :func:`extract_day`.
 
-    ``manifests`` maps each resource to its committed manifest (see
-    :meth:`~rank_pipeline.snapshots.SnapshotWriter.commit`); ``accounts`` maps each account to its
-    request statistics (requests, retries, rate_limited, elapsed_s, achieved_rate_per_min, and
-    ``keys``: per key position ``{"position", "requests", "rate_limited", "rejected", "dropped"}``);
-    ``lists`` maps each account to the :class:`~rank_pipeline.api.ListResult` of every list read
-    (``pages`` 0 for a list taken from a checkpoint); ``resumed_lists`` counts those.
+    ``manifests`` maps each resource to its committed :class:`~rank_pipeline.reports.SnapshotManifest`;
+    ``accounts`` maps each account to its :class:`~rank_pipeline.reports.AccountStats` (requests,
+    retries, rate_limited, elapsed_s, achieved_rate_per_min, and per key position its
+    :class:`~rank_pipeline.reports.KeyStats`); ``lists`` maps each account to the
+    :class:`~rank_pipeline.api.ListResult` of every list read (``pages`` 0 for a list taken from a
+    checkpoint); ``resumed_lists`` counts those.
     """
 
     snapshot_date: date
-    manifests: dict[str, dict[str, Any]]
-    accounts: dict[str, dict[str, Any]]
+    manifests: dict[str, SnapshotManifest]
+    accounts: dict[str, AccountStats]
     elapsed_s: float
     lists: dict[str, list[ListResult]] = field(default_factory=dict)
     resumed_lists: int = 0
@@ -116,10 +116,29 @@ class ExtractionReport:
     @property
     def complete(self) -> bool:
         """True when every list of every resource and account was read completely."""
-        return all(m["complete"] for m in self.manifests.values())
+        return all(m.complete for m in self.manifests.values())
+
+
+async def _all(coroutines: Iterable[Coroutine[Any, Any, Any]]) -> None:
+    """Run ``coroutines`` as sibling tasks of one :class:`asyncio.TaskGroup`.
+
+    The first failure cancels the siblings and waits for them to end; that failure is raised as itself
+    (the first leaf of the exception group), so callers catch ``RankTrackerError`` subclasses as before.
+    """
+    try:
+        async with asyncio.TaskGroup() as group:
+            for coroutine in coroutines:
+                group.create_task(coroutine)
+    except BaseExceptionGroup as group_error:
+        first: BaseException = group_error
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
 
 
 class _AccountRun:
+    """One account's reads, derived from the declarations (:data:`rank_pipeline.catalog.CATALOG`)."""
+
     def __init__(self, source: AccountSource, client: RankTrackerClient, writers: dict[str, SnapshotWriter],
                  progress: ExtractionProgress, notify: Callable[[], None], resume: ResumeArea | None = None):
         self.source = source
@@ -132,14 +151,12 @@ class _AccountRun:
         self.writers = writers
         self.progress = progress
         self.notify = notify
-        self.report: dict[str, dict[str, Any]] = {
-            r: {"complete": True, "expected": 0, "delivered": 0, "lists": 0, "pages": 0, "passes": 0,
-                "excluded": 0, "missing_parents": [], "incomplete_lists": []}
-            for r in RESOURCES
+        self.report: dict[str, ListsReport] = {
+            r.name: ListsReport(complete=True, expected=0, delivered=0, lists=0, pages=0, passes=0, excluded=0,
+                                missing_parents=[], incomplete_lists=[])
+            for r in CATALOG
         }
         self.lists: list[ListResult] = []
-        self.location_refs: set[tuple[str, str]] = set()
-        self.engines: set[str] = set()
 
     def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[dict], None] | None = None,
               spool: ListSpool | None = None):
@@ -172,51 +189,51 @@ class _AccountRun:
         return ListResult(path=path, total_count=entry["total_count"], delivered=entry["delivered"], pages=0,
                           passes=entry["passes"], complete=True)
 
-    async def _list(self, resource: str, path: str, params: dict[str, Any] | None = None,
-                    parent_id: str | None = None, on_record: Callable[[dict], None] | None = None):
+    async def _list(self, resource: ApiResource, request: ListRequest,
+                    on_record: Callable[[dict], None] | None = None) -> ListResult | None:
         self.progress.lists_total += 1
         self.notify()
-        rep = self.report[resource]
-        # child and lookup lists are checkpointed per list; top-level lists are always read again
-        resumable = self.resume is not None and resource in _RESUMABLE
-        key = json.dumps([self.source.name, resource, path, sorted((params or {}).items())])
-        parent = self.parent_prints.get(parent_id) if resource in ("keywords", "competitors") else None
+        name, path, params, parent_id = resource.name, request.path, dict(request.params), request.parent_id
+        rep = self.report[name]
+        # declared checkpointed (child and lookup lists): resumable per list; top-level lists are read again
+        resumable = self.resume is not None and resource.checkpointed
+        key = json.dumps([self.source.name, name, path, sorted(params.items())])
+        parent = self.parent_prints.get(request.parent_record_id) if request.parent_record_id else None
         spool = None
         try:
             async with self.list_gate:
                 entry = self.resume.lookup(key, parent) if resumable else None
                 if entry is not None:
-                    result = self._resumed(resource, path, entry, on_record)
+                    result = self._resumed(name, path, entry, on_record)
                 else:
-                    spool = self.resume.spool(resource) if resumable else None
-                    result = await self.client.list_records(
-                        path, params or {}, self._sink(resource, parent_id, on_record, spool))
+                    spool = self.resume.spool(name) if resumable else None
+                    result = await self.client.list_records(path, params, self._sink(name, parent_id, on_record, spool))
         except BaseException as exc:
             if spool is not None:  # an unfinished list is read again by a retry
                 spool.delete()
-            if not isinstance(exc, NotFoundError) or parent_id is None or resource not in ("keywords", "competitors"):
+            if not (isinstance(exc, NotFoundError) and resource.parent_404_tolerated and parent_id is not None):
                 raise
-            rep["missing_parents"].append(parent_id)
+            rep.missing_parents.append(parent_id)
             return None
         finally:
             self.progress.lists_done += 1
             self.notify()
         if result.excluded:
             # delivered in an earlier pass, absent from the proven set: deleted during the read
-            self.writers[resource].exclude(self.source.name, result.excluded, parent_id=parent_id)
+            self.writers[name].exclude(self.source.name, result.excluded, parent_id=parent_id)
         if spool is not None:
             self._checkpoint(key, parent, spool, result)
-        rep["lists"] += 1
-        rep["excluded"] += len(result.excluded)
+        rep.lists += 1
+        rep.excluded += len(result.excluded)
         self.lists.append(result)
         # no X-Total-Count header: completeness cannot be shown, so it is not claimed
         if not result.complete or result.total_count is None:
-            rep["complete"] = False
-            rep["incomplete_lists"].append(parent_id if parent_id is not None else path)
-        rep["expected"] += result.total_count or 0
-        rep["delivered"] += result.delivered
-        rep["pages"] += result.pages
-        rep["passes"] = max(rep["passes"], result.passes)
+            rep.complete = False
+            rep.incomplete_lists.append(parent_id if parent_id is not None else path)
+        rep.expected += result.total_count or 0
+        rep.delivered += result.delivered
+        rep.pages += result.pages
+        rep.passes = max(rep.passes, result.passes)
         return result
 
     def _checkpoint(self, key: str, parent: str | None, spool: ListSpool, result: ListResult) -> None:
@@ -229,55 +246,56 @@ class _AccountRun:
         else:
             spool.delete()
 
-    def _on_keyword(self, record: dict) -> None:
-        attributes = record.get("attributes") or {}
-        code = keyword_location_code(attributes)
-        engines = keyword_search_engines(attributes)
-        self.engines.update(engines)
-        if code is not None:
-            for engine in engines:
-                self.location_refs.add((engine, code))
-
-    async def run(self, snapshot_date: date, allow_other_day: bool) -> None:
-        usage = await self.client.get("/v1/account/usage")
-        server_day = self.client.server_date
-        if server_day is not None and server_day != snapshot_date and not allow_other_day:
-            raise PastDateError(
-                f"cannot extract {snapshot_date.isoformat()}: the API only tells the present and its "
-                f"today is {server_day.isoformat()} (UTC). Extract today's partition; earlier days are "
-                "loaded and modelled from their Parquet snapshots."
-            )
+    async def _single(self, resource: ApiResource) -> None:
+        """A declared single read (not paginated): one record, one request."""
+        record = await self.client.get(resource.path)
         self.progress.lists_total += 1
         self.progress.lists_done += 1
-        self.writers["usage"].write(self.source.name, [usage], extracted_at=datetime.now(UTC))
-        rep = self.report["usage"]
-        rep.update(expected=1, delivered=1, lists=1, pages=1, passes=1)
+        self.writers[resource.name].write(self.source.name, [record], extracted_at=datetime.now(UTC))
+        rep = self.report[resource.name]
+        rep.expected = rep.delivered = rep.lists = rep.pages = rep.passes = 1
 
-        domain_ids: list[str] = []
+    async def _resource(self, resource: ApiResource, requests: Sequence[ListRequest]) -> None:
+        """Read every list of ``resource``, then its declared children for the records read.
 
-        def on_domain(record: dict) -> None:
-            domain_ids.append(str(record["id"]))
-            self.parent_prints[str(record["id"])] = fingerprint(record)
+        Child requests are collected while the records stream (de-duplicated, so many keywords pointing
+        at one location read it once); the children start when all of ``resource``'s lists are done,
+        without the requests of a parent record deleted while its list was read.
+        """
+        children = children_of(resource.name)
+        wanted: dict[str, dict[ListRequest, None]] = {c.name: {} for c in children}
 
-        domains = await self._list("domains", "/v1/domains", on_record=on_domain)
-        if domains is not None and domains.excluded:  # deleted while the domain list was read
-            gone = set(domains.excluded)
-            domain_ids = [d for d in domain_ids if d not in gone]
+        def on_record(record: dict) -> None:
+            for child in children:
+                for request in child.requests_from_parent(child, record):
+                    if request.parent_record_id is not None:
+                        self.parent_prints[request.parent_record_id] = fingerprint(record)
+                    wanted[child.name][request] = None
 
-        async def children(domain_id: str) -> None:
-            await asyncio.gather(
-                self._list("keywords", f"/v1/domains/{domain_id}/keywords", parent_id=domain_id,
-                           on_record=self._on_keyword),
-                self._list("competitors", f"/v1/domains/{domain_id}/competitors", parent_id=domain_id),
-            )
+        results = [None] * len(requests)
 
-        await asyncio.gather(self._list("tags", "/v1/tags"), *(children(d) for d in domain_ids))
-        await asyncio.gather(
-            *(self._list("locations", "/v1/locations", {"code": code, "search_engine": engine}, parent_id=engine)
-              for engine, code in sorted(self.location_refs)),
-            *(self._list("languages", "/v1/languages", {"search_engine": engine}, parent_id=engine)
-              for engine in sorted(self.engines)),
-        )
+        async def one(i: int, request: ListRequest) -> None:
+            results[i] = await self._list(resource, request, on_record if children else None)
+
+        await _all(one(i, r) for i, r in enumerate(requests))
+        if not children:
+            return
+        gone = {e for result in results if result is not None for e in result.excluded}
+        await _all(self._resource(c, [r for r in wanted[c.name] if r.parent_record_id not in gone])
+                   for c in children)
+
+    async def run(self, snapshot_date: date, allow_other_day: bool) -> None:
+        top = children_of(None)
+        for resource in (r for r in top if not r.paginated):
+            await self._single(resource)
+            server_day = self.client.server_date
+            if server_day is not None and server_day != snapshot_date and not allow_other_day:
+                raise PastDateError(
+                    f"cannot extract {snapshot_date.isoformat()}: the API only tells the present and its "
+                    f"today is {server_day.isoformat()} (UTC). Extract today's partition; earlier days are "
+                    "loaded and modelled from their Parquet snapshots."
+                )
+        await _all(self._resource(r, [r.top_level_request()]) for r in top if r.paginated)
         for resource, rep in self.report.items():
             self.writers[resource].set_report(self.source.name, rep)
 
@@ -325,7 +343,7 @@ async def extract_day(
     config = config or ClientConfig()
     started = time.monotonic()
     area = ResumeArea(snapshots_dir, snapshot_date, source_id or base_url) if resume else None
-    writers = {r: SnapshotWriter(snapshots_dir, r, snapshot_date) for r in RESOURCES}
+    writers = {r.name: SnapshotWriter(snapshots_dir, r.name, snapshot_date) for r in CATALOG}
     progress = ExtractionProgress()
     # one per-IP pacer shared by every key of the run (spec "Limits": 600 per IP address)
     ip_limiter = SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)
@@ -347,7 +365,8 @@ async def extract_day(
                     label=source.name))
                 clients.append(client)
                 runs.append(_AccountRun(source, client, writers, progress, notify, area))
-            await asyncio.gather(*(run.run(snapshot_date, allow_other_day) for run in runs))
+            # a fatal error in one account cancels the others before the exit stack closes the clients
+            await _all(run.run(snapshot_date, allow_other_day) for run in runs)
         notify()
         manifests = {r: w.commit() for r, w in writers.items()}
     except BaseException:
@@ -362,15 +381,15 @@ async def extract_day(
     for run in runs:
         s = run.client.stats
         elapsed = max(s.elapsed, 1e-9)
-        stats[run.source.name] = {
-            "requests": s.requests,
-            "retries": s.retries,
-            "rate_limited": s.rate_limited,
-            "elapsed_s": round(s.elapsed, 3),
-            "achieved_rate_per_min": round(s.requests / elapsed * 60.0, 1),
-            "keys": [{"position": k.position, "requests": k.requests, "rate_limited": k.rate_limited,
-                      "rejected": k.rejected, "dropped": k.dropped} for k in s.keys],
-        }
+        stats[run.source.name] = AccountStats(
+            requests=s.requests,
+            retries=s.retries,
+            rate_limited=s.rate_limited,
+            elapsed_s=round(s.elapsed, 3),
+            achieved_rate_per_min=round(s.requests / elapsed * 60.0, 1),
+            keys=[KeyStats(position=k.position, requests=k.requests, rate_limited=k.rate_limited,
+                           rejected=k.rejected, dropped=k.dropped) for k in s.keys],
+        )
     return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started,
                             {run.source.name: run.lists for run in runs}, area.reused if area else 0)
 

@@ -39,6 +39,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rank_pipeline.catalog import CATALOG, resource_names
+from rank_pipeline.reports import ListsReport, SnapshotManifest
+
 __all__ = [
     "RESOURCES",
     "SCHEMA_VERSION",
@@ -53,53 +56,21 @@ __all__ = [
     "records_table",
 ]
 
-RESOURCES: tuple[str, ...] = ("domains", "keywords", "competitors", "tags", "usage", "locations", "languages")
-"""Every resource the pipeline snapshots, in extraction order."""
+RESOURCES: tuple[str, ...] = resource_names()
+"""Every resource the pipeline snapshots, in extraction order (declared in :data:`rank_pipeline.catalog.CATALOG`)."""
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "_manifest.json"
 _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
-
-def _path(*keys: str) -> Callable[[Mapping[str, Any]], Any]:
-    def get(attributes: Mapping[str, Any]) -> Any:
-        value: Any = attributes
-        for key in keys:
-            if not isinstance(value, Mapping):
-                return None
-            value = value.get(key)
-        return value
-
-    return get
-
+_ARROW_TYPES: dict[str, pa.DataType] = {"string": pa.string(), "int64": pa.int64(), "bool": pa.bool_()}
+"""Arrow type of each field type a declaration may name (:data:`rank_pipeline.catalog.FIELD_TYPES`)."""
 
 SPEC_FIELDS: dict[str, list[tuple[str, pa.DataType, Callable[[Mapping[str, Any]], Any]]]] = {
-    # spec "Resources and their fields": Domain
-    "domains": [
-        ("domain", pa.string(), _path("domain")),
-        ("host", pa.string(), _path("host")),
-        ("match_type", pa.string(), _path("matchType")),
-        ("project_name", pa.string(), _path("projectName")),
-    ],
-    # spec "Keyword": reads back with a location object whose code is the geo-target id
-    "keywords": [("location_code", pa.string(), _path("location", "code"))],
-    "competitors": [],
-    "tags": [],
-    # spec "Usage"
-    "usage": [
-        ("api_enabled", pa.bool_(), _path("apiEnabled")),
-        ("keywords_usage", pa.int64(), _path("keywords", "usage")),
-        ("keywords_limit", pa.int64(), _path("keywords", "limit")),
-        ("keywords_remaining", pa.int64(), _path("keywords", "remaining")),
-        ("data_rows_usage", pa.int64(), _path("dataRows", "usage")),
-        ("data_rows_limit", pa.int64(), _path("dataRows", "limit")),
-        ("data_rows_remaining", pa.int64(), _path("dataRows", "remaining")),
-    ],
-    # spec "Location catalogue row" and GET /v1/languages: `code` is the value to send
-    "locations": [("code", pa.string(), _path("code"))],
-    "languages": [("code", pa.string(), _path("code"))],
+    r.name: [(f.column, _ARROW_TYPES[f.type], f.get) for f in r.fields] for r in CATALOG
 }
-"""Per resource: (column, Arrow type, getter over ``attributes``) for each field the spec shows."""
+"""Per resource: (column, Arrow type, getter over ``attributes``) for each field the spec shows, derived
+from the resource's declaration (:class:`rank_pipeline.catalog.ApiResource` ``fields``)."""
 
 _COMMON: list[tuple[str, pa.DataType]] = [
     ("snapshot_date", pa.date32()),
@@ -143,8 +114,8 @@ def list_snapshot_dates(root: Path | str, resource: str) -> list[date]:
     return sorted(out)
 
 
-def read_manifest(root: Path | str, resource: str, snapshot_date: date) -> dict[str, Any]:
-    """The manifest of one committed snapshot (see :meth:`SnapshotWriter.commit` for its shape).
+def read_manifest(root: Path | str, resource: str, snapshot_date: date) -> SnapshotManifest:
+    """The manifest of one committed snapshot (:class:`~rank_pipeline.reports.SnapshotManifest`).
 
     Raises:
         SnapshotError: there is no committed snapshot of ``resource`` for ``snapshot_date``.
@@ -155,7 +126,7 @@ def read_manifest(root: Path | str, resource: str, snapshot_date: date) -> dict[
             f"no {resource} snapshot for {snapshot_date} at {path.parent}: extract that day first "
             f"(a past day cannot be fetched from the real API again)"
         )
-    return json.loads(path.read_text())
+    return SnapshotManifest.from_json(path.read_text())
 
 
 def read_snapshot(root: Path | str, resource: str, snapshot_date: date) -> pa.Table:
@@ -166,7 +137,7 @@ def read_snapshot(root: Path | str, resource: str, snapshot_date: date) -> pa.Ta
     """
     manifest = read_manifest(root, resource, snapshot_date)
     folder = partition_dir(root, resource, snapshot_date)
-    tables = [pq.read_table(folder / name) for name in manifest["files"]]
+    tables = [pq.read_table(folder / name) for name in manifest.files]
     if not tables:
         return arrow_schema(resource).empty_table()
     return pa.concat_tables(tables, promote_options="default")
@@ -301,10 +272,11 @@ class SnapshotWriter:
         if keys:
             self._excluded.setdefault(account, set()).update(keys)
 
-    def set_report(self, account: str, report: Mapping[str, Any]) -> None:
-        """Record an account's extraction report (complete, expected, delivered, ...) for the manifest."""
+    def set_report(self, account: str, report: ListsReport | Mapping[str, Any]) -> None:
+        """Record an account's :class:`~rank_pipeline.reports.ListsReport` (complete, expected, ...) for the manifest."""
         self._check_open()
-        self._reports[account] = dict(report)
+        self._reports[account] = (report.model_dump(exclude_unset=True) if isinstance(report, ListsReport)
+                                  else dict(report))
         self._parts.setdefault(account, _AccountPart())
         self._buffers.setdefault(account, [])
 
@@ -321,12 +293,13 @@ class SnapshotWriter:
         part.writer.write_table(table, row_group_size=self.row_group_size)
         buf.clear()
 
-    def commit(self) -> dict[str, Any]:
+    def commit(self) -> SnapshotManifest:
         """Flush, write the manifest and move the snapshot into place; returns the manifest.
 
-        Manifest shape: ``{"resource", "snapshot_date", "schema_version", "row_count", "files": [names],
-        "written_at", "complete": bool (all accounts), "accounts": {name: report + {"rows": n}}}``.
-        A previous snapshot of the same day is replaced whole.
+        Manifest (:class:`~rank_pipeline.reports.SnapshotManifest`): resource, snapshot_date,
+        schema_version, row_count, files, written_at, complete (all accounts), and per account its
+        :class:`~rank_pipeline.reports.ListsReport` with ``rows``. A previous snapshot of the same day
+        is replaced whole.
         """
         self._check_open()
         for account in self._parts:
@@ -345,18 +318,18 @@ class SnapshotWriter:
         accounts = {
             name: {**self._reports.get(name, {}), "rows": part.rows} for name, part in sorted(self._parts.items())
         }
-        manifest = {
-            "resource": self.resource,
-            "snapshot_date": self.snapshot_date.isoformat(),
-            "schema_version": SCHEMA_VERSION,
-            "row_count": self.rows_written,
-            "files": [f for _, part in sorted(self._parts.items()) for f in part.files],
-            "written_at": datetime.now(UTC).isoformat(),
-            "complete": all(r.get("complete", True) for r in accounts.values()),
-            "accounts": accounts,
-        }
+        manifest = SnapshotManifest(
+            resource=self.resource,
+            snapshot_date=self.snapshot_date,
+            schema_version=SCHEMA_VERSION,
+            row_count=self.rows_written,
+            files=[f for _, part in sorted(self._parts.items()) for f in part.files],
+            written_at=datetime.now(UTC),
+            complete=all(r.get("complete", True) for r in accounts.values()),
+            accounts=accounts,
+        )
         tmp = self._staging / (MANIFEST_NAME + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        tmp.write_text(manifest.to_json())
         os.replace(tmp, self._staging / MANIFEST_NAME)
         old = None
         if self.final_dir.exists():

@@ -117,15 +117,15 @@ def test_extraction_snapshot_equals_ground_truth_or_is_flagged_incomplete(tmp_pa
     assert app.state.stats.snapshot()["faults"]["shift"] > 0
     rows = read_snapshot(tmp_path, "keywords", DAY).to_pylist()
     manifest = report.manifests["keywords"]
-    flagged = set(manifest["accounts"]["acme"]["incomplete_lists"])
+    flagged = set(manifest.accounts["acme"].incomplete_lists)
     results = {r.path.split("/")[3]: r for r in report.lists["acme"] if r.path.endswith("/keywords")}
     for domain in world.domains(account.account_id):
         got = [r["id"] for r in rows if r["parent_id"] == domain["id"]]
         assert len(got) == len(set(got))
         complete = _check_list(world, domain["id"], set(got), results[domain["id"]])
         assert complete is (domain["id"] not in flagged)
-    assert manifest["complete"] is (not flagged)
-    assert manifest["accounts"]["acme"]["rows"] == len(rows)
+    assert manifest.complete is (not flagged)
+    assert manifest.accounts["acme"].rows == len(rows)
 
 
 def test_moderate_balanced_shifting_settles_to_the_exact_ground_truth(tmp_path):
@@ -137,7 +137,7 @@ def test_moderate_balanced_shifting_settles_to_the_exact_ground_truth(tmp_path):
         report = asyncio.run(extract_day(server.base_url, [AccountSource("acme", account.api_key)], DAY,
                                          tmp_path, config=_config(settle_budget_requests=150)))
     rows = read_snapshot(tmp_path, "keywords", DAY).to_pylist()
-    assert report.manifests["keywords"]["complete"] is True
+    assert report.manifests["keywords"].complete is True
     results = {r.path.split("/")[3]: r for r in report.lists["acme"] if r.path.endswith("/keywords")}
     assert any(r.excluded for r in results.values())  # deleted ids were delivered, then dropped
     for domain in world.domains(account.account_id):

@@ -44,8 +44,8 @@ def test_every_record_of_every_account_arrives_once(world, tmp_path):
         for resource, ids in truth.items():
             rows = [r for r in read_snapshot(tmp_path, resource, DAY).to_pylist() if r["account"] == account.name]
             assert sorted(r["id"] for r in rows) == sorted(ids), resource
-            manifest = report.manifests[resource]["accounts"][account.name]
-            assert manifest["expected"] == manifest["delivered"] == len(ids)
+            manifest = report.manifests[resource].accounts[account.name]
+            assert manifest.expected == manifest.delivered == len(ids)
         keyword_rows = [r for r in read_snapshot(tmp_path, "keywords", DAY).to_pylist() if r["account"] == account.name]
         parents = {k["id"]: d["id"] for d in domains for k in world.keywords(d["id"])}
         assert all(r["parent_id"] == parents[r["id"]] for r in keyword_rows)
@@ -78,9 +78,9 @@ def test_deleted_domain_is_recorded_in_the_manifest_not_fatal(world, tmp_path):
 
     report = asyncio.run(_extract(world, tmp_path, transport=DeletedDuringRun(),
                             accounts=[AccountSource(account.name, account.api_key)]))
-    manifest = report.manifests["keywords"]["accounts"][account.name]
-    assert manifest["missing_parents"] == [gone]
-    assert manifest["complete"] is True
+    manifest = report.manifests["keywords"].accounts[account.name]
+    assert manifest.missing_parents == [gone]
+    assert manifest.complete is True
     rows = read_snapshot(tmp_path, "keywords", DAY).to_pylist()
     assert rows and gone not in {r["parent_id"] for r in rows}
 

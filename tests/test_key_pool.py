@@ -78,8 +78,8 @@ def test_requests_spread_over_both_keys_each_within_its_ceiling_with_no_429(tmp_
     assert min(first["requests"], second["requests"]) >= 0.35 * total  # spread over both keys
     assert first["rate_limited"] == second["rate_limited"] == 0
     assert all(ip["rate_limited"] == 0 for ip in stats["ips"].values())
-    per_key = {k["position"]: k for k in report.accounts["acme"]["keys"]}
-    assert per_key[1]["requests"] == first["requests"] and per_key[2]["requests"] == second["requests"]
+    per_key = {k.position: k for k in report.accounts["acme"].keys}
+    assert per_key[1].requests == first["requests"] and per_key[2].requests == second["requests"]
     assert report.complete
     _assert_snapshot_is_the_world(world, tmp_path)
     _assert_no_key_written(world, tmp_path, caplog)
@@ -92,10 +92,10 @@ def test_a_key_deleted_mid_run_is_dropped_and_the_run_completes_on_the_other(tmp
         report, stats = _run(world, Faults(revoke_after=25, revoke_position=2), keys, tmp_path)
     second = stats["keys"]["acme#2"]
     assert second["statuses"]["200"] == 25  # served until it was deleted
-    per_key = {k["position"]: k for k in report.accounts["acme"]["keys"]}
-    assert per_key[2]["dropped"] and not per_key[1]["dropped"]
-    assert per_key[2]["rejected"] == second["statuses"]["401"] >= 1  # only requests already in flight
-    assert per_key[1]["requests"] == stats["keys"]["acme"]["requests"]
+    per_key = {k.position: k for k in report.accounts["acme"].keys}
+    assert per_key[2].dropped and not per_key[1].dropped
+    assert per_key[2].rejected == second["statuses"]["401"] >= 1  # only requests already in flight
+    assert per_key[1].requests == stats["keys"]["acme"]["requests"]
     assert report.complete
     _assert_snapshot_is_the_world(world, tmp_path)
     warnings = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
@@ -107,8 +107,8 @@ def test_a_key_that_never_worked_is_dropped_too_but_no_working_key_fails_the_run
     world = _world()
     good = world.account("acme").api_key
     report, stats = _run(world, Faults(), f"not-a-key-1,{good}", tmp_path / "one")
-    assert report.complete and report.accounts["acme"]["keys"][0]["dropped"]
-    assert stats["keys"]["unauthenticated"]["statuses"] == {"401": report.accounts["acme"]["keys"][0]["rejected"]}
+    assert report.complete and report.accounts["acme"].keys[0].dropped
+    assert stats["keys"]["unauthenticated"]["statuses"] == {"401": report.accounts["acme"].keys[0].rejected}
 
     with pytest.raises(AuthenticationError, match="every API key of acme") as failed:
         _run(world, Faults(), "not-a-key-1,not-a-key-2", tmp_path / "none")

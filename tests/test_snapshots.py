@@ -33,14 +33,14 @@ def test_write_commit_read_roundtrip_keeps_full_attributes(tmp_path):
     w.set_report("acme", {"complete": True, "expected": 7, "delivered": 7})
     manifest = w.commit()
     table = read_snapshot(tmp_path, "domains", DAY)
-    assert table.num_rows == 8 == manifest["row_count"]
+    assert table.num_rows == 8 == manifest.row_count
     rows = {r["id"]: r for r in table.to_pylist()}
     assert rows["d-3"]["match_type"] == "any" and rows["d-3"]["host"] == "www.ex3.com"
     assert '"unshownField":{"nested":3}' in rows["d-3"]["attributes"]
     assert rows["d-100"]["account"] == "globex"
-    assert manifest["accounts"]["acme"]["rows"] == 7 and manifest["complete"] is True
+    assert manifest.accounts["acme"].rows == 7 and manifest.complete is True
     # row groups bound memory: 7 acme rows at 3 per group -> at least 3 row groups
-    acme_file = partition_dir(tmp_path, "domains", DAY) / manifest["files"][0]
+    acme_file = partition_dir(tmp_path, "domains", DAY) / manifest.files[0]
     assert pq.ParquetFile(acme_file).num_row_groups >= 3
     assert list_snapshot_dates(tmp_path, "domains") == [DAY]
 
@@ -70,7 +70,7 @@ def test_incomplete_account_marks_manifest_incomplete(tmp_path):
     w.set_report("acme", {"complete": False, "expected": 2, "delivered": 1})
     w.commit()
     manifest = read_manifest(tmp_path, "keywords", DAY)
-    assert manifest["complete"] is False
+    assert manifest.complete is False
     row = read_snapshot(tmp_path, "keywords", DAY).to_pylist()[0]
     assert row["location_code"] == "2840" and row["parent_id"] == "d-1"
 
@@ -79,7 +79,7 @@ def test_account_without_records_still_has_a_file(tmp_path):
     w = SnapshotWriter(tmp_path, "tags", DAY)
     w.set_report("acme", {"complete": True, "expected": 0, "delivered": 0})
     manifest = w.commit()
-    assert manifest["files"] == ["part-acme-0000.parquet"]
+    assert manifest.files == ["part-acme-0000.parquet"]
     assert read_snapshot(tmp_path, "tags", DAY).num_rows == 0
 
 
@@ -111,4 +111,4 @@ def test_excluded_ids_are_dropped_at_commit_across_row_groups_and_accounts(tmp_p
     acme = sorted((r["parent_id"], r["id"]) for r in table if r["account"] == "acme")
     assert acme == sorted([("d1", f"k{i}") for i in range(10) if i not in (1, 7)] + [("d2", "k0"), ("d2", "k1")])
     assert sum(r["account"] == "globex" for r in table) == 10
-    assert manifest["accounts"]["acme"]["rows"] == 10 and manifest["row_count"] == 20
+    assert manifest.accounts["acme"].rows == 10 and manifest.row_count == 20

@@ -12,29 +12,28 @@ from datetime import date, timedelta
 
 import dagster as dg
 
+from rank_pipeline.catalog import CATALOG, ApiResource
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
 from rank_pipeline.extract import ExtractionProgress, run_extraction
-from rank_pipeline.snapshots import RESOURCES, partition_dir
+from rank_pipeline.reports import SnapshotManifest
+from rank_pipeline.snapshots import partition_dir
 
-SNAPSHOT_KEYS = {r: dg.AssetKey(["snapshots", r]) for r in RESOURCES}
+SNAPSHOT_KEYS = {r.name: dg.AssetKey(["snapshots", r.name]) for r in CATALOG}
 
-_DESCRIPTIONS = {
-    "domains": "Domains of each account (GET /v1/domains), one Parquet snapshot per day.",
-    "keywords": "Keywords of each domain (GET /v1/domains/{uuid}/keywords) with their SERP position.",
-    "competitors": "Competitors of each domain (GET /v1/domains/{uuid}/competitors).",
-    "tags": "Tags of each account (GET /v1/tags).",
-    "usage": "Account usage and plan limits (GET /v1/account/usage), one row per account and day.",
-    "locations": "Location catalogue rows the keywords point to (GET /v1/locations?code=...).",
-    "languages": "Language catalogue rows of every search engine in use (GET /v1/languages).",
-}
+
+def snapshot_description(resource: ApiResource) -> str:
+    """The ``snapshots/<resource>`` asset's description, from the resource's declaration."""
+    parent = f", per {resource.parent} record" if resource.parent else ""
+    return f"{resource.description} {resource.endpoint}{parent}; one Parquet snapshot per day."
 
 
 @dg.multi_asset(
     name="extract_snapshots",
     specs=[
-        dg.AssetSpec(key, description=_DESCRIPTIONS[r], group_name="snapshots", kinds={"parquet"})
-        for r, key in SNAPSHOT_KEYS.items()
+        dg.AssetSpec(SNAPSHOT_KEYS[r.name], description=snapshot_description(r), group_name="snapshots",
+                     kinds={"parquet"})
+        for r in CATALOG
     ],
     check_specs=[
         dg.AssetCheckSpec("complete", asset=key, blocking=True,
@@ -63,37 +62,38 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                for i in range((last - first).days + 1)]
     for resource, key in SNAPSHOT_KEYS.items():
         manifests = [r.manifests[resource] for r in reports]
-        accounts_meta = [a for m in manifests for a in m["accounts"].values()]
-        expected = sum(a.get("expected", 0) for a in accounts_meta)
-        delivered = sum(a.get("delivered", 0) for a in accounts_meta)
-        missing = sorted({p for a in accounts_meta for p in a.get("missing_parents", [])})
+        accounts_meta = [a for m in manifests for a in m.accounts.values()]
+        expected = sum(a.expected for a in accounts_meta)
+        delivered = sum(a.delivered for a in accounts_meta)
+        missing = sorted({p for a in accounts_meta for p in a.missing_parents})
         run_accounts = [a for r in reports for a in r.accounts.values()]
         yield dg.MaterializeResult(
             asset_key=key,
             metadata={
-                "rows": dg.MetadataValue.int(sum(m["row_count"] for m in manifests)),
-                "complete": all(m["complete"] for m in manifests),
+                "rows": dg.MetadataValue.int(sum(m.row_count for m in manifests)),
+                "complete": all(m.complete for m in manifests),
                 "expected_records": expected,
                 "delivered_records": delivered,
-                "pages": sum(a.get("pages", 0) for a in accounts_meta),
+                "pages": sum(a.pages for a in accounts_meta),
                 "missing_parents": dg.MetadataValue.json(missing),
                 "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshots_dir, resource, last))),
-                "requests_total": sum(a["requests"] for a in run_accounts),
-                "rate_limited_total": sum(a["rate_limited"] for a in run_accounts),
-                "retries_total": sum(a["retries"] for a in run_accounts),
+                "requests_total": sum(a.requests for a in run_accounts),
+                "rate_limited_total": sum(a.rate_limited for a in run_accounts),
+                "retries_total": sum(a.retries for a in run_accounts),
                 "achieved_rate_per_min": dg.MetadataValue.json(
-                    {n: a["achieved_rate_per_min"] for n, a in reports[-1].accounts.items()}),
+                    {n: a.achieved_rate_per_min for n, a in reports[-1].accounts.items()}),
                 # per key position of each account's key list (never a key's value)
-                "keys": dg.MetadataValue.json({n: a["keys"] for n, a in reports[-1].accounts.items()}),
+                "keys": dg.MetadataValue.json({n: [k.model_dump() for k in a.keys]
+                                               for n, a in reports[-1].accounts.items()}),
             },
         )
         yield dg.AssetCheckResult(
             asset_key=key,
             check_name="complete",
-            passed=all(bool(m["complete"]) for m in manifests),
-            description=None if all(m["complete"] for m in manifests) else " ".join(
+            passed=all(m.complete for m in manifests),
+            description=None if all(m.complete for m in manifests) else " ".join(
                 incomplete_message(resource, first + timedelta(days=i), _incomplete_lists(m))
-                for i, m in enumerate(manifests) if not m["complete"]),
+                for i, m in enumerate(manifests) if not m.complete),
             metadata={"partition": context.partition_key_range.start if first == last
                       else f"{first}..{last}",
                       "expected_records": expected, "delivered_records": delivered,
@@ -101,12 +101,12 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                       "incomplete_lists": dg.MetadataValue.json(
                           _incomplete_lists(manifests[0]) if first == last else
                           {str(first + timedelta(days=i)): _incomplete_lists(m)
-                           for i, m in enumerate(manifests) if not m["complete"]}),
+                           for i, m in enumerate(manifests) if not m.complete}),
                       "incomplete_days": dg.MetadataValue.json(
-                          [str(first + timedelta(days=i)) for i, m in enumerate(manifests) if not m["complete"]]),
+                          [str(first + timedelta(days=i)) for i, m in enumerate(manifests) if not m.complete]),
                       "accounts": dg.MetadataValue.json(
-                          {n: {k: a.get(k) for k in ("complete", "expected", "delivered", "excluded", "passes")}
-                           for n, a in manifests[-1]["accounts"].items()})},
+                          {n: a.model_dump(include={"complete", "expected", "delivered", "excluded", "passes"})
+                           for n, a in manifests[-1].accounts.items()})},
         )
 
 
@@ -131,16 +131,16 @@ def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource,
                             source_id="sandbox" if source.uses_sandbox else None)
     if report.resumed_lists:
         context.log.info(f"resumed {report.resumed_lists} list(s) from the checkpoints of an earlier run of {day}")
-    requests = sum(a["requests"] for a in report.accounts.values())
+    requests = sum(a.requests for a in report.accounts.values())
     context.log.info(
-        f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, "
-        f"complete={report.complete}; per account: {report.accounts}"
+        f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, complete={report.complete}; "
+        f"per account: { {n: a.model_dump() for n, a in report.accounts.items()} }"
     )
     return report
 
 
-def _incomplete_lists(manifest: dict) -> dict[str, list[str]]:
-    return {n: a.get("incomplete_lists", []) for n, a in manifest["accounts"].items() if a.get("incomplete_lists")}
+def _incomplete_lists(manifest: SnapshotManifest) -> dict[str, list[str]]:
+    return {n: a.incomplete_lists for n, a in manifest.accounts.items() if a.incomplete_lists}
 
 
 def incomplete_message(resource: str, day: date, incomplete: dict[str, list[str]]) -> str:

@@ -20,6 +20,7 @@ from datetime import date
 
 import dagster as dg
 
+from rank_pipeline.catalog import CATALOG
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.model_assets import full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions
@@ -29,8 +30,9 @@ from rank_pipeline.warehouse import load_partitions, rebuild_from_snapshots
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in RESOURCES}
 UNIQUE_RECORD_CHECK = "one_row_per_record"
-PER_ACCOUNT_RESOURCES = frozenset({"locations", "languages"})
-"""Reference rows read once per account that points to them (docs/architecture.md)."""
+PER_ACCOUNT_RESOURCES = frozenset(r.name for r in CATALOG if not r.account_scoped)
+"""Catalogue rows (declared ``account_scoped=False``), read once per account that points to them: the
+same record may appear once per account (docs/architecture.md)."""
 
 
 def repeated_records(con, resource: str, day: date, sample_size: int = 5) -> tuple[int, list[dict]]:
