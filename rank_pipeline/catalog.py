@@ -308,6 +308,7 @@ def render_markdown() -> str:
         "the spec shows, below.",
         "",
     ]
+    lines += [f"- [`raw.{r.name}`](#raw{r.name}) ({r.endpoint})" for r in CATALOG] + [""]
     for r in CATALOG:
         lines += [f"### raw.{r.name}", "", r.description, ""]
         lines.append(f"- Endpoint: `{r.endpoint}`, read {_read_how(r)}")

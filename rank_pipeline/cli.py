@@ -14,7 +14,7 @@ Commands:
 ``rebuild [--from D] [--to D] [--full-refresh]``
     Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes.
 ``docs``
-    Regenerates ``docs/data_dictionary.md`` from the model ``.yml`` files.
+    Regenerates ``docs/data_dictionary.md`` from the API resource declarations (raw) and the model ``.yml`` files.
 ``query SQL [--limit N] [--format table|csv|json]``
     Runs exactly one SQL statement on the published warehouse (read-only) and prints the result.
 
@@ -455,12 +455,13 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
+    from rank_pipeline.catalog import render_markdown
     from rank_pipeline.settings import models_dir
     from rank_pipeline.sql_models.docs import write_data_dictionary
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_data_dictionary(models_dir(), out)
+    write_data_dictionary(models_dir(), out, sources=render_markdown())
     print(f"wrote {out}")
     return 0
 
@@ -596,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_rebuild)
 
     p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md",
-                       description="Write the data dictionary from the models' .yml files (the project in "
+                       description="Write the data dictionary from the API resource declarations (raw tables) and the models' .yml files (the project in "
                                    "RANK_PIPELINE_MODELS_DIR, default the shipped one).")
     p.add_argument("--out", default="docs/data_dictionary.md",
                    help="where to write it (default docs/data_dictionary.md under the current folder)")

@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ from rank_pipeline.api import (
     SlidingWindowLimiter,
 )
 from rank_pipeline.catalog import CATALOG, ApiResource, ListRequest, children_of
+from rank_pipeline.concurrency import run_all
 from rank_pipeline.reports import AccountStats, KeyStats, ListsReport, SnapshotManifest
 from rank_pipeline.resume import ListSpool, ResumeArea, fingerprint
 from rank_pipeline.snapshots import SnapshotWriter, records_table
@@ -117,23 +118,6 @@ class ExtractionReport:
     def complete(self) -> bool:
         """True when every list of every resource and account was read completely."""
         return all(m.complete for m in self.manifests.values())
-
-
-async def _all(coroutines: Iterable[Coroutine[Any, Any, Any]]) -> None:
-    """Run ``coroutines`` as sibling tasks of one :class:`asyncio.TaskGroup`.
-
-    The first failure cancels the siblings and waits for them to end; that failure is raised as itself
-    (the first leaf of the exception group), so callers catch ``RankTrackerError`` subclasses as before.
-    """
-    try:
-        async with asyncio.TaskGroup() as group:
-            for coroutine in coroutines:
-                group.create_task(coroutine)
-    except BaseExceptionGroup as group_error:
-        first: BaseException = group_error
-        while isinstance(first, BaseExceptionGroup):
-            first = first.exceptions[0]
-        raise first from None
 
 
 class _AccountRun:
@@ -272,16 +256,11 @@ class _AccountRun:
                         self.parent_prints[request.parent_record_id] = fingerprint(record)
                     wanted[child.name][request] = None
 
-        results = [None] * len(requests)
-
-        async def one(i: int, request: ListRequest) -> None:
-            results[i] = await self._list(resource, request, on_record if children else None)
-
-        await _all(one(i, r) for i, r in enumerate(requests))
+        results = await run_all(self._list(resource, r, on_record if children else None) for r in requests)
         if not children:
             return
         gone = {e for result in results if result is not None for e in result.excluded}
-        await _all(self._resource(c, [r for r in wanted[c.name] if r.parent_record_id not in gone])
+        await run_all(self._resource(c, [r for r in wanted[c.name] if r.parent_record_id not in gone])
                    for c in children)
 
     async def run(self, snapshot_date: date, allow_other_day: bool) -> None:
@@ -295,7 +274,7 @@ class _AccountRun:
                     f"today is {server_day.isoformat()} (UTC). Extract today's partition; earlier days are "
                     "loaded and modelled from their Parquet snapshots."
                 )
-        await _all(self._resource(r, [r.top_level_request()]) for r in top if r.paginated)
+        await run_all(self._resource(r, [r.top_level_request()]) for r in top if r.paginated)
         for resource, rep in self.report.items():
             self.writers[resource].set_report(self.source.name, rep)
 
@@ -366,7 +345,7 @@ async def extract_day(
                 clients.append(client)
                 runs.append(_AccountRun(source, client, writers, progress, notify, area))
             # a fatal error in one account cancels the others before the exit stack closes the clients
-            await _all(run.run(snapshot_date, allow_other_day) for run in runs)
+            await run_all(run.run(snapshot_date, allow_other_day) for run in runs)
         notify()
         manifests = {r: w.commit() for r, w in writers.items()}
     except BaseException:

@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from rank_pipeline.api import ClientConfig, RankTrackerClient
+from rank_pipeline.concurrency import run_all
 from rank_pipeline.extract import AccountSource
 from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings, key_variable
 
@@ -223,7 +224,7 @@ async def _domains_page(base_url: str, accounts: Sequence[AccountSource],
             data = await client.get("/v1/domains", {"page": 1, "per_page": 1000})
         return account.name, {str(r["id"]) for r in data or [] if isinstance(r, dict) and "id" in r}
 
-    return dict(await asyncio.gather(*(one(a) for a in accounts)))
+    return dict(await run_all(one(a) for a in accounts))
 
 
 @dataclass(frozen=True)

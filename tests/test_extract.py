@@ -8,7 +8,7 @@ from datetime import date
 import httpx
 import pytest
 
-from rank_pipeline.api import AuthenticationError, PermissionDeniedError
+from rank_pipeline.api import AuthenticationError, BadRequestError, PermissionDeniedError
 from rank_pipeline.extract import AccountSource, extract_day
 from rank_pipeline.sandbox import World, create_app
 from rank_pipeline.snapshots import RESOURCES, list_snapshot_dates, read_snapshot
@@ -95,4 +95,49 @@ def test_fatal_error_commits_nothing(world, tmp_path, which):
     with pytest.raises(error):
         asyncio.run(_extract(world, tmp_path, accounts=accounts))
     assert all(list_snapshot_dates(tmp_path, r) == [] for r in RESOURCES)
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
+def test_fatal_error_in_one_list_cancels_its_siblings_before_the_clients_close(world, tmp_path):
+    """Structured concurrency: a fatal error (400) in one domain's keyword list cancels every sibling list
+    still in flight; none completes after the failure, no task outlives the run, no request follows it."""
+    app_transport = httpx.ASGITransport(app=create_app(world))
+    account = next(a for a in world.accounts if a.api_enabled)
+    domains = [d["id"] for d in world.domains(account.account_id)]
+    assert len(domains) >= 2
+    failing = f"/v1/domains/{domains[0]}/keywords"
+    events: list[str] = []  # transport-side: "fail", "done", "cancelled", "started-after-raise"
+    raised = asyncio.Event()
+
+    class FailingOne(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request):
+            if raised.is_set():
+                events.append("started-after-raise")
+            if request.url.path == failing:
+                events.append("fail")
+                body = b'{"errors":[{"status":400,"code":"bad_request","detail":"malformed"}]}'
+                return httpx.Response(400, content=body, headers={"content-type": "application/json"})
+            if request.url.path.startswith("/v1/domains/"):  # the siblings: slow enough to be in flight
+                try:
+                    await asyncio.sleep(1.0)
+                except asyncio.CancelledError:
+                    events.append("cancelled")
+                    raise
+                events.append("done")
+            return await app_transport.handle_async_request(request)
+
+    async def scenario():
+        with pytest.raises(BadRequestError):
+            await extract_day("http://127.0.0.1", [AccountSource(account.name, account.api_key)], DAY, tmp_path,
+                              transport=FailingOne())
+        raised.set()
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+        await asyncio.sleep(1.5)  # an orphaned sibling would finish its request now
+        return left
+
+    left = asyncio.run(scenario())
+    assert left == []
+    after = events[events.index("fail") + 1:]
+    assert "cancelled" in after  # siblings were in flight ...
+    assert "done" not in after and "started-after-raise" not in after  # ... and none ran on
     assert not list(tmp_path.rglob("*.parquet"))

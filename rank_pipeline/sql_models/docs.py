@@ -57,8 +57,12 @@ def _link(project: Project, qualified: str) -> str:
     return f"[`{qualified}`](#{_anchor(qualified)})"
 
 
-def render_data_dictionary(project: Project) -> str:
-    """The data dictionary of ``project`` as Markdown (deterministic: same project, same text)."""
+def render_data_dictionary(project: Project, sources: str = "") -> str:
+    """The data dictionary of ``project`` as Markdown (deterministic: same project, same text).
+
+    ``sources``: Markdown of the tables the project reads (``rank-pipeline docs`` passes the raw tables
+    rendered from the API resource declarations), placed before the seeds.
+    """
     order = project.topological_order()
     lines = [
         "# Data dictionary",
@@ -78,6 +82,8 @@ def render_data_dictionary(project: Project) -> str:
     for model in order:
         lines.append(f"- {_link(project, model.qualified_name)} ({model.materialized})")
     lines.append("")
+    if sources:
+        lines += [sources.rstrip(), ""]
     if project.seeds:
         lines += ["## Seeds", ""]
     for seed in project.seeds.values():
@@ -121,8 +127,9 @@ def render_data_dictionary(project: Project) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_data_dictionary(project_dir: Path | str, out_path: Path | str) -> Path:
-    """Load the project in ``project_dir`` and write its data dictionary to ``out_path``.
+def write_data_dictionary(project_dir: Path | str, out_path: Path | str, sources: str = "") -> Path:
+    """Load the project in ``project_dir`` and write its data dictionary to ``out_path``
+    (``sources``: see :func:`render_data_dictionary`).
 
     Returns:
         ``out_path``.
@@ -131,7 +138,7 @@ def write_data_dictionary(project_dir: Path | str, out_path: Path | str) -> Path
         ProjectError: the project is invalid (see ``load_project``).
     """
     out = Path(out_path)
-    text = render_data_dictionary(load_project(project_dir))
+    text = render_data_dictionary(load_project(project_dir), sources)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     return out
