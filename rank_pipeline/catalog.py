@@ -155,7 +155,7 @@ class ApiResource:
 
     @property
     def endpoint(self) -> str:
-        """``GET <path>`` as the docs show it, with the parent id placeholder named after the parent."""
+        """``GET <path>`` as the docs and asset descriptions show it."""
         return f"GET {self.path}"
 
 
