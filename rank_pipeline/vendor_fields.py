@@ -2,8 +2,9 @@
 
 The staging SQL models (``dbt_like_sql/staging``) are where the warehouse reads invented fields. The
 extractor needs exactly one such field in Python, to know which search engine's catalogue to ask for a
-keyword's location row; it lives here, beside its fallback, so meeting the vendor's real shape is a
-change in this file and in staging SQL only.
+keyword's location row (the ``locations`` and ``languages`` declarations in :mod:`rank_pipeline.catalog`
+derive their requests from a keyword with these functions); it lives here, beside its fallback, so
+meeting the vendor's real shape is a change in this file and in staging SQL only.
 
 Spec facts used: a keyword "reads back with a ``location`` object whose ``code`` is the geo-target id";
 the lookup endpoints take ``search_engine`` in ``google``, ``bing``, ``yahoo`` (default ``google``).
