@@ -431,7 +431,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         with writer_lock(settings.data_dir, holder="rank-pipeline extract", log=note), _SESSION.capture():
             remove_leftovers(settings.data_dir, log=note)
             report = run_extraction(opened.base_url, opened.accounts, day, settings.paths.snapshots_dir,
-                                    config=source.client_config, on_progress=on_progress)
+                                    config=source.client_config, on_progress=on_progress,
+                                    shard=settings.shard)
     finally:
         progress.close()
     for resource, manifest in report.manifests.items():

@@ -43,6 +43,7 @@ from rank_pipeline.api import (
     SlidingWindowLimiter,
 )
 from rank_pipeline.resume import ListSpool, ResumeArea, fingerprint
+from rank_pipeline.sharding import Shard
 from rank_pipeline.snapshots import RESOURCES, SnapshotWriter, records_table
 from rank_pipeline.vendor_fields import keyword_location_code, keyword_search_engines
 
@@ -294,6 +295,7 @@ async def extract_day(
     on_progress: Callable[[ExtractionProgress], None] | None = None,
     resume: bool = True,
     source_id: str | None = None,
+    shard: Shard | None = None,
 ) -> ExtractionReport:
     """Extract every resource of ``accounts`` for ``snapshot_date`` and commit the day's snapshots.
 
@@ -311,6 +313,8 @@ async def extract_day(
             the lists it did not finish; the folder is removed when the day commits.
         source_id: what the checkpoints are valid for (default ``base_url``; the embedded sandbox,
             whose port changes per process, passes ``"sandbox"``). Never a key.
+        shard: extract only the accounts of this shard (:mod:`rank_pipeline.sharding`) and commit the
+            shard's manifests; a shard owning no account commits empty ones, so the day still completes.
 
     Returns:
         :class:`ExtractionReport` with each resource's manifest and each account's request statistics.
@@ -324,8 +328,10 @@ async def extract_day(
         raise ExtractionError("no accounts configured: set RANK_TRACKER_API_KEY (or RANK_TRACKER_ACCOUNTS)")
     config = config or ClientConfig()
     started = time.monotonic()
-    area = ResumeArea(snapshots_dir, snapshot_date, source_id or base_url) if resume else None
-    writers = {r: SnapshotWriter(snapshots_dir, r, snapshot_date) for r in RESOURCES}
+    if shard is not None:
+        accounts = [a for a in accounts if shard.owns(a.name)]
+    area = ResumeArea(snapshots_dir, snapshot_date, source_id or base_url, shard) if resume else None
+    writers = {r: SnapshotWriter(snapshots_dir, r, snapshot_date, shard=shard) for r in RESOURCES}
     progress = ExtractionProgress()
     # one per-IP pacer shared by every key of the run (spec "Limits": 600 per IP address)
     ip_limiter = SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)
