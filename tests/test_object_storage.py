@@ -113,9 +113,18 @@ def runs(s3, tmp_path_factory):
     """``rank-pipeline run`` of today on the embedded sandbox: once with S3 snapshots, once on local disk."""
     s3_data, local_data = tmp_path_factory.mktemp("s3run"), tmp_path_factory.mktemp("localrun")
     uri = f"s3://{BUCKET}/daily/snapshots"
-    on_s3 = cli("run", env={**s3, "RANK_PIPELINE_DATA_DIR": str(s3_data), "RANK_PIPELINE_SNAPSHOTS_URI": uri})
-    local = cli("run", env={"RANK_PIPELINE_DATA_DIR": str(local_data)})
-    return uri, s3_data, on_s3, local_data, local
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli"]
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "AWS_"))}
+    envs = [{**base, **s3, "RANK_PIPELINE_DATA_DIR": str(s3_data), "RANK_PIPELINE_SNAPSHOTS_URI": uri},
+            {**base, "RANK_PIPELINE_DATA_DIR": str(local_data)}]
+    procs = [subprocess.Popen([*cmd, "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for env in envs]  # the two runs at once: independent data folders
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=400)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return uri, s3_data, done[0], local_data, done[1]
 
 
 def test_a_daily_run_on_s3_equals_the_same_run_on_local_disk(runs):
@@ -302,8 +311,6 @@ def test_a_day_sharded_in_two_is_committed_once_both_shards_are(s3):
 
 
 @pytest.mark.parametrize(("variable", "value", "says"), [
-    ("RANK_PIPELINE_SNAPSHOTS_URI", "s3://", "names no bucket"),
-    ("RANK_PIPELINE_SNAPSHOTS_URI", "nosuchscheme://x/y", "neither pyarrow nor fsspec"),
     ("RANK_PIPELINE_SNAPSHOTS_URI", "s3://user:secret@bucket/p", "holds credentials"),
     ("RANK_PIPELINE_SHARD", "2/2", "is not a shard"),
 ])
@@ -314,3 +321,29 @@ def test_a_bad_storage_or_shard_setting_is_one_line_exit_2(tmp_path, variable, v
     assert says in lines[-1] and variable in lines[-1]
     assert "secret" not in done.stderr
     assert not (tmp_path / "snapshots").exists()
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("s3://", "names no bucket"),
+    ("s3://bucket/p?acl=public", "unknown option(s) acl"),
+    ("nosuchscheme://x/y", "neither pyarrow nor fsspec"),
+    ("s3:bucket/p", "looks like a URI without '//'"),
+])
+def test_snapshots_uri_validation_says_what_to_set(tmp_path, value, says):
+    from rank_pipeline.settings import ConfigurationError, Settings
+
+    with pytest.raises(ConfigurationError) as err:
+        Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SNAPSHOTS_URI": value})
+    assert says in str(err.value) and "\n" not in str(err.value)
+    assert "s3://bucket/prefix" in str(err.value)
+
+
+def test_a_local_snapshots_uri_is_a_folder(tmp_path):
+    from rank_pipeline.settings import Settings
+
+    elsewhere = tmp_path / "lake"
+    settings = Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "d"),
+                                  "RANK_PIPELINE_SNAPSHOTS_URI": f"file://{elsewhere}"})
+    assert settings.paths.snapshots_dir == elsewhere
+    unset = Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "d")})
+    assert unset.paths.snapshots_dir == (tmp_path / "d" / "snapshots").resolve()
