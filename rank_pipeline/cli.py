@@ -387,6 +387,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings()
+    if settings.shard is not None:
+        raise UsageError(f"RANK_PIPELINE_SHARD={settings.shard} is for extraction workers: run `rank-pipeline "
+                         "extract` on each worker, then `rank-pipeline rebuild --from D --to D` once all shards "
+                         "committed (or unset RANK_PIPELINE_SHARD)")
     day = _check_partition(args.date or _today())
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     instance = _dagster_instance(settings.data_dir)

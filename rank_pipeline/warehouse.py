@@ -169,8 +169,11 @@ def _read_manifest(snapshots_dir: Path | str | Store, resource: str,
         if "cannot read the manifest" in str(exc) or "not a JSON object" in str(exc):
             raise LoadError(f"{exc} ({resource} for {snapshot_date})") from exc
         listing = store.listdir(store.join(resource, f"snapshot_date={snapshot_date.isoformat()}"))
+        shards = sorted(i.path.rsplit("/", 1)[-1] for i in listing if "/_manifest.shard-" in i.path)
         hint = (
-            "its Parquet files exist but it was never committed (extraction was interrupted)"
+            f"only some shard workers committed it ({', '.join(shards)}): wait for the others"
+            if shards
+            else "its Parquet files exist but it was never committed (extraction was interrupted)"
             if any(i.path.endswith(".parquet") for i in listing)
             else "no snapshot was extracted for that day"
         )

@@ -295,7 +295,7 @@ def test_a_day_sharded_in_two_is_committed_once_both_shards_are(s3):
     first.write("acme", _records("a", 3), parent_id="d1")
     first.commit()
     assert list_snapshot_dates(uri, "keywords") == []  # one shard of two is not the day
-    with pytest.raises(SnapshotMissingError):
+    with pytest.raises(SnapshotMissingError, match="only some shard workers committed it"):
         load_partition(duckdb.connect(), uri, DAY, ["keywords"])
     second = SnapshotWriter(uri, "keywords", DAY, shard=Shard(0, 2))
     second.write("globex", _records("g", 2), parent_id="d2")
@@ -310,12 +310,13 @@ def test_a_day_sharded_in_two_is_committed_once_both_shards_are(s3):
 # -- settings ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("variable", "value", "says"), [
-    ("RANK_PIPELINE_SNAPSHOTS_URI", "s3://user:secret@bucket/p", "holds credentials"),
-    ("RANK_PIPELINE_SHARD", "2/2", "is not a shard"),
+@pytest.mark.parametrize(("command", "variable", "value", "says"), [
+    ("extract", "RANK_PIPELINE_SNAPSHOTS_URI", "s3://user:secret@bucket/p", "holds credentials"),
+    ("extract", "RANK_PIPELINE_SHARD", "2/2", "is not a shard"),
+    ("run", "RANK_PIPELINE_SHARD", "0/2", "is for extraction workers"),
 ])
-def test_a_bad_storage_or_shard_setting_is_one_line_exit_2(tmp_path, variable, value, says):
-    done = cli("extract", env={"RANK_PIPELINE_DATA_DIR": str(tmp_path), variable: value}, timeout=120)
+def test_a_bad_storage_or_shard_setting_is_one_line_exit_2(tmp_path, command, variable, value, says):
+    done = cli(command, env={"RANK_PIPELINE_DATA_DIR": str(tmp_path), variable: value}, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
     assert says in lines[-1] and variable in lines[-1]
