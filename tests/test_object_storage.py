@@ -348,3 +348,13 @@ def test_a_local_snapshots_uri_is_a_folder(tmp_path):
     assert settings.paths.snapshots_dir == elsewhere
     unset = Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "d")})
     assert unset.paths.snapshots_dir == (tmp_path / "d" / "snapshots").resolve()
+
+
+def test_an_fsspec_scheme_works_the_same_way():
+    """``memory://`` (fsspec, not pyarrow): commit manifest-last, list, read and load into DuckDB."""
+    uri = "memory://lake/snapshots"
+    manifest = _commit(uri, "m1")
+    assert manifest["files"] and all(f.startswith("part-") and f.count("-") == 3 for f in manifest["files"])
+    assert list_snapshot_dates(uri, "keywords") == [DAY]
+    assert len(_rows(uri, "keywords", DAY)) == 11
+    assert load_partition(duckdb.connect(), uri, DAY, ["keywords"]) == {"keywords": 11}
