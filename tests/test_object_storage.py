@@ -358,3 +358,19 @@ def test_an_fsspec_scheme_works_the_same_way():
     assert list_snapshot_dates(uri, "keywords") == [DAY]
     assert len(_rows(uri, "keywords", DAY)) == 11
     assert load_partition(duckdb.connect(), uri, DAY, ["keywords"]) == {"keywords": 11}
+
+
+def test_the_dagster_resources_carry_the_uri_and_the_shard(tmp_path):
+    from rank_pipeline.defs.resources import RankTrackerResource, source_from_env, warehouse_from_env
+    from rank_pipeline.settings import Settings
+
+    settings = Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SHARD": "1/3",
+                                  "RANK_PIPELINE_SNAPSHOTS_URI": "s3://rank-lake/prod?region=eu-west-1"})
+    warehouse = warehouse_from_env(settings)
+    assert warehouse.snapshots_uri == "s3://rank-lake/prod?region=eu-west-1"
+    assert warehouse.snapshots_dir == "s3://rank-lake/prod?region=eu-west-1"
+    source = source_from_env(settings)
+    assert source.shard == "1/3" and source.shard_setting() == Shard(1, 3)
+    assert "shard 1/3" in source.describe()
+    with pytest.raises(ValueError, match="RankTrackerResource.shard"):
+        RankTrackerResource(shard="3/3").shard_setting()
