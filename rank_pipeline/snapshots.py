@@ -20,6 +20,14 @@ so memory does not grow with the size of an account. Files are written into a hi
 moved into place by :meth:`SnapshotWriter.commit`; a failed run calls :meth:`SnapshotWriter.abort` and
 leaves the previous snapshot of that day (if any) untouched.
 
+Where (issue 13): ``root`` is a local folder or any store of :mod:`rank_pipeline.storage`
+(``RANK_PIPELINE_SNAPSHOTS_URI=s3://bucket/prefix``). Commit: where renames are not atomic (object
+stores) and for shard workers (:mod:`rank_pipeline.sharding`), data files go straight into the day's
+folder under unique names and the manifest is written last; readers (:func:`read_manifest`,
+:func:`read_snapshot`, :func:`list_snapshot_dates`, the warehouse load) trust only files a manifest
+lists. A day committed by ``n`` shards has ``_manifest.shard-<i>-of-<n>.json`` files and counts as
+committed once all ``n`` are there (see :class:`SnapshotWriter`).
+
 The API key is never passed to this module, so it cannot reach a snapshot or a manifest.
 """
 
