@@ -387,6 +387,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings()
+    if settings.shard is not None:
+        raise UsageError(f"RANK_PIPELINE_SHARD={settings.shard} is for extraction workers: run `rank-pipeline "
+                         "extract` on each worker, then `rank-pipeline rebuild --from D --to D` once all shards "
+                         "committed (or unset RANK_PIPELINE_SHARD)")
     day = _check_partition(args.date or _today())
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     instance = _dagster_instance(settings.data_dir)
@@ -431,7 +435,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         with writer_lock(settings.data_dir, holder="rank-pipeline extract", log=note), _SESSION.capture():
             remove_leftovers(settings.data_dir, log=note)
             report = run_extraction(opened.base_url, opened.accounts, day, settings.paths.snapshots_dir,
-                                    config=source.client_config, on_progress=on_progress)
+                                    config=source.client_config, on_progress=on_progress,
+                                    shard=settings.shard)
     finally:
         progress.close()
     for resource, manifest in report.manifests.items():

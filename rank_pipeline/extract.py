@@ -49,6 +49,7 @@ from rank_pipeline.catalog import CATALOG, ApiResource, ListRequest, children_of
 from rank_pipeline.concurrency import run_all
 from rank_pipeline.reports import AccountStats, KeyStats, ListsReport, SnapshotManifest
 from rank_pipeline.resume import ListSpool, ResumeArea, fingerprint
+from rank_pipeline.sharding import Shard
 from rank_pipeline.snapshots import SnapshotWriter, records_table
 
 __all__ = [
@@ -291,6 +292,7 @@ async def extract_day(
     on_progress: Callable[[ExtractionProgress], None] | None = None,
     resume: bool = True,
     source_id: str | None = None,
+    shard: Shard | None = None,
 ) -> ExtractionReport:
     """Extract every resource of ``accounts`` for ``snapshot_date`` and commit the day's snapshots.
 
@@ -308,6 +310,8 @@ async def extract_day(
             the lists it did not finish; the folder is removed when the day commits.
         source_id: what the checkpoints are valid for (default ``base_url``; the embedded sandbox,
             whose port changes per process, passes ``"sandbox"``). Never a key.
+        shard: extract only the accounts of this shard (:mod:`rank_pipeline.sharding`) and commit the
+            shard's manifests; a shard owning no account commits empty ones, so the day still completes.
 
     Returns:
         :class:`ExtractionReport` with each resource's manifest and each account's request statistics.
@@ -321,8 +325,10 @@ async def extract_day(
         raise ExtractionError("no accounts configured: set RANK_TRACKER_API_KEY (or RANK_TRACKER_ACCOUNTS)")
     config = config or ClientConfig()
     started = time.monotonic()
-    area = ResumeArea(snapshots_dir, snapshot_date, source_id or base_url) if resume else None
-    writers = {r.name: SnapshotWriter(snapshots_dir, r.name, snapshot_date) for r in CATALOG}
+    if shard is not None:
+        accounts = [a for a in accounts if shard.owns(a.name)]
+    area = ResumeArea(snapshots_dir, snapshot_date, source_id or base_url, shard) if resume else None
+    writers = {r.name: SnapshotWriter(snapshots_dir, r.name, snapshot_date, shard=shard) for r in CATALOG}
     progress = ExtractionProgress()
     # one per-IP pacer shared by every key of the run (spec "Limits": 600 per IP address)
     ip_limiter = SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)

@@ -64,6 +64,10 @@ class SnapshotManifest(BaseModel):
     written_at: datetime
     complete: bool
     accounts: dict[str, ListsReport] = Field(default_factory=dict)
+    shard: str | None = None
+    """``"i/n"`` in the manifest one shard worker wrote (:mod:`rank_pipeline.sharding`); unset otherwise."""
+    shards: int | None = None
+    """How many shard manifests a day's manifest was merged from (set only by :func:`read_manifest`)."""
 
     @field_serializer("written_at")
     def _iso(self, value: datetime) -> str:  # datetime.isoformat(), as manifests were always written

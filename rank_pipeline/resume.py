@@ -17,7 +17,8 @@ parent's record is unchanged (``parent`` fingerprint); top-level lists (domains,
 read are always fetched again, so the combined result is complete by the same rules as a fresh run.
 The folder is removed once the day's snapshots are committed (:meth:`ResumeArea.discard`).
 
-Nothing here holds a key. Memory: rows go to disk page by page; a resumed list is read back one row
+The folder lives in the snapshots location, whatever the store (:mod:`rank_pipeline.storage`): on an
+object store a retry on another machine resumes too. Nothing here holds a key. Memory: rows go to disk page by page; a resumed list is read back one row
 group at a time.
 """
 
@@ -27,7 +28,7 @@ import hashlib
 import json
 import logging
 import os
-import shutil
+import posixpath
 import uuid
 from collections.abc import Iterator, Mapping
 from datetime import date
@@ -37,7 +38,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rank_pipeline.sharding import Shard
 from rank_pipeline.snapshots import SCHEMA_VERSION, arrow_schema
+from rank_pipeline.storage import Store, store_for
 
 __all__ = ["ListSpool", "ResumeArea", "fingerprint", "resume_dir"]
 
@@ -45,11 +48,21 @@ logger = logging.getLogger("rank_pipeline.resume")
 
 _LISTS = "lists.jsonl"
 _META = "meta.json"
+_ENTRY = ".entry.json"
 
 
-def resume_dir(root: Path | str, snapshot_date: date) -> Path:
-    """``<root>/.resume-snapshot_date=YYYY-MM-DD``: the day's checkpoint folder."""
-    return Path(root) / f".resume-snapshot_date={snapshot_date.isoformat()}"
+def resume_dir(root: Path | str | Store, snapshot_date: date, shard: Shard | None = None) -> Path | str:
+    """``<root>/.resume-snapshot_date=YYYY-MM-DD``: the day's checkpoint folder (a :class:`Path` for a
+    local root, a URI otherwise). A shard worker (:mod:`rank_pipeline.sharding`) has its own,
+    ``<root>/.resume-shard-<i>-of-<n>-snapshot_date=YYYY-MM-DD``."""
+    store = store_for(root)
+    folder = _dir_path(store, snapshot_date, shard)
+    return Path(folder) if store.local else store.display(folder)
+
+
+def _dir_path(store: Store, snapshot_date: date, shard: Shard | None) -> str:
+    tag = "" if shard is None else f"shard-{shard.index}-of-{shard.count}-"
+    return store.join(f".resume-{tag}snapshot_date={snapshot_date.isoformat()}")
 
 
 def fingerprint(record: Mapping[str, Any]) -> str:
@@ -61,10 +74,12 @@ def fingerprint(record: Mapping[str, Any]) -> str:
 class ListSpool:
     """The rows of one list being read, written to ``<uuid>.part`` one page (row group) at a time."""
 
-    def __init__(self, folder: Path, resource: str):
+    def __init__(self, folder: Path | str, resource: str, store: Store | None = None):
+        self.store = store or store_for(Path(folder))
         self.resource = resource
         self.name = uuid.uuid4().hex
-        self.path = folder / f"{self.name}.part"
+        self.folder = str(folder)
+        self.path = posixpath.join(self.folder, f"{self.name}.part")
         self.schema = arrow_schema(resource)
         self._writer: pq.ParquetWriter | None = None
         self.rows = 0
@@ -73,7 +88,7 @@ class ListSpool:
         if not table.num_rows:
             return
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+            self._writer = pq.ParquetWriter(self.path, self.schema, compression="zstd", filesystem=self.store.fs)
         self._writer.write_table(table)
         self.rows += table.num_rows
 
@@ -82,62 +97,82 @@ class ListSpool:
             self._writer.close()
             self._writer = None
 
+    def exists(self) -> bool:
+        return self.store.is_file(self.path)
+
     def tables(self) -> Iterator[pa.Table]:
         """The rows written, one row group at a time (after :meth:`close`)."""
-        yield from _row_groups(self.path if self.path.exists() else None, self.schema)
+        yield from _row_groups(self.path if self.exists() else None, self.schema, self.store)
 
     def rewrite(self, excluded: set[str]) -> None:
         """Drop rows whose id is in ``excluded`` (ids the proven set does not hold), row group by row group."""
         self.close()
-        if not self.path.exists():
+        if not self.exists():
             return
-        tmp = self.path.with_suffix(".filtering")
-        with pq.ParquetWriter(tmp, self.schema, compression="zstd") as out:
+        tmp = self.path[: -len(".part")] + ".filtering"
+        with pq.ParquetWriter(tmp, self.schema, compression="zstd", filesystem=self.store.fs) as out:
             for table in self.tables():
                 keep = [i not in excluded for i in table.column("id").to_pylist()]
                 out.write_table(table.filter(pa.array(keep, type=pa.bool_())))
-        os.replace(tmp, self.path)
+        self.store.move(tmp, self.path)
 
     def delete(self) -> None:
         self.close()
-        self.path.unlink(missing_ok=True)
+        self.store.delete_file(self.path)
 
 
 class ResumeArea:
     """The checkpoint folder of one snapshot date and source (see the module docstring).
 
     Args:
-        root: the snapshots folder (``data/snapshots``).
+        root: the snapshots location (``data/snapshots``, or a URI / :class:`rank_pipeline.storage.Store`).
         snapshot_date: the day being extracted.
         source: what the records come from: the API's base address, or ``sandbox`` (never a key).
+        shard: the worker's shard, which keeps its own checkpoints (:func:`resume_dir`).
+
+    On an object store, where a file cannot be appended to, each finished list is recorded by its own
+    small ``<uuid>.entry.json`` object, written after the list's Parquet file, instead of a line of
+    ``lists.jsonl``; a list without its entry is read again.
     """
 
-    def __init__(self, root: Path | str, snapshot_date: date, source: str):
-        self.dir = resume_dir(root, snapshot_date)
+    def __init__(self, root: Path | str | Store, snapshot_date: date, source: str, shard: Shard | None = None):
+        self.store = store_for(root)
+        self._dir = _dir_path(self.store, snapshot_date, shard)
+        self.dir = resume_dir(self.store, snapshot_date, shard)
         self.meta = {"snapshot_date": snapshot_date.isoformat(), "source": source, "schema_version": SCHEMA_VERSION}
         self.finished: dict[str, dict[str, Any]] = {}
         self.reused = 0
         self._log = None
-        if self.dir.is_dir() and self._read_meta() != self.meta:
+        listing = self.store.listdir(self._dir)
+        if listing and self._read_meta() != self.meta:
             logger.info("discarding the checkpoints in %s: they belong to another source or schema", self.dir)
-            shutil.rmtree(self.dir, ignore_errors=True)
-        for leftover in self.dir.glob("*.part") if self.dir.is_dir() else ():  # a list that was being read when the run died
-            leftover.unlink(missing_ok=True)
-        lists = self.dir / _LISTS
-        if lists.is_file():
-            for line in lists.read_text().splitlines():
-                try:
-                    entry = json.loads(line)
-                except ValueError:  # a line cut by a kill: that list is read again
-                    continue
-                if (self.dir / f"{entry['file']}.parquet").is_file():
-                    self.finished[entry["key"]] = entry
+            self.store.delete_dir(self._dir)
+            listing = []
+        names = {posixpath.basename(i.path) for i in listing}
+        for leftover in sorted(n for n in names if n.endswith((".part", ".filtering"))):
+            # a list that was being read when the run died
+            self.store.delete_file(posixpath.join(self._dir, leftover))
+        lines: list[str] = []
+        if _LISTS in names:
+            lines.extend(self.store.read_text(posixpath.join(self._dir, _LISTS)).splitlines())
+        for name in sorted(n for n in names if n.endswith(_ENTRY)):
+            try:
+                lines.append(self.store.read_text(posixpath.join(self._dir, name)))
+            except OSError:
+                continue
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:  # a line cut by a kill: that list is read again
+                continue
+            if f"{entry['file']}.parquet" in names:
+                self.finished[entry["key"]] = entry
         if self.finished:
             logger.info("resuming %s: %d list(s) already read", snapshot_date, len(self.finished))
 
     def _read_meta(self) -> dict[str, Any] | None:
         try:
-            return json.loads((self.dir / _META).read_text())
+            return json.loads(self.store.read_text(posixpath.join(self._dir, _META)))
         except (OSError, ValueError):
             return None
 
@@ -150,35 +185,44 @@ class ResumeArea:
 
     def _ensure(self) -> None:
         # made with the first list read, so a run that fails before reading any list leaves nothing
-        if not (self.dir / _META).is_file():
-            self.dir.mkdir(parents=True, exist_ok=True)
-            _write_atomic(self.dir / _META, json.dumps(self.meta, sort_keys=True))
+        meta = posixpath.join(self._dir, _META)
+        if not self.store.is_file(meta):
+            text = json.dumps(self.meta, sort_keys=True)
+            if self.store.local:
+                Path(self._dir).mkdir(parents=True, exist_ok=True)
+                _write_atomic(Path(meta), text)
+            else:
+                self.store.write_text(meta, text)
 
     def spool(self, resource: str) -> ListSpool:
         """A new spool for a list about to be read."""
         self._ensure()
-        return ListSpool(self.dir, resource)
+        return ListSpool(self._dir, resource, self.store)
 
     def finish(self, key: str, spool: ListSpool, entry: Mapping[str, Any]) -> None:
         """Make a proven list's spool its checkpoint (``entry``: the list's report fields, parent)."""
         spool.close()
-        final = self.dir / f"{spool.name}.parquet"
-        if spool.path.exists():
-            os.replace(spool.path, final)
+        final = posixpath.join(self._dir, f"{spool.name}.parquet")
+        if spool.exists():
+            self.store.move(spool.path, final)
         else:  # an empty list: an empty file, so the checkpoint is self-contained
-            pq.write_table(spool.schema.empty_table(), final)
+            pq.write_table(spool.schema.empty_table(), final, filesystem=self.store.fs)
         line = json.dumps({**entry, "key": key, "file": spool.name}, sort_keys=True, default=str)
-        if self._log is None:
-            self._log = open(self.dir / _LISTS, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        # flushed to the OS at once: a killed process loses nothing; a line cut by a crash is skipped
-        self._log.write(line + "\n")
-        self._log.flush()
+        if not self.store.local:
+            self.store.write_text(posixpath.join(self._dir, f"{spool.name}{_ENTRY}"), line)
+        else:
+            if self._log is None:
+                self._log = open(Path(self._dir) / _LISTS, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+            # flushed to the OS at once: a killed process loses nothing; a line cut by a crash is skipped
+            self._log.write(line + "\n")
+            self._log.flush()
         self.finished[key] = {**entry, "key": key, "file": spool.name}
 
     def tables(self, entry: Mapping[str, Any], resource: str) -> Iterator[pa.Table]:
         """A finished list's rows, one row group at a time."""
         self.reused += 1
-        yield from _row_groups(self.dir / f"{entry['file']}.parquet", arrow_schema(resource))
+        yield from _row_groups(posixpath.join(self._dir, f"{entry['file']}.parquet"), arrow_schema(resource),
+                               self.store)
 
     def close(self) -> None:
         """Close the list log (the checkpoints stay for a retry)."""
@@ -189,13 +233,13 @@ class ResumeArea:
     def discard(self) -> None:
         """Remove the folder (the day is committed)."""
         self.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.store.delete_dir(self._dir)
 
 
-def _row_groups(path: Path | None, schema: pa.Schema) -> Iterator[pa.Table]:
+def _row_groups(path: str | None, schema: pa.Schema, store: Store) -> Iterator[pa.Table]:
     if path is None:
         return
-    source = pq.ParquetFile(path)
+    source = pq.ParquetFile(store.fs.open_input_file(path))
     try:
         for index in range(source.num_row_groups):
             yield source.read_row_group(index).cast(schema)

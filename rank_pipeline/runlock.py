@@ -268,7 +268,7 @@ def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | Non
     paths = DataPaths(Path(data_dir))
     handled: list[Path] = []
     snapshots = paths.snapshots_dir
-    if snapshots.is_dir():
+    if isinstance(snapshots, Path) and snapshots.is_dir():  # on an object store nothing is staged to remove
         for resource_dir in sorted(p for p in snapshots.iterdir() if p.is_dir()):
             for child in sorted(resource_dir.iterdir()):
                 if child.name.startswith(".replaced-snapshot_date="):

@@ -10,6 +10,12 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_ACCOUNTS``          several accounts: ``acme,globex``; each key in
                                    ``RANK_TRACKER_API_KEY_<NAME>`` (upper case), also a key list.
 ``RANK_PIPELINE_DATA_DIR``         snapshots and warehouse folder (default ``./data``).
+``RANK_PIPELINE_SNAPSHOTS_URI``    where the Parquet snapshots live (default ``<data dir>/snapshots``):
+                                   a folder, or ``s3://bucket/prefix`` (credentials and endpoint from
+                                   the ``AWS_*`` variables) or another pyarrow/fsspec scheme; see
+                                   :mod:`rank_pipeline.storage`.
+``RANK_PIPELINE_SHARD``            ``i/n``: this worker extracts only the accounts of shard ``i`` of ``n``
+                                   (:mod:`rank_pipeline.sharding`); unset: every account.
 ``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: the ``dbt_like_sql/`` shipped with
                                    the package); see :func:`models_dir`.
 ``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300), 1..100000.
@@ -48,6 +54,8 @@ from rank_pipeline.api.config import (
     SPEC_PER_KEY_LIMIT,
     SPEC_WINDOW_S,
 )
+from rank_pipeline.sharding import SHARD_ENV, Shard, parse_shard
+from rank_pipeline.storage import SNAPSHOTS_URI_ENV, StorageError, check_uri
 
 __all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "Settings", "models_dir"]
 
@@ -100,14 +108,25 @@ class AccountConfig:
 
 @dataclass(frozen=True)
 class DataPaths:
-    """Where a run's files live under ``data_dir`` (docs/architecture.md; ``data/README.md``)."""
+    """Where a run's files live under ``data_dir`` (docs/architecture.md; ``data/README.md``).
+
+    ``snapshots_uri`` (``RANK_PIPELINE_SNAPSHOTS_URI``) moves the snapshots elsewhere, e.g. to
+    ``s3://bucket/prefix``; the DuckDB files, logs and locks stay under ``data_dir``.
+    """
 
     data_dir: Path
+    snapshots_uri: str | None = None
 
     @property
-    def snapshots_dir(self) -> Path:
-        """The Parquet snapshots, the system of record."""
-        return self.data_dir / "snapshots"
+    def snapshots_dir(self) -> Path | str:
+        """The Parquet snapshots, the system of record: a local :class:`Path`, or a URI string for an
+        object store (every reader and writer takes either, through :func:`rank_pipeline.storage.store_for`)."""
+        raw = (self.snapshots_uri or "").strip()
+        if not raw:
+            return self.data_dir / "snapshots"
+        if "://" in raw and not raw.lower().startswith("file://"):
+            return raw
+        return Path(raw[len("file://"):] if raw.lower().startswith("file://") else raw).expanduser().resolve()
 
     @property
     def build_db(self) -> Path:
@@ -141,6 +160,8 @@ class Settings:
     per_ip_limit: int = SPEC_PER_IP_LIMIT
     window_s: float = SPEC_WINDOW_S
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    snapshots_uri: str | None = None
+    shard: Shard | None = None
 
     @property
     def uses_sandbox(self) -> bool:
@@ -149,8 +170,8 @@ class Settings:
 
     @property
     def paths(self) -> DataPaths:
-        """The snapshot folder and DuckDB files under :attr:`data_dir`."""
-        return DataPaths(self.data_dir)
+        """The snapshot location and DuckDB files (under :attr:`data_dir`)."""
+        return DataPaths(self.data_dir, self.snapshots_uri)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -158,6 +179,7 @@ class Settings:
 
         Raises:
             ConfigurationError: a base URL that is not http(s), a base URL without its key variables,
+                a malformed ``RANK_PIPELINE_SNAPSHOTS_URI`` or ``RANK_PIPELINE_SHARD``,
                 a malformed or repeated account name (``acme,acme``; ``a-b,a_b`` share one variable),
                 a rate setting that is not a finite number within its range (``nan``, ``inf``,
                 ``1e-9``), or a data folder that is a file.
@@ -195,6 +217,16 @@ class Settings:
                 f"the data folder {data_dir} is a file: set RANK_PIPELINE_DATA_DIR to a folder (it is created "
                 "if missing)"
             )
+        snapshots_uri = (env.get(SNAPSHOTS_URI_ENV) or "").strip() or None
+        if snapshots_uri is not None:
+            try:
+                check_uri(snapshots_uri)
+            except StorageError as exc:
+                raise ConfigurationError(str(exc)) from None
+        try:
+            shard = parse_shard(env.get(SHARD_ENV))
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         return cls(
             base_url=base_url,
             accounts=accounts,
@@ -203,6 +235,8 @@ class Settings:
             per_ip_limit=int(_number(env, "RANK_TRACKER_RATE_PER_IP", SPEC_PER_IP_LIMIT, int, 1, 100_000)),
             window_s=float(_number(env, "RANK_TRACKER_RATE_WINDOW_S", SPEC_WINDOW_S, float, 1.0, 86_400.0)),
             max_in_flight=int(_number(env, "RANK_TRACKER_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, int, 1, 1024)),
+            snapshots_uri=snapshots_uri,
+            shard=shard,
         )
 
 

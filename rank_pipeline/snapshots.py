@@ -20,6 +20,14 @@ so memory does not grow with the size of an account. Files are written into a hi
 moved into place by :meth:`SnapshotWriter.commit`; a failed run calls :meth:`SnapshotWriter.abort` and
 leaves the previous snapshot of that day (if any) untouched.
 
+Where (issue 13): ``root`` is a local folder or any store of :mod:`rank_pipeline.storage`
+(``RANK_PIPELINE_SNAPSHOTS_URI=s3://bucket/prefix``). Commit: where renames are not atomic (object
+stores) and for shard workers (:mod:`rank_pipeline.sharding`), data files go straight into the day's
+folder under unique names and the manifest is written last; readers (:func:`read_manifest`,
+:func:`read_snapshot`, :func:`list_snapshot_dates`, the warehouse load) trust only files a manifest
+lists. A day committed by ``n`` shards has ``_manifest.shard-<i>-of-<n>.json`` files and counts as
+committed once all ``n`` are there (see :class:`SnapshotWriter`).
+
 The API key is never passed to this module, so it cannot reach a snapshot or a manifest.
 """
 
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shutil
 import uuid
@@ -37,10 +46,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from rank_pipeline.catalog import CATALOG, resource_names
 from rank_pipeline.reports import ListsReport, SnapshotManifest
+from rank_pipeline.sharding import Shard
+from rank_pipeline.storage import Store, store_for
 
 __all__ = [
     "RESOURCES",
@@ -54,6 +67,7 @@ __all__ = [
     "read_manifest",
     "read_snapshot",
     "records_table",
+    "snapshot_files",
 ]
 
 RESOURCES: tuple[str, ...] = resource_names()
@@ -61,6 +75,8 @@ RESOURCES: tuple[str, ...] = resource_names()
 
 SCHEMA_VERSION = 1
 MANIFEST_NAME = "_manifest.json"
+_MANIFEST_PREFIX = "_manifest"
+_SHARD_MANIFEST_RE = re.compile(r"^_manifest\.shard-(\d+)-of-(\d+)\.json$")
 _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 _ARROW_TYPES: dict[str, pa.DataType] = {"string": pa.string(), "int64": pa.int64(), "bool": pa.bool_()}
@@ -97,47 +113,140 @@ def arrow_schema(resource: str) -> pa.Schema:
     return pa.schema(_COMMON + [(name, typ) for name, typ, _ in SPEC_FIELDS[resource]])
 
 
-def partition_dir(root: Path | str, resource: str, snapshot_date: date) -> Path:
-    """``<root>/<resource>/snapshot_date=YYYY-MM-DD``: where one day's snapshot of a resource lives."""
+def partition_dir(root: Path | str | Store, resource: str, snapshot_date: date) -> Path | str:
+    """``<root>/<resource>/snapshot_date=YYYY-MM-DD``: where one day's snapshot of a resource lives.
+
+    A :class:`pathlib.Path` for a local root, a URI string (``s3://bucket/prefix/...``) otherwise.
+    """
     _check_resource(resource)
-    return Path(root) / resource / f"snapshot_date={snapshot_date.isoformat()}"
+    store = store_for(root)
+    folder = store.join(resource, f"snapshot_date={snapshot_date.isoformat()}")
+    return Path(folder) if store.local else store.display(folder)
 
 
-def list_snapshot_dates(root: Path | str, resource: str) -> list[date]:
-    """Dates with a committed snapshot (one holding a manifest) of ``resource``, ascending."""
-    base = Path(root) / resource
+def _folder(store: Store, resource: str, snapshot_date: date) -> str:
+    return store.join(resource, f"snapshot_date={snapshot_date.isoformat()}")
+
+
+def _merge_shards(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    """One manifest for a day committed by ``n`` shards (:mod:`rank_pipeline.sharding`)."""
+    merged = dict(manifests[0])
+    merged["files"] = [f for m in manifests for f in m.get("files", [])]
+    merged["row_count"] = sum(int(m.get("row_count", 0)) for m in manifests)
+    merged["complete"] = all(m.get("complete", True) for m in manifests)
+    merged["written_at"] = max(str(m.get("written_at", "")) for m in manifests)
+    merged["accounts"] = {k: v for m in manifests for k, v in sorted((m.get("accounts") or {}).items())}
+    merged["shards"] = len(manifests)
+    return merged
+
+
+def _committed_manifest(store: Store, folder: str, names: Iterable[str] | None = None) -> dict[str, Any] | None:
+    """The manifest a reader trusts in ``folder``, or None when nothing there is committed.
+
+    ``_manifest.json`` (one writer) or the union of a full set of shard manifests
+    ``_manifest.shard-<i>-of-<n>.json`` (every ``i`` of one ``n``); when both exist the newer wins.
+
+    Raises:
+        SnapshotError: a manifest is not readable JSON.
+    """
+    if names is None:
+        names = [posixpath.basename(i.path) for i in store.listdir(folder)]
+    names = set(names)
+    candidates: list[dict[str, Any]] = []
+    if MANIFEST_NAME in names:
+        candidates.append(_load_json(store, posixpath.join(folder, MANIFEST_NAME)))
+    by_count: dict[int, dict[int, str]] = {}
+    for name in names:
+        match = _SHARD_MANIFEST_RE.match(name)
+        if match:
+            by_count.setdefault(int(match.group(2)), {})[int(match.group(1))] = name
+    for count, shards in by_count.items():
+        if len(shards) == count:
+            candidates.append(_merge_shards([_load_json(store, posixpath.join(folder, shards[i]))
+                                             for i in range(count)]))
+    if not candidates:
+        return None
+    return max(candidates, key=lambda m: str(m.get("written_at", "")))
+
+
+def _load_json(store: Store, path: str) -> dict[str, Any]:
+    try:
+        value = json.loads(store.read_text(path))
+    except (OSError, ValueError) as exc:
+        raise SnapshotError(f"cannot read the manifest {store.display(path)} ({exc}); re-extract that day") from exc
+    if not isinstance(value, dict):
+        raise SnapshotError(f"the manifest {store.display(path)} is not a JSON object; re-extract that day")
+    return value
+
+
+def list_snapshot_dates(root: Path | str | Store, resource: str) -> list[date]:
+    """Dates with a committed snapshot (one holding a manifest, or a full set of shard manifests) of
+    ``resource``, ascending. One listing of ``<root>/<resource>/`` (recursive), so it is cheap on S3."""
+    store = store_for(root)
+    base = store.join(resource)
+    try:
+        infos = store.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=True))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    folders: dict[str, set[str]] = {}
+    for info in infos:
+        parent, name = posixpath.split(info.path)
+        if name.startswith(_MANIFEST_PREFIX) and name.endswith(".json"):
+            folders.setdefault(parent, set()).add(name)
     out = []
-    if base.is_dir():
-        for child in base.iterdir():
-            if child.name.startswith("snapshot_date=") and (child / MANIFEST_NAME).is_file():
-                out.append(date.fromisoformat(child.name.split("=", 1)[1]))
+    for folder, names in folders.items():
+        day = posixpath.basename(folder)
+        if posixpath.dirname(folder).rstrip("/") != base.rstrip("/") or not day.startswith("snapshot_date="):
+            continue
+        if MANIFEST_NAME in names or _committed_manifest(store, folder, names) is not None:
+            out.append(date.fromisoformat(day.split("=", 1)[1]))
     return sorted(out)
 
 
-def read_manifest(root: Path | str, resource: str, snapshot_date: date) -> SnapshotManifest:
-    """The manifest of one committed snapshot (:class:`~rank_pipeline.reports.SnapshotManifest`).
+def read_manifest(root: Path | str | Store, resource: str, snapshot_date: date) -> SnapshotManifest:
+    """The manifest of one committed snapshot (:class:`~rank_pipeline.reports.SnapshotManifest`; a day
+    committed by shards reads as one manifest, their union, with ``shards`` = n).
 
     Raises:
-        SnapshotError: there is no committed snapshot of ``resource`` for ``snapshot_date``.
+        SnapshotError: there is no committed snapshot of ``resource`` for ``snapshot_date``, or its
+            manifest is not readable as one.
     """
-    path = partition_dir(root, resource, snapshot_date) / MANIFEST_NAME
-    if not path.is_file():
+    store = store_for(root)
+    folder = _folder(store, resource, snapshot_date)
+    manifest = _committed_manifest(store, folder)
+    if manifest is None:
         raise SnapshotError(
-            f"no {resource} snapshot for {snapshot_date} at {path.parent}: extract that day first "
+            f"no {resource} snapshot for {snapshot_date} at {store.display(folder)}: extract that day first "
             f"(a past day cannot be fetched from the real API again)"
         )
-    return SnapshotManifest.from_json(path.read_text())
+    try:
+        return SnapshotManifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise SnapshotError(
+            f"cannot read the manifest in {store.display(folder)} (not a snapshot manifest: "
+            f"{exc.errors()[0]['loc']} {exc.errors()[0]['msg']}); re-extract that day"
+        ) from exc
 
 
-def read_snapshot(root: Path | str, resource: str, snapshot_date: date) -> pa.Table:
+def snapshot_files(root: Path | str | Store, resource: str, snapshot_date: date,
+                   manifest: SnapshotManifest | None = None) -> list[str]:
+    """Full paths (in the store's file system) of the files one committed snapshot's manifest lists."""
+    store = store_for(root)
+    manifest = manifest if manifest is not None else read_manifest(store, resource, snapshot_date)
+    folder = _folder(store, resource, snapshot_date)
+    return [posixpath.join(folder, name) for name in manifest.files]
+
+
+def read_snapshot(root: Path | str | Store, resource: str, snapshot_date: date) -> pa.Table:
     """Every row of one committed snapshot as an Arrow table (all accounts), with :func:`arrow_schema`.
+
+    Only the files the manifest lists are read (on any store, :mod:`rank_pipeline.storage`).
 
     Raises:
         SnapshotError: no committed snapshot for that day.
     """
-    manifest = read_manifest(root, resource, snapshot_date)
-    folder = partition_dir(root, resource, snapshot_date)
-    tables = [pq.read_table(folder / name) for name in manifest.files]
+    store = store_for(root)
+    tables = [pq.read_table(path, filesystem=store.fs) for path in snapshot_files(store, resource, snapshot_date)]
     if not tables:
         return arrow_schema(resource).empty_table()
     return pa.concat_tables(tables, promote_options="default")
@@ -194,26 +303,50 @@ class SnapshotWriter:
         writer.set_report("acme", {"complete": True, "expected": 120, "delivered": 120, ...})
         manifest = writer.commit()          # or writer.abort() on failure
 
+    Commit (issue 13, item 1). On local disk (one writer), the files go to a hidden staging folder that
+    :meth:`commit` renames into place (an atomic rename). Where renames are not atomic (an object
+    store, :attr:`rank_pipeline.storage.Store.atomic_rename`) or when several shard workers share the
+    day's folder (``shard``), the data files are written straight into the day's folder under names no
+    other commit uses (``part-<account>-NNNN-<token>.parquet``) and the manifest is written last, in one
+    PUT: readers trust only the files a manifest lists, so an interrupted commit leaves files nobody
+    reads and the previous manifest (the previous version of the day, if any) in force until the new
+    one replaces it. After that, files of the replaced version and unlisted leftovers of this writer's
+    accounts are deleted.
+
     Args:
-        root: the snapshots folder (``data/snapshots``).
+        root: the snapshots location: a folder, a URI (``s3://bucket/prefix``) or a
+            :class:`rank_pipeline.storage.Store`.
         resource: one of :data:`RESOURCES`.
         snapshot_date: the partition (UTC day of the extraction).
         row_group_size: rows buffered per account before a row group is flushed (memory bound).
+        shard: this worker's shard (:mod:`rank_pipeline.sharding`): the manifest is
+            ``_manifest.shard-<i>-of-<n>.json`` and the day is committed once every shard's is there.
 
     Raises:
         SnapshotError: unknown resource, a bad account name, or writing after commit/abort.
     """
 
-    def __init__(self, root: Path | str, resource: str, snapshot_date: date, *, row_group_size: int = 20_000):
+    def __init__(self, root: Path | str | Store, resource: str, snapshot_date: date, *,
+                 row_group_size: int = 20_000, shard: Shard | None = None):
         _check_resource(resource)
-        self.root = Path(root)
+        self.store = store_for(root)
+        self.root = Path(self.store.root) if self.store.local else self.store.uri
         self.resource = resource
         self.snapshot_date = snapshot_date
         self.row_group_size = row_group_size
         self.schema = arrow_schema(resource)
-        self.final_dir = partition_dir(root, resource, snapshot_date)
-        self._staging = self.final_dir.parent / f".staging-{self.final_dir.name}-{uuid.uuid4().hex[:8]}"
-        self._staging.mkdir(parents=True, exist_ok=False)
+        self.shard = shard
+        self.final_dir = partition_dir(self.store, resource, snapshot_date)
+        self._folder = _folder(self.store, resource, snapshot_date)
+        self._manifest_name = MANIFEST_NAME if shard is None else shard.manifest_name
+        self._in_place = shard is not None or not self.store.atomic_rename
+        self._token = uuid.uuid4().hex[:8]
+        if self._in_place:
+            self._stage = self._folder
+            self.store.makedirs(self._stage)
+        else:
+            self._stage = self.store.join(resource, f".staging-snapshot_date={snapshot_date.isoformat()}-{self._token}")
+            Path(self._stage).mkdir(parents=True, exist_ok=False)
         self._parts: dict[str, _AccountPart] = {}
         self._buffers: dict[str, list[pa.Table]] = {}
         self._reports: dict[str, dict[str, Any]] = {}
@@ -280,6 +413,11 @@ class SnapshotWriter:
         self._parts.setdefault(account, _AccountPart())
         self._buffers.setdefault(account, [])
 
+    def _file_name(self, account: str, index: int) -> str:
+        if self._in_place:  # unique per commit: never overwrites a file a committed manifest lists
+            return f"part-{account}-{index:04d}-{self._token}.parquet"
+        return f"part-{account}-{index:04d}.parquet"
+
     def _flush(self, account: str) -> None:
         buf = self._buffers[account]
         if not buf:
@@ -287,19 +425,21 @@ class SnapshotWriter:
         table = pa.concat_tables(buf)
         part = self._parts[account]
         if part.writer is None:
-            name = f"part-{account}-{len(part.files):04d}.parquet"
+            name = self._file_name(account, len(part.files))
             part.files.append(name)
-            part.writer = pq.ParquetWriter(self._staging / name, self.schema, compression="zstd")
+            part.writer = pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, compression="zstd",
+                                           filesystem=self.store.fs)
         part.writer.write_table(table, row_group_size=self.row_group_size)
         buf.clear()
 
     def commit(self) -> SnapshotManifest:
-        """Flush, write the manifest and move the snapshot into place; returns the manifest.
+        """Flush, write the manifest and put the snapshot in place; returns the manifest.
 
         Manifest (:class:`~rank_pipeline.reports.SnapshotManifest`): resource, snapshot_date,
         schema_version, row_count, files, written_at, complete (all accounts), and per account its
-        :class:`~rank_pipeline.reports.ListsReport` with ``rows``. A previous snapshot of the same day
-        is replaced whole.
+        :class:`~rank_pipeline.reports.ListsReport` with ``rows`` (plus ``shard`` = "i/n" from a shard
+        worker). A previous snapshot of the same day (of the same shard) is replaced whole; see the class
+        docstring for how, per store.
         """
         self._check_open()
         for account in self._parts:
@@ -307,8 +447,9 @@ class SnapshotWriter:
             part = self._parts[account]
             if part.writer is None and part.rows == 0:
                 # an account with no records still gets an empty file, so readers see its schema
-                name = f"part-{account}-0000.parquet"
-                pq.write_table(self.schema.empty_table(), self._staging / name, compression="zstd")
+                name = self._file_name(account, 0)
+                pq.write_table(self.schema.empty_table(), posixpath.join(self._stage, name), compression="zstd",
+                               filesystem=self.store.fs)
                 part.files.append(name)
             if part.writer is not None:
                 part.writer.close()
@@ -328,26 +469,69 @@ class SnapshotWriter:
             complete=all(r.get("complete", True) for r in accounts.values()),
             accounts=accounts,
         )
-        tmp = self._staging / (MANIFEST_NAME + ".tmp")
-        tmp.write_text(manifest.to_json())
-        os.replace(tmp, self._staging / MANIFEST_NAME)
+        if self.shard is not None:
+            manifest.shard = str(self.shard)
+        text = manifest.to_json()
+        if self._in_place:
+            self._commit_in_place(manifest, text)
+            self._closed = True
+            return manifest
+        staging = Path(self._stage)
+        tmp = staging / (MANIFEST_NAME + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, staging / MANIFEST_NAME)
+        final_dir = Path(self._folder)
         old = None
-        if self.final_dir.exists():
-            old = self.final_dir.parent / f".replaced-{self.final_dir.name}-{uuid.uuid4().hex[:8]}"
-            os.replace(self.final_dir, old)
-        os.replace(self._staging, self.final_dir)
+        if final_dir.exists():
+            old = final_dir.parent / f".replaced-{final_dir.name}-{uuid.uuid4().hex[:8]}"
+            os.replace(final_dir, old)
+        os.replace(staging, final_dir)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         self._closed = True
         return manifest
 
+    def _commit_in_place(self, manifest: SnapshotManifest, text: str) -> None:
+        """Manifest last (data files are already in the day's folder), then remove what it replaced."""
+        path = posixpath.join(self._folder, self._manifest_name)
+        previous: list[str] = []
+        if self.store.is_file(path):
+            try:
+                previous = list(_load_json(self.store, path).get("files") or [])
+            except SnapshotError:
+                previous = []
+        self._write_manifest(path, text)
+        # the commit point has passed: what follows only frees space (readers no longer list these files)
+        keep = set(manifest.files)
+        for name in previous:
+            if name not in keep:
+                self.store.delete_file(posixpath.join(self._folder, name))
+        listed: set[str] = set(keep)
+        names = [posixpath.basename(i.path) for i in self.store.listdir(self._folder)]
+        for name in names:
+            if name.startswith(_MANIFEST_PREFIX) and name.endswith(".json") and name != self._manifest_name:
+                try:
+                    listed.update(_load_json(self.store, posixpath.join(self._folder, name)).get("files") or [])
+                except SnapshotError:
+                    continue
+        mine = tuple(f"part-{account}-" for account in self._parts)
+        for name in names:
+            if name.startswith(mine) and name.endswith(".parquet") and name not in listed \
+                    and _account_of(name) in self._parts:
+                self.store.delete_file(posixpath.join(self._folder, name))
+
+    def _write_manifest(self, path: str, text: str) -> None:
+        """The commit point on an object store: one PUT of the whole manifest."""
+        self.store.write_text(path, text)
+
     def _drop_excluded(self, account: str, part: _AccountPart) -> None:
         excluded = self._excluded[account]
-        for name in part.files:
-            path = self._staging / name
-            source = pq.ParquetFile(path)
-            tmp = path.with_suffix(".filtering")
-            with pq.ParquetWriter(tmp, self.schema, compression="zstd") as out:
+        for position, name in enumerate(list(part.files)):
+            path = posixpath.join(self._stage, name)
+            source = pq.ParquetFile(self.store.fs.open_input_file(path))
+            new_name = name if not self._in_place else name.replace(".parquet", "-x.parquet")
+            tmp = path + ".filtering" if not self._in_place else posixpath.join(self._stage, new_name)
+            with pq.ParquetWriter(tmp, self.schema, compression="zstd", filesystem=self.store.fs) as out:
                 for index in range(source.num_row_groups):
                     table = source.read_row_group(index)
                     keep = [(p, i) not in excluded for p, i in zip(table.column("parent_id").to_pylist(),
@@ -356,7 +540,11 @@ class SnapshotWriter:
                     out.write_table(table.filter(pa.array(keep, type=pa.bool_())),
                                     row_group_size=self.row_group_size)
             source.close()
-            os.replace(tmp, path)
+            if self._in_place:
+                self.store.delete_file(path)
+                part.files[position] = new_name
+            else:
+                os.replace(tmp, path)
 
     def abort(self) -> None:
         """Drop everything written so far; a previously committed snapshot of that day stays as it was."""
@@ -364,10 +552,29 @@ class SnapshotWriter:
             return
         for part in self._parts.values():
             if part.writer is not None:
-                part.writer.close()
-        shutil.rmtree(self._staging, ignore_errors=True)
+                try:
+                    part.writer.close()
+                except Exception:  # noqa: BLE001 - the store may be what failed; the files are dropped anyway
+                    pass
+        if self._in_place:
+            for part in self._parts.values():
+                for name in part.files:
+                    try:
+                        self.store.delete_file(posixpath.join(self._stage, name))
+                    except OSError:  # unreachable store: unlisted files are ignored, and removed next commit
+                        pass
+        else:
+            shutil.rmtree(self._stage, ignore_errors=True)
         self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:
             raise SnapshotError(f"snapshot writer for {self.final_dir} is already committed or aborted")
+
+
+def _account_of(name: str) -> str:
+    """The account of an in-place data file name ``part-<account>-NNNN-<token>[-x].parquet``."""
+    stem = name[len("part-"):-len(".parquet")]
+    if stem.endswith("-x"):
+        stem = stem[:-2]
+    return stem.rsplit("-", 2)[0]

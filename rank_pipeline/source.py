@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -173,7 +174,7 @@ def _describe(label: str) -> str:
     return "the embedded sandbox" if label == SANDBOX else f"the API at {label}"
 
 
-def known_account_domains(snapshots_dir: Path) -> dict[str, str]:
+def known_account_domains(snapshots_dir: Path | str) -> dict[str, str]:
     """Domain id -> account name, from the latest committed ``domains`` snapshot of the folder ({} if none)."""
     from rank_pipeline.snapshots import list_snapshot_dates, read_snapshot
 
@@ -303,6 +304,7 @@ class Source:
         accounts = read_keys(self.accounts, env)
         if data_dir is not None:
             observed = asyncio.run(_domains_page(self.base_url, accounts, self.client_config))
-            check_account_identity(observed, known_account_domains(DataPaths(data_dir).snapshots_dir))
+            snapshots_uri = (os.environ if env is None else env).get("RANK_PIPELINE_SNAPSHOTS_URI") or None
+            check_account_identity(observed, known_account_domains(DataPaths(data_dir, snapshots_uri).snapshots_dir))
             check_data_folder(data_dir, self.label)
         return OpenedSource(self.base_url, accounts, self.label)

@@ -26,6 +26,14 @@ Missing snapshots
     ``resources=``. (:func:`rebuild_from_snapshots` is the one exception: it loads whatever was committed
     for each date, because history may predate a resource.)
 
+Snapshots on object storage
+    ``snapshots_dir`` may be a folder, a URI (``s3://bucket/prefix``) or a
+    :class:`rank_pipeline.storage.Store` (``RANK_PIPELINE_SNAPSHOTS_URI``). Only the files a committed
+    manifest lists are read (:mod:`rank_pipeline.snapshots`, "Commit"). Local files are read with DuckDB's
+    ``read_parquet``; files on an object store are read through pyarrow (a ``pyarrow.dataset`` over the
+    store's pyarrow file system, registered in DuckDB as an Arrow scan), because DuckDB's ``httpfs`` is
+    not bundled with the ``duckdb`` wheel and would be downloaded at run time: nothing is downloaded.
+
 Schema evolution
     A column that appears in the Parquet files but not in the raw table (a field the API added and the
     snapshot writer flattened) never fails a load: the files are read with ``union_by_name`` and the new
@@ -66,7 +74,6 @@ import uuid
 from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -74,13 +81,18 @@ import pyarrow.parquet as pq
 
 from rank_pipeline.duckdb_helpers import quote_ident as _qi
 from rank_pipeline.duckdb_helpers import table_columns
+from rank_pipeline.reports import SnapshotManifest
 from rank_pipeline.snapshots import (
     MANIFEST_NAME,
     RESOURCES,
+    SnapshotError,
     arrow_schema,
     list_snapshot_dates,
     partition_dir,
+    read_manifest,
+    snapshot_files,
 )
+from rank_pipeline.storage import Store, store_for
 
 __all__ = [
     "DEFAULT_STORAGE_VERSION",
@@ -146,37 +158,36 @@ def _check_resources(resources: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(resources))
 
 
-def _read_manifest(snapshots_dir: Path, resource: str, snapshot_date: date) -> tuple[Path, dict[str, Any]]:
-    import json
-
-    folder = partition_dir(snapshots_dir, resource, snapshot_date)
-    manifest_path = folder / MANIFEST_NAME
-    if not manifest_path.is_file():
+def _read_manifest(snapshots_dir: Path | str | Store, resource: str,
+                   snapshot_date: date) -> tuple[str, SnapshotManifest]:
+    """(the partition's folder as a user reads it, its committed manifest); see :func:`load_partition`."""
+    store = store_for(snapshots_dir)
+    folder = partition_dir(store, resource, snapshot_date)
+    try:
+        manifest = read_manifest(store, resource, snapshot_date)
+    except SnapshotError as exc:
+        if "cannot read the manifest" in str(exc) or "not a JSON object" in str(exc):
+            raise LoadError(f"{exc} ({resource} for {snapshot_date})") from exc
+        listing = store.listdir(store.join(resource, f"snapshot_date={snapshot_date.isoformat()}"))
+        shards = sorted(i.path.rsplit("/", 1)[-1] for i in listing if "/_manifest.shard-" in i.path)
         hint = (
-            "its Parquet files exist but it was never committed (extraction was interrupted)"
-            if folder.is_dir() and any(folder.glob("*.parquet"))
+            f"only some shard workers committed it ({', '.join(shards)}): wait for the others"
+            if shards
+            else "its Parquet files exist but it was never committed (extraction was interrupted)"
+            if any(i.path.endswith(".parquet") for i in listing)
             else "no snapshot was extracted for that day"
         )
+        manifest_path = f"{folder}/{MANIFEST_NAME}"
         raise SnapshotMissingError(
             f"no committed {resource} snapshot for partition {snapshot_date}: expected {manifest_path} "
             f"({hint}). Run the extraction for {snapshot_date} first, or pass resources= to load a subset."
-        )
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise LoadError(
-            f"cannot read the manifest {manifest_path} ({exc}); re-extract {resource} for {snapshot_date}"
-        ) from exc
-    if not isinstance(manifest.get("files"), list):
-        raise LoadError(f"manifest {manifest_path} has no 'files' list; re-extract {resource} for {snapshot_date}")
-    return folder, manifest
+        ) from None
+    return str(folder), manifest
 
 
-def _duckdb_type_of(con: duckdb.DuckDBPyConnection, files: list[str]) -> dict[str, str]:
-    """Column name -> DuckDB type of the union (by name) of ``files``."""
-    rows = con.execute(
-        f"describe select * from read_parquet({_sql_list(files)}, union_by_name = true, hive_partitioning = false)"
-    ).fetchall()
+def _duckdb_type_of(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, str]:
+    """Column name -> DuckDB type of ``source`` (``read_parquet(...)`` by name, or a registered Arrow scan)."""
+    rows = con.execute(f"describe select * from {source}").fetchall()
     return {r[0]: r[1] for r in rows}
 
 
@@ -204,35 +215,55 @@ def _ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str
 
 
 def _load_resource(
-    con: duckdb.DuckDBPyConnection, snapshots_dir: Path, resource: str, snapshot_date: date
+    con: duckdb.DuckDBPyConnection, snapshots_dir: Path | str | Store, resource: str, snapshot_date: date
 ) -> int:
-    """Delete and insert one resource's partition; caller holds the transaction."""
-    folder, manifest = _read_manifest(snapshots_dir, resource, snapshot_date)
-    files = [folder / name for name in manifest["files"]]
+    """Delete and insert one resource's partition; caller holds the transaction.
+
+    Local snapshots are read by DuckDB's ``read_parquet``. Snapshots on an object store are read through
+    pyarrow (:mod:`rank_pipeline.storage`): a :class:`pyarrow.dataset.Dataset` over exactly the files the
+    manifest lists, registered in DuckDB as an Arrow scan, so no DuckDB extension (httpfs) is loaded or
+    downloaded at run time.
+    """
+    store = store_for(snapshots_dir)
+    folder, manifest = _read_manifest(store, resource, snapshot_date)
+    files = snapshot_files(store, resource, snapshot_date, manifest)
     file_names: set[str] = set()
+    file_schemas: list[pa.Schema] = []
     for path in files:
-        if not path.is_file():
+        shown = store.display(path)
+        if not store.is_file(path):
             raise LoadError(
-                f"partition {snapshot_date} of raw.{resource}: file {path} is listed in {MANIFEST_NAME} but "
+                f"partition {snapshot_date} of raw.{resource}: file {shown} is listed in {MANIFEST_NAME} but "
                 f"missing; re-extract {resource} for {snapshot_date} (or restore the file)"
             )
         try:
-            file_names.update(pq.read_metadata(path).schema.to_arrow_schema().names)
+            schema = pq.read_metadata(path, filesystem=store.fs).schema.to_arrow_schema()
         except Exception as exc:  # pyarrow raises several types for a damaged footer
             raise LoadError(
-                f"partition {snapshot_date} of raw.{resource}: {path} is not a readable Parquet file ({exc}); "
+                f"partition {snapshot_date} of raw.{resource}: {shown} is not a readable Parquet file ({exc}); "
                 f"re-extract {resource} for {snapshot_date} or restore the file from a backup"
             ) from exc
+        file_names.update(schema.names)
+        file_schemas.append(schema)
     columns = _ensure_raw_table(con, resource)
     table = f"{RAW_SCHEMA}.{_qi(resource)}"
     con.execute(f"delete from {table} where snapshot_date = ?", [snapshot_date])
     if not files:
         return 0
-    names = [str(p) for p in files]
-    source = f"read_parquet({_sql_list(names)}, union_by_name = true, hive_partitioning = false)"
+    registered = None
+    if store.local:
+        names = list(files)
+        source = f"read_parquet({_sql_list(names)}, union_by_name = true, hive_partitioning = false)"
+    else:
+        import pyarrow.dataset as pads
+
+        unified = pa.unify_schemas(file_schemas, promote_options="permissive")
+        registered = f"__snapshot_{resource}_{uuid.uuid4().hex[:8]}"
+        con.register(registered, pads.dataset(files, schema=unified, format="parquet", filesystem=store.fs))
+        source = registered
     try:
         if file_names - set(columns) - {"loaded_at"}:  # a new column: its DuckDB type from the files
-            for name, typ in _duckdb_type_of(con, names).items():
+            for name, typ in _duckdb_type_of(con, source).items():
                 if name not in columns and name != "loaded_at":
                     log.warning("raw.%s: new column %s %s found in %s; adding it", resource, name, typ, folder)
                     con.execute(f"alter table {table} add column {_qi(name)} {typ}")
@@ -241,24 +272,27 @@ def _load_resource(
         (inserted,) = con.execute(
             f"insert into {table} by name {select}, current_timestamp as loaded_at from {source}"
         ).fetchone()
-    except duckdb.Error as exc:
+    except (duckdb.Error, pa.ArrowException, OSError) as exc:
         raise LoadError(
             f"partition {snapshot_date} of raw.{resource}: reading {folder} failed: {exc}. The load was rolled "
             f"back and raw tables keep their previous state; fix or re-extract the snapshot, then reload"
         ) from exc
+    finally:
+        if registered is not None:
+            con.unregister(registered)
     (loaded,) = con.execute(f"select count(*) from {table} where snapshot_date = ?", [snapshot_date]).fetchone()
     if inserted != loaded:
         raise LoadError(
             f"partition {snapshot_date} of raw.{resource}: {inserted - loaded} row(s) in {folder} carry another "
             f"snapshot_date; the files do not belong to this partition. Re-extract {resource} for {snapshot_date}"
         )
-    expected = manifest.get("row_count")
-    if isinstance(expected, int) and expected != loaded:
+    expected = manifest.row_count
+    if expected != loaded:
         raise LoadError(
             f"partition {snapshot_date} of raw.{resource}: {loaded} rows read from {folder} but its manifest "
             f"says {expected}; the snapshot is damaged. Re-extract {resource} for {snapshot_date}"
         )
-    if manifest.get("complete") is False:
+    if not manifest.complete:
         log.warning(
             "raw.%s partition %s: the snapshot manifest says extraction was incomplete; loaded %d rows anyway",
             resource, snapshot_date, loaded,
@@ -290,7 +324,7 @@ def load_partition(
         In every case the transaction is rolled back: each raw table keeps its previous state.
     """
     wanted = _check_resources(resources)
-    root = Path(snapshots_dir)
+    root = store_for(snapshots_dir)
     # fail fast, before touching the database, when a whole snapshot is missing
     for resource in wanted:
         _read_manifest(root, resource, snapshot_date)
@@ -326,7 +360,7 @@ def load_partitions(
     if first > last:
         raise WarehouseError(f"empty range: {first} is after {last}")
     wanted = _check_resources(resources)
-    root = Path(snapshots_dir)
+    root = store_for(snapshots_dir)
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     for day in days:
         for resource in wanted:
@@ -371,7 +405,7 @@ def rebuild_from_snapshots(
     Raises:
         LoadError: as :func:`load_partition`; the whole rebuild is rolled back.
     """
-    root = Path(snapshots_dir)
+    root = store_for(snapshots_dir)
     whole = first is None and last is None
     lo, hi = first or date.min, last or date.max
     result: dict[date, dict[str, int]] = {}

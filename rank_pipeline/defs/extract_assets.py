@@ -128,7 +128,8 @@ def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource,
     # a retry of this partition resumes from the checkpoints of the failed run (rank_pipeline.resume)
     report = run_extraction(base_url, accounts, day, warehouse.snapshots_dir,
                             config=source.client_config(), on_progress=on_progress,
-                            source_id="sandbox" if source.uses_sandbox else None)
+                            source_id="sandbox" if source.uses_sandbox else None,
+                            shard=source.shard_setting())
     if report.resumed_lists:
         context.log.info(f"resumed {report.resumed_lists} list(s) from the checkpoints of an earlier run of {day}")
     requests = sum(a.requests for a in report.accounts.values())

@@ -24,6 +24,7 @@ from rank_pipeline.api.config import (
 from rank_pipeline.extract import AccountSource
 from rank_pipeline.runlock import remove_leftovers, writer_lock
 from rank_pipeline.settings import AccountConfig, DataPaths, Settings
+from rank_pipeline.sharding import Shard, parse_shard
 from rank_pipeline.source import Source
 
 __all__ = ["AccountKey", "RankTrackerResource", "WarehouseResource", "source_from_env", "warehouse_from_env"]
@@ -61,6 +62,8 @@ class RankTrackerResource(dg.ConfigurableResource):
     per_page: int = 1000
     max_passes: int | None = None
     settle_budget_requests: int | None = None
+    shard: str = ""
+    """``i/n``: extract only the accounts of shard ``i`` of ``n`` (:mod:`rank_pipeline.sharding`); empty: all."""
 
     @property
     def uses_sandbox(self) -> bool:
@@ -92,7 +95,16 @@ class RankTrackerResource(dg.ConfigurableResource):
 
     def describe(self) -> str:
         """A log-safe description of the source (no key)."""
-        return self.source().describe()
+        shard = self.shard_setting()
+        return self.source().describe() + (f", shard {shard}" if shard is not None else "")
+
+    def shard_setting(self) -> Shard | None:
+        """:attr:`shard` parsed (:func:`rank_pipeline.sharding.parse_shard`).
+
+        Raises:
+            ValueError: not ``i/n`` with ``0 <= i < n``.
+        """
+        return parse_shard(self.shard, name="RankTrackerResource.shard")
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -106,6 +118,9 @@ class WarehouseResource(dg.ConfigurableResource):
     """
 
     data_dir: str
+    snapshots_uri: str = ""
+    """Where the snapshots live (``RANK_PIPELINE_SNAPSHOTS_URI``): a folder or ``s3://bucket/prefix``
+    (:mod:`rank_pipeline.storage`); empty: ``<data_dir>/snapshots``."""
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["WarehouseResource"]:
@@ -117,8 +132,9 @@ class WarehouseResource(dg.ConfigurableResource):
             yield self
 
     @property
-    def snapshots_dir(self) -> Path:
-        return DataPaths(Path(self.data_dir)).snapshots_dir
+    def snapshots_dir(self) -> Path | str:
+        """The snapshots location: a local folder, or the URI of an object store."""
+        return DataPaths(Path(self.data_dir), self.snapshots_uri or None).snapshots_dir
 
     def warehouse(self):
         """The :class:`rank_pipeline.warehouse.Warehouse` over the build and published files."""
@@ -135,7 +151,8 @@ def source_from_env(settings: Settings | None = None) -> RankTrackerResource:
     """
     settings = settings or Settings.from_env()
     common = dict(per_key_limit=settings.per_key_limit, per_ip_limit=settings.per_ip_limit,
-                  window_s=settings.window_s, max_in_flight=settings.max_in_flight)
+                  window_s=settings.window_s, max_in_flight=settings.max_in_flight,
+                  shard=str(settings.shard) if settings.shard is not None else "")
     if settings.uses_sandbox:
         return RankTrackerResource(**common)
     return RankTrackerResource(
@@ -147,4 +164,4 @@ def source_from_env(settings: Settings | None = None) -> RankTrackerResource:
 
 def warehouse_from_env(settings: Settings | None = None) -> WarehouseResource:
     settings = settings or Settings.from_env()
-    return WarehouseResource(data_dir=str(settings.data_dir))
+    return WarehouseResource(data_dir=str(settings.data_dir), snapshots_uri=settings.snapshots_uri or "")
