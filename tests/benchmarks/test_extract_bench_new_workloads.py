@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import sys
 from datetime import date
 from pathlib import Path
@@ -90,3 +91,14 @@ def test_key_pool_resume_and_heavy_shift_workloads_end_complete(bench, tmp_path)
     # that pass had already read can still be missing (client.list_records' docstring): the benchmark
     # prints delivered / existing rather than this test asserting it at toy size
     assert run.delivered > 0.95 * run.existing
+
+
+def test_dlt_parallelized_reads_every_record_of_a_toy_world(bench, tmp_path):
+    pytest.importorskip("dlt", reason="dlt is the optional 'bench' extra")
+    (result,) = bench.run_benchmark(["a"], tools=("dlt_par",), quick=True, out=io.StringIO(), workdir=tmp_path)
+    run = result.runs["dlt_par"]
+    assert run.error is None, run.error
+    assert run.delivered == run.existing > 0 and run.stale == 0
+    assert run.requests >= run.min_requests
+    job = json.loads((tmp_path / "a" / "dlt_par" / "dlt_par-job.json").read_text())
+    assert job["parallelized"] is True
