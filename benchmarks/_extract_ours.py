@@ -13,7 +13,9 @@ benchmark).
 ``result.json``: ``{"tool": "rank-pipeline", "wall_s", "peak_rss_mb", "client": {"requests",
 "rate_limited", "retries"}, "accounts": <ExtractionReport.accounts>, "manifests": {resource:
 {"complete", "accounts": {name: {"expected", "delivered", "complete", "lists", "pages", "passes"}}}},
-"error"}``. ``wall_s`` is the time of ``run_extraction`` (seconds, ``time.perf_counter``);
+"complete", "resumed_lists", "passes_max", "error"}``: ``complete`` is ``ExtractionReport.complete``,
+``resumed_lists`` the lists taken from the day's checkpoints (a retried run, :mod:`rank_pipeline.resume`),
+``passes_max`` the most passes any list took to prove its id set (adaptive settling). ``wall_s`` is the time of ``run_extraction`` (seconds, ``time.perf_counter``);
 ``peak_rss_mb`` is ``getrusage(RUSAGE_SELF).ru_maxrss`` right after it (MiB); ``cpu_s`` the
 process's CPU seconds (user + system) during it; ``client`` sums what
 the clients counted ("what the client believes"; the sandbox's own count is the referee).
@@ -82,6 +84,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "accounts": accounts_stats,
         "manifests": {r: _manifest_summary(m.model_dump(mode="json"))
                       for r, m in (report.manifests if report else {}).items()},
+        "complete": report.complete if report is not None else False,
+        "resumed_lists": report.resumed_lists if report is not None else 0,
+        "passes_max": max((r.passes for lists in (report.lists if report else {}).values() for r in lists),
+                          default=0),
         "error": error,
     }
 

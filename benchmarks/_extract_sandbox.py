@@ -5,12 +5,14 @@ extractor's event loop or GIL, and so that the extractor's peak RSS does not inc
 
     python benchmarks/_extract_sandbox.py '<job json>'
 
-The job: ``{"world": {"domains", "keywords_per_domain", "accounts", "seed"}, "today": "YYYY-MM-DD",
+The job: ``{"world": {"domains", "keywords_per_domain", "accounts", "keys", "seed"}, "today": "YYYY-MM-DD",
 "limits": {"per_key", "per_ip", "window_s"}, "faults": {<Faults fields>}}``. The process builds
-``World(WorldConfig.scaled(...), today=...)``, generates every domain's keywords before it answers (so
+``World(WorldConfig.scaled(...), today=...)`` (``keys``: valid keys per account, default 1; spec
+"Authentication" 5), generates every domain's keywords before it answers (so
 the first requests do not pay for generation), serves ``create_app(world, limits, faults)`` with
 :class:`~rank_pipeline.sandbox.SandboxServer` on 127.0.0.1 (a free port), prints ONE line of JSON to
-stdout ``{"base_url", "accounts": [{"name", "api_key"}], "build_s"}`` and serves until its stdin
+stdout ``{"base_url", "accounts": [{"name", "api_key"}], "build_s"}`` (``api_key``: the account's keys,
+comma-separated when it holds several: the value of ``RANK_TRACKER_API_KEY`` for a key pool) and serves until its stdin
 closes (the harness closes it, or dies).
 
 Besides the sandbox's own routes (``/v1``, ``/_sandbox``) it answers two benchmark-only routes,
@@ -31,6 +33,7 @@ outside the sandbox's rate limits and faults:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -42,7 +45,7 @@ from starlette.responses import JSONResponse
 
 from rank_pipeline.sandbox import Faults, RateLimits, SandboxServer, World, WorldConfig, create_app
 
-__all__ = ["build_app", "ground_truth", "main"]
+__all__ = ["build_app", "build_world", "ground_truth", "main"]
 
 
 def ground_truth(world: World, *, lookups: bool = False) -> dict[str, Any]:
@@ -94,6 +97,21 @@ def ground_truth(world: World, *, lookups: bool = False) -> dict[str, Any]:
     return out
 
 
+def build_world(w: dict[str, Any], today: str) -> World:
+    """The job's world (``{"domains", "keywords_per_domain", "accounts", "keys", "seed"}``) on ``today``,
+    every domain's keywords generated. The harness builds the same world to size workloads."""
+    config = WorldConfig.scaled(w["domains"], w["keywords_per_domain"], accounts=w.get("accounts", 1),
+                                seed=w.get("seed", 7))
+    if w.get("keys", 1) != 1:
+        config = dataclasses.replace(
+            config, accounts=tuple(dataclasses.replace(a, keys=w["keys"]) for a in config.accounts))
+    world = World(config, today=date.fromisoformat(today))
+    for account in world.accounts:  # generate every domain now, not during the first requests
+        for d in world.domains(account.account_id):
+            world.keyword_ids(d["id"])
+    return world
+
+
 def build_app(world: World, limits: RateLimits, faults: Faults):
     """The sandbox app with the benchmark's ``/_bench/truth`` and ``/_bench/cpu`` routes in front
     (plain ASGI dispatch)."""
@@ -124,19 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job = json.loads(argv[0])
     started = time.perf_counter()
-    w = job["world"]
-    config = WorldConfig.scaled(w["domains"], w["keywords_per_domain"], accounts=w.get("accounts", 1),
-                                seed=w.get("seed", 7))
-    world = World(config, today=date.fromisoformat(job["today"]))
-    for account in world.accounts:  # generate every domain now, not during the first requests
-        for d in world.domains(account.account_id):
-            world.keyword_ids(d["id"])
+    world = build_world(job["world"], job["today"])
     limits = RateLimits(**job["limits"])
     faults = Faults(**job.get("faults", {}))
     with SandboxServer(build_app(world, limits, faults), host="127.0.0.1", port=0) as server:
         ready = {
             "base_url": server.base_url,
-            "accounts": [{"name": a.name, "api_key": a.api_key} for a in world.accounts if a.api_enabled],
+            "accounts": [{"name": a.name, "api_key": ",".join(a.api_keys)} for a in world.accounts if a.api_enabled],
             "build_s": round(time.perf_counter() - started, 2),
         }
         print(json.dumps(ready), flush=True)

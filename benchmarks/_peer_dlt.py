@@ -5,7 +5,7 @@ Run as a script in a fresh process, one per benchmark run, so its peak RSS is it
     python benchmarks/_peer_dlt.py <job.json> <result.json>
 
 ``job.json``: ``{"base_url": "http://127.0.0.1:PORT", "accounts": [{"name": ..., "api_key": ...}],
-"workdir": "<empty temp folder>", "per_page": 1000}``. Every account is loaded by its own dlt
+"workdir": "<empty temp folder>", "per_page": 1000, "parallelized": false}``. Every account is loaded by its own dlt
 pipeline (dataset ``<account name>``), one after the other, into ``<workdir>/dlt.duckdb`` (dlt's
 duckdb destination); dlt's data and pipelines folders live under ``workdir`` too, so nothing is
 written to the repository or the home folder.
@@ -29,7 +29,12 @@ How dlt is configured (the spec sections it follows):
   (locations, languages) are not read: the comparison excludes them (see benchmarks/README.md).
 - Retries: dlt's defaults (its requests client retries 429 and 5xx honouring ``Retry-After``, and
   connection errors, with exponential backoff; 5 attempts). No pacing: dlt has none built in.
-- Concurrency: dlt's defaults (resources are not ``parallelized``; one request at a time).
+- Concurrency: dlt's defaults (resources are not ``parallelized``; one request at a time), or with
+  ``job["parallelized"]`` dlt's best documented configuration: ``rest_api_source(...,
+  parallelized=True)`` (the resources are extracted in parallel with each other) and
+  ``"parallelized": True`` on the child resources ``keywords`` and ``competitors`` (each parent's child
+  fetch runs in dlt's extract thread pool, ``extract.workers``, default 5; dlt's docs "REST API
+  source: advanced configuration", "Per-resource parallelization for dependent resources").
 - Files: ``loader_file_format="parquet"`` (``job["loader_file_format"]`` overrides). dlt's default for
   duckdb, ``insert_values``, took 320 s and 6.8 GB of RSS to load workload (a) on a 2-core machine
   (parquet: 3 s and about 420 MB), so the peer gets its faster documented option.
@@ -42,6 +47,7 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -112,6 +118,7 @@ class _AttemptCounter:
 
     def __init__(self) -> None:
         self.statuses: dict[str, int] = {}
+        self._lock = threading.Lock()  # parallelized resources send from dlt's worker threads
 
     def wrap(self, adapter) -> None:
         send = adapter.send
@@ -128,7 +135,8 @@ class _AttemptCounter:
         adapter.send = counting_send
 
     def _add(self, key: str) -> None:
-        self.statuses[key] = self.statuses.get(key, 0) + 1
+        with self._lock:
+            self.statuses[key] = self.statuses.get(key, 0) + 1
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -140,7 +148,8 @@ class _AttemptCounter:
         }
 
 
-def build_source(base_url: str, api_key: str, *, per_page: int = 1000, session=None, name: str = "rank_tracker"):
+def build_source(base_url: str, api_key: str, *, per_page: int = 1000, session=None, name: str = "rank_tracker",
+                 parallelized: bool = False):
     """dlt ``rest_api_source`` for one account of the rank-tracking API (module docstring).
 
     Args:
@@ -150,6 +159,7 @@ def build_source(base_url: str, api_key: str, *, per_page: int = 1000, session=N
         session: a requests session for the client (the benchmark passes dlt's own retrying session
             with a counting adapter); None uses dlt's default.
         name: the dlt source name.
+        parallelized: dlt's parallel extraction, on the source and on the child (dependent) resources.
 
     Returns:
         a ``DltSource`` with resources ``domains, keywords, competitors, tags, usage``.
@@ -164,6 +174,7 @@ def build_source(base_url: str, api_key: str, *, per_page: int = 1000, session=N
     }
     if session is not None:
         client["session"] = session
+    child: dict[str, Any] = {"parallelized": True} if parallelized else {}
     config = {
         "client": client,
         "resource_defaults": {
@@ -173,8 +184,8 @@ def build_source(base_url: str, api_key: str, *, per_page: int = 1000, session=N
         },
         "resources": [
             {"name": "domains", "endpoint": {"path": "domains"}},
-            {"name": "keywords", "endpoint": {"path": "domains/{resources.domains.id}/keywords"}},
-            {"name": "competitors", "endpoint": {"path": "domains/{resources.domains.id}/competitors"}},
+            {"name": "keywords", "endpoint": {"path": "domains/{resources.domains.id}/keywords"}, **child},
+            {"name": "competitors", "endpoint": {"path": "domains/{resources.domains.id}/competitors"}, **child},
             {"name": "tags", "endpoint": {"path": "tags"}},
             {
                 "name": "usage",
@@ -182,7 +193,7 @@ def build_source(base_url: str, api_key: str, *, per_page: int = 1000, session=N
             },
         ],
     }
-    return rest_api_source(config, name=name)
+    return rest_api_source(config, name=name, parallelized=parallelized)
 
 
 def peak_rss_mb() -> float:
@@ -225,7 +236,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             dataset_name=dataset,
         )
         source = build_source(job["base_url"], account["api_key"], per_page=job.get("per_page", 1000),
-                              session=session, name=f"rank_tracker_{dataset}")
+                              session=session, name=f"rank_tracker_{dataset}",
+                              parallelized=bool(job.get("parallelized", False)))
         try:
             steps = (("extract", functools.partial(pipeline.extract, source, loader_file_format=file_format)),
                      ("normalize", pipeline.normalize), ("load", pipeline.load))
@@ -243,7 +255,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             traceback.print_exc(file=sys.stderr)
     wall = time.perf_counter() - started
     return {
-        "tool": "dlt",
+        "tool": "dlt parallelized" if job.get("parallelized") else "dlt",
         "wall_s": wall,
         "phases_s": phases,
         "peak_rss_mb": peak_rss_mb(),
