@@ -33,7 +33,9 @@ from rank_pipeline.snapshots import (
 from rank_pipeline.storage import store_for
 from rank_pipeline.warehouse import SnapshotMissingError, load_partition
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("s3")]
+# the daily runs below are two whole `rank-pipeline run`s: on a loaded 2-core machine they exceed the
+# suite's default 300 s per test (their setup counts against it)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("s3"), pytest.mark.timeout(1200)]
 
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 BUCKET = "rank-lake"
@@ -121,9 +123,15 @@ def runs(s3, tmp_path_factory):
     procs = [subprocess.Popen([*cmd, "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for env in envs]  # the two runs at once: independent data folders
     done = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=400)
-        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=1000)
+            done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    finally:
+        for proc in procs:  # never leave a run behind (or unreaped) if the wait is interrupted
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
     return uri, s3_data, done[0], local_data, done[1]
 
 
@@ -266,7 +274,7 @@ def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp
         env={**base, **s3, "RANK_PIPELINE_DATA_DIR": str(tmp_path / f"worker{i}"),
              "RANK_PIPELINE_SNAPSHOTS_URI": two, "RANK_PIPELINE_SHARD": f"{i}/2"}) for i in (0, 1)]
     for worker in workers:
-        out, _ = worker.communicate(timeout=300)
+        out, _ = worker.communicate(timeout=600)
         assert worker.returncode == 0, out
     store = store_for(two)
     for resource in RESOURCES:
