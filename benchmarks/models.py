@@ -16,8 +16,9 @@ What it does
        same files with a bare ``create table ... as select * from read_parquet([...])`` per resource (the
        reference: the least a load can do).
     5. One-new-day incremental build of every model for the last day (incremental models build one
-       partition, best position to date and dim_keywords carry their state forward; views are
-       re-created; the small dimension tables are rebuilt in full).
+       partition, reading their look-back days' narrow columns only where a comparison needs them;
+       best position to date and dim_keywords carry their state forward; views are re-created; the
+       small dimension tables, one row per domain or competitor, are rebuilt in full).
     6. A late day: re-loads the day 30 days back and rebuilds every model row depending on it (the later
        days within each model's horizon, :mod:`rank_pipeline.sql_models.horizon`).
 

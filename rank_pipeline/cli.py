@@ -610,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("query", help="run one SQL statement on the published warehouse",
                        description="Run exactly one SQL statement on the published warehouse, read-only.")
-    p.add_argument("sql", help='one SQL statement, e.g. "select * from marts.fct_quota_burn_daily"')
+    p.add_argument("sql", help='one SQL statement, e.g. "select * from marts.fct_quota_cycle_daily"')
     p.add_argument("--limit", type=_positive_int, default=20, help="print at most N rows (default 20)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output format (default table)")

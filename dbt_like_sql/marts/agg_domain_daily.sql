@@ -1,10 +1,10 @@
 -- Grain: one row per domain x snapshot day, over all the domain's keywords (every engine, device,
 -- location and language): the line an analyst charts per domain, no re-weighting needed. Same metrics
--- as agg_domain_segment_daily, plus volatility over 7 days. Counts columns of fct_keyword_rankings_daily.
+-- as agg_domain_segment_daily (counted once in int_keyword_rankings_rollup_daily), plus volatility over 7 days.
 with
 
-rankings as (
-    select * from marts.fct_keyword_rankings_daily
+grouped as (
+    select * from marts.int_keyword_rankings_rollup_daily
 ),
 
 domains as (
@@ -13,52 +13,10 @@ domains as (
 
 aggregated as (
     select
-        account,
-        domain_id,
-        snapshot_date,
-        count(*) as tracked_keywords,
-        count(position) as ranking_keywords,
-        avg(position) as average_position,
-        avg(penalised_position) as penalised_average_position,
-        count(*) filter (where position_bucket = '1-3') as keywords_position_1_3,
-        count(*) filter (where position_bucket = '4-10') as keywords_position_4_10,
-        count(*) filter (where position_bucket = '11-20') as keywords_position_11_20,
-        count(*) filter (where position_bucket = '21-50') as keywords_position_21_50,
-        count(*) filter (where position_bucket = '51-100') as keywords_position_51_100,
-        count(*) filter (where position_bucket = 'not_ranking') as keywords_not_ranking,
-        avg(visibility_score) as visibility,
-        sum(visibility_score * search_volume) / nullif(sum(search_volume), 0) as volume_weighted_visibility,
-        sum(estimated_clicks) as estimated_clicks,
-        any_value(ctr_curve_version) as ctr_curve_version,
-        count(*) filter (where movement_1d <> 'new') as comparable_keywords_1d,
-        count(*) filter (where is_winner_1d) as winners_1d,
-        count(*) filter (where is_loser_1d) as losers_1d,
-        count(*) filter (where is_significant_winner_1d) as significant_winners_1d,
-        count(*) filter (where is_significant_loser_1d) as significant_losers_1d,
-        count(*) filter (where movement_7d <> 'new') as comparable_keywords_7d,
-        count(*) filter (where is_winner_7d) as winners_7d,
-        count(*) filter (where is_loser_7d) as losers_7d,
-        count(*) filter (where is_significant_winner_7d) as significant_winners_7d,
-        count(*) filter (where is_significant_loser_7d) as significant_losers_7d,
-        count(*) filter (where movement_30d <> 'new') as comparable_keywords_30d,
-        count(*) filter (where is_winner_30d) as winners_30d,
-        count(*) filter (where is_loser_30d) as losers_30d,
-        count(*) filter (where is_significant_winner_30d) as significant_winners_30d,
-        count(*) filter (where is_significant_loser_30d) as significant_losers_30d,
-        count(*) filter (where movement_previous <> 'new') as comparable_keywords_previous,
-        count(*) filter (where is_winner_previous) as winners_previous,
-        count(*) filter (where is_loser_previous) as losers_previous,
-        count(*) filter (where is_significant_winner_previous) as significant_winners_previous,
-        count(*) filter (where is_significant_loser_previous) as significant_losers_previous,
-        count(*) filter (where entered_top_3) as entered_top_3,
-        count(*) filter (where exited_top_3) as exited_top_3,
-        count(*) filter (where entered_top_10) as entered_top_10,
-        count(*) filter (where exited_top_10) as exited_top_10,
-        avg(abs(position_change_1d)) as volatility_1d,
-        sum(abs(position_change_1d)) as absolute_change_1d_sum,
-        count(position_change_1d) as ranking_both_days_keywords
-    from rankings
-    group by account, domain_id, snapshot_date
+        *,
+        group_id as domain_id
+    from grouped
+    where grouping_level = 'domain'
 ),
 
 windowed as (

@@ -1,74 +1,21 @@
 -- Grain: one row per account x tag x snapshot day, over the keywords carrying the tag that day (all
--- domains): the same metrics as agg_domain_daily. Counts columns of fct_keyword_rankings_daily.
+-- domains): the same metrics as agg_domain_daily, counted once in int_keyword_rankings_rollup_daily.
 with
-
-keyword_tags as (
-    select * from staging.stg_keyword_tags
-),
 
 tags as (
     select * from staging.stg_tags
 ),
 
-rankings as (
-    select * from marts.fct_keyword_rankings_daily
-),
-
-tagged as (
-    select
-        kt.tag_id,
-        r.*
-    from keyword_tags as kt
-    inner join rankings as r
-        on r.keyword_id = kt.keyword_id and r.snapshot_date = kt.snapshot_date
+grouped as (
+    select * from marts.int_keyword_rankings_rollup_daily
 ),
 
 aggregated as (
     select
-        account,
-        tag_id,
-        snapshot_date,
-        count(*) as tracked_keywords,
-        count(position) as ranking_keywords,
-        avg(position) as average_position,
-        avg(penalised_position) as penalised_average_position,
-        count(*) filter (where position_bucket = '1-3') as keywords_position_1_3,
-        count(*) filter (where position_bucket = '4-10') as keywords_position_4_10,
-        count(*) filter (where position_bucket = '11-20') as keywords_position_11_20,
-        count(*) filter (where position_bucket = '21-50') as keywords_position_21_50,
-        count(*) filter (where position_bucket = '51-100') as keywords_position_51_100,
-        count(*) filter (where position_bucket = 'not_ranking') as keywords_not_ranking,
-        avg(visibility_score) as visibility,
-        sum(visibility_score * search_volume) / nullif(sum(search_volume), 0) as volume_weighted_visibility,
-        sum(estimated_clicks) as estimated_clicks,
-        any_value(ctr_curve_version) as ctr_curve_version,
-        count(*) filter (where movement_1d <> 'new') as comparable_keywords_1d,
-        count(*) filter (where is_winner_1d) as winners_1d,
-        count(*) filter (where is_loser_1d) as losers_1d,
-        count(*) filter (where is_significant_winner_1d) as significant_winners_1d,
-        count(*) filter (where is_significant_loser_1d) as significant_losers_1d,
-        count(*) filter (where movement_7d <> 'new') as comparable_keywords_7d,
-        count(*) filter (where is_winner_7d) as winners_7d,
-        count(*) filter (where is_loser_7d) as losers_7d,
-        count(*) filter (where is_significant_winner_7d) as significant_winners_7d,
-        count(*) filter (where is_significant_loser_7d) as significant_losers_7d,
-        count(*) filter (where movement_30d <> 'new') as comparable_keywords_30d,
-        count(*) filter (where is_winner_30d) as winners_30d,
-        count(*) filter (where is_loser_30d) as losers_30d,
-        count(*) filter (where is_significant_winner_30d) as significant_winners_30d,
-        count(*) filter (where is_significant_loser_30d) as significant_losers_30d,
-        count(*) filter (where movement_previous <> 'new') as comparable_keywords_previous,
-        count(*) filter (where is_winner_previous) as winners_previous,
-        count(*) filter (where is_loser_previous) as losers_previous,
-        count(*) filter (where is_significant_winner_previous) as significant_winners_previous,
-        count(*) filter (where is_significant_loser_previous) as significant_losers_previous,
-        count(*) filter (where entered_top_3) as entered_top_3,
-        count(*) filter (where exited_top_3) as exited_top_3,
-        count(*) filter (where entered_top_10) as entered_top_10,
-        count(*) filter (where exited_top_10) as exited_top_10,
-        avg(abs(position_change_1d)) as volatility_1d
-    from tagged
-    group by account, tag_id, snapshot_date
+        *,
+        group_id as tag_id
+    from grouped
+    where grouping_level = 'tag'
 ),
 
 final as (

@@ -28,27 +28,17 @@ ctr_at_position_1 as (
     where position = 1
 ),
 
+-- the comparison side: four narrow columns (the wide rows are read only for the days built)
 history as (
     select
         keyword_id,
         snapshot_date,
         position,
         ranking_url
-    from keywords
+    from staging.stg_keywords
 ),
 
-previous_snapshot as (
-    select
-        keyword_id,
-        snapshot_date,
-        lag(snapshot_date) over by_keyword as previous_snapshot_date,
-        lag(position) over by_keyword as previous_position,
-        lag(ranking_url) over by_keyword as previous_ranking_url
-    from history
-    window by_keyword as (partition by keyword_id order by snapshot_date)
-),
-
-compared as (
+calendar as (
     select
         k.account,
         k.domain_id,
@@ -62,28 +52,62 @@ compared as (
         k.search_volume,
         k.position,
         k.ranking_url,
-        -- the previous snapshot counts only within 31 days, so a full rebuild equals the incremental one
-        case when p.previous_snapshot_date >= k.snapshot_date - 31 then p.previous_snapshot_date end
-            as previous_snapshot_date,
-        case when p.previous_snapshot_date >= k.snapshot_date - 31 then p.previous_position end
-            as previous_position,
-        case when p.previous_snapshot_date >= k.snapshot_date - 31 then p.previous_ranking_url end
-            as previous_ranking_url,
         d1.snapshot_date is not null as has_snapshot_1d_ago,
         d1.position as position_1d_ago,
+        d1.ranking_url as ranking_url_1d_ago,
         d7.snapshot_date is not null as has_snapshot_7d_ago,
         d7.position as position_7d_ago,
         d30.snapshot_date is not null as has_snapshot_30d_ago,
         d30.position as position_30d_ago
     from keywords as k
-    left join previous_snapshot as p
-        on p.keyword_id = k.keyword_id and p.snapshot_date = k.snapshot_date
-    left join history as d1
-        on d1.keyword_id = k.keyword_id and d1.snapshot_date = k.snapshot_date - 1
-    left join history as d7
-        on d7.keyword_id = k.keyword_id and d7.snapshot_date = k.snapshot_date - 7
-    left join history as d30
-        on d30.keyword_id = k.keyword_id and d30.snapshot_date = k.snapshot_date - 30
+    left join staging.stg_keywords as d1
+        on d1.snapshot_date = k.snapshot_date - 1 and d1.keyword_id = k.keyword_id
+    left join staging.stg_keywords as d7
+        on d7.snapshot_date = k.snapshot_date - 7 and d7.keyword_id = k.keyword_id
+    left join staging.stg_keywords as d30
+        on d30.snapshot_date = k.snapshot_date - 30 and d30.keyword_id = k.keyword_id
+),
+
+-- keywords with a missing day between their first and last snapshot read here: only for them can the
+-- previous available snapshot be other than the day before, so only their rows are searched back
+with_gaps as (
+    select keyword_id
+    from history
+    group by keyword_id
+    having count(*) < max(snapshot_date) - min(snapshot_date) + 1
+),
+
+previous_after_gap as (
+    select
+        keyword_id,
+        snapshot_date,
+        lag(snapshot_date) over by_keyword as previous_snapshot_date,
+        lag(position) over by_keyword as previous_position,
+        lag(ranking_url) over by_keyword as previous_ranking_url
+    from history
+    where keyword_id in (select keyword_id from with_gaps)
+    window by_keyword as (partition by keyword_id order by snapshot_date)
+),
+
+compared as (
+    select
+        c.*,
+        -- the previous snapshot counts only within 31 days, so a full rebuild equals the incremental one
+        case
+            when c.has_snapshot_1d_ago then c.snapshot_date - 1
+            when p.previous_snapshot_date >= c.snapshot_date - 31 then p.previous_snapshot_date
+        end as previous_snapshot_date,
+        case
+            when c.has_snapshot_1d_ago then c.position_1d_ago
+            when p.previous_snapshot_date >= c.snapshot_date - 31 then p.previous_position
+        end as previous_position,
+        case
+            when c.has_snapshot_1d_ago then c.ranking_url_1d_ago
+            when p.previous_snapshot_date >= c.snapshot_date - 31 then p.previous_ranking_url
+        end as previous_ranking_url
+    from calendar as c
+    left join previous_after_gap as p
+        on p.keyword_id = c.keyword_id and p.snapshot_date = c.snapshot_date
 ),
 
 -- the four horizons of each keyword-day as a list: [1d, 7d, 30d, previous]

@@ -38,17 +38,19 @@ with_previous as (
     select
         *,
         lag(snapshot_date) over by_metric as lag_date,
-        lag(usage) over by_metric as lag_usage
+        lag(usage) over by_metric as lag_usage,
+        lag(quota_limit) over by_metric as lag_limit
     from metrics
     window by_metric as (partition by account, metric order by snapshot_date)
 ),
 
 previous as (
     select
-        * exclude (lag_date, lag_usage),
+        * exclude (lag_date, lag_usage, lag_limit),
         -- the previous snapshot counts only within 31 days, so a full rebuild equals the incremental one
         case when lag_date >= snapshot_date - 31 then lag_date end as previous_snapshot_date,
-        case when lag_date >= snapshot_date - 31 then lag_usage end as previous_usage
+        case when lag_date >= snapshot_date - 31 then lag_usage end as previous_usage,
+        case when lag_date >= snapshot_date - 31 then lag_limit end as previous_limit
     from with_previous
 ),
 
@@ -161,6 +163,15 @@ final as (
         kc.keywords_added,
         kc.keywords_removed,
         r.is_reset,
+        r.quota_limit <> r.previous_limit as limit_changed,
+        case when r.previous_usage is not null then
+            r.previous_usage * 100.0 / nullif(r.previous_limit, 0) < 80
+            and r.usage * 100.0 / nullif(r.quota_limit, 0) >= 80
+        end as crossed_80_pct,
+        case when r.previous_usage is not null then
+            r.previous_usage * 100.0 / nullif(r.previous_limit, 0) < 100
+            and r.usage * 100.0 / nullif(r.quota_limit, 0) >= 100
+        end as crossed_100_pct,
         r.reset_cadence,
         r.cycle_length_days,
         r.cycle_start,

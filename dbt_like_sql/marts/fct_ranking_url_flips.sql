@@ -6,6 +6,14 @@ rankings as (
     select * from marts.fct_keyword_rankings_daily
 ),
 
+-- only a keyword whose URL changed on some day read here can have a row: the window runs over those
+-- keywords alone (a few percent of the rows), not over every keyword-day of the look-back
+flipping as (
+    select distinct keyword_id
+    from rankings
+    where url_changed
+),
+
 windowed as (
     select
         account,
@@ -24,6 +32,7 @@ windowed as (
         count(position) over last_30_days as ranking_days_30d,
         count(*) over last_30_days as snapshots_30d
     from rankings
+    where keyword_id in (select keyword_id from flipping)
     window last_30_days as (
         partition by keyword_id order by snapshot_date
         range between interval 29 days preceding and current row

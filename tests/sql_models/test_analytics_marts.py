@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from marts_compare import assert_matches, mart
 
 from rank_pipeline.sql_models import load_project, run_tests
 
@@ -28,44 +29,6 @@ pytestmark = pytest.mark.xdist_group(name="sql_models_world")
 ONE = timedelta(days=1)
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 HORIZONS = {"1d": 1, "7d": 7, "30d": 30, "previous": None}
-
-
-def mart(con, name: str) -> pd.DataFrame:
-    cur = con.execute(f"select * from {name}")
-    return pd.DataFrame.from_records(cur.fetchall(), columns=[d[0] for d in cur.description])
-
-
-def _norm(value):
-    if value is None:
-        return None
-    if value is pd.NaT or (not isinstance(value, (str, bool, date)) and pd.isna(value)):
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.date()
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return round(float(value), 6)
-    return value
-
-
-def assert_matches(actual: pd.DataFrame, expected: list[dict], keys: list[str], what: str) -> None:
-    """``actual`` has exactly the rows of ``expected`` (by ``keys``) with equal values in every column
-    ``expected`` names."""
-    assert expected, f"{what}: nothing expected: the scenario is missing"
-    columns = list(expected[0].keys())
-    exp = {tuple(_norm(r[k]) for k in keys): r for r in expected}
-    act = {tuple(_norm(r[k]) for k in keys): r for r in actual.to_dict("records")}
-    missing, extra = sorted(set(exp) - set(act), key=str), sorted(set(act) - set(exp), key=str)
-    assert not missing and not extra, (
-        f"{what}: {len(missing)} expected rows missing (first {missing[:3]}), "
-        f"{len(extra)} unexpected rows (first {extra[:3]})"
-    )
-    diffs = [
-        f"{key} {col}: expected {row[col]!r}, got {act[key][col]!r}"
-        for key, row in exp.items() for col in columns if _norm(row[col]) != _norm(act[key][col])
-    ]
-    assert not diffs, f"{what}: {len(diffs)} differing values, first: " + "; ".join(diffs[:5])
 
 
 @functools.cache
@@ -466,6 +429,7 @@ def _expected_cycles(h: History) -> list[dict]:
             limit, remaining = u[f"{col}_limit"], u[f"{col}_remaining"]
             prev = rows[i - 1] if i and rows[i - 1]["snapshot_date"] >= day - 31 * ONE else None
             prev_day, prev_used = (prev["snapshot_date"], prev[f"{col}_usage"]) if prev else (None, None)
+            prev_limit = prev[f"{col}_limit"] if prev else None
             is_reset = prev is not None and prev_used > 0 and used < prev_used * 0.5
             if is_reset:
                 first = day.replace(day=1)
@@ -507,7 +471,10 @@ def _expected_cycles(h: History) -> list[dict]:
                 "previous_snapshot_date": prev_day, "days_since_previous": (day - prev_day).days if prev else None,
                 "net_change": used - prev_used if prev else None,
                 "keywords_added": kc.get("keywords_added"), "keywords_removed": kc.get("keywords_removed"),
-                "is_reset": is_reset, "reset_cadence": cadence, "cycle_length_days": length,
+                "is_reset": is_reset, "limit_changed": limit != prev_limit if prev else None,
+                "crossed_80_pct": prev_used * 100 / prev_limit < 80 <= used * 100 / limit if prev else None,
+                "crossed_100_pct": prev_used * 100 / prev_limit < 100 <= used * 100 / limit if prev else None,
+                "reset_cadence": cadence, "cycle_length_days": length,
                 "cycle_start": start, "cycle_end": end,
                 "cycle_days_elapsed": (day - start).days + 1 if start else None,
                 "cycle_days_left": (end - day).days if end else None,
@@ -568,6 +535,9 @@ NEW_MODELS = {
     "marts.fct_account_snapshot_coverage_daily": ["account", "snapshot_date"],
     "marts.agg_account_keyword_changes_daily": ["account", "snapshot_date"],
     "marts.fct_quota_cycle_daily": ["account", "snapshot_date", "metric"],
+    "marts.int_keyword_rankings_rollup_daily": ["grouping_level", "group_id", "search_engine", "device",
+                                               "location_code", "language_code", "snapshot_date"],
+    "marts.fct_ranking_url_flips": ["keyword_id", "snapshot_date"],
 }
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import bisect
 import csv
 import functools
-import math
 from collections import defaultdict
 from datetime import date, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from marts_compare import assert_matches, mart
 
 pytestmark = pytest.mark.xdist_group(name="sql_models_world")
 
@@ -39,53 +39,7 @@ def _same_window(scenario):
     ), "conftest.Scenario and this module disagree on the window"
 
 
-def mart(con, name: str, order_by: str) -> pd.DataFrame:
-    """A whole relation as a DataFrame, sorted (values as DuckDB returns them: dates as date)."""
-    cur = con.execute(f"select * from {name} order by {order_by}")
-    return pd.DataFrame.from_records(cur.fetchall(), columns=[d[0] for d in cur.description])
-
-
 # ------------------------------------------------------------------------------------------ helpers
-
-
-def _norm(value):
-    """Comparable form: None for SQL NULL / NaN, dates as date, numbers as floats rounded to 1e-9."""
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return tuple(value)
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        value = value.tolist()
-        if isinstance(value, list):
-            return tuple(value)
-    if value is pd.NaT or (not isinstance(value, (str, bool)) and pd.isna(value)):
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.date()
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return round(float(value), 9)
-    return value
-
-
-def assert_matches(actual: pd.DataFrame, expected: list[dict], keys: list[str], what: str) -> None:
-    """Assert that ``actual`` has exactly the rows of ``expected`` (by ``keys``) with equal values in
-    every column ``expected`` names."""
-    columns = list(expected[0].keys()) if expected else keys
-    exp = {tuple(_norm(r[k]) for k in keys): r for r in expected}
-    act = {tuple(_norm(r[k]) for k in keys): r for r in actual.to_dict("records")}
-    missing, extra = sorted(set(exp) - set(act), key=str), sorted(set(act) - set(exp), key=str)
-    assert not missing and not extra, (
-        f"{what}: {len(missing)} expected rows missing (first {missing[:3]}), "
-        f"{len(extra)} unexpected rows (first {extra[:3]})"
-    )
-    diffs = []
-    for key, row in exp.items():
-        for col in columns:
-            if _norm(row[col]) != _norm(act[key][col]):
-                diffs.append(f"{key} {col}: expected {row[col]!r}, got {act[key][col]!r}")
-    assert not diffs, f"{what}: {len(diffs)} differing values, first: " + "; ".join(diffs[:5])
 
 
 def movement(now: int | None, then: int | None, has_then: bool) -> str:
@@ -353,53 +307,11 @@ def test_tag_visibility_matches_world(warehouse, truth, rankings: Rankings):
 # ------------------------------------------------------------------------------------------ quota
 
 
-def _expected_quota(truth) -> list[dict]:
-    metrics = {"keywords": "keywords", "dataRows": "data_rows"}
-    usage = {(r["account"], r["snapshot_date"]): r for r in truth.usage.to_dict("records")}
-    out = []
-    for account, day in usage:
-        for metric, col in metrics.items():
-            def at(d, field, account=account, col=col):
-                row = usage.get((account, d))
-                return None if row is None else row[f"{col}_{field}"]
-
-            def delta(d):
-                now, before = at(d, "usage"), at(d - ONE, "usage")
-                return None if now is None or before is None else now - before
-
-            def burn(n, day=day, delta=delta):
-                kept = [delta(d) for d in (day - i * ONE for i in range(n)) if delta(d) is not None and delta(d) >= 0]
-                return sum(kept) / len(kept) if kept else None
-
-            used, limit, remaining = at(day, "usage"), at(day, "limit"), at(day, "remaining")
-            prev_used, prev_limit = at(day - ONE, "usage"), at(day - ONE, "limit")
-            util = used * 100 / limit if limit else None
-            prev_util = prev_used * 100 / prev_limit if prev_limit else None
-            b7 = burn(7)
-            dte = max(remaining, 0) / b7 if b7 is not None and b7 > 0 else None
-            out.append({
-                "account": account, "snapshot_date": day, "metric": metric, "usage": used, "quota_limit": limit,
-                "remaining": remaining, "utilisation_pct": util, "daily_delta": delta(day),
-                "burn_rate_7d": b7, "burn_rate_28d": burn(28), "days_to_exhaustion": dte,
-                "projected_exhaustion_date": day + math.ceil(dte) * ONE if dte is not None else None,
-                "usage_reset": None if prev_used is None else used < prev_used,
-                "limit_changed": None if prev_limit is None else limit != prev_limit,
-                "crossed_80_pct": None if prev_util is None else prev_util < 80 <= util,
-                "crossed_100_pct": None if prev_util is None else prev_util < 100 <= util,
-            })
-    return out
-
-
-def test_quota_burn_matches_world(warehouse, truth):
-    actual = mart(warehouse, "marts.fct_quota_burn_daily", "account, snapshot_date, metric")
-    assert_matches(actual, _expected_quota(truth), ["account", "snapshot_date", "metric"], "fct_quota_burn_daily")
-
-
-def test_quota_burn_flags_fire_on_the_known_days(warehouse):
+def test_quota_flags_fire_on_the_known_days(warehouse):
     """Reset on the 1st of the month, globex's limit change, acme reaching its dataRows limit."""
     flags = warehouse.execute(
-        "select account, metric, snapshot_date, usage_reset, limit_changed, crossed_80_pct, crossed_100_pct "
-        "from marts.fct_quota_burn_daily"
+        "select account, metric, snapshot_date, is_reset, limit_changed, crossed_80_pct, crossed_100_pct "
+        "from marts.fct_quota_cycle_daily"
     ).df()
     flags["snapshot_date"] = pd.to_datetime(flags["snapshot_date"]).dt.date
 
@@ -407,8 +319,8 @@ def test_quota_burn_flags_fire_on_the_known_days(warehouse):
         sel = flags[(flags.account == account) & (flags.metric == metric) & (flags[flag] == True)]  # noqa: E712
         return set(sel["snapshot_date"])
 
-    assert days("acme", "dataRows", "usage_reset") == {RESET_DAY}
-    assert days("globex", "dataRows", "usage_reset") == {RESET_DAY}
+    assert days("acme", "dataRows", "is_reset") == {RESET_DAY}
+    assert days("globex", "dataRows", "is_reset") == {RESET_DAY}
     assert days("globex", "keywords", "limit_changed") == {LIMIT_CHANGE_DAY}
     assert days("globex", "dataRows", "limit_changed") == {LIMIT_CHANGE_DAY}
     assert days("acme", "keywords", "limit_changed") == set()
@@ -416,10 +328,11 @@ def test_quota_burn_flags_fire_on_the_known_days(warehouse):
     (crossed_80,) = days("acme", "dataRows", "crossed_80_pct")
     assert crossed_80 < CROSSING_DAY
     reset_row = warehouse.execute(
-        "select burn_rate_7d, daily_delta from marts.fct_quota_burn_daily "
+        "select burn_rate_median_7d, net_change, daily_burn from marts.fct_quota_cycle_daily "
         "where account = 'acme' and metric = 'dataRows' and snapshot_date = ?", [RESET_DAY]
     ).fetchone()
-    assert reset_row[1] < 0 and reset_row[0] > 0, "a reset day's negative delta must not enter the burn rate"
+    assert reset_row[1] < 0 and reset_row[0] > 0 and reset_row[2] >= 0, \
+        "a reset day's negative change must not enter the burn rate"
 
 
 def test_quota_burn_by_domain_matches_world(warehouse, truth):
@@ -452,14 +365,14 @@ def test_quota_burn_by_domain_matches_world(warehouse, truth):
 
 def test_domain_keyword_changes_add_up_to_the_keyword_usage_delta(warehouse):
     """In the World, keywords.usage counts existing keywords, so the domains' net changes must sum to
-    the account's keywords daily_delta: the attribution explains the whole burn."""
+    the account's keywords net_change: the attribution explains the whole burn."""
     mismatches = warehouse.execute("""
-        select q.account, q.snapshot_date, q.daily_delta, sum(b.net_keywords_change) as net
-        from marts.fct_quota_burn_daily as q
+        select q.account, q.snapshot_date, q.net_change, sum(b.net_keywords_change) as net
+        from marts.fct_quota_cycle_daily as q
         join marts.agg_quota_burn_by_domain as b on b.account = q.account and b.snapshot_date = q.snapshot_date
         where q.metric = 'keywords'
         group by all
-        having sum(b.net_keywords_change) <> q.daily_delta
+        having sum(b.net_keywords_change) <> q.net_change
     """).fetchall()
     assert mismatches == []
     (days,) = warehouse.execute("select count(distinct snapshot_date) from marts.agg_quota_burn_by_domain").fetchone()
@@ -519,7 +432,8 @@ MARTS = {
     "marts.agg_domain_segment_daily": ", ".join(SEGMENT),
     "marts.agg_tag_daily": "account, tag_id, snapshot_date",
     "marts.fct_ranking_url_flips": "keyword_id, snapshot_date",
-    "marts.fct_quota_burn_daily": "account, snapshot_date, metric",
+    "marts.int_keyword_rankings_rollup_daily":
+        "grouping_level, group_id, search_engine, device, location_code, language_code, snapshot_date",
     "marts.agg_quota_burn_by_domain": "account, domain_id, snapshot_date",
     "marts.fct_competitors_daily": "domain_id, competitor_id, snapshot_date",
     "marts.fct_keyword_best_position_daily": "keyword_id, snapshot_date",
