@@ -390,12 +390,22 @@ class SparkEngine:
         incremental = getattr(relation, "incremental", None)
         date_column = incremental.date_column if incremental is not None else "snapshot_date"
         scoped = partition_date if date_column in columns else None
+        sqls = [to_spark_sql(test_sql(relation, test, scoped, None, until if scoped else None))
+                for test in relation.tests]
+        if not sqls:
+            return []
+        # one Spark job counts the failing rows of every test of the relation
+        union = "\nunion all\n".join(f"select {i} as test_index, count(*) as failures from (\n{sql}\n) as failing"
+                                      for i, sql in enumerate(sqls))
+        try:
+            counts = {int(r[0]): int(r[1]) for r in self.spark.sql(union).collect()}
+        except Exception:
+            counts = None  # find the test that does not run, below
         out = []
-        for test in relation.tests:
-            sql = to_spark_sql(test_sql(relation, test, scoped, None, until if scoped else None))
+        for i, (test, sql) in enumerate(zip(relation.tests, sqls, strict=True)):
             try:
                 failing = self.spark.sql(sql)
-                failures = int(failing.count())
+                failures = counts[i] if counts is not None else int(failing.count())
                 sample = ([json_safe(r.asDict(recursive=True)) for r in failing.limit(sample_size).collect()]
                           if failures else [])
             except Exception as exc:
