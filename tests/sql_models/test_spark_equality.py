@@ -24,7 +24,7 @@ pytest.importorskip("pyspark")
 from rank_pipeline.sql_models import load_project  # noqa: E402
 from rank_pipeline.sql_models.spark_engine import SparkEngine, spark_session  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group(name="spark")
+pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 
