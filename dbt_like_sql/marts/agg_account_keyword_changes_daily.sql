@@ -61,7 +61,7 @@ final as (
         pr.account,
         pr.snapshot_date,
         pr.previous_snapshot_date,
-        pr.snapshot_date - pr.previous_snapshot_date as days_since_previous,
+        date_diff('day', pr.previous_snapshot_date, pr.snapshot_date) as days_since_previous,
         coalesce(t.keywords_tracked, 0) as keywords_tracked,
         case when pr.previous_snapshot_date is not null then coalesce(a.keywords_added, 0) end as keywords_added,
         case when pr.previous_snapshot_date is not null then coalesce(r.keywords_removed, 0) end as keywords_removed,

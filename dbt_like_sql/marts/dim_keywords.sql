@@ -22,7 +22,7 @@ new_days as (
         count(position) as ranking_snapshots,
         -- (position, day) packed into one sortable number: its minimum is the best position and the
         -- first day it was reached
-        min(cast(position as bigint) * 1000000 + (snapshot_date - date '2000-01-01')) as best_position_key,
+        min(cast(position as bigint) * 1000000 + date_diff('day', date '2000-01-01', snapshot_date)) as best_position_key,
         min(snapshot_date) filter (where position is not null) as first_ranking_date
     from keywords
     group by account, keyword_id
@@ -46,7 +46,7 @@ combined as (
         coalesce(p.snapshots, 0) + coalesce(n.snapshots, 0) as snapshots,
         coalesce(p.ranking_snapshots, 0) + coalesce(n.ranking_snapshots, 0) as ranking_snapshots,
         least(
-            cast(p.best_position as bigint) * 1000000 + (p.best_position_first_date - date '2000-01-01'),
+            cast(p.best_position as bigint) * 1000000 + date_diff('day', date '2000-01-01', p.best_position_first_date),
             n.best_position_key
         ) as best_position_key,
         least(p.first_ranking_date, n.first_ranking_date) as first_ranking_date

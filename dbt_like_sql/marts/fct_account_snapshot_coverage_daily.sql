@@ -110,7 +110,7 @@ final as (
         competitor_rows,
         tag_rows,
         previous_snapshot_date,
-        snapshot_date - previous_snapshot_date as days_since_previous_snapshot,
+        date_diff('day', previous_snapshot_date, snapshot_date) as days_since_previous_snapshot,
         has_snapshot and snapshot_date > first_snapshot_date
             and previous_snapshot_date is distinct from snapshot_date - 1 as previous_day_missing
     from with_previous

@@ -14,7 +14,7 @@ previous_bests as (
         keyword_id,
         -- (position, day) packed into one sortable number: its minimum is the best position and the
         -- first day it was reached
-        min(cast(best_position_to_date as bigint) * 1000000 + (best_position_first_date - date '2000-01-01'))
+        min(cast(best_position_to_date as bigint) * 1000000 + date_diff('day', date '2000-01-01', best_position_first_date))
             as best_position_key
     from marts.fct_keyword_best_position_daily
     where is_new_best
@@ -31,7 +31,7 @@ running_best as (
         -- least() skips nulls: the best of the carried state and the range's running minimum
         least(
             p.best_position_key,
-            min(cast(k.position as bigint) * 1000000 + (k.snapshot_date - date '2000-01-01')) over to_date
+            min(cast(k.position as bigint) * 1000000 + date_diff('day', date '2000-01-01', k.snapshot_date)) over to_date
         ) as best_position_key
     from keywords as k
     left join previous_bests as p

@@ -210,7 +210,7 @@ final as (
         end as position_bucket,
         s.ranking_url,
         s.previous_snapshot_date,
-        s.snapshot_date - s.previous_snapshot_date as days_since_previous,
+        date_diff('day', s.previous_snapshot_date, s.snapshot_date) as days_since_previous,
         s.previous_position,
         s.previous_ranking_url,
         case

@@ -57,7 +57,7 @@ previous as (
 resets as (
     select
         *,
-        snapshot_date - previous_snapshot_date as days_since_previous,
+        date_diff('day', previous_snapshot_date, snapshot_date) as days_since_previous,
         -- a reset: usage fell by more than half since the previous snapshot
         coalesce(previous_usage > 0 and usage < previous_usage * 0.5, false) as is_reset
     from previous
@@ -86,8 +86,8 @@ cycles as (
             case when metric_kind = 'flow' then cast(date_trunc('month', snapshot_date) as date) end
         ) as cycle_start,
         count(reset_start) over last_62_days as resets_62d,
-        max(reset_start) over last_62_days
-            - min(reset_start) over last_62_days as span_between_resets
+        date_diff('day', min(reset_start) over last_62_days, max(reset_start) over last_62_days)
+            as span_between_resets
     from reset_starts
     window last_62_days as (
         partition by account, metric order by snapshot_date
@@ -128,7 +128,7 @@ burns as (
             when metric_kind = 'flow' and cycle_start = snapshot_date
                 then usage * 1.0
             when metric_kind = 'flow' and is_reset and cycle_start is not null
-                then usage * 1.0 / (snapshot_date - cycle_start + 1)
+                then usage * 1.0 / (date_diff('day', cycle_start, snapshot_date) + 1)
             when previous_usage is not null and not is_reset
                 then (usage - previous_usage) * 1.0 / days_since_previous
         end as daily_burn
@@ -176,20 +176,20 @@ final as (
         r.cycle_length_days,
         r.cycle_start,
         r.cycle_end,
-        r.snapshot_date - r.cycle_start + 1 as cycle_days_elapsed,
-        r.cycle_end - r.snapshot_date as cycle_days_left,
+        date_diff('day', r.cycle_start, r.snapshot_date) + 1 as cycle_days_elapsed,
+        date_diff('day', r.snapshot_date, r.cycle_end) as cycle_days_left,
         r.daily_burn,
         r.burn_rate_mean_7d,
         r.burn_rate_median_7d,
         case when r.metric_kind = 'flow' and r.cycle_start is not null
-            then r.usage * 1.0 / (r.snapshot_date - r.cycle_start + 1)
+            then r.usage * 1.0 / (date_diff('day', r.cycle_start, r.snapshot_date) + 1)
         end as cycle_average_burn,
         case when r.cycle_end is not null
-            then r.usage + greatest(r.burn_rate_median_7d, 0) * (r.cycle_end - r.snapshot_date)
+            then r.usage + greatest(r.burn_rate_median_7d, 0) * date_diff('day', r.snapshot_date, r.cycle_end)
         end as projected_usage_at_cycle_end,
         case
             when r.cycle_end is not null and r.burn_rate_median_7d is not null
-                then r.usage + greatest(r.burn_rate_median_7d, 0) * (r.cycle_end - r.snapshot_date) >= r.quota_limit
+                then r.usage + greatest(r.burn_rate_median_7d, 0) * date_diff('day', r.snapshot_date, r.cycle_end) >= r.quota_limit
         end as runs_out_before_reset,
         case
             when r.remaining <= 0 then r.snapshot_date

@@ -67,7 +67,7 @@ from rank_pipeline.sql_models.errors import BuildError
 from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
 from rank_pipeline.sql_models.project import Model, Project, Seed
 
-__all__ = ["BuildResult", "build", "build_all", "build_seed", "incremental_sql"]
+__all__ = ["BuildResult", "build", "build_all", "build_seed", "full_build_sql", "incremental_sql", "seed_sql"]
 
 
 @dataclass(frozen=True)
@@ -218,6 +218,15 @@ def _template(model: Model, mode: str, dated: frozenset[tuple[str, str]]) -> str
     return text
 
 
+def full_build_sql(model: Model) -> str:
+    """The SELECT a full build of ``model`` runs (DuckDB dialect): its SQL, with a self-reference
+    (``Model.reads_itself``) replaced by an empty relation typed by its ``.yml`` columns. Another engine
+    transpiles this text (:mod:`rank_pipeline.sql_models.spark_engine`)."""
+    if model.incremental is not None and (model.reads_itself or model.incremental.strategy == "fold"):
+        return _template(model, "full", frozenset())
+    return _strip_sql(model.sql)
+
+
 def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None,
              mode: str = "range") -> str:
     if model.incremental is None:
@@ -329,6 +338,19 @@ def build(
     return BuildResult(int(rows), time.perf_counter() - started, select, "incremental", partition_date, end)
 
 
+def seed_sql(seed: Seed) -> str:
+    """The DuckDB SELECT that reads a seed's CSV (header row), typed by its ``.yml`` ``column_types``."""
+    path = str(seed.path).replace("'", "''")
+    types = ""
+    if seed.column_types:
+        pairs = ", ".join(
+            f"'{k.replace(chr(39), chr(39) * 2)}': '{v.replace(chr(39), chr(39) * 2)}'"
+            for k, v in seed.column_types.items()
+        )
+        types = f", types = {{{pairs}}}"
+    return f"select * from read_csv('{path}', header = true, auto_detect = true{types})\n"
+
+
 def build_seed(con: duckdb.DuckDBPyConnection, seed: Seed) -> BuildResult:
     """Load a seed CSV (header row) as ``seeds.<name>`` in one transaction, typed by its ``.yml``.
 
@@ -338,15 +360,7 @@ def build_seed(con: duckdb.DuckDBPyConnection, seed: Seed) -> BuildResult:
         BuildError: the CSV cannot be read or a value does not fit its declared type.
     """
     started = time.perf_counter()
-    path = str(seed.path).replace("'", "''")
-    types = ""
-    if seed.column_types:
-        pairs = ", ".join(
-            f"'{k.replace(chr(39), chr(39) * 2)}': '{v.replace(chr(39), chr(39) * 2)}'"
-            for k, v in seed.column_types.items()
-        )
-        types = f", types = {{{pairs}}}"
-    sql = f"select * from read_csv('{path}', header = true, auto_detect = true{types})\n"
+    sql = seed_sql(seed)
     comment = f"seed {seed.name} version {seed.version or '-'} sha256 {seed.checksum}".replace("'", "''")
     con.execute(f"create schema if not exists {_qi(seed.schema)}")
     con.begin()

@@ -342,6 +342,7 @@ class Gapped:
     bulk_import_size: int = BULK_IMPORT_SIZE
     deletion_day: date = DELETION_DAY
     limit_change_day: date = GAPPED_LIMIT_CHANGE_DAY
+    snapshot_roots: tuple[Path, ...] = ()
 
 
 @pytest.fixture(scope="session")
@@ -371,6 +372,6 @@ def gapped(tmp_path_factory: pytest.TempPathFactory):
         load_partition(full, recent, day)
     build_models(full, expected_failures=frozenset({COVERAGE_WARNING}))
     yield Gapped(world, make_truth(world, GAPPED_DAYS), tuple(GAPPED_DAYS), GAPPED_MISSING, full, inc,
-                 tuple(GAPPED_DAYS[split:]))
+                 tuple(GAPPED_DAYS[split:]), snapshot_roots=(history, recent))
     full.close()
     inc.close()

@@ -1,0 +1,117 @@
+"""Scale benchmark (issue 13 item 5): full-rebuild and one-day times of the SQL models on DuckDB and on
+Spark local, in the same run, for each keyword count given (default 50,000 and 300,000 over 365 days).
+
+Snapshots come from benchmarks/models.py's synthetic generator (one account, the keyword snapshot
+contract). For each size:
+
+* DuckDB: load the history (every day but the last) into raw, full rebuild of every model; then load the
+  last day and build it incrementally (the daily job).
+* Spark (``--master``, default ``local[2]``): register the history's files, full rebuild of every model;
+  then register the last day too and build again (on Spark a day is a full rebuild, see
+  rank_pipeline/sql_models/spark_engine.py).
+
+Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what to compare. Usage::
+
+    .venv/bin/python benchmarks/scale.py --days 365 --keywords 50000,300000
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shutil
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import duckdb
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from models import Generator, write_keywords, write_small  # noqa: E402
+
+from rank_pipeline.sql_models import build_all, load_project  # noqa: E402
+from rank_pipeline.sql_models.spark_engine import SparkEngine, spark_session  # noqa: E402
+from rank_pipeline.warehouse import SCHEMAS, load_partition, rebuild_from_snapshots  # noqa: E402
+
+
+def _timed(fn):
+    started = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - started
+
+
+def run_size(spark, days: int, keywords: int, domains: int, workdir: Path) -> dict[str, float]:
+    shutil.rmtree(workdir, ignore_errors=True)
+    history, recent = workdir / "history", workdir / "recent"
+    history.mkdir(parents=True)
+    first_day = date(2026, 1, 1)
+    last_day = first_day + timedelta(days=days - 1)
+    gen = Generator(keywords, domains, days, first_day)
+    started = time.perf_counter()
+    rows = 0
+    for t in range(days):
+        root = history if t < days - 1 else recent
+        table = gen.keywords(t)
+        rows += table.num_rows
+        write_keywords(root, first_day + timedelta(days=t), table)
+        write_small(root, gen, t)
+    out: dict[str, float] = {"rows": rows, "generate": time.perf_counter() - started}
+    project = load_project(ROOT / "dbt_like_sql")
+
+    con = duckdb.connect(str(workdir / "warehouse.duckdb"))
+    for schema in SCHEMAS:
+        con.execute(f"create schema if not exists {schema}")
+    _, out["duckdb_load_history"] = _timed(lambda: rebuild_from_snapshots(con, history))
+    _, out["duckdb_full"] = _timed(lambda: build_all(con, project, None, full_refresh=True))
+    _, out["duckdb_load_day"] = _timed(lambda: load_partition(con, recent, last_day))
+    _, out["duckdb_day"] = _timed(lambda: build_all(con, project, last_day))
+    con.close()
+
+    engine = SparkEngine(spark, workdir / "spark_warehouse")
+    _, out["spark_load_history"] = _timed(lambda: engine.load_raw([history]))
+    _, out["spark_full"] = _timed(lambda: engine.build_all(project))
+    _, out["spark_load_day"] = _timed(lambda: engine.load_raw([history, recent]))
+    _, out["spark_day"] = _timed(lambda: engine.build_all(project, last_day))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--keywords", default="50000,300000", help="comma-separated keyword counts")
+    parser.add_argument("--domains", type=int, default=50)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--shuffle-partitions", type=int, default=4)
+    parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = [int(x) for x in args.keywords.split(",") if x.strip()]
+    if args.days < 2 or not sizes or min(sizes) < 1:
+        parser.error("need --days >= 2 and keyword counts >= 1")
+    print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; Spark {args.master}; "
+          f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} CPUs, python "
+          f"{platform.python_version()}, duckdb {duckdb.__version__}")
+    spark, session_s = _timed(lambda: spark_session(args.master, shuffle_partitions=args.shuffle_partitions,
+                                                    app_name="rank-pipeline-scale-benchmark"))
+    print(f"  Spark session start: {session_s:.1f} s (not counted below)")
+    print("\n| keywords | keyword rows | engine | load history s | full rebuild s | load 1 day s | 1 day s |")
+    print("|---:|---:|---|---:|---:|---:|---:|")
+    for n in sizes:
+        r = run_size(spark, args.days, n, args.domains, args.workdir / f"k{n}")
+        for eng in ("duckdb", "spark"):
+            print(f"| {n:,} | {int(r['rows']):,} | {eng} | {r[eng + '_load_history']:.1f} | {r[eng + '_full']:.1f} | "
+                  f"{r[eng + '_load_day']:.2f} | {r[eng + '_day']:.1f} |", flush=True)
+        print(f"<!-- {n:,} keywords: spark/duckdb full rebuild {r['spark_full'] / r['duckdb_full']:.2f}, "
+              f"one day {r['spark_day'] / r['duckdb_day']:.1f} -->", flush=True)
+        if not args.keep:
+            shutil.rmtree(args.workdir / f"k{n}", ignore_errors=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""Which engine runs the SQL models, from the environment (issue 13 item 2).
+
+=========================================  ============================================================
+``RANK_PIPELINE_ENGINE``                   ``duckdb`` (default: :mod:`.runner` on the warehouse's build
+                                           file) or ``spark`` (:mod:`.spark_engine`)
+``RANK_PIPELINE_SPARK_MASTER``             Spark master URL (default ``local[2]``)
+``RANK_PIPELINE_SPARK_WAREHOUSE_URI``      where Spark writes model tables as Parquet (default
+                                           ``<RANK_PIPELINE_DATA_DIR>/spark_warehouse``)
+=========================================  ============================================================
+
+Both engines offer the same few operations: ``build_seed(seed)``, ``build(model, partition_date, until=,
+full_refresh=)``, ``build_all(project, ...)`` and ``run_tests(relation, partition_date, until=)``; on DuckDB
+they are the functions of :mod:`.runner` and :mod:`.testing` with a connection, on Spark the methods of
+:class:`.spark_engine.SparkEngine` (incremental builds are full rebuilds there).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ENGINES", "EngineSettings", "spark_engine"]
+
+ENGINES = ("duckdb", "spark")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The model engine and its Spark settings (module docstring)."""
+
+    engine: str = "duckdb"
+    spark_master: str = "local[2]"
+    spark_warehouse_uri: str = "data/spark_warehouse"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, data_dir: str | Path | None = None) -> EngineSettings:
+        """Read the settings; raises ValueError (one line, naming the variable) for an unknown engine."""
+        env = os.environ if env is None else env
+        engine = env.get("RANK_PIPELINE_ENGINE", "duckdb").strip().lower() or "duckdb"
+        if engine not in ENGINES:
+            raise ValueError(f"RANK_PIPELINE_ENGINE={engine!r} is not one of {', '.join(ENGINES)}; unset it for duckdb")
+        data = Path(data_dir if data_dir is not None else env.get("RANK_PIPELINE_DATA_DIR", "data"))
+        return cls(
+            engine=engine,
+            spark_master=env.get("RANK_PIPELINE_SPARK_MASTER", "local[2]").strip() or "local[2]",
+            spark_warehouse_uri=env.get("RANK_PIPELINE_SPARK_WAREHOUSE_URI", "").strip()
+            or str(data / "spark_warehouse"),
+        )
+
+
+def spark_engine(settings: EngineSettings):
+    """A :class:`.spark_engine.SparkEngine` on a session for ``settings.spark_master``."""
+    from rank_pipeline.sql_models.spark_engine import SparkEngine, spark_session
+
+    return SparkEngine(spark_session(settings.spark_master), settings.spark_warehouse_uri)
