@@ -308,7 +308,7 @@ class SparkEngine:
             for root in roots:
                 for day in list_snapshot_dates(root, resource):
                     folder = partition_dir(root, resource, day)
-                    files += [str(folder / name) for name in read_manifest(root, resource, day)["files"]]
+                    files += [str(folder / name) for name in read_manifest(root, resource, day).files]
             counts[resource] = len(files)
             key = tuple(files)
             if self._raw_files.get(resource) == key:
