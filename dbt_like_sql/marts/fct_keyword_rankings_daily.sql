@@ -74,7 +74,7 @@ with_gaps as (
     select keyword_id
     from history
     group by keyword_id
-    having count(*) < max(snapshot_date) - min(snapshot_date) + 1
+    having count(*) < date_diff('day', min(snapshot_date), max(snapshot_date)) + 1
 ),
 
 previous_after_gap as (
