@@ -792,7 +792,7 @@ Legend
                             its keywords point to (one locations?code= per distinct engine+location, languages
                             per engine): they are in its minimum and its count; dlt is not configured for them.
   achieved rate / ceiling   requests used / wall time vs. the ceiling available to the run,
-                            min(accounts * (per_key - outside consumer), per_ip) / window_s, in req/s. Can
+                            min(accounts * keys * (per_key - outside consumer), per_ip) / window_s, in req/s. Can
                             exceed 1.00 when a run spans few windows: the first window's budget is spent at
                             t = 0, and the sandbox's fixed windows need not start with the run.
   429s (server | client)    429 answers the sandbox sent to the run's keys | the 429s the tool counted.

@@ -19,9 +19,16 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# extras whose packages rank_pipeline imports (lazily, only when that engine is chosen)
+RUNTIME_EXTRAS = ("spark",)
+
+
 def _declared() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {_normalise(re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0]) for d in project["dependencies"]}
+    deps = list(project["dependencies"])
+    for extra in RUNTIME_EXTRAS:
+        deps += project["optional-dependencies"][extra]
+    return {_normalise(re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0]) for d in deps}
 
 
 def _imported_top_levels() -> set[str]:

@@ -1,6 +1,6 @@
 """Run the SQL model graph on a Spark session (issue 13 item 2): the same ``dbt_like_sql/`` files.
 
-Engine choice and settings (read by :func:`rank_pipeline.sql_models.engines.engine_settings`):
+Engine choice and settings (read by :meth:`rank_pipeline.sql_models.engines.EngineSettings.from_env`):
 
 =========================================  ============================================================
 ``RANK_PIPELINE_ENGINE``                   ``duckdb`` (default) or ``spark``
