@@ -491,19 +491,29 @@ def _first_line(text: str) -> str:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from rank_pipeline.rebuild import RebuildError, rebuild
+    from rank_pipeline.rebuild import RebuildError, rebuild, rebuild_on_spark
     from rank_pipeline.runlock import remove_leftovers, writer_lock
     from rank_pipeline.settings import models_dir
+    from rank_pipeline.sql_models.engines import EngineSettings
 
     def note(message: str) -> None:
         print(message, file=sys.stderr)
 
     settings = _settings()
     try:
+        engine = EngineSettings.from_env(data_dir=settings.data_dir)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
         # one writer per data folder: a run of the daily job waits for the rebuild, and the other way round
         with writer_lock(settings.data_dir, holder="rank-pipeline rebuild", log=note):
             remove_leftovers(settings.data_dir, log=note)
-            report = rebuild(settings.paths, models_dir(), args.first, args.last, full_refresh=args.full_refresh)
+            if engine.engine == "spark":
+                report = rebuild_on_spark(settings.paths, models_dir(), engine, args.first, args.last,
+                                          full_refresh=args.full_refresh)
+            else:
+                report = rebuild(settings.paths, models_dir(), args.first, args.last,
+                                 full_refresh=args.full_refresh)
     except RebuildError as exc:
         if getattr(exc, "report", None):
             raise RunFailed(str(exc)) from None

@@ -15,6 +15,14 @@ tables and every model can be rebuilt from them at any time:
     drop and reload every raw table, then build every model from scratch (after a model's columns
     changed, or a seed CSV changed meaning).
 
+``rebuild_on_spark(paths, project_dir, settings)``
+    ``RANK_PIPELINE_ENGINE=spark``: the same models on a Spark session
+    (:mod:`rank_pipeline.sql_models.spark_engine`), always every day in full (incremental models are
+    full rebuilds on Spark), written as Parquet tables under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``
+    (``<uri>/<schema>/<name>``); the DuckDB warehouse is not touched. Every data test runs on Spark; a
+    failing blocking test fails the rebuild, but the tables already written stay (Spark writes each model
+    in place, one by one), so the message says so.
+
 Then every data test of every seed and model runs on the rows rebuilt (the whole relation after a full
 refresh); a failing blocking test stops here and the published file is left as it was. Otherwise the
 build file is published atomically (:meth:`rank_pipeline.warehouse.Warehouse.publish`). The same
@@ -30,10 +38,12 @@ from datetime import date
 from pathlib import Path
 
 from rank_pipeline.settings import DataPaths
+from rank_pipeline.snapshots import RESOURCES
 from rank_pipeline.sql_models import build_all, load_project, run_tests
+from rank_pipeline.sql_models.engines import EngineSettings
 from rank_pipeline.warehouse import Warehouse, WarehouseError, rebuild_from_snapshots, snapshot_dates
 
-__all__ = ["RebuildError", "RebuildReport", "rebuild"]
+__all__ = ["RebuildError", "RebuildReport", "rebuild", "rebuild_on_spark"]
 
 
 class RebuildError(WarehouseError):
@@ -64,11 +74,14 @@ class RebuildReport:
     tests_failed: list[str] = field(default_factory=list)
     blocking_failed: list[str] = field(default_factory=list)
     published: Path | None = None
+    written_to: str | None = None
 
     def summary(self) -> str:
-        """One line: days, rows, models, tests passed/failed, where it was published."""
+        """One line: days, rows, models, tests passed/failed, where it was published (or written, on Spark)."""
         span = "every snapshot day" if self.first is None else f"{self.first} .. {self.last}"
-        where = f"published {self.published}" if self.published else "NOT published"
+        where = (f"published {self.published}" if self.published
+                 else f"written as Parquet tables under {self.written_to} (Spark)" if self.written_to
+                 else "NOT published")
         return (f"rebuilt {span}{' (full refresh)' if self.full_refresh else ''}: {self.days} day(s), "
                 f"{self.raw_rows:,} raw rows, {self.models} models, tests {self.tests_passed} passed, "
                 f"{len(self.tests_failed)} failed; {where}")
@@ -148,4 +161,53 @@ def rebuild(
             raise exc
         if publish:
             report.published = warehouse.publish(con)
+    return report
+
+
+def rebuild_on_spark(paths: DataPaths, project_dir: Path, settings: EngineSettings, first: date | None = None,
+                     last: date | None = None, *, full_refresh: bool = False) -> RebuildReport:
+    """Every model rebuilt on Spark from the snapshots under ``paths`` (module doc, ``rebuild_on_spark``).
+
+    Args:
+        settings: the engine settings (``RANK_PIPELINE_SPARK_MASTER``, ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``).
+        first, last: refused (Spark rebuilds every day); full_refresh: accepted, it is what Spark does.
+
+    Raises:
+        RebuildError: a range was given, no committed snapshot, or a blocking data test failed on Spark
+            (the report is in ``exc.report``).
+        rank_pipeline.sql_models.spark_engine.BuildError: a model's Spark SQL failed.
+    """
+    from rank_pipeline.sql_models.engines import spark_engine  # pyspark and a JVM only when asked for
+
+    if first is not None or last is not None:
+        raise RebuildError("on Spark (RANK_PIPELINE_ENGINE=spark) a rebuild is always every day in full; "
+                           "drop --from/--to")
+    days = snapshot_dates(paths.snapshots_dir)
+    if not days:
+        raise RebuildError(f"no committed snapshot under {paths.snapshots_dir}; extract days first "
+                           "(`rank-pipeline run --date D`)")
+    project = load_project(project_dir)
+    engine = spark_engine(settings)
+    report = RebuildReport(first=None, last=None, full_refresh=True, days=len(days),
+                           written_to=settings.spark_warehouse_uri)
+    engine.load_raw(paths.snapshots_dir)
+    report.raw_rows = sum(engine.raw_rows(r) for r in RESOURCES)
+    built = engine.build_all(project)
+    report.models = sum(1 for q in built if not q.startswith("seeds."))
+    for relation in [*project.seeds.values(), *project.topological_order()]:
+        for result in engine.run_tests(relation):
+            if result.passed:
+                report.tests_passed += 1
+                continue
+            line = f"{relation.qualified_name}.{result.name}: {result.failures} failing"
+            report.tests_failed.append(line)
+            if result.blocking:
+                report.blocking_failed.append(line)
+    if report.blocking_failed:
+        exc = RebuildError(
+            f"blocking data test(s) failed on Spark: {'; '.join(report.blocking_failed[:5])}. The tables under "
+            f"{settings.spark_warehouse_uri} hold this failing build; fix the snapshots or models and rebuild"
+        )
+        exc.report = report  # type: ignore[attr-defined]
+        raise exc
     return report

@@ -416,6 +416,10 @@ class SparkEngine:
                                   sql=sql, blocking=test.blocking, kind=test.kind, column=test.column))
         return out
 
+    def raw_rows(self, resource: str) -> int:
+        """Rows of ``raw.<resource>`` as :meth:`load_raw` registered it (0 for a resource with no snapshot)."""
+        return int(self.spark.table(raw_view(resource)).count())
+
     def to_arrow(self, schema: str, name: str):
         """The whole relation ``schema.name`` as a pyarrow Table (for comparisons and exports)."""
         return self.spark.table(f"{_qi(schema)}.{_qi(name)}").toArrow()
