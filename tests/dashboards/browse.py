@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import prison
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -94,6 +95,23 @@ def capture(page, expect: int, timeout_s: float, shot: Path) -> list[dict]:
     return states
 
 
+def login(page, plan: dict, attempts: int = 3) -> None:
+    """Log in through Superset's login form. A loaded machine can drop the first submit (the form posts
+    before its page finished loading), so the form is filled again, up to ``attempts`` times."""
+    for attempt in range(1, attempts + 1):
+        page.goto(plan["base_url"] + "/login/", wait_until="networkidle")
+        page.fill("#username", plan["user"])
+        page.fill("#password", plan["password"])
+        page.click('[data-test="login-button"]')
+        try:
+            page.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == attempts:
+                raise
+            print(f"login attempt {attempt} stayed on {page.url}; trying again", file=sys.stderr)
+
+
 def main() -> int:
     plan = json.load(sys.stdin)
     out_dir = Path(plan["out_dir"])
@@ -104,11 +122,7 @@ def main() -> int:
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1750})
             page.set_default_timeout(90_000)
-            page.goto(plan["base_url"] + "/login/")
-            page.fill("#username", plan["user"])
-            page.fill("#password", plan["password"])
-            page.click('[data-test="login-button"]')
-            page.wait_for_url(lambda url: "/login" not in url)
+            login(page, plan)
             for view in plan["views"]:
                 url = f"{plan['base_url']}/superset/dashboard/{view['slug']}/"
                 if view.get("filters"):
