@@ -33,6 +33,7 @@ No Dagster here. The caller holds the only writer (DuckDB allows one writing pro
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -41,6 +42,7 @@ from rank_pipeline.settings import DataPaths
 from rank_pipeline.snapshots import RESOURCES
 from rank_pipeline.sql_models import build_all, load_project, run_tests
 from rank_pipeline.sql_models.engines import EngineSettings
+from rank_pipeline.sql_models.testing import TestResult
 from rank_pipeline.warehouse import Warehouse, WarehouseError, rebuild_from_snapshots, snapshot_dates
 
 __all__ = ["RebuildError", "RebuildReport", "rebuild", "rebuild_on_spark"]
@@ -75,6 +77,17 @@ class RebuildReport:
     blocking_failed: list[str] = field(default_factory=list)
     published: Path | None = None
     written_to: str | None = None
+
+    def add_tests(self, relation: str, results: Iterable[TestResult]) -> None:
+        """Count the data test results of ``relation`` (a qualified name) into the report."""
+        for result in results:
+            if result.passed:
+                self.tests_passed += 1
+                continue
+            line = f"{relation}.{result.name}: {result.failures} failing"
+            self.tests_failed.append(line)
+            if result.blocking:
+                self.blocking_failed.append(line)
 
     def summary(self) -> str:
         """One line: days, rows, models, tests passed/failed, where it was published (or written, on Spark)."""
@@ -144,14 +157,7 @@ def rebuild(
             # the rows rebuilt (incremental), the days reloaded (views, tables), or everything
             scope = ((b.partition_date, b.until) if b is not None and b.partition_date is not None
                      else (report.first, report.last))
-            for result in run_tests(con, relation, scope[0], until=scope[1]):
-                if result.passed:
-                    report.tests_passed += 1
-                    continue
-                line = f"{relation.qualified_name}.{result.name}: {result.failures} failing"
-                report.tests_failed.append(line)
-                if result.blocking:
-                    report.blocking_failed.append(line)
+            report.add_tests(relation.qualified_name, run_tests(con, relation, scope[0], until=scope[1]))
         if report.blocking_failed:
             exc = RebuildError(
                 f"blocking data test(s) failed, the published warehouse was left as it was: "
@@ -195,14 +201,7 @@ def rebuild_on_spark(paths: DataPaths, project_dir: Path, settings: EngineSettin
     built = engine.build_all(project)
     report.models = sum(1 for q in built if not q.startswith("seeds."))
     for relation in [*project.seeds.values(), *project.topological_order()]:
-        for result in engine.run_tests(relation):
-            if result.passed:
-                report.tests_passed += 1
-                continue
-            line = f"{relation.qualified_name}.{result.name}: {result.failures} failing"
-            report.tests_failed.append(line)
-            if result.blocking:
-                report.blocking_failed.append(line)
+        report.add_tests(relation.qualified_name, engine.run_tests(relation))
     if report.blocking_failed:
         exc = RebuildError(
             f"blocking data test(s) failed on Spark: {'; '.join(report.blocking_failed[:5])}. The tables under "
