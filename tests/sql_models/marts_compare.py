@@ -17,6 +17,21 @@ import pandas as pd
 TOLERANCE = 1e-9
 
 
+def movement(now: int | None, then: int | None, comparable: bool) -> str:
+    """Movement state of a keyword as fct_keyword_rankings_daily.yml defines it, computed independently of
+    the SQL: ``new`` when there is nothing to compare with, else not_ranking/entered/dropped_out/
+    improved/declined/unchanged (a lower position is better)."""
+    if not comparable:
+        return "new"
+    if now is None and then is None:
+        return "not_ranking"
+    if then is None:
+        return "entered"
+    if now is None:
+        return "dropped_out"
+    return "improved" if now < then else "declined" if now > then else "unchanged"
+
+
 def mart(con, name: str, order_by: str | None = None) -> pd.DataFrame:
     """A whole relation as a DataFrame (values as DuckDB returns them: dates as date)."""
     cur = con.execute(f"select * from {name}" + (f" order by {order_by}" if order_by else ""))

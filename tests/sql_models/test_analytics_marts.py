@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from marts_compare import assert_matches, mart
+from marts_compare import assert_matches, mart, movement
 
 from rank_pipeline.sql_models import load_project, run_tests
 
@@ -45,18 +45,6 @@ def rules() -> tuple[int, int]:
     with open(SQL_DIR / "seeds" / "movement_rules.csv", newline="") as f:
         (row,) = list(csv.DictReader(f))
     return int(row["significant_move_positions"]), int(row["not_ranking_position"])
-
-
-def movement(now, then, comparable: bool) -> str:
-    if not comparable:
-        return "new"
-    if now is None and then is None:
-        return "not_ranking"
-    if then is None:
-        return "entered"
-    if now is None:
-        return "dropped_out"
-    return "improved" if now < then else "declined" if now > then else "unchanged"
 
 
 def bucket(p) -> str:

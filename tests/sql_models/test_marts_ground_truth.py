@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from marts_compare import assert_matches, mart
+from marts_compare import assert_matches, mart, movement
 
 pytestmark = pytest.mark.xdist_group(name="sql_models_world")
 
@@ -40,19 +40,6 @@ def _same_window(scenario):
 
 
 # ------------------------------------------------------------------------------------------ helpers
-
-
-def movement(now: int | None, then: int | None, has_then: bool) -> str:
-    """Movement state as defined in fct_keyword_rankings_daily.yml."""
-    if not has_then:
-        return "new"
-    if now is None and then is None:
-        return "not_ranking"
-    if then is None:
-        return "entered"
-    if now is None:
-        return "dropped_out"
-    return "improved" if now < then else "declined" if now > then else "unchanged"
 
 
 @functools.cache
