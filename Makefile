@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: env demo test test-fast dev sandbox bench bench-extract bench-models lint lock docs clean \
+.PHONY: env demo test test-fast dev sandbox bench bench-extract bench-models bench-scale lint lock docs clean \
         dashboard dashboard-env dashboard-env-try browser lock-dashboards
 
 env: $(STAMP)
@@ -44,6 +44,10 @@ bench-extract: $(VENV)/.installed-bench
 
 bench-models: env
 	$(BIN)/python benchmarks/models.py
+
+## DuckDB and Spark local, full rebuild and one day, at 365 days x 50,000 and x 300,000 keywords (hours).
+bench-scale: env
+	$(BIN)/python benchmarks/scale.py
 
 lint: env
 	$(BIN)/ruff check .
