@@ -9,7 +9,7 @@ run configuration, the UI and run metadata never see a key.
 
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -177,7 +177,8 @@ class ModelEngineResource(dg.ConfigurableResource):
 
     ``engine`` is ``duckdb`` (default: the models are built in the warehouse's DuckDB build file, which
     the ``warehouse/published`` asset publishes) or ``spark``: the model assets run on ONE Spark session
-    per run (opened by :meth:`yield_for_execution` on ``spark_master``, stopped when the run's steps end),
+    per run on ``spark_master`` (scoped by :meth:`yield_for_execution`: started at the run's first Spark
+    step, stopped when the run's steps end; with a multiprocess executor, one per step process),
     through :class:`rank_pipeline.sql_models.spark_engine.SparkEngine`, which reads the committed snapshots
     in place and writes every seed and model as Parquet under ``spark_warehouse_uri``
     (``<uri>/<schema>/<name>``; a folder, ``file:///...``, ``s3a://bucket/prefix``, ``hdfs://...``).
@@ -194,6 +195,8 @@ class ModelEngineResource(dg.ConfigurableResource):
     """Required with ``engine=spark`` (:func:`model_engine_from_env` defaults it to ``<data dir>/spark_warehouse``)."""
 
     _spark: Any = PrivateAttr(default=None)
+    _stack: ExitStack | None = PrivateAttr(default=None)
+    _log: Any = PrivateAttr(default=None)
     _raw_loaded: bool = PrivateAttr(default=False)
     _attached: bool = PrivateAttr(default=False)
 
@@ -231,42 +234,50 @@ class ModelEngineResource(dg.ConfigurableResource):
         if settings.engine != "spark":
             yield self
             return
-        if context.log is not None:
-            context.log.info(f"{self.describe()}: starting one Spark session for this run")
-        with open_spark_engine(settings) as engine:
-            self._spark, self._raw_loaded, self._attached = engine, False, False
-            try:
-                yield self
-            finally:
-                self._spark = None
+        # the session starts at the first use (a run that builds no model, or Dagster re-initializing the
+        # resources after a run to read its outputs, starts no JVM) and stops when the run's steps end
+        self._log = context.log.info if context.log is not None else None
+        self._stack, self._spark, self._raw_loaded, self._attached = ExitStack(), None, False, False
+        try:
+            yield self
+        finally:
+            stack, self._stack, self._spark = self._stack, None, None
+            stack.close()
+
+    def _engine(self):
+        if self._stack is None:
+            raise RuntimeError("ModelEngineResource.spark() needs engine=spark and an open run "
+                               "(the session is scoped by yield_for_execution)")
+        if self._spark is None:
+            if self._log is not None:
+                self._log(f"{self.describe()}: starting one Spark session for this run")
+            self._spark = self._stack.enter_context(open_spark_engine(self.settings()))
+        return self._spark
 
     def spark(self, snapshots_dir: Path | str, project=None):
-        """The run's :class:`rank_pipeline.sql_models.spark_engine.SparkEngine`, ready to build.
+        """The run's :class:`rank_pipeline.sql_models.spark_engine.SparkEngine`, ready to build (the
+        session starts at the first call of the run).
 
         The first call in a run registers ``raw.<resource>`` over the committed snapshots under
         ``snapshots_dir`` (:meth:`load_raw`), and, given the ``project``, registers the seeds and models
         earlier runs wrote under the warehouse URI (so a run that builds one model finds its parents).
 
         Raises:
-            RuntimeError: the engine is not ``spark``, or called outside a run (no session open).
+            RuntimeError: the engine is not ``spark``, called outside a run, or pyspark/Java missing.
         """
-        if self._spark is None:
-            raise RuntimeError("ModelEngineResource.spark() needs engine=spark and an open run "
-                               "(the session is opened by yield_for_execution)")
+        engine = self._engine()
         if not self._raw_loaded:
             self.load_raw(snapshots_dir)
         if project is not None and not self._attached:
-            self._spark.attach_existing(project)
+            engine.attach_existing(project)
             self._attached = True
-        return self._spark
+        return engine
 
     def load_raw(self, snapshots_dir: Path | str) -> dict[str, int]:
         """(Re-)register ``raw.<resource>`` over every committed snapshot under ``snapshots_dir`` in the
         run's session (:meth:`rank_pipeline.sql_models.spark_engine.SparkEngine.load_raw`); returns
         ``{resource: Parquet files}``."""
-        if self._spark is None:
-            raise RuntimeError("ModelEngineResource.load_raw() needs engine=spark and an open run")
-        files = self._spark.load_raw(snapshots_dir)
+        files = self._engine().load_raw(snapshots_dir)
         self._raw_loaded = True
         return files
 
