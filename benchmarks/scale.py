@@ -18,6 +18,7 @@ Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what t
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import shutil
 import sys
@@ -44,7 +45,7 @@ def _timed(fn):
     return result, time.perf_counter() - started
 
 
-def run_size(spark, days: int, keywords: int, domains: int, workdir: Path) -> dict[str, float]:
+def run_size(spark, days: int, keywords: int, domains: int, workdir: Path, engines: list[str], report) -> dict[str, float]:
     shutil.rmtree(workdir, ignore_errors=True)
     history, recent = workdir / "history", workdir / "recent"
     history.mkdir(parents=True)
@@ -60,8 +61,18 @@ def run_size(spark, days: int, keywords: int, domains: int, workdir: Path) -> di
         write_keywords(root, first_day + timedelta(days=t), table)
         write_small(root, gen, t)
     out: dict[str, float] = {"rows": rows, "generate": time.perf_counter() - started}
+    print(f"  {keywords:,} keywords: generated {rows:,} keyword rows in {out['generate']:.0f} s", flush=True)
     project = load_project(ROOT / "dbt_like_sql")
+    if "duckdb" in engines:
+        _duckdb(out, workdir, project, history, recent, last_day)
+        report(keywords, out, "duckdb")
+    if "spark" in engines:
+        _spark(out, spark, workdir, project, history, recent, last_day)
+        report(keywords, out, "spark")
+    return out
 
+
+def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     con = duckdb.connect(str(workdir / "warehouse.duckdb"))
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
@@ -71,12 +82,13 @@ def run_size(spark, days: int, keywords: int, domains: int, workdir: Path) -> di
     _, out["duckdb_day"] = _timed(lambda: build_all(con, project, last_day))
     con.close()
 
+
+def _spark(out, spark, workdir, project, history, recent, last_day) -> None:
     engine = SparkEngine(spark, workdir / "spark_warehouse")
     _, out["spark_load_history"] = _timed(lambda: engine.load_raw([history]))
     _, out["spark_full"] = _timed(lambda: engine.build_all(project))
     _, out["spark_load_day"] = _timed(lambda: engine.load_raw([history, recent]))
     _, out["spark_day"] = _timed(lambda: engine.build_all(project, last_day))
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,30 +98,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--domains", type=int, default=50)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
+    parser.add_argument("--driver-memory", default="8g",
+                        help="spark.driver.memory (local mode runs in the driver; Spark's default 1g spills early)")
+    parser.add_argument("--engines", default="duckdb,spark", help="comma-separated: duckdb, spark")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.keywords.split(",") if x.strip()]
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if args.days < 2 or not sizes or min(sizes) < 1:
         parser.error("need --days >= 2 and keyword counts >= 1")
-    print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; Spark {args.master}; "
-          f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} CPUs, python "
-          f"{platform.python_version()}, duckdb {duckdb.__version__}")
-    spark, session_s = _timed(lambda: spark_session(args.master, shuffle_partitions=args.shuffle_partitions,
-                                                    app_name="rank-pipeline-scale-benchmark"))
-    print(f"  Spark session start: {session_s:.1f} s (not counted below)")
-    print("\n| keywords | keyword rows | engine | load history s | full rebuild s | load 1 day s | 1 day s |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
+    if not engines or set(engines) - {"duckdb", "spark"}:
+        parser.error("--engines takes duckdb, spark or both")
+    print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; Spark {args.master} "
+          f"(driver memory {args.driver_memory}, {args.shuffle_partitions} shuffle partitions); "
+          f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, python "
+          f"{platform.python_version()}, duckdb {duckdb.__version__}", flush=True)
+    spark = None
+    if "spark" in engines:
+        spark, session_s = _timed(lambda: spark_session(
+            args.master, shuffle_partitions=args.shuffle_partitions, app_name="rank-pipeline-scale-benchmark",
+            conf={"spark.driver.memory": args.driver_memory}))
+        print(f"  Spark {spark.version} session start: {session_s:.1f} s (not counted below)", flush=True)
+    rows_out: list[str] = []
+
+    def report(n: int, r: dict[str, float], eng: str) -> None:
+        line = (f"| {n:,} | {int(r['rows']):,} | {eng} | {r[eng + '_load_history']:.1f} | {r[eng + '_full']:.1f} | "
+                f"{r[eng + '_load_day']:.2f} | {r[eng + '_day']:.1f} | {r[eng + '_day'] / r[eng + '_full']:.3f} |")
+        rows_out.append(line)
+        print("  " + line, flush=True)
+
     for n in sizes:
-        r = run_size(spark, args.days, n, args.domains, args.workdir / f"k{n}")
-        for eng in ("duckdb", "spark"):
-            print(f"| {n:,} | {int(r['rows']):,} | {eng} | {r[eng + '_load_history']:.1f} | {r[eng + '_full']:.1f} | "
-                  f"{r[eng + '_load_day']:.2f} | {r[eng + '_day']:.1f} |", flush=True)
-        print(f"<!-- {n:,} keywords: spark/duckdb full rebuild {r['spark_full'] / r['duckdb_full']:.2f}, "
-              f"one day {r['spark_day'] / r['duckdb_day']:.1f} -->", flush=True)
+        r = run_size(spark, args.days, n, args.domains, args.workdir / f"k{n}", engines, report)
+        if len(engines) == 2:
+            rows_out.append(f"<!-- {n:,} keywords: spark/duckdb full rebuild {r['spark_full'] / r['duckdb_full']:.2f}, "
+                            f"one day {r['spark_day'] / r['duckdb_day']:.1f} -->")
         if not args.keep:
             shutil.rmtree(args.workdir / f"k{n}", ignore_errors=True)
-    spark.stop()
+    print("\n| keywords | keyword rows | engine | load history s | full rebuild s | load 1 day s | 1 day s | "
+          "1 day / full |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    print("\n".join(rows_out))
+    if spark is not None:
+        spark.stop()
     return 0
 
 

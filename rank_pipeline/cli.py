@@ -423,7 +423,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     settings = _settings()
     day = _check_partition(args.date or _today())
     source = Source.from_settings(settings)
-    opened = source.open(day, settings.data_dir)
+    opened = source.open(day, settings.data_dir, snapshots_dir=settings.paths.snapshots_dir)
     progress = _Progress(f"extract {day}", "list")
 
     def on_progress(p) -> None:

@@ -272,7 +272,8 @@ class Source:
         return f"{self.base_url} (accounts: {', '.join(a.name for a in self.accounts)})"
 
     def open(self, snapshot_date: date, data_dir: Path | None = None,
-             env: Mapping[str, str] | None = None, keys: Mapping[str, str] | None = None) -> OpenedSource:
+             env: Mapping[str, str] | None = None, keys: Mapping[str, str] | None = None,
+             snapshots_dir: Path | str | None = None) -> OpenedSource:
         """Check the data folder and the accounts, then return what to extract ``snapshot_date`` from.
 
         The embedded sandbox is started if needed and its clock set to ``snapshot_date``. For the vendor
@@ -284,6 +285,9 @@ class Source:
             data_dir: the data folder; None skips the folder checks (tests of the extraction alone).
             env: the environment (default ``os.environ``).
             keys: account name -> key given directly instead of through the environment (tests only).
+            snapshots_dir: where the snapshots live (a folder or an object-store URI), read for the
+                account-identity check; default ``RANK_PIPELINE_SNAPSHOTS_URI`` in ``env``, else
+                ``<data_dir>/snapshots``.
 
         Raises:
             ConfigurationError: a malformed key, another source recorded in the folder, a renamed or
@@ -304,7 +308,9 @@ class Source:
         accounts = read_keys(self.accounts, env)
         if data_dir is not None:
             observed = asyncio.run(_domains_page(self.base_url, accounts, self.client_config))
-            snapshots_uri = (os.environ if env is None else env).get("RANK_PIPELINE_SNAPSHOTS_URI") or None
-            check_account_identity(observed, known_account_domains(DataPaths(data_dir, snapshots_uri).snapshots_dir))
+            if snapshots_dir is None:
+                snapshots_uri = (os.environ if env is None else env).get("RANK_PIPELINE_SNAPSHOTS_URI") or None
+                snapshots_dir = DataPaths(data_dir, snapshots_uri).snapshots_dir
+            check_account_identity(observed, known_account_domains(snapshots_dir))
             check_data_folder(data_dir, self.label)
         return OpenedSource(self.base_url, accounts, self.label)

@@ -209,3 +209,28 @@ def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
             con.execute(sql).fetchall()
         trends = con.execute(RANKING_TRENDS_QUERY).fetchall()
         assert [row[0] for row in trends] == DAYS
+
+
+def test_the_account_identity_check_reads_the_warehouse_resources_snapshots_location(tmp_path):
+    """The snapshots live where the ``warehouse`` resource says (``snapshots_uri``, set in the launchpad,
+    not in the environment): a renamed account is refused against THOSE snapshots, and nothing is written."""
+    world = World(today=DAYS[0])
+    key = world.account("acme").api_key
+    elsewhere = tmp_path / "lake"
+
+    def extract(name: str):
+        resources = {"source": RankTrackerResource(base_url=base_url, accounts=[AccountKey(name=name, api_key=key)]),
+                     "warehouse": WarehouseResource(data_dir=str(tmp_path / "data"), snapshots_uri=str(elsewhere))}
+        return dg.materialize([extract_snapshots], partition_key=DAYS[0].isoformat(), resources=resources,
+                              raise_on_error=False)
+
+    with SandboxServer(create_app(world)) as server:
+        base_url = server.base_url
+        assert extract("acme").success
+        written = sorted(p for p in elsewhere.rglob("*") if p.is_file())
+        assert written and not (tmp_path / "data" / "snapshots").exists()
+        renamed = extract("acme_renamed")
+    assert not renamed.success
+    failure = next(e for e in renamed.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE)
+    assert "holds domains this data folder records under account 'acme'" in str(failure.event_specific_data.error)
+    assert sorted(p for p in elsewhere.rglob("*") if p.is_file()) == written

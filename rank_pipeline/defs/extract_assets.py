@@ -112,7 +112,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
 
 def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource, warehouse: WarehouseResource,
                  day: date):
-    base_url, accounts = source.open_source(day, warehouse.data_dir)
+    base_url, accounts = source.open_source(day, warehouse.data_dir, warehouse.snapshots_dir)
     context.log.info(f"extracting {day} from {source.describe()} for {len(accounts)} account(s)")
     last = [0.0]
 

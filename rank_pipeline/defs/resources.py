@@ -88,14 +88,16 @@ class RankTrackerResource(dg.ConfigurableResource):
                          for a in self.accounts)
         return Source(self.base_url, accounts, self.client_config())
 
-    def open_source(self, snapshot_date: date, data_dir: str | Path | None = None) -> tuple[str, list[AccountSource]]:
+    def open_source(self, snapshot_date: date, data_dir: str | Path | None = None,
+                    snapshots_dir: Path | str | None = None) -> tuple[str, list[AccountSource]]:
         """``(base_url, accounts)`` to extract ``snapshot_date`` from (:meth:`rank_pipeline.source.Source.open`).
 
-        With ``data_dir``, the data folder's recorded source and the accounts' identity are checked first.
+        With ``data_dir``, the data folder's recorded source and the accounts' identity (against the
+        snapshots at ``snapshots_dir``, the warehouse resource's location) are checked first.
         """
         literal = {a.name: a.api_key for a in self.accounts if a.api_key}
         opened = self.source().open(snapshot_date, Path(data_dir) if data_dir is not None else None,
-                                    keys=literal or None)
+                                    keys=literal or None, snapshots_dir=snapshots_dir)
         return opened.base_url, opened.accounts
 
     def describe(self) -> str:
