@@ -124,8 +124,8 @@ def _register_raw_on_spark(context: dg.AssetExecutionContext, warehouse: Warehou
     run's days and run ``one_row_per_record`` over them (module docstring)."""
     from rank_pipeline.sql_models.spark_engine import raw_view, to_spark_sql
 
+    files = model_engine.load_raw(warehouse.snapshots_dir)  # re-read the manifests: this run may have added days
     engine = model_engine.spark(warehouse.snapshots_dir)
-    files = model_engine.load_raw(warehouse.snapshots_dir)
     context.log.info(f"spark: raw tables registered over {sum(files.values())} committed snapshot file(s) under "
                      f"{warehouse.snapshots_dir} (read in place; the DuckDB raw tables are not touched)")
     span = f"snapshot_date between date '{first.isoformat()}' and date '{last.isoformat()}'"
