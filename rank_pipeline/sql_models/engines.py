@@ -12,6 +12,10 @@ Both engines offer the same few operations: ``build_seed(seed)``, ``build(model,
 full_refresh=)``, ``build_all(project, ...)`` and ``run_tests(relation, partition_date, until=)``; on DuckDB
 they are the functions of :mod:`.runner` and :mod:`.testing` with a connection, on Spark the methods of
 :class:`.spark_engine.SparkEngine` (incremental builds are full rebuilds there).
+
+Who reads them: ``rank-pipeline rebuild`` (:func:`rank_pipeline.rebuild.rebuild_on_spark`) and, in Dagster,
+the ``model_engine`` resource (:func:`rank_pipeline.defs.resources.model_engine_from_env`), which opens
+the session with :func:`open_spark_engine`.
 """
 
 from __future__ import annotations
