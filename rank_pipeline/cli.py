@@ -347,6 +347,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if os.environ.pop("RANK_TRACKER_BASE_URL", None):
         print("note: the demo always uses the embedded sandbox; RANK_TRACKER_BASE_URL is ignored here",
               file=sys.stderr)
+    if os.environ.get("RANK_PIPELINE_ENGINE", "").strip().lower() not in ("", "duckdb"):
+        os.environ.pop("RANK_PIPELINE_ENGINE")  # the demo prints marts from the published DuckDB file
+        print("note: the demo builds the models on DuckDB; RANK_PIPELINE_ENGINE is ignored here", file=sys.stderr)
     settings = _settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     from rank_pipeline.source import SANDBOX, check_data_folder

@@ -15,7 +15,12 @@ import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
 from rank_pipeline.defs.model_assets import build_model_assets
-from rank_pipeline.defs.resources import AccountKey, RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.resources import (
+    AccountKey,
+    ModelEngineResource,
+    RankTrackerResource,
+    WarehouseResource,
+)
 from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 
@@ -38,6 +43,7 @@ def _materialize(world: World, base_url: str, data_dir: Path, day: date, keys: d
         "source": RankTrackerResource(base_url=base_url,
                                       accounts=[AccountKey(name=n, api_key=k) for n, k in accounts.items()]),
         "warehouse": WarehouseResource(data_dir=str(data_dir)),
+        "model_engine": ModelEngineResource(),
     }
     return dg.materialize(_assets(), partition_key=day.isoformat(), resources=resources,
                           instance=instance, raise_on_error=False)

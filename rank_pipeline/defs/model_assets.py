@@ -11,19 +11,29 @@ when they fail.
 Backfills: every asset here has ``BackfillPolicy.single_run()``: a backfill of many days is one run in
 which each asset receives the partition key range and builds it at once. With the run
 tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model is rebuilt from scratch.
+
+Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`):
+on ``duckdb`` (default) the above. On ``spark`` each seed and model asset builds its relation on the run's
+Spark session (:class:`rank_pipeline.sql_models.spark_engine.SparkEngine`) from the committed snapshots
+under the ``warehouse`` resource's snapshots location, always in full whatever the partitions, written as
+Parquet under the resource's ``spark_warehouse_uri``; the DuckDB files are not touched. The asset checks
+are the same (same names, blocking and severity; metadata ``partition`` is ``all``, ``sql`` the Spark SQL
+that ran), built from the test results by one function for both engines (:func:`check_results`).
 """
 
 
+from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
 
 import dagster as dg
 
 from rank_pipeline.defs.partitions import daily_partitions
-from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.settings import models_dir
 from rank_pipeline.sql_models import Model, Project, Seed, build, build_seed, load_project, run_tests
 from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
+from rank_pipeline.sql_models.testing import TestResult
 
 FULL_REFRESH_TAG = "rank_pipeline/full_refresh"
 """Run tag: ``true`` reloads every raw table from all committed snapshots and builds every model from
@@ -63,8 +73,12 @@ def _scope_label(first: date | None, last: date | None) -> str:
     return first.isoformat() if last in (None, first) else f"{first}..{last}"
 
 
-def _results(key: dg.AssetKey, relation: Model | Seed, con, first: date | None, last: date | None = None):
-    for result in run_tests(con, relation, partition_date=first, until=last):
+def check_results(key: dg.AssetKey, results: Iterable[TestResult], first: date | None = None,
+                  last: date | None = None) -> Iterator[dg.AssetCheckResult]:
+    """One asset check result per test result, whichever engine ran the tests: ``passed``, severity
+    ERROR for a blocking test (WARN otherwise), metadata ``partition`` (the days covered, ``all`` when
+    ``first`` is None), ``failing_rows``, ``sample`` (at most 5 failing rows, JSON) and ``sql``."""
+    for result in results:
         yield dg.AssetCheckResult(
             asset_key=key,
             check_name=result.name,
@@ -76,14 +90,36 @@ def _results(key: dg.AssetKey, relation: Model | Seed, con, first: date | None, 
         )
 
 
-def _seed_asset(seed: Seed) -> dg.AssetsDefinition:
+def _results(key: dg.AssetKey, relation: Model | Seed, con, first: date | None, last: date | None = None):
+    yield from check_results(key, run_tests(con, relation, partition_date=first, until=last), first, last)
+
+
+def _spark_build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model | Seed, project: Project,
+                 model_engine: ModelEngineResource, warehouse: WarehouseResource):
+    """The Spark path of a seed or model asset: a full build, then every test on the whole relation."""
+    engine = model_engine.spark(warehouse.snapshots_dir, project)
+    built = engine.build_seed(relation) if isinstance(relation, Seed) else engine.build(relation)
+    location = engine.location(relation.schema, relation.name)
+    context.log.info(f"spark: built {relation.qualified_name} in full ({built.rows} rows) as Parquet at {location}")
+    meta = {"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3), "engine": "spark",
+            "mode": built.mode, "location": dg.MetadataValue.path(location)}
+    if isinstance(relation, Model):
+        meta["materialized"] = relation.materialized
+    yield dg.MaterializeResult(asset_key=key, metadata=meta)
+    yield from check_results(key, engine.run_tests(relation))
+
+
+def _seed_asset(seed: Seed, project: Project) -> dg.AssetsDefinition:
     key = relation_key(seed.qualified_name)
 
     @dg.asset(key=key, partitions_def=daily_partitions, group_name="seeds",
               kinds={"duckdb", "csv"}, description=seed.description or None,
               check_specs=_check_specs(seed, key), backfill_policy=dg.BackfillPolicy.single_run(),
               metadata={"version": seed.version or "", "checksum": seed.checksum})
-    def _seed(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    def _seed(context: dg.AssetExecutionContext, warehouse: WarehouseResource, model_engine: ModelEngineResource):
+        if model_engine.uses_spark:
+            yield from _spark_build(context, key, seed, project, model_engine, warehouse)
+            return
         with warehouse.warehouse().connect() as con:
             built = build_seed(con, seed)
             yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(built.rows)})
@@ -103,7 +139,10 @@ def _model_asset(model: Model, project: Project) -> dg.AssetsDefinition:
               group_name=model.schema, kinds={"duckdb", "sql"}, check_specs=check_specs,
               description=model.description or None, backfill_policy=dg.BackfillPolicy.single_run(),
               metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path))})
-    def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+    def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource, model_engine: ModelEngineResource):
+        if model_engine.uses_spark:
+            yield from _spark_build(context, key, model, project, model_engine, warehouse)
+            return
         first, last = partition_days(context)
         with warehouse.warehouse().connect() as con:
             if full_refresh(context):
@@ -134,7 +173,7 @@ def build_model_assets(project_dir: Path | None = None) -> tuple[list[dg.AssetsD
         rank_pipeline.sql_models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
     project = load_project(project_dir if project_dir is not None else models_dir())
-    assets = [_seed_asset(seed) for seed in project.seeds.values()]
+    assets = [_seed_asset(seed, project) for seed in project.seeds.values()]
     models = project.topological_order()
     assets += [_model_asset(model, project) for model in models]
     return assets, [relation_key(f"{m.schema}.{m.name}") for m in models]

@@ -1,4 +1,5 @@
-"""Dagster resources: the rank-tracking source (vendor API or embedded sandbox) and the warehouse paths.
+"""Dagster resources: the rank-tracking source (vendor API or embedded sandbox), the warehouse paths, and
+the engine that builds the SQL models (DuckDB, or Spark: :class:`ModelEngineResource`).
 
 The source is resolved by :mod:`rank_pipeline.source`, the same module the command line uses. Keys never
 reach Dagster: the resource holds each account's name and the *name* of its key's environment variable,
@@ -8,11 +9,13 @@ run configuration, the UI and run metadata never see a key.
 
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from rank_pipeline.api import ClientConfig
 from rank_pipeline.api.config import (
@@ -23,11 +26,13 @@ from rank_pipeline.api.config import (
 )
 from rank_pipeline.extract import AccountSource
 from rank_pipeline.runlock import remove_leftovers, writer_lock
-from rank_pipeline.settings import AccountConfig, DataPaths, Settings
+from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings
 from rank_pipeline.sharding import Shard, parse_shard
 from rank_pipeline.source import Source
+from rank_pipeline.sql_models.engines import ENGINES, EngineSettings, open_spark_engine
 
-__all__ = ["AccountKey", "RankTrackerResource", "WarehouseResource", "source_from_env", "warehouse_from_env"]
+__all__ = ["AccountKey", "ModelEngineResource", "RankTrackerResource", "WarehouseResource",
+           "model_engine_from_env", "source_from_env", "warehouse_from_env"]
 
 
 class AccountKey(dg.Config):
@@ -167,3 +172,128 @@ def source_from_env(settings: Settings | None = None) -> RankTrackerResource:
 def warehouse_from_env(settings: Settings | None = None) -> WarehouseResource:
     settings = settings or Settings.from_env()
     return WarehouseResource(data_dir=str(settings.data_dir), snapshots_uri=settings.snapshots_uri or "")
+
+
+class ModelEngineResource(dg.ConfigurableResource):
+    """Which engine builds the seeds and SQL models (issue 13 item 4; :mod:`rank_pipeline.sql_models.engines`).
+
+    ``engine`` is ``duckdb`` (default: the models are built in the warehouse's DuckDB build file, which
+    the ``warehouse/published`` asset publishes) or ``spark``: the model assets run on ONE Spark session
+    per run on ``spark_master`` (scoped by :meth:`yield_for_execution`: started at the run's first Spark
+    step, stopped when the run's steps end; with a multiprocess executor, one per step process),
+    through :class:`rank_pipeline.sql_models.spark_engine.SparkEngine`, which reads the committed snapshots
+    in place and writes every seed and model as Parquet under ``spark_warehouse_uri``
+    (``<uri>/<schema>/<name>``; a folder, ``file:///...``, ``s3a://bucket/prefix``, ``hdfs://...``).
+    On Spark every build is a full rebuild of the model from all committed snapshots, whatever the run's
+    partitions (incremental models included), and its tests run on the whole relation.
+
+    From the environment: :func:`model_engine_from_env` (``RANK_PIPELINE_ENGINE``,
+    ``RANK_PIPELINE_SPARK_MASTER``, ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``).
+    """
+
+    engine: str = "duckdb"
+    spark_master: str = "local[2]"
+    spark_warehouse_uri: str = ""
+    """Required with ``engine=spark`` (:func:`model_engine_from_env` defaults it to ``<data dir>/spark_warehouse``)."""
+
+    _spark: Any = PrivateAttr(default=None)
+    _stack: ExitStack | None = PrivateAttr(default=None)
+    _log: Any = PrivateAttr(default=None)
+    _raw_loaded: bool = PrivateAttr(default=False)
+    _attached: bool = PrivateAttr(default=False)
+
+    @property
+    def uses_spark(self) -> bool:
+        return self.engine.strip().lower() == "spark"
+
+    def settings(self) -> EngineSettings:
+        """These settings as :class:`rank_pipeline.sql_models.engines.EngineSettings`.
+
+        Raises:
+            ConfigurationError: an unknown engine, or ``engine=spark`` without ``spark_warehouse_uri``.
+        """
+        engine = self.engine.strip().lower() or "duckdb"
+        if engine not in ENGINES:
+            raise ConfigurationError(f"ModelEngineResource.engine={self.engine!r} is not one of {', '.join(ENGINES)} "
+                                     "(RANK_PIPELINE_ENGINE); unset it for duckdb")
+        if engine == "spark" and not self.spark_warehouse_uri.strip():
+            raise ConfigurationError("ModelEngineResource.spark_warehouse_uri is empty: set "
+                                     "RANK_PIPELINE_SPARK_WAREHOUSE_URI (where Spark writes the model tables)")
+        return EngineSettings(engine=engine, spark_master=self.spark_master.strip() or "local[2]",
+                              spark_warehouse_uri=self.spark_warehouse_uri.strip())
+
+    def describe(self) -> str:
+        """One log line: the engine, and on Spark the master and the warehouse URI."""
+        if not self.uses_spark:
+            return "model engine: duckdb (the warehouse's build file)"
+        settings = self.settings()
+        return (f"model engine: spark on {settings.spark_master}, seeds and models as Parquet tables under "
+                f"{settings.spark_warehouse_uri}")
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["ModelEngineResource"]:
+        settings = self.settings()  # a bad setting fails the run before any step, in one line
+        if settings.engine != "spark":
+            yield self
+            return
+        # the session starts at the first use (a run that builds no model, or Dagster re-initializing the
+        # resources after a run to read its outputs, starts no JVM) and stops when the run's steps end
+        self._log = context.log.info if context.log is not None else None
+        self._stack, self._spark, self._raw_loaded, self._attached = ExitStack(), None, False, False
+        try:
+            yield self
+        finally:
+            stack, self._stack, self._spark = self._stack, None, None
+            stack.close()
+
+    def _engine(self):
+        if self._stack is None:
+            raise RuntimeError("ModelEngineResource.spark() needs engine=spark and an open run "
+                               "(the session is scoped by yield_for_execution)")
+        if self._spark is None:
+            if self._log is not None:
+                self._log(f"{self.describe()}: starting one Spark session for this run")
+            self._spark = self._stack.enter_context(open_spark_engine(self.settings()))
+        return self._spark
+
+    def spark(self, snapshots_dir: Path | str, project=None):
+        """The run's :class:`rank_pipeline.sql_models.spark_engine.SparkEngine`, ready to build (the
+        session starts at the first call of the run).
+
+        The first call in a run registers ``raw.<resource>`` over the committed snapshots under
+        ``snapshots_dir`` (:meth:`load_raw`), and, given the ``project``, registers the seeds and models
+        earlier runs wrote under the warehouse URI (so a run that builds one model finds its parents).
+
+        Raises:
+            RuntimeError: the engine is not ``spark``, called outside a run, or pyspark/Java missing.
+        """
+        engine = self._engine()
+        if not self._raw_loaded:
+            self.load_raw(snapshots_dir)
+        if project is not None and not self._attached:
+            engine.attach_existing(project)
+            self._attached = True
+        return engine
+
+    def load_raw(self, snapshots_dir: Path | str) -> dict[str, int]:
+        """(Re-)register ``raw.<resource>`` over every committed snapshot under ``snapshots_dir`` in the
+        run's session (:meth:`rank_pipeline.sql_models.spark_engine.SparkEngine.load_raw`); returns
+        ``{resource: Parquet files}``."""
+        files = self._engine().load_raw(snapshots_dir)
+        self._raw_loaded = True
+        return files
+
+
+def model_engine_from_env(settings: Settings | None = None, env=None) -> ModelEngineResource:
+    """The model-engine resource described by the environment (:meth:`EngineSettings.from_env`).
+
+    Raises:
+        ConfigurationError: ``RANK_PIPELINE_ENGINE`` is not ``duckdb`` or ``spark``.
+    """
+    settings = settings or Settings.from_env(env)
+    try:
+        engine = EngineSettings.from_env(env, data_dir=settings.data_dir)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    return ModelEngineResource(engine=engine.engine, spark_master=engine.spark_master,
+                               spark_warehouse_uri=engine.spark_warehouse_uri)

@@ -12,6 +12,14 @@ keywords, competitors, tags, usage) and within an account for the reference rows
 (locations, languages). It fails when one vendor account was extracted under two configured names, or a
 record was written twice, and its metadata lists the repeated records with their date. (The row count
 against the manifest needs no check: the load itself refuses a snapshot that disagrees with its manifest.)
+
+With the ``model_engine`` resource on ``spark`` (:class:`rank_pipeline.defs.resources.ModelEngineResource`)
+the DuckDB files are not touched: ``load_raw_tables`` registers ``raw.<resource>`` in the run's Spark
+session over the Parquet files the committed manifests list (read in place, nothing copied; every
+committed day, as Spark builds every model in full), reports the run's days' rows, and runs the same
+``one_row_per_record`` check on Spark over those days; ``warehouse/published`` publishes nothing (Spark's
+tables are already where readers find them) and reports the Parquet location of every model. Each says
+so in one log line.
 """
 
 
@@ -24,7 +32,7 @@ from rank_pipeline.catalog import CATALOG
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.model_assets import full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions
-from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.snapshots import RESOURCES
 from rank_pipeline.warehouse import load_partitions, rebuild_from_snapshots
 
@@ -35,14 +43,21 @@ PER_ACCOUNT_RESOURCES = frozenset(r.name for r in CATALOG if not r.account_scope
 same record may appear once per account (docs/architecture.md)."""
 
 
+def repeated_records_sql(resource: str, first: date, last: date) -> str:
+    """The DuckDB SELECT of the records of ``raw.<resource>`` appearing more than once on one day of
+    ``first .. last`` (one row per repeated record: ``snapshot_date``, its key, ``n_rows``, ``accounts``);
+    Spark runs it transpiled (:func:`rank_pipeline.sql_models.spark_engine.to_spark_sql`)."""
+    key = "account, id, parent_id" if resource in PER_ACCOUNT_RESOURCES else "id, parent_id"
+    return (f"select snapshot_date, {key}, count(*) as n_rows, list_sort(list(distinct account)) as accounts "
+            f"from raw.{resource} where snapshot_date between date '{first.isoformat()}' and "
+            f"date '{last.isoformat()}' group by snapshot_date, {key} having count(*) > 1 order by all")
+
+
 def repeated_records(con, resource: str, day: date, sample_size: int = 5) -> tuple[int, list[dict]]:
     """``(records repeated, sample)`` in ``raw.<resource>`` for ``day`` (see the module docstring)."""
-    key = "account, id, parent_id" if resource in PER_ACCOUNT_RESOURCES else "id, parent_id"
-    sql = (f"select snapshot_date, {key}, count(*) as n_rows, list(distinct account order by account) as accounts "
-           f"from raw.{resource} where snapshot_date = ? group by snapshot_date, {key} having count(*) > 1 "
-           "order by all")
-    rows = con.execute(f"select count(*) from ({sql})", [day]).fetchone()[0]
-    cur = con.execute(f"{sql} limit {int(sample_size)}", [day])
+    sql = repeated_records_sql(resource, day, day)
+    rows = con.execute(f"select count(*) from ({sql})").fetchone()[0]
+    cur = con.execute(f"{sql} limit {int(sample_size)}")
     names = [d[0] for d in cur.description]
     sample = [{n: (v.isoformat() if isinstance(v, date) else v) for n, v in zip(names, row, strict=True)}
               for row in cur.fetchall()]
@@ -71,11 +86,15 @@ DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
     partitions_def=daily_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
 )
-def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                    model_engine: ModelEngineResource):
     """Replace the run's days of every raw table from their Parquet snapshots (one transaction; a
     single-run backfill loads its whole partition range). With ``full_refresh(context)``: reload
-    every raw table from all committed snapshots."""
+    every raw table from all committed snapshots. On Spark: :func:`_register_raw_on_spark`."""
     first, last = partition_days(context)
+    if model_engine.uses_spark:
+        yield from _register_raw_on_spark(context, warehouse, model_engine, first, last)
+        return
     with warehouse.warehouse().connect() as con:
         if full_refresh(context):
             loaded = rebuild_from_snapshots(con, warehouse.snapshots_dir)
@@ -89,9 +108,37 @@ def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResou
         failures = sum(f for f, _ in repeated[resource])
         sample = [row for _, rows in repeated[resource] for row in rows][:5]
         yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(count)})
-        yield dg.AssetCheckResult(asset_key=key, check_name=UNIQUE_RECORD_CHECK, passed=failures == 0,
-                                  metadata={"partition": str(first) if first == last else f"{first}..{last}",
-                                            "failing_rows": failures, "sample": dg.MetadataValue.json(sample)})
+        yield _unique_record_result(key, first, last, failures, sample)
+
+
+def _unique_record_result(key: dg.AssetKey, first: date, last: date, failures: int,
+                          sample: list[dict]) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(asset_key=key, check_name=UNIQUE_RECORD_CHECK, passed=failures == 0,
+                               metadata={"partition": str(first) if first == last else f"{first}..{last}",
+                                         "failing_rows": failures, "sample": dg.MetadataValue.json(sample)})
+
+
+def _register_raw_on_spark(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                           model_engine: ModelEngineResource, first: date, last: date):
+    """Spark: register every raw table over the committed snapshots' files, then report the rows of the
+    run's days and run ``one_row_per_record`` over them (module docstring)."""
+    from rank_pipeline.sql_models.spark_engine import raw_view, to_spark_sql
+
+    files = model_engine.load_raw(warehouse.snapshots_dir)  # re-read the manifests: this run may have added days
+    engine = model_engine.spark(warehouse.snapshots_dir)
+    context.log.info(f"spark: raw tables registered over {sum(files.values())} committed snapshot file(s) under "
+                     f"{warehouse.snapshots_dir} (read in place; the DuckDB raw tables are not touched)")
+    span = f"snapshot_date between date '{first.isoformat()}' and date '{last.isoformat()}'"
+    for resource, key in RAW_KEYS.items():
+        (count,) = engine.spark.sql(f"select count(*) from {raw_view(resource)} where {span}").first()
+        repeated = engine.spark.sql(to_spark_sql(repeated_records_sql(resource, first, last)))
+        failures = repeated.count()
+        sample = [{n: (v.isoformat() if isinstance(v, date) else v) for n, v in row.asDict().items()}
+                  for row in repeated.limit(5).collect()] if failures else []
+        yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(int(count)),
+                                                            "files": dg.MetadataValue.int(files[resource]),
+                                                            "engine": "spark"})
+        yield _unique_record_result(key, first, last, int(failures), sample)
 
 
 def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
@@ -101,7 +148,17 @@ def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
               backfill_policy=dg.BackfillPolicy.single_run(), group_name="warehouse", kinds={"duckdb"},
               description="data/warehouse.duckdb, the file analysts and BI tools open read-only; replaced "
                           "atomically after every successful daily build.")
-    def published(context: dg.AssetExecutionContext, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    def published(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                  model_engine: ModelEngineResource) -> dg.MaterializeResult:
+        if model_engine.uses_spark:
+            uri = model_engine.settings().spark_warehouse_uri.rstrip("/")
+            context.log.info(f"spark: nothing to publish, the models are Parquet tables under {uri} "
+                             f"(<schema>/<name>); {warehouse.warehouse().published_path} was left as it was")
+            return dg.MaterializeResult(metadata={
+                "engine": "spark", "warehouse_uri": dg.MetadataValue.path(uri),
+                "tables": dg.MetadataValue.json({k.to_user_string(): f"{uri}/{'/'.join(k.path)}"
+                                                 for k in model_keys}),
+            })
         path = warehouse.warehouse().publish()
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")

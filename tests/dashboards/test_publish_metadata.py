@@ -16,7 +16,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY, build_publish_asset
 from rank_pipeline.warehouse import PublishError, Warehouse, WarehouseError
 
@@ -39,7 +39,8 @@ def _build_file(data_dir):
 
 def _publish(data_dir) -> dg.ExecuteInProcessResult:
     return dg.materialize([build_publish_asset([])], partition_key=DAY.isoformat(),
-                          resources={"warehouse": WarehouseResource(data_dir=str(data_dir))})
+                          resources={"warehouse": WarehouseResource(data_dir=str(data_dir)),
+                                     "model_engine": ModelEngineResource()})
 
 
 def _materializations(result: dg.ExecuteInProcessResult) -> list[dg.AssetMaterialization]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 
 from rank_pipeline.defs.model_assets import build_model_assets
-from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 
 SQL = """
 select date '2026-03-01' as snapshot_date, 'k1' as keyword_id, 120 as position, timestamptz '2026-03-01 07:00:00+00' as at
@@ -39,7 +39,8 @@ def test_a_failing_test_on_a_model_with_dates_reports_its_rows(tmp_path: Path):
     (project / "marts" / "fct_dates.yml").write_text(YML)
     assets, _ = build_model_assets(project)
     result = dg.materialize(assets, partition_key="2026-03-01", raise_on_error=False,
-                            resources={"warehouse": WarehouseResource(data_dir=str(tmp_path / "data"))})
+                            resources={"warehouse": WarehouseResource(data_dir=str(tmp_path / "data")),
+                                       "model_engine": ModelEngineResource()})
     assert result.success
     [check] = result.get_asset_check_evaluations()
     assert check.check_name == "position_in_top_100" and not check.passed

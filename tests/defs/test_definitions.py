@@ -83,3 +83,26 @@ def test_keys_never_reach_dagster_only_their_variable_names():
     opened = resource.source().open(date(2026, 11, 22), env=env)
     assert {a.name: a.api_key for a in opened.accounts} == {"acme": "secret-acme-123", "globex": "secret-globex-456"}
     assert "secret" not in repr(opened)
+
+
+def test_the_model_engine_is_a_resource_setting_read_from_the_environment(tmp_path):
+    """Issue 13 item 4: the engine, the Spark master and the warehouse URI are the ``model_engine``
+    resource's settings; a bad value is one line naming what to set."""
+    import pytest
+
+    from rank_pipeline.defs.resources import ModelEngineResource, model_engine_from_env
+    from rank_pipeline.settings import ConfigurationError
+
+    env = {"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_ENGINE": "Spark",
+           "RANK_PIPELINE_SPARK_MASTER": "spark://host:7077"}
+    resource = model_engine_from_env(env=env)
+    assert (resource.engine, resource.spark_master, resource.spark_warehouse_uri) == (
+        "spark", "spark://host:7077", str(tmp_path / "spark_warehouse"))
+    assert resource.uses_spark and "spark on spark://host:7077" in resource.describe()
+    assert not model_engine_from_env(env={"RANK_PIPELINE_DATA_DIR": str(tmp_path)}).uses_spark
+    with pytest.raises(ConfigurationError, match="RANK_PIPELINE_ENGINE='sparkk' is not one of duckdb, spark"):
+        model_engine_from_env(env={**env, "RANK_PIPELINE_ENGINE": "sparkk"})
+    with pytest.raises(ConfigurationError, match="RANK_PIPELINE_SPARK_WAREHOUSE_URI"):
+        ModelEngineResource(engine="spark").settings()
+    with pytest.raises(RuntimeError, match="open run"):
+        ModelEngineResource(engine="spark", spark_warehouse_uri="x").spark(tmp_path)

@@ -8,7 +8,12 @@ import dagster as dg
 import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
-from rank_pipeline.defs.resources import AccountKey, RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.resources import (
+    AccountKey,
+    ModelEngineResource,
+    RankTrackerResource,
+    WarehouseResource,
+)
 from rank_pipeline.defs.warehouse_assets import load_raw_tables
 from rank_pipeline.sandbox import Faults, SandboxServer, World, create_app
 
@@ -25,7 +30,8 @@ def test_complete_check_follows_the_manifest_and_blocks_the_load(tmp_path, shift
                                      accounts=[AccountKey(name="acme", api_key=account.api_key)],
                                      per_page=10, max_passes=2)
         result = dg.materialize([extract_snapshots, load_raw_tables], partition_key=DAY.isoformat(),
-                                resources={"source": source, "warehouse": WarehouseResource(data_dir=str(tmp_path))},
+                                resources={"source": source, "warehouse": WarehouseResource(data_dir=str(tmp_path)),
+                                           "model_engine": ModelEngineResource()},
                                 raise_on_error=False)
     checks = {e.asset_key.to_user_string(): e for e in result.get_asset_check_evaluations()
               if e.check_name == "complete"}

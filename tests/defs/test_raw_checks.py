@@ -7,7 +7,7 @@ from datetime import date
 import dagster as dg
 import pytest
 
-from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import UNIQUE_RECORD_CHECK, load_raw_tables
 from rank_pipeline.extract import AccountSource, run_extraction
 from rank_pipeline.sandbox import SandboxServer, World, create_app
@@ -25,7 +25,8 @@ def test_one_row_per_record_fails_when_one_account_is_loaded_under_two_names(tmp
     with SandboxServer(create_app(world)) as server:
         run_extraction(server.base_url, accounts, DAY, tmp_path / "snapshots")
     result = dg.materialize([load_raw_tables], partition_key=DAY.isoformat(),
-                            resources={"warehouse": WarehouseResource(data_dir=str(tmp_path))},
+                            resources={"warehouse": WarehouseResource(data_dir=str(tmp_path)),
+                                       "model_engine": ModelEngineResource()},
                             raise_on_error=False)
     evaluations = {e.asset_key.path[-1]: e for e in result.get_asset_check_evaluations()
                    if e.check_name == UNIQUE_RECORD_CHECK}

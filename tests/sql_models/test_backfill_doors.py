@@ -9,6 +9,7 @@ Then ``rank-pipeline rebuild`` as a subprocess: a range, a full refresh, and bad
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,10 +25,11 @@ from test_any_order import assert_equals_full_rebuild
 from rank_pipeline.defs.extract_assets import extract_snapshots
 from rank_pipeline.defs.jobs import daily_job, rebuild_job
 from rank_pipeline.defs.model_assets import build_model_assets
-from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, RankTrackerResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
 from rank_pipeline.rebuild import rebuild
 from rank_pipeline.settings import DataPaths
+from rank_pipeline.snapshots import RESOURCES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -41,7 +43,8 @@ def _defs(data_dir: Path) -> dg.Definitions:
     return dg.Definitions(
         assets=[extract_snapshots, load_raw_tables, *model_assets, build_publish_asset(model_keys)],
         jobs=[daily_job, rebuild_job],
-        resources={"source": RankTrackerResource(), "warehouse": WarehouseResource(data_dir=str(data_dir))},
+        resources={"source": RankTrackerResource(), "warehouse": WarehouseResource(data_dir=str(data_dir)),
+                   "model_engine": ModelEngineResource()},
     )
 
 
@@ -145,11 +148,6 @@ def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model built on Spark from the snapshots,
     each equal row by row to a DuckDB full rebuild of the same snapshots; the DuckDB files are not touched."""
     pytest.importorskip("pyspark")
-    import pyarrow.parquet as pq
-    from test_spark_equality import _close, _rows
-
-    from rank_pipeline.sql_models import load_project
-
     data_dir, _, _, _ = backfilled
     work = tmp_path / "data"
     shutil.copytree(data_dir / "snapshots", work / "snapshots")
@@ -168,11 +166,21 @@ def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     assert f"written as Parquet tables under {uri} (Spark)" in proc.stdout and "0 failed" in proc.stdout
     assert not (work / "warehouse.duckdb").exists() and not (work / "warehouse.build.duckdb").exists()
 
-    reference = _reference(data_dir, tmp_path)
+    _assert_spark_models_equal(_reference(data_dir, tmp_path), uri)
+
+
+def _assert_spark_models_equal(duckdb_file: Path, uri: Path) -> None:
+    """Every model's Parquet table under ``uri`` equals the same model in ``duckdb_file``, row by row."""
+    import pyarrow.parquet as pq
+    from test_spark_equality import _close, _rows
+
+    from rank_pipeline.sql_models import load_project
+
     models = load_project(ROOT / "dbt_like_sql").topological_order()
-    with duckdb.connect(str(reference), read_only=True) as con:
+    with duckdb.connect(str(duckdb_file), read_only=True) as con:
         for model in models:
-            duck_names, duck = _rows(con.execute(f'select * from "{model.schema}"."{model.name}"').to_arrow_table())
+            duck_names, duck = _rows(con.sql(f'select * from "{model.schema}"."{model.name}"').to_arrow_table())
+            assert (uri / model.schema / model.name).is_dir(), f"{model.qualified_name}: no Parquet table under {uri}"
             spark_names, spark = _rows(pq.read_table(uri / model.schema / model.name))
             assert spark_names == duck_names, model.qualified_name
             assert len(spark) == len(duck), (model.qualified_name, len(spark), len(duck))
@@ -180,3 +188,81 @@ def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
                 assert all(_close(x, y) for x, y in zip(d, s, strict=True)), (model.qualified_name, d, s)
         (n,) = con.execute("select count(*) from marts.fct_keyword_rankings_daily").fetchone()
         assert n > 0
+
+
+def _dagster_job(data_dir: Path, home: Path, job: str, day: date, env: dict[str, str] | None = None,
+                 timeout: float = 600) -> subprocess.CompletedProcess:
+    """``dagster job execute -m rank_pipeline.definitions -j JOB`` for partition ``day``, settings in the
+    environment, the run recorded in the instance at ``home`` (DAGSTER_HOME)."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RANK_PIPELINE_", "RANK_TRACKER_"))},
+           "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(home), **(env or {})}
+    dagster = Path(sys.executable).parent / "dagster"
+    return subprocess.run([str(dagster), "job", "execute", "-m", "rank_pipeline.definitions", "-j", job,
+                           "--tags", json.dumps({"dagster/partition": day.isoformat()})],
+                          env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
+    """``{engine of the run: {(asset, check, passed)}}`` read from the instance's event log."""
+    instance = dg.DagsterInstance.from_config(str(home))
+    out = {}
+    try:
+        for run in instance.get_runs():
+            published = [e.asset_materialization for e in instance.all_logs(
+                run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+                if e.asset_materialization.asset_key == dg.AssetKey(["warehouse", "published"])]
+            assert len(published) == 1, run.run_id
+            engine = getattr(published[0].metadata.get("engine"), "value", "duckdb")
+            out[engine] = {(e.dagster_event.event_specific_data.asset_key.to_user_string(),
+                            e.dagster_event.event_specific_data.check_name,
+                            e.dagster_event.event_specific_data.passed)
+                           for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+    finally:
+        instance.dispose()
+    return out
+
+
+@pytest.mark.timeout(1800)
+def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path):
+    """Issue 13 item 4: with ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
+    project's definitions) builds every seed and model on one Spark session as Parquet under
+    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, each equal row by row to the same job on DuckDB over the same
+    snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance."""
+    pytest.importorskip("pyspark")
+    from rank_pipeline.sql_models import load_project
+
+    data_dir, _, _, _ = backfilled
+    home = tmp_path / "dagster_home"
+    duck, spark = tmp_path / "duck", tmp_path / "spark"
+    for work in (duck, spark):
+        shutil.copytree(data_dir / "snapshots", work / "snapshots")
+    proc = _dagster_job(duck, home, "rebuild_full_refresh", DAYS[2])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    uri = tmp_path / "spark_warehouse"
+    spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": "local[2]",
+                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri)}
+    proc = _dagster_job(spark, home, "rebuild_full_refresh", DAYS[2], env=spark_env, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    log = proc.stdout + proc.stderr
+    assert log.count("starting one Spark session for this run") == 1, log[-4000:]
+    assert "spark: nothing to publish" in log
+    # the DuckDB files were not touched: Spark's tables are the warehouse
+    assert not (spark / "warehouse.duckdb").exists() and not (spark / "warehouse.build.duckdb").exists()
+    _assert_spark_models_equal(duck / "warehouse.duckdb", uri)
+
+    checks = _recorded_checks(home)
+    assert set(checks) == {"duckdb", "spark"}, checks.keys()
+    project = load_project(ROOT / "dbt_like_sql")
+    expected = {(f"{r.schema}/{r.name}", t.name) for r in [*project.seeds.values(), *project.models.values()]
+                for t in r.tests} | {(f"raw/{r}", "one_row_per_record") for r in RESOURCES}
+    assert {(a, c) for a, c, _ in checks["duckdb"]} == expected
+    assert checks["spark"] == checks["duckdb"]
+
+
+def test_an_unknown_engine_fails_the_dagster_definitions_in_one_line(tmp_path):
+    proc = _dagster_job(tmp_path / "data", tmp_path / "home", "rebuild_full_refresh", DAYS[2],
+                        env={"RANK_PIPELINE_ENGINE": "sparkk"}, timeout=300)
+    assert proc.returncode != 0
+    assert "RANK_PIPELINE_ENGINE='sparkk' is not one of duckdb, spark" in proc.stderr, proc.stderr[-3000:]
