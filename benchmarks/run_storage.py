@@ -67,13 +67,14 @@ def main() -> None:
 
     names = ["memory", "stock", "pooled"]
     instances = {n: instance_for(n) for n in names}
-    from rank_pipeline.defs.resources import WarehouseResource
+    from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 
     jobs = {}
     for n in names:
         jobs[n] = dg.Definitions(
             assets=list(defs.assets), jobs=[defs.resolve_job_def(DAILY_JOB_NAME)],
-            resources={"source": source_from_env(), "warehouse": WarehouseResource(data_dir=str(args.workdir / n))},
+            resources={"source": source_from_env(), "warehouse": WarehouseResource(data_dir=str(args.workdir / n)),
+                       "model_engine": ModelEngineResource()},
         ).resolve_job_def(DAILY_JOB_NAME)
     run_config = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
     start = date(2026, 11, 1)
