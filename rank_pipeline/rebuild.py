@@ -49,7 +49,20 @@ __all__ = ["RebuildError", "RebuildReport", "rebuild", "rebuild_on_spark"]
 
 
 class RebuildError(WarehouseError):
-    """Nothing to rebuild, a bad range, or a blocking data test failed (then nothing was published)."""
+    """Nothing to rebuild, a bad range, or a blocking data test failed (then nothing was published).
+
+    Attributes:
+        report: the :class:`RebuildReport` when blocking data tests failed (None otherwise).
+    """
+
+    report: RebuildReport | None = None
+
+    @classmethod
+    def tests_failed(cls, report: RebuildReport, message: str) -> RebuildError:
+        """The error for a build whose blocking data tests failed: ``message``, carrying ``report``."""
+        exc = cls(message)
+        exc.report = report
+        return exc
 
 
 @dataclass
@@ -159,12 +172,9 @@ def rebuild(
                      else (report.first, report.last))
             report.add_tests(relation.qualified_name, run_tests(con, relation, scope[0], until=scope[1]))
         if report.blocking_failed:
-            exc = RebuildError(
+            raise RebuildError.tests_failed(report, (
                 f"blocking data test(s) failed, the published warehouse was left as it was: "
-                f"{'; '.join(report.blocking_failed[:5])}. Inspect them in {paths.build_db}"
-            )
-            exc.report = report  # type: ignore[attr-defined]
-            raise exc
+                f"{'; '.join(report.blocking_failed[:5])}. Inspect them in {paths.build_db}"))
         if publish:
             report.published = warehouse.publish(con)
     return report
@@ -203,10 +213,7 @@ def rebuild_on_spark(paths: DataPaths, project_dir: Path, settings: EngineSettin
     for relation in [*project.seeds.values(), *project.topological_order()]:
         report.add_tests(relation.qualified_name, engine.run_tests(relation))
     if report.blocking_failed:
-        exc = RebuildError(
+        raise RebuildError.tests_failed(report, (
             f"blocking data test(s) failed on Spark: {'; '.join(report.blocking_failed[:5])}. The tables under "
-            f"{settings.spark_warehouse_uri} hold this failing build; fix the snapshots or models and rebuild"
-        )
-        exc.report = report  # type: ignore[attr-defined]
-        raise exc
+            f"{settings.spark_warehouse_uri} hold this failing build; fix the snapshots or models and rebuild"))
     return report

@@ -143,6 +143,33 @@ def test_rank_pipeline_rebuild_command(backfilled, tmp_path):
     assert proc.stderr.strip().count("\n") == 0 and "swap them" in proc.stderr
 
 
+def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_nothing(backfilled, tmp_path):
+    """A models folder with a blocking test that fails: ``rank-pipeline rebuild`` exits 1 with one line
+    naming the test, and the published warehouse is byte for byte the one before."""
+    data_dir, _, _, _ = backfilled
+    work = tmp_path / "data"
+    shutil.copytree(data_dir / "snapshots", work / "snapshots")
+    shutil.copyfile(data_dir / "warehouse.duckdb", work / "warehouse.duckdb")
+    before = (work / "warehouse.duckdb").read_bytes()
+    models = tmp_path / "models"
+    shutil.copytree(ROOT / "dbt_like_sql", models)
+    yml = models / "marts" / "agg_domain_daily.yml"
+    text = yml.read_text()
+    assert "    tests:\n      - unique_combination: [domain_id, snapshot_date]\n" in text
+    yml.write_text(text.replace(
+        "    tests:\n      - unique_combination: [domain_id, snapshot_date]\n",
+        "    tests:\n      - name: no_domain_tracks_keywords\n        expression: \"tracked_keywords = 0\"\n"
+        "        blocking: true\n      - unique_combination: [domain_id, snapshot_date]\n", 1))
+
+    proc = _cli(work, "--full-refresh", env={"RANK_PIPELINE_MODELS_DIR": str(models)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = proc.stderr.strip()
+    assert line.count("\n") == 0, line
+    assert "blocking data test(s) failed, the published warehouse was left as it was" in line
+    assert "no_domain_tracks_keywords" in line
+    assert (work / "warehouse.duckdb").read_bytes() == before
+
+
 @pytest.mark.timeout(1500)
 def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model built on Spark from the snapshots,
