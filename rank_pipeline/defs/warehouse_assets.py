@@ -34,6 +34,7 @@ from rank_pipeline.defs.model_assets import full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.snapshots import RESOURCES
+from rank_pipeline.sql_models.testing import json_safe
 from rank_pipeline.warehouse import load_partitions, rebuild_from_snapshots
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in RESOURCES}
@@ -59,8 +60,7 @@ def repeated_records(con, resource: str, day: date, sample_size: int = 5) -> tup
     rows = con.execute(f"select count(*) from ({sql})").fetchone()[0]
     cur = con.execute(f"{sql} limit {int(sample_size)}")
     names = [d[0] for d in cur.description]
-    sample = [{n: (v.isoformat() if isinstance(v, date) else v) for n, v in zip(names, row, strict=True)}
-              for row in cur.fetchall()]
+    sample = [json_safe(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
     return int(rows), sample
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
 DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
@@ -133,8 +133,7 @@ def _register_raw_on_spark(context: dg.AssetExecutionContext, warehouse: Warehou
         (count,) = engine.spark.sql(f"select count(*) from {raw_view(resource)} where {span}").first()
         repeated = engine.spark.sql(to_spark_sql(repeated_records_sql(resource, first, last)))
         failures = repeated.count()
-        sample = [{n: (v.isoformat() if isinstance(v, date) else v) for n, v in row.asDict().items()}
-                  for row in repeated.limit(5).collect()] if failures else []
+        sample = [json_safe(row.asDict()) for row in repeated.limit(5).collect()] if failures else []
         yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(int(count)),
                                                             "files": dg.MetadataValue.int(files[resource]),
                                                             "engine": "spark"})
