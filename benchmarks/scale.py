@@ -46,6 +46,12 @@ def _timed(fn):
 
 
 def run_size(spark, days: int, keywords: int, domains: int, workdir: Path, engines: list[str], report) -> dict[str, float]:
+    """Generate ``days`` x ``keywords`` snapshots under ``workdir`` and time each engine of ``engines`` on them.
+
+    Returns ``{"rows": keyword rows, "generate": s, "<engine>_load_history": s, "<engine>_full": s,
+    "<engine>_load_day": s, "<engine>_day": s}`` (wall-clock seconds); ``report(keywords, out, engine)``
+    is called as each engine finishes. ``spark`` is a SparkSession, or None without the spark engine.
+    """
     shutil.rmtree(workdir, ignore_errors=True)
     history, recent = workdir / "history", workdir / "recent"
     history.mkdir(parents=True)
@@ -73,6 +79,7 @@ def run_size(spark, days: int, keywords: int, domains: int, workdir: Path, engin
 
 
 def _duckdb(out, workdir, project, history, recent, last_day) -> None:
+    """DuckDB: load the history into raw, full rebuild, load the last day, build it incrementally (seconds into ``out``)."""
     con = duckdb.connect(str(workdir / "warehouse.duckdb"))
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
@@ -84,6 +91,7 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
 
 
 def _spark(out, spark, workdir, project, history, recent, last_day) -> None:
+    """Spark: register the history's files, full rebuild, register the last day, build again (a full rebuild)."""
     engine = SparkEngine(spark, workdir / "spark_warehouse")
     _, out["spark_load_history"] = _timed(lambda: engine.load_raw([history]))
     _, out["spark_full"] = _timed(lambda: engine.build_all(project))
