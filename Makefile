@@ -12,11 +12,11 @@ env: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,spark]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,spark,postgres]'
 	@touch $@
 
 $(VENV)/.installed-bench: $(STAMP)
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,spark,bench]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,spark,postgres,bench]'
 	@touch $@
 
 ## Run the daily job for 7 simulated days against the embedded sandbox.
@@ -56,7 +56,7 @@ docs: env
 	$(BIN)/rank-pipeline docs
 
 lock:
-	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet -e '.[dev,spark,bench]' \
+	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet -e '.[dev,spark,postgres,bench]' \
 	  && { echo "# Pinned versions used by every install (make env / make bench). Regenerate with 'make lock'."; \
 	       .venv-lock/bin/pip freeze --exclude-editable; } > constraints.txt && rm -rf .venv-lock
 

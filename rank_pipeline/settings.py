@@ -28,6 +28,15 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    ``v1.0.0``: DuckDB 1.0+ opens it; read by ``warehouse.Warehouse``).
 ``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
                                    (default http://127.0.0.1:8088; ``make dashboard``).
+``RANK_PIPELINE_SCHEDULE_CRON``    when the daily schedule ticks (5-field cron, default ``15 6 * * *``).
+``RANK_PIPELINE_SCHEDULE_TIMEZONE`` the schedule's time zone (IANA name, default ``UTC``).
+``RANK_PIPELINE_FRESHNESS_HOURS``  how old the marts and ``warehouse/published`` may be before their
+                                   freshness check fails (default 26), 1..8760.
+``RANK_PIPELINE_ALERT_URLS``       where alerts go: comma-separated Apprise URLs (``mailto://``,
+                                   ``json://``, Slack, Teams, ...); unset: no alerts. Secret, like keys.
+``RANK_PIPELINE_DAGSTER_PG_URL``   Dagster's instance storage on PostgreSQL
+                                   (``postgresql://user:password@host:5432/db``); unset: SQLite
+                                   under ``DAGSTER_HOME``. Secret, like keys.
 =================================  ==========================================================
 
 Key pool: a key variable may hold a comma-separated list of the account's keys (the spec allows two
@@ -45,8 +54,11 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
 
 from rank_pipeline.api.config import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -57,7 +69,7 @@ from rank_pipeline.api.config import (
 from rank_pipeline.sharding import SHARD_ENV, Shard, parse_shard
 from rank_pipeline.storage import SNAPSHOTS_URI_ENV, StorageError, check_uri
 
-__all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "Settings", "models_dir"]
+__all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "OpsSettings", "Settings", "models_dir"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -149,6 +161,68 @@ class DataPaths:
         return self.data_dir / "logs"
 
 
+DEFAULT_SCHEDULE_CRON = "15 6 * * *"
+DEFAULT_SCHEDULE_TIMEZONE = "UTC"
+DEFAULT_FRESHNESS_HOURS = 26.0
+
+
+@dataclass(frozen=True)
+class OpsSettings:
+    """How the pipeline runs unattended: the schedule, freshness, alerts and Dagster's storage.
+
+    ``alert_urls`` and ``dagster_pg_url`` may hold passwords or tokens: never log or store them
+    (``repr`` hides them).
+    """
+
+    schedule_cron: str = DEFAULT_SCHEDULE_CRON
+    schedule_timezone: str = DEFAULT_SCHEDULE_TIMEZONE
+    freshness_hours: float = DEFAULT_FRESHNESS_HOURS
+    alert_urls: tuple[str, ...] = field(default=(), repr=False)
+    dagster_pg_url: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OpsSettings:
+        """Read the ``RANK_PIPELINE_SCHEDULE_*``, ``_FRESHNESS_HOURS``, ``_ALERT_URLS`` and
+        ``_DAGSTER_PG_URL`` variables.
+
+        Raises:
+            ConfigurationError: a cron that is not 5 valid fields, an unknown time zone, freshness hours
+                out of 1..8760, an alert URL without a ``scheme://``, or a PostgreSQL URL that is not
+                ``postgresql://`` (the message never repeats a URL: they carry secrets).
+        """
+        env = os.environ if env is None else env
+        cron = (env.get("RANK_PIPELINE_SCHEDULE_CRON") or "").strip() or DEFAULT_SCHEDULE_CRON
+        if len(cron.split()) != 5 or not croniter.is_valid(cron):
+            raise ConfigurationError(
+                f"RANK_PIPELINE_SCHEDULE_CRON={cron!r} is not a 5-field cron expression; set it like "
+                f"'{DEFAULT_SCHEDULE_CRON}' (minute hour day month weekday) or unset it"
+            )
+        tz = (env.get("RANK_PIPELINE_SCHEDULE_TIMEZONE") or "").strip() or DEFAULT_SCHEDULE_TIMEZONE
+        try:
+            ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ConfigurationError(
+                f"RANK_PIPELINE_SCHEDULE_TIMEZONE={tz!r} is not a known time zone; set an IANA name such as "
+                "'UTC' or 'Europe/Berlin', or unset it"
+            ) from None
+        hours = float(_number(env, "RANK_PIPELINE_FRESHNESS_HOURS", DEFAULT_FRESHNESS_HOURS, float, 1.0, 8760.0))
+        urls = tuple(u.strip() for u in (env.get("RANK_PIPELINE_ALERT_URLS") or "").split(",") if u.strip())
+        for i, url in enumerate(urls, 1):
+            if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://\S", url):
+                raise ConfigurationError(
+                    f"RANK_PIPELINE_ALERT_URLS: entry {i} is not a notification URL (scheme://...); give "
+                    "comma-separated Apprise URLs such as mailto://... or json://host:port/path"
+                )
+        pg = (env.get("RANK_PIPELINE_DAGSTER_PG_URL") or "").strip() or None
+        if pg is not None and not re.match(r"^postgres(ql)?://\S", pg):
+            raise ConfigurationError(
+                "RANK_PIPELINE_DAGSTER_PG_URL is not a postgresql:// URL; set it like "
+                "postgresql://user:password@host:5432/dagster, or unset it to keep SQLite"
+            )
+        return cls(schedule_cron=cron, schedule_timezone=tz, freshness_hours=hours, alert_urls=urls,
+                   dagster_pg_url=pg)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings. Build with :meth:`from_env`; see the module docstring for the variables."""
@@ -162,6 +236,7 @@ class Settings:
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     snapshots_uri: str | None = None
     shard: Shard | None = None
+    ops: OpsSettings = field(default_factory=OpsSettings)
 
     @property
     def uses_sandbox(self) -> bool:
@@ -182,7 +257,8 @@ class Settings:
                 a malformed ``RANK_PIPELINE_SNAPSHOTS_URI`` or ``RANK_PIPELINE_SHARD``,
                 a malformed or repeated account name (``acme,acme``; ``a-b,a_b`` share one variable),
                 a rate setting that is not a finite number within its range (``nan``, ``inf``,
-                ``1e-9``), or a data folder that is a file.
+                ``1e-9``), a data folder that is a file, or a bad operations setting
+                (:meth:`OpsSettings.from_env`).
         """
         env = os.environ if env is None else env
         base_url = normalise_base_url(env.get("RANK_TRACKER_BASE_URL"))
@@ -237,6 +313,7 @@ class Settings:
             max_in_flight=int(_number(env, "RANK_TRACKER_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, int, 1, 1024)),
             snapshots_uri=snapshots_uri,
             shard=shard,
+            ops=OpsSettings.from_env(env),
         )
 
 
