@@ -219,8 +219,10 @@ def _table_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> d
 
 
 def _ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:
-    """Create ``raw.<resource>`` from the snapshot contract if absent; return its columns."""
+    """Create ``raw.<resource>`` from the snapshot contract if absent (and the keywords file's table,
+    :func:`ensure_keywords_file_table`, so every loaded warehouse has every source); return its columns."""
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
+    ensure_keywords_file_table(con)
     cols = _table_columns(con, RAW_SCHEMA, resource)
     if cols is not None:
         return cols

@@ -368,3 +368,43 @@ def test_the_published_json_schema_is_the_models_and_the_example_fits_it():
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(published).validate({**example, "domain": "typo"})
     load_keywords_file(ROOT / "examples" / "keywords.yml")
+
+
+def test_the_readme_example_runs_as_written(tmp_path):
+    """The README's "Tracked keywords as code" example: `rank-pipeline sandbox` in one process, the second
+    shell block run as written by bash (only the port is changed to a free one, and the data folder)."""
+    import socket
+    import time
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Tracked keywords as code", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    assert blocks[0].strip().startswith("rank-pipeline sandbox")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["RANK_PIPELINE_DATA_DIR"] = str(tmp_path / "data")
+    server = subprocess.Popen(["rank-pipeline", "sandbox", "--port", str(port)], env=env, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/_sandbox/today", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and server.poll() is None, "the sandbox did not start"
+                time.sleep(0.2)
+        script = blocks[1].replace("127.0.0.1:8765", f"127.0.0.1:{port}")
+        done = subprocess.run(["bash", "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, stdin=subprocess.DEVNULL)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    exits = re.findall(r"plan exit status (\d+)", done.stdout)
+    assert exits == ["2", "0"]
+    assert re.search(r"^Applied: 17 keyword\(s\) created in 2 create call\(s\)", done.stdout, re.M)
+    assert "3d9553a333a1f51cb42ceb4a369f0c36" not in done.stdout + done.stderr
