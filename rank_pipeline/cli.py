@@ -17,6 +17,10 @@ Commands:
     Regenerates ``docs/data_dictionary.md`` from the API resource declarations (raw) and the model ``.yml`` files.
 ``query SQL [--limit N] [--format table|csv|json]``
     Runs exactly one SQL statement on the published warehouse (read-only) and prints the result.
+``keywords plan FILE [--offline]`` / ``keywords apply FILE [--yes]``
+    Tracked keywords as code (:mod:`rank_pipeline.keywords`). Their own exit statuses: plan 0 no changes,
+    2 changes pending, 3 an error in the file, settings or plan; apply 0 applied, 3 refused before sending
+    anything, 1 failed while applying.
 
 Exit status: 0 on success, 1 on a failed run, 2 on bad usage or configuration. Every failure ends with
 one line on stderr saying what was wrong and what to do; the detail (the Dagster log, a traceback) is
@@ -552,6 +556,190 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- keywords as code (rank_pipeline.keywords) --------------------------------------------------------
+
+KEYWORDS_EXIT_PENDING = 2
+"""``keywords plan``: changes are pending (``apply`` would create keywords)."""
+KEYWORDS_EXIT_REFUSED = 3
+"""``keywords plan|apply``: the file, the settings or the plan has an error (schema, catalogue, domain,
+quota 402 forecast, missing --yes); apply sent nothing."""
+
+
+class _KeywordsRefused(Exception):
+    """``keywords plan|apply`` refused (exit :data:`KEYWORDS_EXIT_REFUSED`); one message line each."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__(lines[0])
+        self.lines = lines
+
+
+def _keywords_clients(settings):
+    """``(source description, {account: RankTrackerClient})`` for the configured source (the embedded
+    sandbox when RANK_TRACKER_BASE_URL is unset), paced like the extractor (one IP pacer shared)."""
+    from rank_pipeline.api import RankTrackerClient, SlidingWindowLimiter
+    from rank_pipeline.source import Source
+
+    source = Source.from_settings(settings)
+    opened = source.open(_today())
+    config = source.client_config
+    ip = SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)
+    clients = {a.name: RankTrackerClient(opened.base_url, a.api_key, config=config, ip_limiter=ip, label=a.name)
+               for a in opened.accounts}
+    return source.describe(), clients
+
+
+def _keywords_load(path: str):
+    from rank_pipeline.keywords import KeywordsFileError, load_keywords_file
+
+    try:
+        return load_keywords_file(path)
+    except KeywordsFileError as exc:
+        raise _KeywordsRefused(exc.problems) from None
+
+
+def _keywords_run(func) -> int:
+    """Run a keywords command: refusals and bad settings exit 3 with their lines on stderr."""
+    from rank_pipeline.settings import ConfigurationError
+
+    try:
+        return func()
+    except _KeywordsRefused as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        _SESSION.write("\n".join(f"error: {line}" for line in exc.lines))
+        return KEYWORDS_EXIT_REFUSED
+    except (ConfigurationError, UsageError) as exc:
+        print(f"error: {_first_line(str(exc))}", file=sys.stderr)
+        return KEYWORDS_EXIT_REFUSED
+
+
+def cmd_keywords_plan(args: argparse.Namespace) -> int:
+    def run() -> int:
+        import asyncio
+
+        from rank_pipeline.keywords import plan_offline, plan_online
+
+        settings = _settings()
+        loaded = _keywords_load(args.file)
+        if args.offline:
+            names = [a.name for a in settings.accounts] if settings.base_url else None
+            try:
+                plan = plan_offline(loaded, settings.paths.snapshots_dir, names)
+            except FileNotFoundError as exc:
+                raise _KeywordsRefused([str(exc)]) from None
+        else:
+            described, clients = _keywords_clients(settings)
+
+            async def go():
+                try:
+                    return await plan_online(loaded, clients, described)
+                finally:
+                    for client in clients.values():
+                        await client.aclose()
+
+            plan = asyncio.run(go())
+        print(plan.render())
+        _SESSION.write(plan.render())
+        if plan.refusals:
+            raise _KeywordsRefused([f"the plan cannot be applied: {plan.refusals[0]}"]
+                                   + ([f"({len(plan.refusals) - 1} more problem(s) listed above)"]
+                                      if len(plan.refusals) > 1 else []))
+        return KEYWORDS_EXIT_PENDING if plan.pending else 0
+
+    return _keywords_run(run)
+
+
+def cmd_keywords_apply(args: argparse.Namespace) -> int:
+    def run() -> int:
+        import asyncio
+
+        from rank_pipeline.keywords import ApplyFailed, apply_plan, plan_online
+
+        if not args.yes and not _is_tty(sys.stdin):
+            raise _KeywordsRefused(["stdin is not a terminal, so apply cannot ask before creating keywords: "
+                                    "review `rank-pipeline keywords plan FILE`, then pass --yes"])
+        settings = _settings()
+        loaded = _keywords_load(args.file)
+        described, clients = _keywords_clients(settings)
+
+        async def go():
+            try:
+                plan = await plan_online(loaded, clients, described)
+                print(plan.render(), flush=True)
+                _SESSION.write(plan.render())
+                if plan.refusals:
+                    raise _KeywordsRefused([f"nothing was sent: {line}" for line in plan.refusals])
+                if not plan.pending:
+                    return plan, None
+                if not args.yes:
+                    answer = input(f"Create {plan.to_create} keyword(s)? Only 'yes' creates them: ")
+                    if answer.strip().lower() != "yes":
+                        raise _KeywordsRefused(["not confirmed: nothing was sent"])
+                try:
+                    result = await apply_plan(plan, clients, echo=lambda line: print(line, flush=True))
+                except ApplyFailed as exc:
+                    for line in exc.lines[1:]:
+                        print(f"error: {line}", file=sys.stderr)
+                    summary = exc.result.summary(plan)
+                    print(summary)
+                    _SESSION.write(f"{summary}\nerror: {exc}")
+                    raise
+                return plan, result
+            finally:
+                for client in clients.values():
+                    await client.aclose()
+
+        plan, result = asyncio.run(go())
+        summary = (result.summary(plan) if result is not None else
+                   f"Applied: nothing to create; {plan.existing} already tracked; {plan.untracked} tracked but "
+                   "not in the file (never removed).")
+        _SESSION.write(summary)
+        where = f" (run log: {_SESSION.log_path})" if _SESSION.log_path is not None else ""
+        print(summary + where)
+        return 0
+
+    return _keywords_run(run)
+
+
+def _keywords_parser(sub) -> None:
+    """``keywords plan FILE [--offline]`` and ``keywords apply FILE [--yes]``; a usage error exits 3, as
+    2 means "changes pending" for plan."""
+    def usage_error_exits_3(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        def error(message: str):
+            parser.print_usage(sys.stderr)
+            parser.exit(KEYWORDS_EXIT_REFUSED, f"{parser.prog}: error: {message}\n")
+        parser.error = error
+        return parser
+
+    epilog = ("Exit status of plan: 0 no changes, 2 changes pending, 3 an error in the file, the settings or "
+              "the plan (nothing sent), 1 the API failed. apply: 0 applied (or nothing to do), 3 refused before "
+              "sending anything, 1 failed while applying (what was created is summarised).")
+    p = usage_error_exits_3(sub.add_parser(
+        "keywords", help="plan and apply a keywords file (tracked keywords as code)",
+        description="Tracked keywords as code: a YAML file of keywords per domain, planned against the "
+                    "account's keywords, catalogues and quota, and applied all-or-nothing per create call.",
+        epilog=epilog))
+    ksub = p.add_subparsers(dest="keywords_command", required=True, metavar="ACTION")
+    kp = usage_error_exits_3(ksub.add_parser(
+        "plan", help="show what apply would create, what exists, what is tracked but not in the file",
+        description="Read the account's keywords (or the latest snapshot with --offline) and print what would "
+                    "be created, what already exists and what is tracked but not in the file, with catalogue "
+                    "problems (file lines) and the quota forecast.", epilog=epilog))
+    kp.add_argument("file", help="the keywords YAML file (see examples/keywords.yml)")
+    kp.add_argument("--offline", action="store_true",
+                    help="plan against the latest snapshot in the data folder: no API request, catalogues unchecked")
+    kp.set_defaults(func=cmd_keywords_plan)
+    ka = usage_error_exits_3(ksub.add_parser(
+        "apply", help="create the missing keywords (re-plans first; refuses when the plan has errors)",
+        description="Re-plan, then create only the missing combinations, grouped into create calls that are "
+                    "each all-or-nothing. Refuses before sending anything when the plan has errors or exceeds "
+                    "the quota. A lost response is never retried blind: the domain is read back and re-planned.",
+        epilog=epilog))
+    ka.add_argument("file", help="the keywords YAML file")
+    ka.add_argument("--yes", action="store_true", help="do not ask (required when stdin is not a terminal)")
+    ka.set_defaults(func=cmd_keywords_apply)
+
+
 # -- the parser ---------------------------------------------------------------------------------------
 
 
@@ -628,6 +816,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output format (default table)")
     p.set_defaults(func=cmd_query)
+
+    _keywords_parser(sub)
     return parser
 
 

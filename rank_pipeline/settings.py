@@ -34,6 +34,10 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    freshness check fails (default 26), 1..8760.
 ``RANK_PIPELINE_ALERT_URLS``       where alerts go: comma-separated Apprise URLs (``mailto://``,
                                    ``json://``, Slack, Teams, ...); unset: no alerts. Secret, like keys.
+``RANK_PIPELINE_KEYWORDS_FILE``    a keywords file (``rank_pipeline.keywords``): the daily job writes its
+                                   planned rows to ``raw.keywords_file`` and its asset check
+                                   ``matches_tracked_keywords`` fails when the file and the tracked
+                                   keywords differ; unset: no check, an empty table.
 ``RANK_PIPELINE_DAGSTER_PG_URL``   Dagster's instance storage on PostgreSQL
                                    (``postgresql://user:password@host:5432/db``); unset: SQLite
                                    under ``DAGSTER_HOME``. Secret, like keys.
@@ -237,6 +241,7 @@ class Settings:
     snapshots_uri: str | None = None
     shard: Shard | None = None
     ops: OpsSettings = field(default_factory=OpsSettings)
+    keywords_file: Path | None = None
 
     @property
     def uses_sandbox(self) -> bool:
@@ -257,7 +262,8 @@ class Settings:
                 a malformed ``RANK_PIPELINE_SNAPSHOTS_URI`` or ``RANK_PIPELINE_SHARD``,
                 a malformed or repeated account name (``acme,acme``; ``a-b,a_b`` share one variable),
                 a rate setting that is not a finite number within its range (``nan``, ``inf``,
-                ``1e-9``), a data folder that is a file, or a bad operations setting
+                ``1e-9``), a data folder that is a file, a keywords file that is a folder, or a bad
+                operations setting
                 (:meth:`OpsSettings.from_env`).
         """
         env = os.environ if env is None else env
@@ -303,6 +309,14 @@ class Settings:
             shard = parse_shard(env.get(SHARD_ENV))
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
+        keywords_file = (env.get("RANK_PIPELINE_KEYWORDS_FILE") or "").strip() or None
+        if keywords_file is not None:
+            keywords_path = Path(keywords_file).expanduser().resolve()
+            if keywords_path.is_dir():
+                raise ConfigurationError(
+                    f"RANK_PIPELINE_KEYWORDS_FILE={keywords_file!r} is a folder: set it to a keywords YAML file "
+                    "(see examples/keywords.yml) or unset it"
+                )
         return cls(
             base_url=base_url,
             accounts=accounts,
@@ -314,6 +328,7 @@ class Settings:
             snapshots_uri=snapshots_uri,
             shard=shard,
             ops=OpsSettings.from_env(env),
+            keywords_file=keywords_path if keywords_file is not None else None,
         )
 
 

@@ -40,3 +40,22 @@ def keyword_search_engines(attributes: Mapping[str, Any]) -> tuple[str, ...]:
     if isinstance(engine, str) and engine.strip().lower() in SEARCH_ENGINES:
         return (engine.strip().lower(),)
     return SEARCH_ENGINES
+
+
+def keyword_combination(attributes: Mapping[str, Any]) -> tuple[str, str, str, str, str] | None:
+    """The combination a keyword record tracks: ``(word, engine, device, location code, language code)``.
+
+    Only ``location.code`` is shown in the spec; the word, engine, device and language are read from
+    the sandbox's assumed ``attributes.keyword``, ``searchEngine``, ``device`` and ``language.code``
+    (the same fields ``staging.stg_keywords`` reads). Engine, device and language are lower-cased and
+    the word trimmed, as keyword create normalises them (spec, "Keyword create: body"). None when a
+    part is missing, so an unreadable record is never taken for a wanted keyword.
+    """
+    word, engine, device = attributes.get("keyword"), attributes.get("searchEngine"), attributes.get("device")
+    language = attributes.get("language")
+    language = language.get("code") if isinstance(language, Mapping) else language
+    location = keyword_location_code(attributes)
+    parts = (word, engine, device, language)
+    if location is None or not all(isinstance(p, str) and p.strip() for p in parts):
+        return None
+    return (word.strip(), engine.strip().lower(), device.strip().lower(), location, language.strip().lower())

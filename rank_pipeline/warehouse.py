@@ -98,7 +98,10 @@ __all__ = [
     "DEFAULT_STORAGE_VERSION",
     "RAW_SCHEMA",
     "STORAGE_VERSION_ENV",
+    "KEYWORDS_FILE_COLUMNS",
+    "KEYWORDS_FILE_TABLE",
     "RAW_TABLES",
+    "SOURCE_TABLES",
     "RESOURCES",
     "SCHEMAS",
     "LoadError",
@@ -106,6 +109,7 @@ __all__ = [
     "SnapshotMissingError",
     "Warehouse",
     "WarehouseError",
+    "ensure_keywords_file_table",
     "load_partition",
     "load_partitions",
     "rebuild_from_snapshots",
@@ -118,6 +122,25 @@ SCHEMAS: tuple[str, ...] = ("raw", "seeds", "staging", "marts")
 """Schemas of the warehouse (docs/architecture.md, "Warehouse")."""
 
 RAW_TABLES: tuple[str, ...] = tuple(f"{RAW_SCHEMA}.{r}" for r in RESOURCES)
+
+KEYWORDS_FILE_TABLE = f"{RAW_SCHEMA}.keywords_file"
+"""The keywords file's planned rows (``rank_pipeline.keywords``), one per wanted combination, written by
+the ``raw/keywords_file`` asset from ``RANK_PIPELINE_KEYWORDS_FILE``; empty when it is unset. Not a
+snapshot of the API, so it is not rebuilt from snapshots: it always holds the file as last planned."""
+KEYWORDS_FILE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("account", "varchar"), ("domain_id", "varchar"), ("domain", "varchar"), ("keyword", "varchar"),
+    ("search_engine", "varchar"), ("device", "varchar"), ("location", "varchar"), ("location_code", "varchar"),
+    ("language_code", "varchar"), ("frequency", "varchar"), ("tags", "varchar[]"), ("file", "varchar"),
+    ("file_line", "integer"), ("planned_at", "timestamp with time zone"),
+)
+SOURCE_TABLES: tuple[str, ...] = (*RAW_TABLES, KEYWORDS_FILE_TABLE)
+"""Every ``raw`` table a model may read: the snapshot tables and :data:`KEYWORDS_FILE_TABLE`."""
+
+
+def ensure_keywords_file_table(con: duckdb.DuckDBPyConnection) -> None:
+    """Create :data:`KEYWORDS_FILE_TABLE` (empty) if it does not exist."""
+    columns = ", ".join(f"{name} {kind}" for name, kind in KEYWORDS_FILE_COLUMNS)
+    con.execute(f"create table if not exists {KEYWORDS_FILE_TABLE} ({columns})")
 """Qualified names of the raw tables, one per snapshot resource."""
 
 STORAGE_VERSION_ENV = "RANK_PIPELINE_STORAGE_VERSION"
@@ -196,8 +219,10 @@ def _table_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> d
 
 
 def _ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:
-    """Create ``raw.<resource>`` from the snapshot contract if absent; return its columns."""
+    """Create ``raw.<resource>`` from the snapshot contract if absent (and the keywords file's table,
+    :func:`ensure_keywords_file_table`, so every loaded warehouse has every source); return its columns."""
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
+    ensure_keywords_file_table(con)
     cols = _table_columns(con, RAW_SCHEMA, resource)
     if cols is not None:
         return cols
@@ -472,6 +497,7 @@ class Warehouse:
             ) from exc
         for schema in SCHEMAS:
             con.execute(f"create schema if not exists {schema}")
+        ensure_keywords_file_table(con)
         return con
 
     def read_only_connect(self) -> duckdb.DuckDBPyConnection:

@@ -289,6 +289,23 @@ class RankTrackerClient:
 
     # -- public reads ----------------------------------------------------------------------------
 
+    async def post_once(self, path: str, body: Mapping[str, Any]) -> dict:
+        """POST a JSON ``body`` that must never be sent twice by mistake, and return the JSON response body.
+
+        For writes that are not idempotent, such as keyword create (spec "Keyword create: body";
+        DESIGN.md "Writing to the vendor"). Paced through the key's and the IP address's limiters like
+        every request. A 429 waits ``Retry-After`` and resends (the API did not process the request), and
+        a connection that could not be opened is tried again (nothing was sent). Every other failure is
+        raised at once, never retried: a timeout, a dropped connection, a 5xx or a 2xx whose body is not
+        JSON may come after the API acted on the request, so only the caller can tell, by reading back.
+
+        Raises:
+            ServerError, TransportError: the response was lost or unusable (the write may have happened).
+            QuotaExceededError (402), ValidationError (422), BadRequestError (400) and the other
+            RankTrackerError subclasses for a response that says what went wrong.
+        """
+        return await self._request("POST", path, None, json_body=dict(body), retry_transient=False)
+
     async def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         """GET one resource and return its ``data`` member (a dict for single resources).
 
@@ -537,9 +554,13 @@ class RankTrackerClient:
         return slot
 
     async def _request(
-        self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False
+        self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False,
+        *, json_body: Any = None, retry_transient: bool = True,
     ):
-        """Send one request with pacing and retries; return the JSON body (and headers if asked)."""
+        """Send one request with pacing and retries; return the JSON body (and headers if asked).
+
+        ``json_body`` is sent as the JSON request body; ``retry_transient=False`` raises a transient
+        failure at once, except a connection that could not be opened (see :meth:`post_once`)."""
         url = self._url(path)
         started = self._clock()
         deadline = started + self.config.max_retry_s
@@ -555,7 +576,7 @@ class RankTrackerClient:
                 self.stats.requests += 1
                 slot.stats.requests += 1
                 try:
-                    response = await self._http.request(method, path, params=params,
+                    response = await self._http.request(method, path, params=params, json=json_body,
                                                         headers={"Authorization": slot.key})
                 except httpx.HTTPError as exc:
                     failure = self._transport_failure(exc, method, url)
@@ -588,6 +609,8 @@ class RankTrackerClient:
                     raise error_from_response(status, _parse_body(response), method=method, url=url)
 
             assert failure is not None
+            if not retry_transient and not (isinstance(failure, TransportError) and failure.kind == "connect"):
+                raise failure  # the request may have been acted on: the caller reads back, never a blind retry
             if isinstance(failure, TransportError) and failure.kind == "connect" and not self._host_answered:
                 first_contact += 1
                 if first_contact >= self.config.first_contact_attempts:

@@ -70,7 +70,7 @@ from rank_pipeline.sql_models.schema import (
     SeedEntry,
     validate_entry,
 )
-from rank_pipeline.warehouse import RAW_TABLES
+from rank_pipeline.warehouse import SOURCE_TABLES
 
 __all__ = [
     "MODEL_SCHEMAS",
@@ -314,7 +314,7 @@ class Project:
     root: Path
     models: dict[str, Model]
     seeds: dict[str, Seed]
-    sources: frozenset[str] = frozenset(RAW_TABLES)
+    sources: frozenset[str] = frozenset(SOURCE_TABLES)
 
     def relation(self, qualified_name: str) -> Model | Seed | None:
         """The model or seed building ``schema.name``, None for raw tables and unknown names."""
@@ -397,7 +397,7 @@ def _load_seeds(root: Path) -> dict[str, Seed]:
     return seeds
 
 
-def load_project(project_dir: Path | str, *, sources: Sequence[str] = RAW_TABLES) -> Project:
+def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TABLES) -> Project:
     """Discover, parse and validate a project (see the module docstring for its layout).
 
     Args:

@@ -315,6 +315,14 @@ class SparkEngine:
                 continue
             self._register_raw(resource, files)
             self._raw_files[resource] = key
+        if "keywords_file" not in self._raw_files:  # raw.keywords_file is DuckDB-only: empty on Spark
+            from rank_pipeline.warehouse import KEYWORDS_FILE_COLUMNS
+
+            types = {"varchar": "string", "varchar[]": "array<string>", "integer": "int",
+                     "timestamp with time zone": "timestamp"}
+            ddl = ", ".join(f"{name} {types[kind]}" for name, kind in KEYWORDS_FILE_COLUMNS)
+            self.spark.createDataFrame([], ddl).createOrReplaceTempView(raw_view("keywords_file"))
+            self._raw_files["keywords_file"] = ()
         return counts
 
     def _register_raw(self, resource: str, files: list[str]) -> None:

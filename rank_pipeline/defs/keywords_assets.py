@@ -1,0 +1,93 @@
+"""The keywords file in Dagster: ``raw/keywords_file`` and its drift asset check.
+
+``raw/keywords_file`` (daily partitions, after the day's ``domains``, ``keywords``, ``locations`` and
+``usage`` snapshots) plans the keywords file of ``RANK_PIPELINE_KEYWORDS_FILE`` offline against the
+partition's snapshot (:func:`rank_pipeline.keywords.plan_offline`: no API request) and writes one row per
+wanted combination to ``raw.keywords_file`` (:func:`rank_pipeline.keywords.write_planned_rows`), which the
+mart ``marts.keywords_file_vs_tracked`` reads. With no keywords file set, the table is emptied and the
+asset has no check.
+
+Asset check ``matches_tracked_keywords`` (only when the setting is set; severity WARN, not blocking): passes
+when the file and the tracked keywords agree on the file's domains (nothing to create, nothing tracked
+that is not in the file, no problem in the file). Its metadata gives the counts, the first rows to create
+and the first rows tracked but not in the file, with file lines; a file that does not load fails it with
+the file's own error line. On the Spark engine the table is not written (the mart reads an empty one).
+"""
+
+from pathlib import Path
+
+import dagster as dg
+
+from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
+from rank_pipeline.defs.model_assets import partition_days
+from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
+from rank_pipeline.keywords import (
+    KeywordsFileError,
+    load_keywords_file,
+    plan_offline,
+    planned_rows,
+    write_planned_rows,
+)
+from rank_pipeline.snapshots import list_snapshot_dates
+
+KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
+DRIFT_CHECK = "matches_tracked_keywords"
+
+
+def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition:
+    """The ``raw/keywords_file`` asset for ``keywords_file`` (``Settings.keywords_file``; None: no check)."""
+    checks = [dg.AssetCheckSpec(
+        DRIFT_CHECK, asset=KEYWORDS_FILE_KEY, blocking=False,
+        description=f"The keywords file {keywords_file} and the keywords tracked on its domains (the day's "
+                    "snapshot) agree: nothing to create, nothing tracked that is not in the file.")] \
+        if keywords_file is not None else []
+
+    @dg.asset(key=KEYWORDS_FILE_KEY, deps=[SNAPSHOT_KEYS[r] for r in ("domains", "keywords", "locations", "usage")],
+              partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(), group_name="raw",
+              kinds={"duckdb", "yaml"}, check_specs=checks,
+              description="raw.keywords_file: the keywords file (RANK_PIPELINE_KEYWORDS_FILE) planned against the "
+                          "day's snapshot, one row per wanted combination; empty when no file is set.")
+    def keywords_file_asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                            model_engine: ModelEngineResource):
+        _, last = partition_days(context)
+        if keywords_file is None:
+            if not model_engine.uses_spark:
+                with warehouse.warehouse().connect() as con:
+                    write_planned_rows(con, [])
+            yield dg.MaterializeResult(metadata={"rows": 0, "file": "(RANK_PIPELINE_KEYWORDS_FILE not set)"})
+            return
+        try:
+            loaded = load_keywords_file(keywords_file)
+            dates = [d for d in list_snapshot_dates(warehouse.snapshots_dir, "keywords") if d <= last]
+            plan = plan_offline(loaded, warehouse.snapshots_dir, day=dates[-1] if dates else None)
+        except (KeywordsFileError, FileNotFoundError) as exc:
+            context.log.warning(f"keywords file not planned: {exc}")
+            yield dg.MaterializeResult(metadata={"rows": 0, "file": str(keywords_file), "error": str(exc)})
+            yield dg.AssetCheckResult(check_name=DRIFT_CHECK, passed=False, severity=dg.AssetCheckSeverity.WARN,
+                                      description=str(exc), metadata={"file": str(keywords_file)})
+            return
+        rows = planned_rows(plan)
+        if model_engine.uses_spark:
+            context.log.info("spark: raw.keywords_file is not written on the Spark engine")
+        else:
+            with warehouse.warehouse().connect() as con:
+                write_planned_rows(con, rows)
+        context.log.info(plan.summary())
+        yield dg.MaterializeResult(metadata={"rows": len(rows), "file": dg.MetadataValue.path(str(keywords_file)),
+                                             "planned_against": plan.source})
+        creates = [f"{loaded.path}:{loaded.line(w.loc('word'))}: {d.name}: {w.describe()}"
+                   for d in plan.domains for w in d.create]
+        untracked = [f"{d.name}: {k[0]!r} {k[1]}/{k[2]} {k[3]} {k[4]} (id {i})"
+                     for d in plan.domains for k, i in d.untracked]
+        passed = not creates and not untracked and not plan.problems
+        yield dg.AssetCheckResult(
+            check_name=DRIFT_CHECK, passed=passed, severity=dg.AssetCheckSeverity.WARN,
+            description=None if passed else plan.summary(),
+            metadata={"to_create": len(creates), "already_tracked": plan.existing, "not_in_file": len(untracked),
+                      "problems": dg.MetadataValue.json([p.render(loaded) for p in plan.problems][:20]),
+                      "to_create_sample": dg.MetadataValue.json(creates[:10]),
+                      "not_in_file_sample": dg.MetadataValue.json(untracked[:10]),
+                      "planned_against": plan.source})
+
+    return keywords_file_asset

@@ -1,0 +1,164 @@
+"""The vendor's catalogues as keyword create checks them, read through the API and cached for one run.
+
+Spec sections "Keyword create: body", "GET /v1/locations: query", "GET /v1/languages: query" and
+"invalid_reference_value":
+
+* **Frequencies, engines and devices.** The spec lists no allowed values: they are "returned in
+  ``meta.allowed`` of an error". :meth:`Catalogue.allowed` asks for them with one *probe*: a keyword
+  create whose ``frequency`` is blank, which the API must refuse (body rule 1: every catalogue field is
+  validated before anything is created, and a blank frequency is ``Missing frequency``), so it can never
+  create a keyword. The probe's entries are one with a blank ``name`` (its ``meta.allowed`` lists the
+  engines) and one per engine the lookup endpoints name with a blank ``device`` (its ``meta.allowed``
+  lists that engine's devices). The probe body is wrapped in its ``keyword`` object, so it is never a
+  400. When an answer lacks ``meta.allowed`` that catalogue is left unchecked (None) and a create's own
+  422 reports it.
+* **Locations.** A geo-target id is looked up with ``GET /v1/locations?search_engine=&code=``; an ISO
+  3166-1 alpha-2 code with ``?search_engine=&country=&variant=Country``, which gives the engine's country
+  row, so ``US`` and ``2840`` resolve to the same code (spec: "both forms create the same keyword").
+* **Languages.** ``GET /v1/languages?search_engine=`` lists an engine's languages; the Global language
+  ``0000`` is never listed, and is refused with its own message before any lookup.
+
+Every answer is cached per (engine, value) for the life of the :class:`Catalogue` (one run).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from rank_pipeline.api import RankTrackerClient, RankTrackerError, TransportError, ValidationError
+from rank_pipeline.api.errors import ServerError
+from rank_pipeline.vendor_fields import SEARCH_ENGINES
+
+__all__ = ["GLOBAL_LANGUAGE", "Allowed", "Catalogue"]
+
+log = logging.getLogger(__name__)
+
+GLOBAL_LANGUAGE = "0000"
+"""The Global language: never listed, refused by keyword create (spec, "Keyword create: body")."""
+PROBE_WORD = "rank-pipeline catalogue probe"
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """What keyword create accepts, from a probe's ``meta.allowed`` (None: the API did not say).
+
+    ``devices`` maps an engine to its devices; key ``""`` holds the devices listed for an unknown engine.
+    """
+
+    frequencies: tuple[str, ...] | None
+    engines: tuple[str, ...]
+    devices: dict[str, tuple[str, ...] | None]
+
+    def devices_of(self, engine: str) -> tuple[str, ...] | None:
+        return self.devices.get(engine, self.devices.get(""))
+
+
+def _pointer(entry: dict) -> str:
+    source = entry.get("source")
+    return source.get("pointer", "") if isinstance(source, dict) else ""
+
+
+def _allowed_of(entry: dict) -> tuple[str, ...] | None:
+    meta = entry.get("meta")
+    values = meta.get("allowed") if isinstance(meta, dict) else None
+    if isinstance(values, list) and all(isinstance(v, str) for v in values):
+        return tuple(v.lower() for v in values)
+    return None
+
+
+class Catalogue:
+    """One account's view of the catalogues (module docstring), cached for one run.
+
+    Args:
+        client: the account's client (paced like every request of the run).
+        probe_domain_id: a domain of the account, the path of the probe create.
+    """
+
+    def __init__(self, client: RankTrackerClient, probe_domain_id: str | None):
+        self.client = client
+        self.probe_domain_id = probe_domain_id
+        self._allowed: Allowed | None = None
+        self._locations: dict[tuple[str, str], str | None] = {}
+        self._languages: dict[str, frozenset[str]] = {}
+        self.requests = 0
+
+    async def allowed(self) -> Allowed:
+        """Frequencies, engines and devices keyword create accepts (one probe per run, see module docstring).
+
+        Raises:
+            RankTrackerError: the probe got no 422 after three tries (a lost response is tried again:
+                a probe cannot create anything).
+        """
+        if self._allowed is not None:
+            return self._allowed
+        if self.probe_domain_id is None:
+            self._allowed = Allowed(None, SEARCH_ENGINES, {})
+            return self._allowed
+        body = {"keyword": {
+            "frequency": "",
+            "words": [PROBE_WORD],
+            "search_engines": [{"name": "", "device": "", "location": "", "language": ""}]
+            + [{"name": e, "device": "", "location": "", "language": ""} for e in SEARCH_ENGINES],
+        }}
+        errors: list[dict] = []
+        for attempt in range(3):
+            self.requests += 1
+            try:
+                await self.client.post_once(f"/v1/domains/{self.probe_domain_id}/keywords", body)
+            except ValidationError as exc:
+                errors = exc.errors
+                break
+            except (TransportError, ServerError) as exc:
+                log.info("catalogue probe lost (%s); a probe creates nothing, asking again", exc.detail)
+                if attempt == 2:
+                    raise
+                continue
+            raise RankTrackerError(
+                "the API accepted a keyword create with a blank frequency, which the spec says it refuses "
+                "(\"Missing frequency\"); stopping before sending anything else")
+        frequencies = None
+        engines: tuple[str, ...] = SEARCH_ENGINES
+        devices: dict[str, tuple[str, ...] | None] = {}
+        for entry in errors:
+            pointer = _pointer(entry)
+            if pointer == "/frequency":
+                frequencies = _allowed_of(entry)
+            elif pointer == "/search_engines/0/name":
+                engines = _allowed_of(entry) or SEARCH_ENGINES
+            elif pointer.startswith("/search_engines/") and pointer.endswith("/device"):
+                index = int(pointer.split("/")[2])
+                devices["" if index == 0 else SEARCH_ENGINES[index - 1]] = _allowed_of(entry)
+        self._allowed = Allowed(frequencies, engines, devices)
+        return self._allowed
+
+    async def location_code(self, engine: str, value: str) -> str | None:
+        """The geo-target id ``value`` (an id or an ISO country code) stands for on ``engine``, or None
+        when the engine's catalogue has no such location."""
+        value = value.strip()
+        key = (engine, value.upper())
+        if key not in self._locations:
+            if value.isdigit():
+                params = {"search_engine": engine, "code": value}
+            else:
+                params = {"search_engine": engine, "country": value.upper(), "variant": "Country"}
+            self.requests += 1
+            try:
+                rows = await self.client.get("/v1/locations", params)
+            except ValidationError:  # a malformed country code (spec: 422 invalid_reference_value)
+                rows = []
+            codes = [str(r.get("attributes", {}).get("code", r.get("id"))) for r in rows or []
+                     if isinstance(r, dict)]
+            self._locations[key] = value if value.isdigit() and value in codes else (
+                codes[0] if codes and not value.isdigit() else None)
+        return self._locations[key]
+
+    async def languages(self, engine: str) -> frozenset[str]:
+        """The language codes ``engine`` serves (lower case; ``0000`` is never among them)."""
+        if engine not in self._languages:
+            rows: list[dict] = []
+            result = await self.client.list_records("/v1/languages", {"search_engine": engine}, rows.extend)
+            self.requests += result.pages
+            self._languages[engine] = frozenset(
+                str(r.get("attributes", {}).get("code", r.get("id"))).lower() for r in rows if isinstance(r, dict))
+        return self._languages[engine]

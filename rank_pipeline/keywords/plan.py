@@ -1,0 +1,469 @@
+"""The plan: what a keywords file asks for, against what the account tracks, its catalogues and its quota.
+
+A plan compares, per domain of the file, the *wanted* combinations (each group's words x engines x
+devices x locations x languages) with the *tracked* keywords, matched on (word, engine, device,
+location code, language code) as keyword create normalises them (spec, "Keyword create: body"):
+
+* **create**: wanted and not tracked;
+* **exists**: wanted and tracked (frequency and tags are not compared: the spec shows no update);
+* **untracked**: tracked but not in the file; reported, never removed (the spec shows no delete).
+
+:func:`plan_online` reads the present from the API: the account's domains (``GET /v1/domains``), each
+file domain's keywords (``GET /v1/domains/{uuid}/keywords``), the catalogues
+(:class:`~rank_pipeline.keywords.catalogue.Catalogue`) and ``GET /v1/account/usage`` for the quota
+forecast. :func:`plan_offline` reads the latest committed snapshot instead (``domains``, ``keywords``,
+``locations``, ``usage``): no request is sent, catalogues are not checked (only the Global language is
+refused), a country code is resolved through the snapshot's location rows (a country none of the
+tracked keywords uses is necessarily to be created), and the quota is the snapshot's.
+
+Quota forecast (spec, "Limits" rule 2: keyword create consumes quota per combination of word and
+search-engine entry): each combination to create takes one keyword and one data row of what the
+account's usage says remains. A plan needing more than either remaining allowance would be refused
+with 402 (the whole create, nothing created); :attr:`Plan.refusals` says so.
+
+Problems (a schema-valid file naming an unknown engine, device, location, language, frequency or the
+Global language, or a domain no account holds) carry their file line. An entry whose engine is
+unknown has its location and language left unchecked, as the API does (body rule 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from rank_pipeline.api import RankTrackerClient
+from rank_pipeline.keywords.catalogue import GLOBAL_LANGUAGE, Allowed, Catalogue
+from rank_pipeline.keywords.schema import LoadedFile
+from rank_pipeline.vendor_fields import SEARCH_ENGINES, keyword_combination
+
+__all__ = ["DomainPlan", "Plan", "Problem", "Quota", "Wanted", "plan_offline", "plan_online", "wanted_of"]
+
+Key = tuple[str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One combination a group of the file asks for.
+
+    ``domain`` and ``group`` index the file's lists; ``*_i`` index the group's lists (for file lines).
+    ``location_code`` is the resolved geo-target id (None until resolved or when unknown).
+    """
+
+    domain: int
+    group: int
+    word: str
+    engine: str
+    device: str
+    location: str
+    language: str
+    frequency: str
+    tags: tuple[str, ...]
+    word_i: int
+    engine_i: int
+    device_i: int
+    location_i: int
+    language_i: int
+    location_code: str | None = None
+
+    @property
+    def key(self) -> Key:
+        return (self.word, self.engine, self.device, self.location_code or f"?{self.location}", self.language)
+
+    def loc(self, field_name: str) -> tuple:
+        """The file path of this combination's ``word``, ``engine``, ``device``, ``location``,
+        ``language`` or ``frequency`` (for :meth:`LoadedFile.where`)."""
+        base = ("domains", self.domain, "groups", self.group)
+        if field_name == "frequency":
+            return (*base, "frequency")
+        plural = {"word": "words", "engine": "engines", "device": "devices", "location": "locations",
+                  "language": "languages"}[field_name]
+        return (*base, plural, getattr(self, f"{field_name}_i"))
+
+    def describe(self) -> str:
+        where = self.location if self.location_code in (None, self.location) else \
+            f"{self.location}={self.location_code}"
+        return f"{self.word!r} {self.engine}/{self.device} {where} {self.language} {self.frequency}"
+
+
+def wanted_of(loaded: LoadedFile) -> list[list[Wanted]]:
+    """Every combination of every group, per domain of the file (file order; duplicates across groups
+    kept: the plan counts each key once)."""
+    out: list[list[Wanted]] = []
+    for di, entry in enumerate(loaded.model.domains):
+        rows: list[Wanted] = []
+        for gi, g in enumerate(entry.groups):
+            for wi, word in enumerate(g.words):
+                for ei, engine in enumerate(g.engines):
+                    for vi, device in enumerate(g.devices):
+                        for li, location in enumerate(g.locations):
+                            for ai, language in enumerate(g.languages):
+                                rows.append(Wanted(di, gi, word.strip(), engine.strip().lower(),
+                                                   device.strip().lower(), location.strip(),
+                                                   language.strip().lower(), g.frequency.strip().lower(),
+                                                   tuple(g.tags), wi, ei, vi, li, ai))
+        out.append(rows)
+    return out
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the file the API would refuse: where (a file path of keys) and what."""
+
+    loc: tuple
+    message: str
+
+    def render(self, loaded: LoadedFile) -> str:
+        return f"{loaded.where(self.loc)}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Quota:
+    """An account's quota forecast: what the plan consumes against what remains (spec "Limits")."""
+
+    account: str
+    keywords_needed: int
+    keywords_remaining: int | None
+    data_rows_needed: int
+    data_rows_remaining: int | None
+    as_of: str = "now"
+
+    @property
+    def refusal(self) -> str | None:
+        """Why a create of the plan would get 402, or None when it fits."""
+        short = []
+        if self.keywords_remaining is not None and self.keywords_needed > self.keywords_remaining:
+            short.append(f"{self.keywords_needed} keyword(s) but {self.keywords_remaining} remain")
+        if self.data_rows_remaining is not None and self.data_rows_needed > self.data_rows_remaining:
+            short.append(f"{self.data_rows_needed} data row(s) but {self.data_rows_remaining} remain")
+        if not short:
+            return None
+        return (f"account {self.account}: the plan needs {' and '.join(short)} ({self.as_of}): the API would "
+                "refuse it with 402 over_quota and create nothing; remove keywords from the file or raise "
+                "the plan's limits")
+
+    def render(self) -> str:
+        def fmt(n):
+            return "unknown" if n is None else f"{n:,}"
+        verdict = "would be refused (402)" if self.refusal else "fits"
+        return (f"quota (account {self.account}, {self.as_of}): needs {self.keywords_needed:,} keyword(s) and "
+                f"{self.data_rows_needed:,} data row(s); remaining {fmt(self.keywords_remaining)} keyword(s), "
+                f"{fmt(self.data_rows_remaining)} data row(s): {verdict}")
+
+
+@dataclass
+class DomainPlan:
+    """One domain of the file: its id and account, and the combinations to create, already tracked, or
+    tracked but not in the file (``untracked``: ``(key, keyword id)``). ``wanted`` holds every
+    combination of the file for it, locations resolved where possible."""
+
+    index: int
+    name: str
+    account: str | None
+    domain_id: str | None
+    wanted: list[Wanted] = field(default_factory=list)
+    create: list[Wanted] = field(default_factory=list)
+    exists: list[Wanted] = field(default_factory=list)
+    untracked: list[tuple[Key, str]] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """The whole plan (module docstring). ``pending`` is True when something is to be created;
+    ``refusals`` lists why apply would refuse before sending anything (problems, quota)."""
+
+    loaded: LoadedFile
+    domains: list[DomainPlan]
+    problems: list[Problem]
+    quotas: list[Quota]
+    source: str
+    offline: bool = False
+    requests: int = 0
+
+    @property
+    def to_create(self) -> int:
+        return sum(len(d.create) for d in self.domains)
+
+    @property
+    def existing(self) -> int:
+        return sum(len(d.exists) for d in self.domains)
+
+    @property
+    def untracked(self) -> int:
+        return sum(len(d.untracked) for d in self.domains)
+
+    @property
+    def pending(self) -> bool:
+        return self.to_create > 0
+
+    @property
+    def refusals(self) -> list[str]:
+        out = [p.render(self.loaded) for p in self.problems]
+        out += [q.refusal for q in self.quotas if q.refusal]
+        return out
+
+    def summary(self) -> str:
+        head = (f"Plan: {self.to_create} to create, {self.existing} already tracked, {self.untracked} tracked "
+                "but not in the file (reported, never removed: the API has no delete)")
+        if self.problems:
+            head += f"; {len(self.problems)} problem(s) in the file"
+        if any(q.refusal for q in self.quotas):
+            head += "; over quota (402)"
+        return head + "."
+
+    def render(self, untracked_shown: int = 10) -> str:
+        """The plan as text: per domain the creates (with file lines), counts, the untracked keywords
+        (the first ``untracked_shown``), then problems, quota and the summary line."""
+        lines = [f"keywords plan of {self.loaded.path} against {self.source}"
+                 + (" (offline: the latest snapshot; catalogues not checked)" if self.offline else "")]
+        for d in self.domains:
+            ident = f"account {d.account}, id {d.domain_id}" if d.domain_id else "not resolved"
+            lines.append(f"domain {d.name} ({ident}): {len(d.create)} to create, {len(d.exists)} already "
+                         f"tracked, {len(d.untracked)} tracked but not in the file")
+            for w in d.create:
+                lines.append(f"  + create {w.describe()}  [{self.loaded.path}:{self.loaded.line(w.loc('word'))}]")
+            for key, keyword_id in d.untracked[:untracked_shown]:
+                word, engine, device, code, language = key
+                lines.append(f"  ? not in the file: {word!r} {engine}/{device} {code} {language} (id {keyword_id})")
+            if len(d.untracked) > untracked_shown:
+                lines.append(f"  ? ... and {len(d.untracked) - untracked_shown} more tracked but not in the file")
+        for p in self.problems:
+            lines.append(f"error: {p.render(self.loaded)}")
+        for q in self.quotas:
+            lines.append(q.render())
+        lines.append(self.summary())
+        return "\n".join(lines)
+
+
+# -- comparing ---------------------------------------------------------------------------------------
+
+
+def tracked_combinations(records: Iterable[Mapping[str, Any]]) -> dict[Key, str]:
+    """``{combination: keyword id}`` of keyword records (through :func:`keyword_combination`)."""
+    out: dict[Key, str] = {}
+    for record in records:
+        attributes = record.get("attributes") if isinstance(record, Mapping) else None
+        combo = keyword_combination(attributes) if isinstance(attributes, Mapping) else None
+        if combo is not None:
+            out.setdefault(combo, str(record.get("id")))
+    return out
+
+
+def compare(domain: DomainPlan, wanted: list[Wanted], tracked: Mapping[Key, str]) -> DomainPlan:
+    """Fill ``domain``'s create / exists / untracked from resolved ``wanted`` rows and ``tracked``."""
+    seen: set[Key] = set()
+    domain.wanted, domain.create, domain.exists = list(wanted), [], []
+    for w in wanted:
+        if w.key in seen:
+            continue
+        seen.add(w.key)
+        (domain.exists if w.key in tracked else domain.create).append(w)
+    domain.untracked = sorted(((k, i) for k, i in tracked.items() if k not in seen), key=lambda kv: kv[0])
+    return domain
+
+
+def _resolve_domains(loaded: LoadedFile, held: Mapping[str, Mapping[str, str]],
+                     problems: list[Problem]) -> list[DomainPlan]:
+    """Domain names -> ids: ``held`` is ``{account: {domain name (lower case): id}}``."""
+    out = []
+    for di, entry in enumerate(loaded.model.domains):
+        name = entry.domain.strip().lower()
+        accounts = [entry.account] if entry.account else list(held)
+        if entry.account and entry.account not in held:
+            problems.append(Problem(("domains", di, "account"),
+                                    f"account {entry.account!r} is not configured (configured: "
+                                    f"{', '.join(held) or 'none'}); set RANK_TRACKER_ACCOUNTS or fix the name"))
+            out.append(DomainPlan(di, entry.domain, None, None))
+            continue
+        found = [(a, held[a][name]) for a in accounts if name in held.get(a, {})]
+        if not found:
+            problems.append(Problem(("domains", di, "domain"),
+                                    f"no domain named {entry.domain!r} in account(s) {', '.join(accounts)}; "
+                                    "use the domain's name as GET /v1/domains reports it"))
+            out.append(DomainPlan(di, entry.domain, None, None))
+        elif len(found) > 1:
+            problems.append(Problem(("domains", di, "domain"),
+                                    f"accounts {', '.join(a for a, _ in found)} all hold a domain named "
+                                    f"{entry.domain!r}: add `account:` to say which"))
+            out.append(DomainPlan(di, entry.domain, None, None))
+        else:
+            out.append(DomainPlan(di, entry.domain, found[0][0], found[0][1]))
+    return out
+
+
+def _check_entry_values(w: Wanted, allowed: Allowed | None, problems: dict[tuple, Problem]) -> bool:
+    """Engine, device and frequency against ``allowed``; the Global language. True when the engine is
+    known (so its location and language are checked, spec body rule 2)."""
+    def add(field_name: str, message: str) -> None:
+        loc = w.loc(field_name)
+        problems.setdefault(loc, Problem(loc, message))
+
+    engines = allowed.engines if allowed is not None else SEARCH_ENGINES
+    if allowed is not None and allowed.frequencies is not None and w.frequency not in allowed.frequencies:
+        add("frequency", f"unknown frequency {w.frequency!r}: use one of {', '.join(allowed.frequencies)}")
+    if w.engine not in engines:
+        add("engine", f"unknown search engine {w.engine!r}: use one of {', '.join(engines)} (its locations "
+                      "and languages are not checked until it is fixed)")
+        return False
+    devices = allowed.devices_of(w.engine) if allowed is not None else None
+    if devices is not None and w.device not in devices:
+        add("device", f"unknown device {w.device!r} for {w.engine}: use one of {', '.join(devices)}")
+    if w.language == GLOBAL_LANGUAGE:
+        add("language", f"the Global language {GLOBAL_LANGUAGE!r} cannot be tracked: send a language code "
+                        f"such as \"en\" (list them with GET /v1/languages?search_engine={w.engine})")
+        return False
+    return True
+
+
+# -- online ---------------------------------------------------------------------------------------------
+
+
+async def _read_list(client: RankTrackerClient, path: str, params: dict | None = None) -> list[dict]:
+    rows: list[dict] = []
+    await client.list_records(path, params or {}, rows.extend)
+    return rows
+
+
+async def read_tracked(client: RankTrackerClient, domain_id: str) -> dict[Key, str]:
+    """The domain's tracked combinations, read now (``GET /v1/domains/{uuid}/keywords``, every page)."""
+    return tracked_combinations(await _read_list(client, f"/v1/domains/{domain_id}/keywords"))
+
+
+async def read_quota(client: RankTrackerClient, account: str, needed: int) -> Quota:
+    """``GET /v1/account/usage`` as a :class:`Quota` for ``needed`` combinations."""
+    usage = await client.get("/v1/account/usage")
+    attributes = usage.get("attributes", {}) if isinstance(usage, Mapping) else {}
+
+    def remaining(name: str) -> int | None:
+        value = attributes.get(name, {}).get("remaining") if isinstance(attributes.get(name), Mapping) else None
+        return value if isinstance(value, int) else None
+
+    return Quota(account, needed, remaining("keywords"), needed, remaining("dataRows"))
+
+
+async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClient], source: str,
+                      catalogues: dict[str, Catalogue] | None = None) -> Plan:
+    """Plan ``loaded`` against the API (module docstring); ``clients`` maps configured account names to
+    their clients. ``catalogues`` (account -> :class:`Catalogue`) is filled and may be passed again to
+    reuse the run's cache.
+
+    Raises:
+        rank_pipeline.api.RankTrackerError: a read failed (after the client's retries).
+    """
+    problems: list[Problem] = []
+    domain_lists = await asyncio.gather(*(_read_list(c, "/v1/domains") for c in clients.values()))
+    held = {account: {str(r.get("attributes", {}).get("domain", "")).lower(): str(r["id"]) for r in rows}
+            for account, rows in zip(clients, domain_lists, strict=True)}
+    domains = _resolve_domains(loaded, held, problems)
+    catalogues = catalogues if catalogues is not None else {}
+    for d in domains:
+        if d.account and d.account not in catalogues:
+            catalogues[d.account] = Catalogue(clients[d.account], d.domain_id)
+    found: dict[tuple, Problem] = {}
+    wanted_all = wanted_of(loaded)
+    resolved: list[list[Wanted]] = []
+    for d, wanted in zip(domains, wanted_all, strict=True):
+        catalogue = catalogues.get(d.account) if d.account else None
+        allowed = await catalogue.allowed() if catalogue is not None else None
+        rows = []
+        for w in wanted:
+            if not _check_entry_values(w, allowed, found) or catalogue is None:
+                rows.append(w)
+                continue
+            code = await catalogue.location_code(w.engine, w.location)
+            if code is None:
+                loc = w.loc("location")
+                found.setdefault(loc, Problem(loc, (
+                    f"{w.location!r} is not a {w.engine} location (neither a geo-target id of its catalogue nor "
+                    f"a country it serves): look it up with GET /v1/locations?search_engine={w.engine}&q=<name>")))
+            if w.language not in await catalogue.languages(w.engine):
+                loc = w.loc("language")
+                found.setdefault(loc, Problem(loc, (
+                    f"{w.language!r} is not a {w.engine} language: list them with "
+                    f"GET /v1/languages?search_engine={w.engine}")))
+            rows.append(replace(w, location_code=code))
+        resolved.append(rows)
+    problems += sorted(found.values(), key=lambda p: loaded.line(p.loc))
+    tracked = await asyncio.gather(*(read_tracked(clients[d.account], d.domain_id) if d.domain_id else _none()
+                                     for d in domains))
+    for d, rows, t in zip(domains, resolved, tracked, strict=True):
+        compare(d, rows, t) if d.domain_id else d.wanted.extend(rows)
+    quotas = []
+    for account, client in clients.items():
+        needed = sum(len(d.create) for d in domains if d.account == account)
+        if needed:
+            quotas.append(await read_quota(client, account, needed))
+    requests = sum(c.stats.requests for c in clients.values())
+    return Plan(loaded, domains, problems, quotas, source, requests=requests)
+
+
+async def _none() -> dict:
+    return {}
+
+
+# -- offline -------------------------------------------------------------------------------------------
+
+
+def plan_offline(loaded: LoadedFile, snapshots_dir: Path | str, accounts: Iterable[str] | None = None,
+                 day: date | None = None) -> Plan:
+    """Plan ``loaded`` against the latest committed snapshot (or that of ``day``) without any request
+    (module docstring). ``accounts`` limits the accounts considered (default: every account in it).
+
+    Raises:
+        FileNotFoundError: there is no committed ``keywords`` snapshot under ``snapshots_dir``.
+    """
+    import json
+
+    from rank_pipeline.snapshots import list_snapshot_dates, read_snapshot
+
+    dates = list_snapshot_dates(snapshots_dir, "keywords")
+    if day is None:
+        if not dates:
+            raise FileNotFoundError(f"no committed keywords snapshot under {snapshots_dir}: run `rank-pipeline "
+                                    "extract` (or the daily job) first, or plan without --offline")
+        day = dates[-1]
+
+    def rows(resource: str) -> list[dict]:
+        if day not in list_snapshot_dates(snapshots_dir, resource):
+            return []
+        table = read_snapshot(snapshots_dir, resource, day)
+        return table.select([c for c in ("account", "id", "parent_id", "attributes")
+                             if c in table.column_names]).to_pylist()
+
+    wanted_accounts = set(accounts) if accounts is not None else None
+    held: dict[str, dict[str, str]] = {}
+    for r in rows("domains"):
+        if wanted_accounts is None or r["account"] in wanted_accounts:
+            held.setdefault(r["account"], {})[str(json.loads(r["attributes"]).get("domain", "")).lower()] = r["id"]
+    problems: list[Problem] = []
+    domains = _resolve_domains(loaded, held, problems)
+    countries: dict[tuple[str, str], str] = {}
+    for r in rows("locations"):
+        a = json.loads(r["attributes"])
+        if a.get("variant") == "Country" and a.get("countryCode"):
+            countries[(str(r["parent_id"]), str(a["countryCode"]).upper())] = str(a.get("code", r["id"]))
+    tracked: dict[str, dict[Key, str]] = {}
+    for r in rows("keywords"):
+        tracked.setdefault(str(r["parent_id"]), {}).update(
+            tracked_combinations([{"id": r["id"], "attributes": json.loads(r["attributes"])}]))
+    found: dict[tuple, Problem] = {}
+    for d, wanted in zip(domains, wanted_of(loaded), strict=True):
+        resolved = []
+        for w in wanted:
+            _check_entry_values(w, None, found)
+            code = w.location if w.location.isdigit() else countries.get((w.engine, w.location.upper()))
+            resolved.append(replace(w, location_code=code))
+        compare(d, resolved, tracked.get(d.domain_id, {})) if d.domain_id else d.wanted.extend(resolved)
+    problems += sorted(found.values(), key=lambda p: loaded.line(p.loc))
+    quotas = []
+    usage = {r["account"]: json.loads(r["attributes"]) for r in rows("usage")}
+    for account in held:
+        needed = sum(len(d.create) for d in domains if d.account == account)
+        if needed:
+            a = usage.get(account, {})
+            quotas.append(Quota(account, needed, a.get("keywords", {}).get("remaining"), needed,
+                                a.get("dataRows", {}).get("remaining"), as_of=f"snapshot of {day}"))
+    return Plan(loaded, domains, problems, quotas, f"the snapshot of {day} in {snapshots_dir}", offline=True)

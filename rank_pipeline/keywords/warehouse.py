@@ -1,0 +1,58 @@
+"""The keywords file in the warehouse: its planned rows in ``raw.keywords_file``.
+
+The ``raw/keywords_file`` asset plans the file offline against the day's snapshot
+(:func:`~rank_pipeline.keywords.plan.plan_offline`) and writes one row per wanted combination with
+:func:`write_planned_rows`; the mart ``marts.keywords_file_vs_tracked`` sets them against the keywords
+tracked on the latest snapshot day. Columns: :data:`rank_pipeline.warehouse.KEYWORDS_FILE_COLUMNS`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+
+from rank_pipeline.keywords.plan import Plan
+from rank_pipeline.warehouse import KEYWORDS_FILE_COLUMNS, KEYWORDS_FILE_TABLE, ensure_keywords_file_table
+
+__all__ = ["KEYWORDS_FILE_TABLE", "planned_rows", "write_planned_rows"]
+
+
+def planned_rows(plan: Plan, planned_at: datetime | None = None) -> list[dict]:
+    """One dict per distinct wanted combination of each domain of the plan (file order), keyed by
+    :data:`~rank_pipeline.warehouse.KEYWORDS_FILE_COLUMNS`; ``location_code`` is None when the
+    location could not be resolved, ``domain_id`` None for a domain no account holds."""
+    planned_at = planned_at or datetime.now(UTC)
+    rows: list[dict] = []
+    for d in plan.domains:
+        seen: set = set()
+        for w in d.wanted:
+            if w.key in seen:
+                continue
+            seen.add(w.key)
+            rows.append({
+                "account": d.account, "domain_id": d.domain_id, "domain": d.name, "keyword": w.word,
+                "search_engine": w.engine, "device": w.device, "location": w.location,
+                "location_code": w.location_code, "language_code": w.language, "frequency": w.frequency,
+                "tags": list(w.tags), "file": str(plan.loaded.path), "file_line": plan.loaded.line(w.loc("word")),
+                "planned_at": planned_at,
+            })
+    return rows
+
+
+def write_planned_rows(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> int:
+    """Replace every row of ``raw.keywords_file`` with ``rows``, in one transaction. Returns the count."""
+    ensure_keywords_file_table(con)
+    names = [name for name, _ in KEYWORDS_FILE_COLUMNS]
+    con.begin()
+    try:
+        con.execute(f"delete from {KEYWORDS_FILE_TABLE}")
+        if rows:
+            placeholders = ", ".join("?" for _ in names)
+            con.executemany(f"insert into {KEYWORDS_FILE_TABLE} ({', '.join(names)}) values ({placeholders})",
+                            [[row[n] for n in names] for row in rows])
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return len(rows)
