@@ -5,6 +5,7 @@ Assets (all daily-partitioned, UTC):
 - ``snapshots/<resource>``: the day's Parquet snapshots (one extraction step for all resources);
 - ``raw/<resource>``: the raw DuckDB tables;
 - ``seeds/*``, ``staging/*``, ``marts/*``: the SQL models of ``dbt_like_sql/``, each test an asset check;
+- ``ops/run_history``: the warehouse's record of its own runs (``ops.run_history``, kept across rebuilds);
 - ``warehouse/published``: the file analysts open.
 
 The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
@@ -16,15 +17,17 @@ settings too, shown in the UI; :class:`rank_pipeline.defs.resources.ModelEngineR
 import dagster as dg
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.history import build_run_history_asset
 from rank_pipeline.defs.jobs import daily_job, daily_schedule, rebuild_full_refresh_job, rebuild_job
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
-from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
 
 _model_assets, _model_keys = build_model_assets()
 
 defs = dg.Definitions(
-    assets=[extract_snapshots, load_raw_tables, *_model_assets, build_publish_asset(_model_keys)],
+    assets=[extract_snapshots, load_raw_tables, *_model_assets,
+            build_run_history_asset(_model_keys, list(RAW_KEYS.values())), build_publish_asset(_model_keys)],
     jobs=[daily_job, rebuild_job, rebuild_full_refresh_job],
     schedules=[daily_schedule],
     resources={"source": source_from_env(), "warehouse": warehouse_from_env(), "model_engine": model_engine_from_env()},
