@@ -63,13 +63,16 @@ def _int(meta: dict, name: str) -> int | None:
     return int(value) if isinstance(value, int | float) else None
 
 
-def _first_line(error) -> str:
+def _cause(error) -> str:
+    """The innermost error's message on one line, without its class name (multi-line messages, such as
+    Dagster's list of failed blocking checks, are joined)."""
     while error is not None and getattr(error, "cause", None) is not None:
         error = error.cause
-    message = (getattr(error, "message", "") or "").strip()
+    text = " ".join((getattr(error, "message", "") or "").split()) or "failed"
     cls_name = getattr(error, "cls_name", None)
-    line = message.splitlines()[0] if message else "failed"
-    return line[len(cls_name) + 2:] if cls_name and line.startswith(f"{cls_name}: ") else line
+    if cls_name and f"{cls_name}: " in text[:200]:
+        text = text.split(f"{cls_name}: ", 1)[1]
+    return text
 
 
 def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: datetime | None = None,
@@ -99,7 +102,7 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
         elif kind in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
             ends[event.step_key] = entry.timestamp
             if kind == dg.DagsterEventType.STEP_FAILURE and failed_step is None:
-                failed_step, reason = event.step_key, _first_line(event.event_specific_data.error)
+                failed_step, reason = event.step_key, _cause(event.event_specific_data.error)
         elif kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             if event.event_specific_data.passed:
                 passed += 1
