@@ -332,9 +332,11 @@ def _run_partition(defs, instance, day: date, totals: _Totals) -> None:
     job = defs.resolve_job_def(DAILY_JOB_NAME)
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
     from rank_pipeline.defs.instance import lock_timeout_message, process_tags
+    from rank_pipeline.ops.history import LAUNCHED_BY_TAG
 
+    tags = {**process_tags(), LAUNCHED_BY_TAG: "cli"}  # ops.run_history's launched_by
     with _SESSION.capture():
-        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance, tags=process_tags(),
+        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance, tags=tags,
                                         run_config=run_config, raise_on_error=False)
     totals.add(result)
     if not result.success:
@@ -473,7 +475,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_data_dictionary(models_dir(), out, sources=render_markdown())
+    write_data_dictionary(models_dir(), out, sources=render_markdown())  # ops tables: from sources/*.yml
     print(f"wrote {out}")
     return 0
 

@@ -7,6 +7,7 @@ Assets (all daily-partitioned, UTC):
 - ``raw/keywords_file``: the keywords file (``RANK_PIPELINE_KEYWORDS_FILE``) planned against the day's
   snapshot, with the asset check ``matches_tracked_keywords`` when the file is set;
 - ``seeds/*``, ``staging/*``, ``marts/*``: the SQL models of ``dbt_like_sql/``, each test an asset check;
+- ``ops/run_history``: the warehouse's record of its own runs (``ops.run_history``, kept across rebuilds);
 - ``warehouse/published``: the file analysts open.
 
 The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
@@ -18,18 +19,20 @@ settings too, shown in the UI; :class:`rank_pipeline.defs.resources.ModelEngineR
 import dagster as dg
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.history import build_run_history_asset
 from rank_pipeline.defs.jobs import daily_job, daily_schedule, rebuild_full_refresh_job, rebuild_job
 from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
-from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
 from rank_pipeline.settings import Settings
 
 _model_assets, _model_keys = build_model_assets()
 
 defs = dg.Definitions(
     assets=[extract_snapshots, load_raw_tables, build_keywords_file_asset(Settings.from_env().keywords_file),
-            *_model_assets, build_publish_asset(_model_keys)],
+            *_model_assets, build_run_history_asset(_model_keys, list(RAW_KEYS.values())),
+            build_publish_asset(_model_keys)],
     jobs=[daily_job, rebuild_job, rebuild_full_refresh_job],
     schedules=[daily_schedule],
     resources={"source": source_from_env(), "warehouse": warehouse_from_env(), "model_engine": model_engine_from_env()},

@@ -15,7 +15,8 @@ import dagster as dg
 from rank_pipeline.catalog import CATALOG, ApiResource
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
-from rank_pipeline.extract import ExtractionProgress, run_extraction
+from rank_pipeline.extract import ExtractionProgress, ExtractionReport, run_extraction
+from rank_pipeline.ops.history import reread_passes
 from rank_pipeline.reports import SnapshotManifest
 from rank_pipeline.snapshots import partition_dir
 
@@ -80,6 +81,11 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                 "requests_total": sum(a.requests for a in run_accounts),
                 "rate_limited_total": sum(a.rate_limited for a in run_accounts),
                 "retries_total": sum(a.retries for a in run_accounts),
+                "reread_passes_total": sum(_day_figures(r)["reread_passes"] for r in reports),
+                # per day: this resource's rows and the day's request figures (ops.run_history reads them)
+                "by_day": dg.MetadataValue.json({str(r.snapshot_date): {"rows": r.manifests[resource].row_count,
+                                                                        **_day_figures(r)}
+                                                 for r in reports}),
                 "achieved_rate_per_min": dg.MetadataValue.json(
                     {n: a.achieved_rate_per_min for n, a in reports[-1].accounts.items()}),
                 # per key position of each account's key list (never a key's value)
@@ -138,6 +144,16 @@ def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource,
         f"per account: { {n: a.model_dump() for n, a in report.accounts.items()} }"
     )
     return report
+
+
+def _day_figures(report: ExtractionReport) -> dict[str, int]:
+    """One day's ``requests``, ``rate_limited`` (429s), ``retries`` over every account, and its
+    ``reread_passes`` (:func:`rank_pipeline.ops.history.reread_passes` of the lists read, not those
+    resumed from a checkpoint)."""
+    accounts = report.accounts.values()
+    return {"requests": sum(a.requests for a in accounts), "rate_limited": sum(a.rate_limited for a in accounts),
+            "retries": sum(a.retries for a in accounts),
+            "reread_passes": reread_passes(r.passes for lists in report.lists.values() for r in lists if r.pages)}
 
 
 def _incomplete_lists(manifest: SnapshotManifest) -> dict[str, list[str]]:

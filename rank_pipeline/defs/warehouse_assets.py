@@ -30,6 +30,7 @@ import dagster as dg
 
 from rank_pipeline.catalog import CATALOG
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
+from rank_pipeline.defs.history import RUN_HISTORY_KEY
 from rank_pipeline.defs.model_assets import full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
@@ -141,9 +142,11 @@ def _register_raw_on_spark(context: dg.AssetExecutionContext, warehouse: Warehou
 
 
 def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
-    """``warehouse/published``: depends on every model, copies the build file to the published path."""
+    """``warehouse/published``: depends on every model and on ``ops/run_history`` (the run's own row is
+    written just before: :mod:`rank_pipeline.defs.history`), copies the build file to the published path."""
 
-    @dg.asset(key=PUBLISHED_KEY, deps=[*RAW_KEYS.values(), *model_keys], partitions_def=daily_partitions,
+    @dg.asset(key=PUBLISHED_KEY, deps=[*RAW_KEYS.values(), *model_keys, RUN_HISTORY_KEY],
+              partitions_def=daily_partitions,
               backfill_policy=dg.BackfillPolicy.single_run(), group_name="warehouse", kinds={"duckdb"},
               description="data/warehouse.duckdb, the file analysts and BI tools open read-only; replaced "
                           "atomically after every successful daily build.")

@@ -30,6 +30,7 @@ from rank_pipeline.sql_models.project import (
     Model,
     Project,
     Seed,
+    SourceTable,
     TestSpec,
     load_project,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "Project",
     "ProjectError",
     "Seed",
+    "SourceTable",
     "SqlModelError",
     "TestExecutionError",
     "TestResult",

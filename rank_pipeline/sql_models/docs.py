@@ -1,6 +1,6 @@
 """Generate the data dictionary (``docs/data_dictionary.md``) from the project's ``.yml`` files.
 
-For every seed and model: qualified name, description, materialization (with the incremental window),
+For every seed, model and source table (a table the pipeline's code writes, ``sources/*.yml``): qualified name, description, materialization (with the incremental window),
 grain (``unique_key``), dependencies and dependents, columns with descriptions and tests, and
 model-level tests with their asset check names. The lead wires this as ``rank-pipeline docs``.
 """
@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rank_pipeline.sql_models.project import ColumnSpec, Model, Project, Seed, TestSpec, load_project
+from rank_pipeline.sql_models.project import (
+    ColumnSpec,
+    Model,
+    Project,
+    Seed,
+    SourceTable,
+    TestSpec,
+    load_project,
+)
 
 __all__ = ["render_data_dictionary", "write_data_dictionary"]
 
@@ -41,7 +49,7 @@ def _columns_table(columns: tuple[ColumnSpec, ...], types: dict[str, str] | None
     return lines + [""]
 
 
-def _model_tests(relation: Model | Seed) -> list[str]:
+def _model_tests(relation: Model | Seed | SourceTable) -> list[str]:
     tests = [t for t in relation.tests if t.column is None]
     if not tests:
         return []
@@ -72,7 +80,9 @@ def render_data_dictionary(project: Project, sources: str = "") -> str:
         "",
         "Schemas: `raw` (one table per API resource, loaded from the Parquet snapshots; see "
         "docs/architecture.md, \"Snapshots\"), `seeds` (reference CSVs), `staging` (rename and cast only; views, "
-        "or incremental where parsing JSON on every read would cost too much), `marts` (analysis tables). Each test below is a Dagster asset check of the same name.",
+        "or incremental where parsing JSON on every read would cost too much), `marts` (analysis tables), `ops` "
+        "(what the pipeline records about itself, written by its own code, kept across rebuilds). Each test below "
+        "is a Dagster asset check of the same name.",
         "",
         "## Contents",
         "",
@@ -81,6 +91,8 @@ def render_data_dictionary(project: Project, sources: str = "") -> str:
         lines.append(f"- {_link(project, seed.qualified_name)} (seed)")
     for model in order:
         lines.append(f"- {_link(project, model.qualified_name)} ({model.materialized})")
+    for table in project.tables.values():
+        lines.append(f"- [`{table.qualified_name}`](#{_anchor(table.qualified_name)}) (written by the pipeline)")
     lines.append("")
     if sources:
         lines += [sources.rstrip(), ""]
@@ -124,6 +136,16 @@ def render_data_dictionary(project: Project, sources: str = "") -> str:
             lines.append("")
             lines += _columns_table(model.columns)
             lines += _model_tests(model)
+    if project.tables:
+        lines += ["## ops", ""]
+    for table in project.tables.values():
+        lines += [f"### {table.qualified_name}", "", _cell(table.description), ""]
+        where = table.yml_path
+        if where is not None and where.is_relative_to(project.root.parent):
+            where = where.relative_to(project.root.parent)
+        lines += [f"- Written by the pipeline's code; declared in `{where}`", ""]
+        lines += _columns_table(table.columns)
+        lines += _model_tests(table)
     return "\n".join(lines).rstrip() + "\n"
 
 

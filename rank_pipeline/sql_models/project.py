@@ -5,6 +5,7 @@ Layout of a project directory (``dbt_like_sql/``)::
     staging/<name>.sql + <name>.yml     models of schema ``staging``
     marts/<name>.sql + <name>.yml       models of schema ``marts``
     seeds/<name>.csv [+ <name>.yml]     seeds, loaded as tables ``seeds.<name>``
+    sources/<name>.yml                  tables the pipeline writes itself (schema ``ops``), documented
 
 A model is one file holding one plain DuckDB SELECT (no templating: it runs as-is in the duckdb shell).
 Its schema is its top folder, its name the file stem; model names are unique across schemas. It refers
@@ -44,6 +45,17 @@ Any test given as a mapping may carry ``blocking: true`` and ``name: <slug>``. S
         columns: [...]                              # as for models
         tests: [...]                                # as for models
 
+Source ``.yml`` (a table written by the pipeline's code, not by SQL: its columns and tests are
+documented here, the data dictionary lists it, and its tests run as asset checks where it is
+written; models do not read it)::
+
+    sources:
+      - name: run_history
+        schema: ops
+        description: "..."
+        columns: [{name: run_id, data_type: VARCHAR, description: "...", tests: [not_null]}, ...]
+        tests: [...]                                # as for models
+
 Test names are short and stable, because each becomes a Dagster asset check: the ``name`` given, else
 :func:`rank_pipeline.sql_models.names.default_test_name` (``not_null_<col>``, ``unique_<col>``,
 ``accepted_<col>``, ``<col>_in_<table>``, ``unique_domain_competitor``, the expression in words).
@@ -68,6 +80,7 @@ from rank_pipeline.sql_models.schema import (
     ModelEntry,
     ModelLevelTest,
     SeedEntry,
+    SourceEntry,
     validate_entry,
 )
 from rank_pipeline.warehouse import SOURCE_TABLES
@@ -79,6 +92,7 @@ __all__ = [
     "Model",
     "Project",
     "Seed",
+    "SourceTable",
     "TestSpec",
     "load_project",
 ]
@@ -226,10 +240,34 @@ class Seed:
         return f"{self.schema}.{self.name}"
 
 
+@dataclass(frozen=True)
+class SourceTable:
+    """A table the pipeline's code writes (``sources/<name>.yml``), e.g. ``ops.run_history``.
+
+    Attributes:
+        columns: every column with its DuckDB ``data_type``, in ``.yml`` order; tests: as for models
+            (run on the whole table).
+    """
+
+    name: str
+    schema: str
+    description: str
+    columns: tuple[ColumnSpec, ...]
+    tests: tuple[TestSpec, ...]
+    yml_path: Path | None = None
+    materialized: str = "source"
+    depends_on: frozenset[str] = frozenset()
+
+    @property
+    def qualified_name(self) -> str:
+        """``<schema>.<name>``."""
+        return f"{self.schema}.{self.name}"
+
+
 # --------------------------------------------------------------------------------------------- yml
 
 
-def _test_specs(entry: ModelEntry | SeedEntry, blocking_default: bool | Sequence[str]
+def _test_specs(entry: ModelEntry | SeedEntry | SourceEntry, blocking_default: bool | Sequence[str]
                 ) -> tuple[tuple[ColumnSpec, ...], tuple[TestSpec, ...]]:
     """Validated columns and tests -> specs, each test's ``blocking`` resolved: its own, else listed in
     ``config.blocking_tests``, else the ``blocking_tests`` boolean."""
@@ -277,9 +315,10 @@ def _load_yml(path: Path) -> dict:
         return {}
     if not isinstance(doc, Mapping):
         raise ModelConfigError(f"{path}: the top level must be a mapping with `models:` or `seeds:`")
-    unknown = sorted(set(doc) - {"version", "models", "seeds"})
+    unknown = sorted(set(doc) - {"version", "models", "seeds", "sources"})
     if unknown:
-        raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:` or `seeds:`")
+        raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:`, `seeds:` or "
+                               "`sources:`")
     return dict(doc)
 
 
@@ -309,12 +348,14 @@ class Project:
         models: ``{name: Model}``.
         seeds: ``{name: Seed}``.
         sources: qualified raw tables models may read (``raw.keywords``, ...).
+        tables: ``{qualified name: SourceTable}``, the tables the pipeline writes (``sources/``).
     """
 
     root: Path
     models: dict[str, Model]
     seeds: dict[str, Seed]
     sources: frozenset[str] = frozenset(SOURCE_TABLES)
+    tables: dict[str, SourceTable] = field(default_factory=dict)
 
     def relation(self, qualified_name: str) -> Model | Seed | None:
         """The model or seed building ``schema.name``, None for raw tables and unknown names."""
@@ -369,8 +410,8 @@ def _load_seeds(root: Path) -> dict[str, Seed]:
         seeds[name] = Seed(name=name, path=csv, checksum=_sha256(csv))
     for yml in sorted(folder.glob("*.yml")):
         doc = _load_yml(yml)
-        if "models" in doc:
-            raise ModelConfigError(f"{yml}: files under seeds/ describe seeds (`seeds:`), not models")
+        if "models" in doc or "sources" in doc:
+            raise ModelConfigError(f"{yml}: files under seeds/ describe seeds (`seeds:`), not models or sources")
         entries = doc.get("seeds") or []
         if not isinstance(entries, list):
             raise ModelConfigError(f"{yml}: `seeds:` must be a list")
@@ -395,6 +436,36 @@ def _load_seeds(root: Path) -> dict[str, Seed]:
                 columns=columns, tests=tests, checksum=seeds[name].checksum, yml_path=yml,
             )
     return seeds
+
+
+SOURCES_FOLDER = "sources"
+
+
+def _load_source_tables(root: Path) -> dict[str, SourceTable]:
+    folder = root / SOURCES_FOLDER
+    tables: dict[str, SourceTable] = {}
+    if not folder.is_dir():
+        return tables
+    for yml in sorted(folder.glob("*.yml")):
+        doc = _load_yml(yml)
+        if "models" in doc or "seeds" in doc:
+            raise ModelConfigError(f"{yml}: files under {SOURCES_FOLDER}/ describe tables (`sources:`), not models "
+                                   "or seeds")
+        entries = doc.get("sources") or []
+        if not isinstance(entries, list):
+            raise ModelConfigError(f"{yml}: `sources:` must be a list")
+        for i, raw in enumerate(entries):
+            name = raw.get("name") if isinstance(raw, Mapping) else None
+            if not isinstance(name, str):
+                raise ModelConfigError(f"{yml}, sources[{i}]: every entry needs a `name:` (the table's name)")
+            entry = validate_entry(SourceEntry, raw, f"{yml}, source {name!r}")
+            columns, tests = _test_specs(entry, False)
+            table = SourceTable(entry.name, entry.schema_, entry.description, columns, tests, yml)
+            if table.qualified_name in tables:
+                raise ModelConfigError(f"{yml}: {table.qualified_name} is also described in "
+                                       f"{tables[table.qualified_name].yml_path}")
+            tables[table.qualified_name] = table
+    return tables
 
 
 def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TABLES) -> Project:
@@ -437,8 +508,9 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TAB
     entries: dict[str, tuple[Path, Mapping[str, Any]]] = {}
     for yml in sorted(p for s in MODEL_SCHEMAS if (root / s).is_dir() for p in (root / s).rglob("*.yml")):
         doc = _load_yml(yml)
-        if "seeds" in doc:
-            raise ModelConfigError(f"{yml}: seeds are described under seeds/, not beside models")
+        if "seeds" in doc or "sources" in doc:
+            raise ModelConfigError(f"{yml}: seeds and sources are described under seeds/ and sources/, not beside "
+                                   "models")
         models = doc.get("models") or []
         if not isinstance(models, list):
             raise ModelConfigError(f"{yml}: `models:` must be a list of model entries")
@@ -466,7 +538,8 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TAB
         yml, entry = entries[name]
         models[name] = _model(yml, entry, path, schema, sql, deps)
 
-    project = Project(root=root, models=models, seeds=seeds, sources=frozenset(sources))
+    project = Project(root=root, models=models, seeds=seeds, sources=frozenset(sources),
+                      tables=_load_source_tables(root))
     for model in models.values():
         for dep in sorted(model.depends_on):
             _check_reference(project, dep, f"{model.path}: references {dep}")

@@ -43,6 +43,7 @@ __all__ = [
     "ModelEntry",
     "ModelLevelTest",
     "SeedEntry",
+    "SourceEntry",
     "validate_entry",
 ]
 
@@ -318,9 +319,25 @@ class SeedEntry(_Documented):
         return ({"description": "", "config": {}}[info.field_name]) if value is None else value
 
 
+class SourceEntry(_Documented):
+    """A table the pipeline writes itself (not built from SQL), declared under ``sources/``: its schema
+    (``ops``), columns with their DuckDB ``data_type`` (every column typed) and tests."""
+
+    name: NonEmpty
+    schema_: Literal["ops"] = Field(alias="schema", description="the table's schema: ops")
+    description: NonEmpty
+
+    @model_validator(mode="after")
+    def _typed(self) -> SourceEntry:
+        untyped = [c.name for c in self.columns if not c.data_type]
+        if untyped or not self.columns:
+            raise ValueError(f"a source lists every column with its data_type; untyped: {untyped or 'no columns'}")
+        return self
+
+
 # ------------------------------------------------------------------------------------------- errors
 
-_Entry = TypeVar("_Entry", ModelEntry, SeedEntry)
+_Entry = TypeVar("_Entry", ModelEntry, SeedEntry, SourceEntry)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:

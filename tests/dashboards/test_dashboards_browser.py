@@ -34,6 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 SPEC = yaml.safe_load((REPO / "dashboards" / "dashboards.yml").read_text())
 LOGIN = ("admin", "admin")
+RUNS = ("select count(distinct run_id), count(distinct run_id) filter (where status <> 'success') "
+        "from ops.run_history")
 
 LATEST_VISIBILITY = """
     select round(sum(visibility * tracked_keywords) / sum(tracked_keywords), 2)
@@ -161,6 +163,15 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
     # the date-range filter: only the last day is covered within it
     assert days > 1 and number(chart(seen["data-health-last-day"], "Days covered")["value"]) == 1
     assert number(chart(seen["landing-pages"], "Ranking URLs")["value"]) == urls
+    # the run history (ops.run_history): one run per demo day, none failed, the last success's day
+    with duckdb.connect(str(published), read_only=True) as con:
+        runs, failed = con.execute(RUNS).fetchone()
+        last_day_run = con.execute("select max(snapshot_date) from ops.run_history where status = 'success'"
+                                   ).fetchone()[0]
+    assert (runs, failed) == (days, 0)  # the demo runs each day once
+    assert number(chart(seen["data-health"], "Pipeline runs")["value"]) == runs
+    assert number(chart(seen["data-health"], "Failed runs")["value"]) == failed
+    assert last_day_run.isoformat() in chart(seen["data-health"], "Last successful run")["text"]
 
 
 def test_a_newly_published_day_appears_without_restarting_superset(superset_server, dashboard_tools, demo_data,
@@ -169,9 +180,11 @@ def test_a_newly_published_day_appears_without_restarting_superset(superset_serv
     with duckdb.connect(str(published), read_only=True) as con:
         first_day = con.execute("select min(snapshot_date) from raw.keywords").fetchone()[0]
         days_before = con.execute(COVERED_DAYS).fetchone()[0]
+        runs_before = con.execute(RUNS).fetchone()[0]
     view = [{"name": "data-health-before-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
     before = browse(dashboard_tools, superset_server, view)["data-health-before-publish"]
     assert number(chart(before, "Days covered")["value"]) == days_before
+    assert number(chart(before, "Pipeline runs")["value"]) == runs_before
 
     # the daily job for the day before the demo's first day publishes a new warehouse file while Superset runs
     new_day: date = first_day - timedelta(days=1)
@@ -185,3 +198,6 @@ def test_a_newly_published_day_appears_without_restarting_superset(superset_serv
     view = [{"name": "data-health-after-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
     after = browse(dashboard_tools, superset_server, view)["data-health-after-publish"]
     assert number(chart(after, "Days covered")["value"]) == days_after
+    # the run that published it is in the run history the dashboard shows
+    assert number(chart(after, "Pipeline runs")["value"]) == runs_before + 1
+    assert new_day.isoformat() in chart(after, "Last successful run")["text"]

@@ -1,0 +1,221 @@
+"""The ``ops/run_history`` asset: the warehouse records its own runs (:mod:`rank_pipeline.ops.history`).
+
+Each run's figures are read through Dagster's public instance API: the run record
+(``DagsterInstance.get_run_records``: tags, status, start and end) and the run's event log
+(``DagsterInstance.all_logs``): step starts and ends (seconds per stage), asset check evaluations, the
+``snapshots/*`` materializations' metadata (``by_day``: rows per resource and the day's requests, 429s,
+retries and re-read passes; written by :mod:`rank_pipeline.defs.extract_assets`) and the first step
+failure.
+
+The asset runs after every model and before ``warehouse/published`` in the same run, holding the data
+folder's writer lock (the ``warehouse`` resource): it upserts the current run's provisional rows and
+catches up every finished run without final rows (at most :data:`CATCH_UP_LIMIT` a run, newest first),
+runs the tests of ``dbt_like_sql/sources/run_history.yml`` on the table as asset checks (never blocking:
+a history test must not keep the day's data from being published), and counts those evaluations into
+the run's own row. The publish step then copies the build file, history included.
+"""
+
+
+import time
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
+
+import dagster as dg
+
+from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.ops import history
+from rank_pipeline.settings import models_dir
+from rank_pipeline.sql_models import SourceTable, load_project, run_tests
+
+__all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_HISTORY_KEY",
+           "build_run_history_asset", "run_facts", "stage_of"]
+
+RUN_HISTORY_KEY = dg.AssetKey(["ops", "run_history"])
+EXTRACT_STEP = "extract_snapshots"
+LOAD_STEP = "load_raw_tables"
+PUBLISH_STEPS = ("ops__run_history", "warehouse__published")
+CATCH_UP_LIMIT = 200
+"""Finished runs without final rows written by one run (newest first); older ones follow next runs."""
+
+_ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+_STATUS = {dg.DagsterRunStatus.SUCCESS: "success", dg.DagsterRunStatus.FAILURE: "failure",
+           dg.DagsterRunStatus.CANCELED: "canceled"}
+
+
+def stage_of(step_key: str) -> str:
+    """The stage of :data:`rank_pipeline.ops.history.STAGES` a step belongs to (seeds and models: ``models``)."""
+    if step_key == EXTRACT_STEP:
+        return "extract"
+    if step_key == LOAD_STEP:
+        return "load"
+    if step_key in PUBLISH_STEPS:
+        return "publish"
+    return "models"
+
+
+def _ts(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def _int(meta: dict, name: str) -> int | None:
+    value = getattr(meta.get(name), "value", meta.get(name))
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _cause(error) -> str:
+    """The innermost error's message on one line, without its class name (multi-line messages, such as
+    Dagster's list of failed blocking checks, are joined)."""
+    while error is not None and getattr(error, "cause", None) is not None:
+        error = error.cause
+    text = " ".join((getattr(error, "message", "") or "").split()) or "failed"
+    cls_name = getattr(error, "cls_name", None)
+    if cls_name and f"{cls_name}: " in text[:200]:
+        text = text.split(f"{cls_name}: ", 1)[1]
+    return text
+
+
+def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: datetime | None = None,
+              extra_checks: tuple[int, int] = (0, 0)) -> history.RunFacts | None:
+    """The :class:`rank_pipeline.ops.history.RunFacts` of one run, from its record and event log.
+
+    With ``now`` the run is the running one writing its own rows: status ``success``, end ``now``,
+    steps not ended yet count until ``now``, ``final`` false. ``extra_checks``: (passed, failed) check
+    evaluations to add (this step's own, not yet in the log). None for a run without a partition.
+    """
+    run = record.dagster_run
+    days = history.partition_days(run.tags)
+    if not days:
+        return None
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    passed, failed = extra_checks
+    by_day: dict[date, history.DayFigures] = {}
+    failed_step = reason = None
+    for entry in events:
+        event = entry.dagster_event
+        if event is None:
+            continue
+        kind = event.event_type
+        if kind == dg.DagsterEventType.STEP_START:
+            starts.setdefault(event.step_key, entry.timestamp)
+        elif kind in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
+            ends[event.step_key] = entry.timestamp
+            if kind == dg.DagsterEventType.STEP_FAILURE and failed_step is None:
+                failed_step, reason = event.step_key, _cause(event.event_specific_data.error)
+        elif kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
+            if event.event_specific_data.passed:
+                passed += 1
+            else:
+                failed += 1
+        elif kind == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            _add_snapshot_figures(by_day, event.event_specific_data.materialization, days)
+        elif kind == dg.DagsterEventType.RUN_FAILURE and reason is None:
+            reason = event.message
+    stop = now.timestamp() if now is not None else None
+    seconds: dict[str, float] = {}
+    for step, started in starts.items():
+        ended = ends.get(step, stop if stop is not None else record.end_time)
+        if ended is not None:
+            stage = stage_of(step)
+            seconds[stage] = seconds.get(stage, 0.0) + max(0.0, ended - started)
+    return history.RunFacts(
+        run_id=run.run_id, job_name=run.job_name, launched_by=history.launched_by(run.tags),
+        status="success" if now is not None else _STATUS.get(run.status, run.status.value.lower()),
+        started_at=_ts(record.start_time), ended_at=now if now is not None else _ts(record.end_time),
+        days=days, figures=by_day, checks_passed=passed, checks_failed=failed, stage_seconds=seconds,
+        failed_step=failed_step, failure_reason=reason if (failed_step or now is None) else None,
+        final=now is None)
+
+
+def _add_snapshot_figures(by_day: dict[date, history.DayFigures], materialization, days: list[date]) -> None:
+    """Fold one ``snapshots/<resource>`` materialization's metadata into ``by_day`` (once per resource:
+    a range run records the same metadata on each partition)."""
+    path = materialization.asset_key.path
+    if len(path) != 2 or path[0] != "snapshots":
+        return
+    resource, meta = path[1], materialization.metadata
+    per_day = getattr(meta.get("by_day"), "value", None)
+    if not isinstance(per_day, dict):  # written before by_day existed: the run's totals, one-day runs only
+        if len(days) != 1:
+            return
+        per_day = {str(days[0]): {"rows": _int(meta, "rows"), "requests": _int(meta, "requests_total"),
+                                  "rate_limited": _int(meta, "rate_limited_total"),
+                                  "retries": _int(meta, "retries_total"),
+                                  "reread_passes": _int(meta, "reread_passes_total")}}
+    for day_text, figures in per_day.items():
+        day = date.fromisoformat(day_text)
+        fig = by_day.setdefault(day, history.DayFigures())
+        if resource in fig.rows:
+            continue
+        fig.rows[resource] = int(figures.get("rows") or 0)
+        fig.requests = int(figures.get("requests") or 0)
+        fig.rate_limited = int(figures.get("rate_limited") or 0)
+        fig.retries = int(figures.get("retries") or 0)
+        fig.reread_passes = int(figures.get("reread_passes") or 0)
+
+
+def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> list[history.RunFacts]:
+    """Facts of the newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows."""
+    out: list[history.RunFacts] = []
+    cursor = None
+    while len(out) < CATCH_UP_LIMIT:
+        records = instance.get_run_records(filters=dg.RunsFilter(statuses=list(_ENDED)), limit=100, cursor=cursor)
+        if not records:
+            break
+        for record in records:
+            run_id = record.dagster_run.run_id
+            if run_id in final or run_id == current:
+                continue
+            facts = run_facts(record, instance.all_logs(run_id))
+            if facts is not None:
+                out.append(facts)
+        cursor = records[-1].dagster_run.run_id
+    return out[:CATCH_UP_LIMIT]
+
+
+def _history_table() -> SourceTable | None:
+    """The ``ops.run_history`` declaration of the models project (None when the project has none, e.g.
+    an older copy of ``dbt_like_sql/`` in ``RANK_PIPELINE_MODELS_DIR``)."""
+    return load_project(models_dir()).tables.get(history.TABLE)
+
+
+def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
+    """``ops/run_history``: after every model, before ``warehouse/published`` (module docstring)."""
+    table = _history_table()
+    specs = [dg.AssetCheckSpec(t.name, asset=RUN_HISTORY_KEY, blocking=False, description=t.describe())
+             for t in (table.tests if table is not None else ())]
+
+    @dg.asset(key=RUN_HISTORY_KEY, deps=[*raw_keys, *model_keys], partitions_def=daily_partitions,
+              backfill_policy=dg.BackfillPolicy.single_run(), group_name="ops", kinds={"duckdb"},
+              check_specs=specs,
+              description=(table.description if table is not None else "ops.run_history: one row per run and "
+                           "partition.") + " Kept across rebuilds.")
+    def run_history(context: dg.AssetExecutionContext, warehouse: WarehouseResource):
+        from rank_pipeline.defs.model_assets import check_results  # one builder of check results
+
+        started = time.perf_counter()
+        instance = context.instance
+        run_id = context.run_id
+        record = instance.get_run_records(filters=dg.RunsFilter(run_ids=[run_id]), limit=1)[0]
+        with warehouse.warehouse().connect() as con:
+            final = history.final_run_ids(con)
+            others = _catch_up(instance, final, run_id)
+            own = run_facts(record, instance.all_logs(run_id), now=datetime.now(UTC))
+            written = history.upsert(con, [*others, *([own] if own else [])])
+            results = run_tests(con, table, None) if table is not None else []
+            if own is not None and results:  # this step's evaluations count in the run's own rows
+                ok = sum(r.passed for r in results)
+                own = run_facts(record, instance.all_logs(run_id), now=datetime.now(UTC),
+                                extra_checks=(ok, len(results) - ok))
+                history.upsert(con, [own])
+            (total,) = con.execute(f"select count(*) from {history.TABLE}").fetchone()
+        context.log.info(f"{history.TABLE}: wrote {written} row(s) ({len(others)} other run(s) caught up) in "
+                         f"{time.perf_counter() - started:.2f} s; {total} row(s) in all")
+        yield dg.MaterializeResult(asset_key=RUN_HISTORY_KEY, metadata={
+            "rows_written": dg.MetadataValue.int(written), "runs_caught_up": dg.MetadataValue.int(len(others)),
+            "caught_up_run_ids": dg.MetadataValue.json([f.run_id for f in others][:20]),
+            "table_rows": dg.MetadataValue.int(int(total))})
+        yield from check_results(RUN_HISTORY_KEY, results)  # WARN severity: the tests are not blocking
+
+    return run_history

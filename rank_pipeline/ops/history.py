@@ -1,0 +1,272 @@
+"""The warehouse's record of its own runs: ``ops.run_history``, one row per run and partition.
+
+A row says, for one run of a Dagster job (any job building the warehouse) and one partition
+(``snapshot_date``) of that run: its job, how it was launched, its status, when it started and ended,
+the snapshot rows it extracted per API resource, its requests, 429 responses, retries and re-read
+passes, its asset checks passed and failed, and its seconds per stage (extract, load, models, publish).
+The columns are :data:`COLUMNS`; they are documented (with their data tests) in
+``dbt_like_sql/sources/run_history.yml`` and in ``docs/data_dictionary.md``.
+
+Grain and multi-day runs
+    ``(run_id, snapshot_date)``. A single-run backfill of several days is one run with one row per day:
+    the per-day figures (snapshot rows, requests, 429s, retries, re-read passes) are that day's; the
+    run-level figures (status, start, end, duration, checks, stage seconds) are the run's and repeat on
+    each of its rows, and ``partitions_in_run`` says how many rows share them (count distinct
+    ``run_id`` for runs; do not sum run-level columns over a multi-day run's rows).
+
+Who writes it (``rank_pipeline/defs/history.py`` reads Dagster's records and calls :func:`upsert`)
+    The publish step of every run (``warehouse/published``) writes the run's own rows (status
+    ``success``: publishing is the last step; ``final`` false: end and publish seconds are those of the
+    moment of writing) and catches up every other finished run Dagster recorded that has no final row:
+    failed, canceled and killed runs, runs that published nothing, and the previous run's provisional
+    row (rewritten from Dagster's record of the finished run, ``final`` true). So a failed run's row
+    appears in the published file at the next successful publish; Dagster's run storage is the ledger
+    in between. No sensor opens the build file: it is written only by a run holding the data folder's
+    writer lock (:mod:`rank_pipeline.runlock`).
+
+Kept across rebuilds
+    The table is not derived from the snapshots: ``rank-pipeline rebuild`` (also ``--full-refresh``) and
+    the rebuild jobs drop and rebuild raw tables and models only, never schema ``ops``; the build file
+    carries it into every published file.
+
+No Dagster here: the inputs are plain :class:`RunFacts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+import duckdb
+
+from rank_pipeline.duckdb_helpers import quote_ident, table_columns
+from rank_pipeline.snapshots import RESOURCES
+
+__all__ = [
+    "COLUMNS",
+    "LAUNCHED_BY_TAG",
+    "LAUNCH_KINDS",
+    "SCHEMA",
+    "STAGES",
+    "STATUSES",
+    "TABLE",
+    "TABLE_NAME",
+    "DayFigures",
+    "RunFacts",
+    "ensure_table",
+    "final_run_ids",
+    "launched_by",
+    "partition_days",
+    "reread_passes",
+    "upsert",
+]
+
+SCHEMA = "ops"
+TABLE_NAME = "run_history"
+TABLE = f"{SCHEMA}.{TABLE_NAME}"
+
+LAUNCHED_BY_TAG = "rank_pipeline/launched_by"
+"""Run tag naming what launched the run when Dagster's own tags do not: ``cli`` for ``rank-pipeline run``
+and ``demo``."""
+
+LAUNCH_KINDS: tuple[str, ...] = ("schedule", "backfill", "sensor", "cli", "other")
+"""``launched_by`` values: a schedule tick, a backfill (launched from the UI or ``dagster job backfill``),
+a sensor (automation included), the command line, anything else (the UI's launchpad, ``dagster job
+execute``, Python)."""
+
+STATUSES: tuple[str, ...] = ("success", "failure", "canceled")
+"""``status`` values: Dagster's end states of a run, lower case."""
+
+STAGES: tuple[str, ...] = ("extract", "load", "models", "publish")
+"""Stages whose seconds are recorded (``<stage>_s``): the extraction step, the raw load step, every seed
+and model step (their data tests included), the publish step."""
+
+_PID_TAG = "rank_pipeline/pid"  # the command line's process tag (rank_pipeline.defs.instance.process_tags)
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run_id", "VARCHAR"),
+    ("snapshot_date", "DATE"),
+    ("job_name", "VARCHAR"),
+    ("launched_by", "VARCHAR"),
+    ("status", "VARCHAR"),
+    ("started_at", "TIMESTAMP WITH TIME ZONE"),
+    ("ended_at", "TIMESTAMP WITH TIME ZONE"),
+    ("duration_s", "DOUBLE"),
+    ("partitions_in_run", "INTEGER"),
+    *((f"rows_{r}", "BIGINT") for r in RESOURCES),
+    ("snapshot_rows", "BIGINT"),
+    ("requests", "BIGINT"),
+    ("rate_limited", "BIGINT"),
+    ("retries", "BIGINT"),
+    ("reread_passes", "BIGINT"),
+    ("checks_passed", "INTEGER"),
+    ("checks_failed", "INTEGER"),
+    *((f"{s}_s", "DOUBLE") for s in STAGES),
+    ("failed_step", "VARCHAR"),
+    ("failure_reason", "VARCHAR"),
+    ("final", "BOOLEAN"),
+    ("recorded_at", "TIMESTAMP WITH TIME ZONE"),
+)
+"""``(column, DuckDB type)`` of :data:`TABLE`, in order (``rows_<resource>`` for every snapshot resource)."""
+
+_REASON_CHARS = 300
+
+
+@dataclass
+class DayFigures:
+    """What a run's extraction did for one day.
+
+    ``rows``: ``{resource: snapshot rows}`` (the committed manifests' ``row_count``); ``requests``,
+    ``rate_limited`` (HTTP 429 responses), ``retries``: the day's HTTP requests over every account;
+    ``reread_passes``: :func:`reread_passes` of the day's lists.
+    """
+
+    rows: dict[str, int] = field(default_factory=dict)
+    requests: int = 0
+    rate_limited: int = 0
+    retries: int = 0
+    reread_passes: int = 0
+
+
+@dataclass
+class RunFacts:
+    """One run as recorded in :data:`TABLE` (one row per day of :attr:`days`).
+
+    Times are timezone-aware; ``stage_seconds`` maps each of :data:`STAGES` to seconds (a stage the run
+    did not reach is absent: NULL); ``figures`` maps a day to its :class:`DayFigures` (absent: the run
+    extracted nothing that day, e.g. a rebuild: NULL rows and requests); ``final`` false for a running
+    run's own provisional row (module docstring).
+    """
+
+    run_id: str
+    job_name: str
+    status: str
+    launched_by: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    days: list[date]
+    figures: dict[date, DayFigures] = field(default_factory=dict)
+    checks_passed: int = 0
+    checks_failed: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    failed_step: str | None = None
+    failure_reason: str | None = None
+    final: bool = True
+
+    def rows(self, recorded_at: datetime) -> list[tuple]:
+        """The table rows of this run, one per day, as tuples in :data:`COLUMNS` order."""
+        duration = ((self.ended_at - self.started_at).total_seconds()
+                    if self.started_at is not None and self.ended_at is not None else None)
+        reason = self.failure_reason
+        if reason:
+            reason = " ".join(reason.split())[:_REASON_CHARS]
+        out = []
+        for day in self.days:
+            fig = self.figures.get(day)
+            per_resource = [fig.rows.get(r) if fig is not None else None for r in RESOURCES]
+            out.append((
+                self.run_id, day, self.job_name, self.launched_by, self.status, self.started_at, self.ended_at,
+                duration, len(self.days), *per_resource,
+                sum(fig.rows.values()) if fig is not None else None,
+                *((fig.requests, fig.rate_limited, fig.retries, fig.reread_passes) if fig is not None
+                  else (None,) * 4),
+                self.checks_passed, self.checks_failed,
+                *(self.stage_seconds.get(s) for s in STAGES),
+                self.failed_step, reason, self.final, recorded_at,
+            ))
+        return out
+
+
+def launched_by(tags: Mapping[str, str]) -> str:
+    """What launched a run, from its tags: one of :data:`LAUNCH_KINDS`.
+
+    ``dagster/backfill`` -> ``backfill``; ``dagster/schedule_name`` -> ``schedule``;
+    ``dagster/sensor_name`` or ``dagster/auto_materialize`` -> ``sensor``; :data:`LAUNCHED_BY_TAG` =
+    ``cli`` or the command line's ``rank_pipeline/pid`` -> ``cli``; otherwise ``other``.
+    """
+    if tags.get("dagster/backfill"):
+        return "backfill"
+    if tags.get("dagster/schedule_name"):
+        return "schedule"
+    if tags.get("dagster/sensor_name") or tags.get("dagster/auto_materialize"):
+        return "sensor"
+    if tags.get(LAUNCHED_BY_TAG) == "cli" or tags.get(_PID_TAG):
+        return "cli"
+    return "other"
+
+
+def partition_days(tags: Mapping[str, str]) -> list[date]:
+    """The days of a run's partition (``dagster/partition``) or partition range
+    (``dagster/asset_partition_range_start`` .. ``_end``), ascending; empty when it has neither or they
+    are not dates."""
+    try:
+        if tags.get("dagster/partition"):
+            return [date.fromisoformat(tags["dagster/partition"])]
+        start, end = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
+        if start and end:
+            first, last = date.fromisoformat(start), date.fromisoformat(end)
+            return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    except ValueError:
+        pass
+    return []
+
+
+def reread_passes(passes: Iterable[int]) -> int:
+    """Passes beyond the first over the lists read: ``sum(passes - 1)`` (each list's ``ListResult.passes``).
+
+    A quiet one-page list adds 0 and a quiet longer list 1 (the confirming pass of the spec's
+    "Limits" rules 4-6); a list whose records shifted between pages adds one per extra pass.
+    """
+    return sum(max(0, p - 1) for p in passes)
+
+
+def ensure_table(con: duckdb.DuckDBPyConnection) -> None:
+    """Create schema ``ops`` and :data:`TABLE` if absent, and add any column of :data:`COLUMNS` it lacks
+    (a resource added to the catalogue). Never drops a row or a column."""
+    con.execute(f"create schema if not exists {SCHEMA}")
+    present = table_columns(con, SCHEMA, TABLE_NAME)
+    if not present:
+        cols = ", ".join(f"{quote_ident(n)} {t}" for n, t in COLUMNS)
+        con.execute(f"create table if not exists {TABLE} ({cols})")
+        return
+    for name, typ in COLUMNS:
+        if name not in present:
+            con.execute(f"alter table {TABLE} add column {quote_ident(name)} {typ}")
+
+
+def final_run_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Run ids whose rows are final (written from the record of the finished run)."""
+    ensure_table(con)
+    return {r[0] for r in con.execute(f"select distinct run_id from {TABLE} where final").fetchall()}
+
+
+def upsert(con: duckdb.DuckDBPyConnection, runs: Sequence[RunFacts], recorded_at: datetime | None = None) -> int:
+    """Replace the rows of each run in ``runs`` by its current rows, in one transaction.
+
+    Args:
+        con: a writer connection to the build file (the caller holds the data folder's writer lock);
+            it must have no open transaction.
+        runs: the runs to write; a run with no day is skipped.
+        recorded_at: the ``recorded_at`` of the rows (default now, UTC).
+
+    Returns:
+        Rows written.
+    """
+    ensure_table(con)
+    recorded_at = recorded_at or datetime.now(UTC)
+    rows = [row for run in runs for row in run.rows(recorded_at)]
+    ids = sorted({run.run_id for run in runs if run.days})
+    names = ", ".join(quote_ident(n) for n, _ in COLUMNS)
+    marks = ", ".join("?" for _ in COLUMNS)
+    con.begin()
+    try:
+        if ids:
+            con.execute(f"delete from {TABLE} where run_id in (select unnest(?::varchar[]))", [ids])
+        if rows:
+            con.executemany(f"insert into {TABLE} ({names}) values ({marks})", rows)
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return len(rows)
