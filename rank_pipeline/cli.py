@@ -371,7 +371,9 @@ class _Totals:
 def _dagster_instance(data_dir: Path):
     from rank_pipeline.defs.instance import open_instance
 
-    return open_instance(data_dir, log=lambda message: print(message, file=sys.stderr))
+    err = sys.stderr  # lock waits are for the user; storage warnings (PostgreSQL retries) for the log file
+    with _SESSION.capture():
+        return open_instance(data_dir, log=lambda message: print(message, file=err))
 
 
 def _innermost(error):

@@ -35,7 +35,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_PIPELINE_ALERT_URLS``       where alerts go: comma-separated Apprise URLs (``mailto://``,
                                    ``json://``, Slack, Teams, ...); unset: no alerts. Secret, like keys.
 ``RANK_PIPELINE_DAGSTER_PG_URL``   Dagster's instance storage on PostgreSQL
-                                   (``postgresql://user:password@host:5432/db``); unset: SQLite
+                                   (``postgresql+psycopg2://user:password@host:5432/db``); unset: SQLite
                                    under ``DAGSTER_HOME``. Secret, like keys.
 =================================  ==========================================================
 
@@ -188,7 +188,7 @@ class OpsSettings:
         Raises:
             ConfigurationError: a cron that is not 5 valid fields, an unknown time zone, freshness hours
                 out of 1..8760, an alert URL without a ``scheme://``, or a PostgreSQL URL that is not
-                ``postgresql://`` (the message never repeats a URL: they carry secrets).
+                ``postgresql+psycopg2://`` (the message never repeats a URL: they carry secrets).
         """
         env = os.environ if env is None else env
         cron = (env.get("RANK_PIPELINE_SCHEDULE_CRON") or "").strip() or DEFAULT_SCHEDULE_CRON
@@ -214,10 +214,11 @@ class OpsSettings:
                     "comma-separated Apprise URLs such as mailto://... or json://host:port/path"
                 )
         pg = (env.get("RANK_PIPELINE_DAGSTER_PG_URL") or "").strip() or None
-        if pg is not None and not re.match(r"^postgres(ql)?://\S", pg):
-            raise ConfigurationError(
-                "RANK_PIPELINE_DAGSTER_PG_URL is not a postgresql:// URL; set it like "
-                "postgresql://user:password@host:5432/dagster, or unset it to keep SQLite"
+        if pg is not None and not re.match(r"^postgresql\+psycopg2://\S", pg):
+            raise ConfigurationError(  # SQLAlchemy 2.1 reads a plain postgresql:// as psycopg 3, which
+                # dagster-postgres does not support; its psycopg2 driver must be named
+                "RANK_PIPELINE_DAGSTER_PG_URL is not a postgresql+psycopg2:// URL; set it like "
+                "postgresql+psycopg2://user:password@host:5432/dagster, or unset it to keep SQLite"
             )
         return cls(schedule_cron=cron, schedule_timezone=tz, freshness_hours=hours, alert_urls=urls,
                    dagster_pg_url=pg)
