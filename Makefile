@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: env demo test test-fast dev sandbox bench bench-extract bench-models bench-scale lint lock docs clean \
-        dashboard dashboard-env dashboard-env-try browser lock-dashboards
+        dashboard dashboard-env dashboard-env-try browser lock-dashboards \
+        postgres-server postgres-server-try
 
 env: $(STAMP)
 
@@ -24,7 +25,7 @@ demo: env
 	$(BIN)/rank-pipeline demo --days 7
 
 ## The whole test suite (installs the dashboards' Superset venv and chromium first, for the browser test).
-test: env dashboard-env-try
+test: env dashboard-env-try postgres-server-try
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
@@ -73,6 +74,17 @@ $(SUPERSET_STAMP): dashboards/requirements.txt dashboards/constraints.txt
 	@test -x $(SUPERSET_VENV)/bin/python || $(PYTHON) -m venv $(SUPERSET_VENV)
 	$(SUPERSET_VENV)/bin/pip install --quiet -c dashboards/constraints.txt -r dashboards/requirements.txt
 	@touch $@
+
+## Debian's PostgreSQL server for the tests of Dagster's PostgreSQL storage (the test starts its own on loopback).
+postgres-server:
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { test "$$(id -u)" = 0 \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
+	  || { echo "cannot install postgresql (needs root and Debian's apt): run 'apt-get install postgresql' as root;" \
+	            "tests/ops/test_postgres_storage.py is skipped until then" >&2; exit 1; }
+
+postgres-server-try:
+	@$(MAKE) --no-print-directory postgres-server || echo "warning: PostgreSQL's server could not be installed;" \
+	  "tests/ops/test_postgres_storage.py will be skipped" >&2
 
 ## Debian's chromium for the browser test (playwright drives it; no browser download).
 browser:

@@ -22,11 +22,23 @@ Commands:
     2 changes pending, 3 an error in the file, settings or plan; apply 0 applied, 3 refused before sending
     anything, 1 failed while applying.
 
-Exit status: 0 on success, 1 on a failed run, 2 on bad usage or configuration. Every failure ends with
-one line on stderr saying what was wrong and what to do; the detail (the Dagster log, a traceback) is
-in a log file under ``<data folder>/logs/`` whose path is printed. ``run`` and ``demo`` end with a
-summary line (days, rows, checks passed/failed, requests, 429s). Progress is a bar on a terminal and
-periodic log lines otherwise.
+Exit status:
+
+- 0: success;
+- 1: a failed run (a step, a blocking check, the source);
+- 2: bad usage or configuration;
+- 3: the data folder (``RANK_PIPELINE_DATA_DIR``, or a ``DAGSTER_HOME`` outside it) cannot be written:
+  read-only file system, not writable by this user, or full. The line names the folder and says what to
+  do (remount it read-write, give the user write permission, free space, or point
+  ``RANK_PIPELINE_DATA_DIR`` elsewhere); what earlier runs wrote (snapshots, the published warehouse) is
+  left as it was (:mod:`rank_pipeline.ops.data_folder`);
+- 130: interrupted.
+
+Every failure ends with one line on stderr saying what was wrong and what to do; the detail (the Dagster
+log, a traceback) is in a log file under ``<data folder>/logs/`` whose path is printed. When that log
+file cannot be created or written, the detail goes to stderr instead (a data-folder fault needs none: its
+one line is the whole story). ``run`` and ``demo`` end with a summary line (days, rows, checks
+passed/failed, requests, 429s). Progress is a bar on a terminal and periodic log lines otherwise.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import errno
 import json
 import logging
 import os
@@ -45,6 +58,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TextIO
+
+from rank_pipeline.ops.data_folder import DATA_FOLDER_EXIT_STATUS
 
 RANKING_TRENDS_QUERY = """
 select snapshot_date, count(*) as keywords,
@@ -201,9 +216,48 @@ def _print_query(con, title: str, sql: str) -> None:
 # -- logging ----------------------------------------------------------------------------------------
 
 
+class _FallbackStream:
+    """A text stream writing to the log file until a write fails, then to the real stderr.
+
+    Used for the Dagster log and redirected stderr: a log file that cannot take a write (a full or
+    read-only data folder) must not turn into a logging traceback or an exception inside a run step.
+    """
+
+    def __init__(self, file: TextIO, session: _Session):
+        self._file = file
+        self._session = session
+        self._broken = False
+
+    def write(self, text: str) -> int:
+        if not self._broken:
+            try:
+                n = self._file.write(text)
+                self._file.flush()
+                return n
+            except OSError:
+                self._broken = True
+                self._session.log_failed()
+        return sys.__stderr__.write(text) if sys.__stderr__ else len(text)
+
+    def flush(self) -> None:
+        if not self._broken:
+            try:
+                self._file.flush()
+            except OSError:
+                self._broken = True
+                self._session.log_failed()
+
+    def isatty(self) -> bool:
+        return False
+
+
 @dataclass
 class _Session:
-    """One command invocation: its log file (created on first use) and what to print at the end."""
+    """One command invocation: its log file (created on first use) and what to print at the end.
+
+    When the log file cannot be created or written (the data folder is read-only, not writable or
+    full), the log is dropped and what would have gone into it goes to stderr.
+    """
 
     logs_dir: Path | None = None
     command: str = ""
@@ -213,21 +267,35 @@ class _Session:
     @property
     def log_path(self) -> Path | None:
         if self._path is None and self.logs_dir is not None:
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            path = self.logs_dir / f"{self.command}-{stamp}-{os.getpid()}.log"
             try:
                 self.logs_dir.mkdir(parents=True, exist_ok=True)
-                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-                self._path = self.logs_dir / f"{self.command}-{stamp}-{os.getpid()}.log"
-                self._path.touch()
+                path.touch()
             except OSError:
-                self.logs_dir = None
+                self.log_failed()
                 return None
+            self._path = path
         return self._path
 
-    def write(self, text: str) -> None:
+    def log_failed(self) -> None:
+        """Stop using the log file (it cannot be written); later detail goes to stderr."""
+        self.logs_dir = None
+        self._path = None
+
+    def write(self, text: str, *, quiet: bool = False) -> None:
+        """Append ``text`` to the log file; to stderr when there is none (unless ``quiet``)."""
+        text = text if text.endswith("\n") else text + "\n"
         path = self.log_path
         if path is not None:
-            with path.open("a") as f:
-                f.write(text if text.endswith("\n") else text + "\n")
+            try:
+                with path.open("a") as f:
+                    f.write(text)
+                return
+            except OSError:
+                self.log_failed()
+        if not quiet:
+            sys.stderr.write(text)
 
     @contextlib.contextmanager
     def capture(self) -> Iterator[None]:
@@ -236,16 +304,26 @@ class _Session:
         if path is None:
             yield
             return
-        with path.open("a") as f:
-            handler = logging.StreamHandler(f)
-            handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-            root = logging.getLogger()
-            root.addHandler(handler)
+        try:
+            f = path.open("a")
+        except OSError:
+            self.log_failed()
+            yield
+            return
+        stream = _FallbackStream(f, self)
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        try:
+            with contextlib.redirect_stderr(sys.stderr if self.verbose else stream):
+                yield
+        finally:
+            root.removeHandler(handler)
             try:
-                with contextlib.redirect_stderr(sys.stderr if self.verbose else f):
-                    yield
-            finally:
-                root.removeHandler(handler)
+                f.close()
+            except OSError:
+                self.log_failed()
 
 
 _SESSION = _Session()
@@ -297,7 +375,9 @@ class _Totals:
 def _dagster_instance(data_dir: Path):
     from rank_pipeline.defs.instance import open_instance
 
-    return open_instance(data_dir, log=lambda message: print(message, file=sys.stderr))
+    err = sys.stderr  # lock waits are for the user; storage warnings (PostgreSQL retries) for the log file
+    with _SESSION.capture():
+        return open_instance(data_dir, log=lambda message: print(message, file=err))
 
 
 def _innermost(error):
@@ -754,8 +834,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "Settings come from the environment: RANK_TRACKER_BASE_URL (unset: the embedded sandbox), "
                     "RANK_TRACKER_API_KEY, RANK_TRACKER_ACCOUNTS, RANK_PIPELINE_DATA_DIR (default ./data); "
                     "see the README.",
-        epilog="Exit status: 0 success, 1 failed run, 2 bad usage or configuration. Failures print one line; "
-               "details go to a log file under <data folder>/logs/.")
+        epilog="Exit status: 0 success, 1 failed run, 2 bad usage or configuration, 3 the data folder cannot be "
+               "written (read-only, not writable, full). Failures print one line; details go to a log file "
+               "under <data folder>/logs/ (to stderr when it cannot be written).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -847,17 +928,48 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         status, message = 130, "interrupted"
     except Exception as exc:  # noqa: BLE001 - the last resort: one line here, the traceback in the log
-        _SESSION.write(traceback.format_exc())
-        status, message = 1, f"unexpected {type(exc).__name__}: {_first_line(str(exc))}"
+        if fault := _data_folder_fault(exc):
+            status, message = DATA_FOLDER_EXIT_STATUS, fault
+        else:
+            _SESSION.write(traceback.format_exc())
+            status, message = 1, f"unexpected {type(exc).__name__}: {_first_line(str(exc))}"
+    if status == 1 and message is not None and (fault := _data_folder_fault(None, message)):
+        status, message = DATA_FOLDER_EXIT_STATUS, fault  # a run step failed because the folder did
     if message is not None:
         where = ""
         if status == 1:  # a failed run: its detail (the Dagster log, a traceback) is in the log file
-            _SESSION.write(f"error: {message}")
+            _SESSION.write(f"error: {message}", quiet=True)
             if _SESSION.log_path is not None:
                 where = f" (details: {_SESSION.log_path})"
+        elif status == DATA_FOLDER_EXIT_STATUS:
+            _SESSION.write(f"error: {message}", quiet=True)
         print(f"error: {_first_line(message)}{where}", file=sys.stderr)
     return status
 
+
+def _data_folder_fault(exc: BaseException | None, failure: str | None = None) -> str | None:
+    """The one line for a fault of the data folder behind ``exc`` or a run's ``failure`` text, else None.
+
+    A run step's error reaches here as text: the folder is then probed with a small write, and a
+    failure naming ENOSPC/EDQUOT counts as a full folder even when the probe still fits.
+    """
+    from rank_pipeline.ops.data_folder import DataFolderFault, data_folder_fault, probe
+    from rank_pipeline.settings import ConfigurationError, Settings
+
+    try:
+        settings = Settings.from_env()
+    except ConfigurationError:
+        return None
+    data_dir = settings.data_dir
+    if exc is not None:
+        from rank_pipeline.defs.instance import dagster_home
+
+        fault = data_folder_fault(exc, data_dir, others=(dagster_home(data_dir),))
+    else:
+        fault = probe(data_dir)
+        if fault is None and failure and any(os.strerror(code) in failure for code in (errno.ENOSPC, errno.EDQUOT)):
+            fault = DataFolderFault("full", data_dir)
+    return fault.line() if fault else None
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -39,7 +39,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    ``matches_tracked_keywords`` fails when the file and the tracked
                                    keywords differ; unset: no check, an empty table.
 ``RANK_PIPELINE_DAGSTER_PG_URL``   Dagster's instance storage on PostgreSQL
-                                   (``postgresql://user:password@host:5432/db``); unset: SQLite
+                                   (``postgresql+psycopg2://user:password@host:5432/db``); unset: SQLite
                                    under ``DAGSTER_HOME``. Secret, like keys.
 =================================  ==========================================================
 
@@ -192,7 +192,7 @@ class OpsSettings:
         Raises:
             ConfigurationError: a cron that is not 5 valid fields, an unknown time zone, freshness hours
                 out of 1..8760, an alert URL without a ``scheme://``, or a PostgreSQL URL that is not
-                ``postgresql://`` (the message never repeats a URL: they carry secrets).
+                ``postgresql+psycopg2://`` (the message never repeats a URL: they carry secrets).
         """
         env = os.environ if env is None else env
         cron = (env.get("RANK_PIPELINE_SCHEDULE_CRON") or "").strip() or DEFAULT_SCHEDULE_CRON
@@ -218,10 +218,11 @@ class OpsSettings:
                     "comma-separated Apprise URLs such as mailto://... or json://host:port/path"
                 )
         pg = (env.get("RANK_PIPELINE_DAGSTER_PG_URL") or "").strip() or None
-        if pg is not None and not re.match(r"^postgres(ql)?://\S", pg):
-            raise ConfigurationError(
-                "RANK_PIPELINE_DAGSTER_PG_URL is not a postgresql:// URL; set it like "
-                "postgresql://user:password@host:5432/dagster, or unset it to keep SQLite"
+        if pg is not None and not re.match(r"^postgresql\+psycopg2://\S", pg):
+            raise ConfigurationError(  # SQLAlchemy 2.1 reads a plain postgresql:// as psycopg 3, which
+                # dagster-postgres does not support; its psycopg2 driver must be named
+                "RANK_PIPELINE_DAGSTER_PG_URL is not a postgresql+psycopg2:// URL; set it like "
+                "postgresql+psycopg2://user:password@host:5432/dagster, or unset it to keep SQLite"
             )
         return cls(schedule_cron=cron, schedule_timezone=tz, freshness_hours=hours, alert_urls=urls,
                    dagster_pg_url=pg)

@@ -6,15 +6,17 @@ earlier) and opens the instance under the data folder's ``instance`` lock
 The same ``dagster.yaml`` is read by ``dagster dev`` / ``dagster-webserver`` (``make dev``), so runs of
 ``rank-pipeline run`` and ``demo`` are listed in the UI.
 
-Run storage is Dagster's SQLite storage, with one change in the event log
-(:class:`PooledSqliteEventLogStorage`): Dagster's stock SQLite event log opens a new SQLAlchemy engine
-and connection for every event, commits it with a full ``fsync`` and closes the connection, and closing
-the last connection of a WAL database checkpoints it (more ``fsync``). A daily run stores about 800
-events (about 250 of them asset-check events, each written to two databases), and that I/O made a run
-about 4x slower than on an in-memory instance (docs/architecture.md, "Operations"). Here each shard
-keeps one engine and one pooled connection, and commits use ``PRAGMA synchronous=NORMAL`` (safe in WAL
-mode: a crash of the process loses nothing committed; a power cut can lose the last few events, never
-corrupt the file).
+Storage, chosen by ``RANK_PIPELINE_DAGSTER_PG_URL`` (:attr:`rank_pipeline.settings.OpsSettings.dagster_pg_url`):
+
+- unset (the default): SQLite files under ``DAGSTER_HOME`` (``history/``, ``schedules/``), with a
+  pooled event log (:mod:`rank_pipeline.defs.sqlite_storage`, the one module using Dagster's private
+  API; why, with figures, there and in ``benchmarks/README.md``);
+- set (``postgresql+psycopg2://user:password@host:5432/db``): Dagster's own PostgreSQL storage
+  (``dagster-postgres``, the ``postgres`` extra) for runs, schedules and event logs, the ``storage:
+  postgres:`` block of Dagster's instance docs. ``dagster.yaml`` names the variable
+  (``postgres_url: {env: RANK_PIPELINE_DAGSTER_PG_URL}``), never its value, so the password is in no
+  file, log or run metadata; every process reading that ``dagster.yaml`` (``dagster-daemon``,
+  ``dagster-webserver``, ``dagster instance info``) needs the variable in its environment.
 
 Runs started by the command line carry their pid and host as tags (:func:`process_tags`); at the next
 start, such runs still "started" whose process is gone (killed) are marked failed (:func:`fail_dead_runs`).
@@ -28,18 +30,15 @@ from __future__ import annotations
 
 import os
 import socket
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlsplit
 
 import dagster as dg
-import sqlalchemy as sa
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 
+from rank_pipeline.defs.sqlite_storage import PooledSqliteEventLogStorage, sqlite_storage_config
 from rank_pipeline.runlock import instance_lock
+from rank_pipeline.settings import ConfigurationError, Settings
 
 __all__ = [
     "PooledSqliteEventLogStorage",
@@ -56,116 +55,61 @@ _MARKER = "# written by rank-pipeline"
 _LEGACY_CONFIG = "concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
 
 
-class PooledSqliteEventLogStorage(SqliteEventLogStorage):
-    """Dagster's run-sharded SQLite event log with one pooled connection per shard (see module doc).
-
-    Same files and schema as ``SqliteEventLogStorage`` (``<base_dir>/<run_id>.db``, ``index.db``); the
-    webserver's live view still sees each write (the run's shard file is touched after a write, which
-    is what Dagster's file watcher listens to). Configured in ``dagster.yaml`` by
-    :func:`instance_config`.
-    """
-
-    max_engines = 8
-
-    def __init__(self, base_dir: str, inst_data: Any = None):
-        self._engines: OrderedDict[str, sa.Engine] = OrderedDict()
-        self._engines_pid = os.getpid()
-        super().__init__(base_dir, inst_data=inst_data)
-
-    @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Any) -> PooledSqliteEventLogStorage:
-        return cls(inst_data=inst_data, **config_value)
-
-    def _engine(self, shard: str) -> sa.Engine:
-        if self._engines_pid != os.getpid():  # a forked child must not reuse the parent's connections
-            for engine in self._engines.values():
-                engine.dispose(close=False)
-            self._engines.clear()
-            self._engines_pid = os.getpid()
-        engine = self._engines.pop(shard, None)
-        if engine is None:
-            engine = sa.create_engine(
-                self.conn_string_for_shard(shard),
-                poolclass=sa.pool.QueuePool, pool_size=1, max_overflow=4,
-                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
-            )
-            sa.event.listen(engine, "connect", _set_pragmas)
-        self._engines[shard] = engine
-        while len(self._engines) > self.max_engines:
-            _, oldest = self._engines.popitem(last=False)
-            oldest.dispose()
-        return engine
-
-    @contextmanager
-    def _connect(self, shard: str) -> Iterator[sa.Connection]:
-        with self._db_lock:
-            engine = self._engine(shard)
-            if shard not in self._initialized_dbs:
-                self._initdb(engine)
-                self._initialized_dbs.add(shard)
-            with engine.connect() as conn:
-                raw = conn.connection.dbapi_connection
-                before = raw.total_changes
-                with conn.begin():
-                    yield conn
-                changed = raw.total_changes != before
-            if changed and shard != INDEX_SHARD_NAME:
-                # Dagster's watcher (live run view) listens for changes of <run_id>.db; with a kept
-                # connection the write sits in the WAL file, so signal it
-                try:
-                    os.utime(self.path_for_shard(shard))
-                except OSError:
-                    pass
-
-    def _dispose_engines(self) -> None:
-        with self._db_lock:
-            for engine in self._engines.values():
-                engine.dispose()
-            self._engines.clear()
-
-    def wipe(self) -> None:
-        self._dispose_engines()
-        super().wipe()
-
-    def dispose(self) -> None:
-        self._dispose_engines()
-        super().dispose()
-
-
-def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
 def dagster_home(data_dir: Path, env: dict[str, str] | None = None) -> Path:
     """``DAGSTER_HOME`` if set, else ``<data_dir>/dagster_home`` (absolute)."""
     env = os.environ if env is None else env
     return Path(env.get("DAGSTER_HOME") or Path(data_dir) / "dagster_home").resolve()
 
 
-def instance_config(home: Path) -> str:
-    """The ``dagster.yaml`` this project writes into ``home``: SQLite storage with the pooled event log."""
-    history = home / "history"
-    return f"""{_MARKER}: SQLite storage in this folder; see rank_pipeline/defs/instance.py
-run_storage:
-  module: dagster._core.storage.runs
-  class: SqliteRunStorage
-  config:
-    base_dir: {history}
-event_log_storage:
-  module: rank_pipeline.defs.instance
-  class: {PooledSqliteEventLogStorage.__name__}
-  config:
-    base_dir: {history / "runs"}
-schedule_storage:
-  module: dagster._core.storage.schedules
-  class: SqliteScheduleStorage
-  config:
-    base_dir: {home / "schedules"}
-telemetry:
+PG_URL_VARIABLE = "RANK_PIPELINE_DAGSTER_PG_URL"
+
+_POSTGRES_STORAGE = f"""storage:
+  postgres:
+    postgres_url:
+      env: {PG_URL_VARIABLE}
+"""
+
+
+def instance_config(home: Path, *, postgres: bool = False) -> str:
+    """The ``dagster.yaml`` this project writes into ``home``.
+
+    ``postgres=False``: SQLite storage under ``home`` with the pooled event log; ``postgres=True``:
+    Dagster's PostgreSQL storage at the URL in ``RANK_PIPELINE_DAGSTER_PG_URL`` (referenced, not copied).
+    """
+    storage = _POSTGRES_STORAGE if postgres else sqlite_storage_config(home)
+    kind = "PostgreSQL at $" + PG_URL_VARIABLE if postgres else "SQLite storage in this folder"
+    return f"""{_MARKER}: {kind}; see rank_pipeline/defs/instance.py
+{storage}telemetry:
   enabled: false
 """
+
+
+def _check_postgres_extra() -> None:
+    try:
+        import dagster_postgres  # noqa: F401 - only whether the extra is installed
+    except ImportError:
+        raise ConfigurationError(
+            f"{PG_URL_VARIABLE} is set but dagster-postgres is not installed: pip install "
+            "'rank-pipeline[postgres]' (make env does), or unset it to keep SQLite"
+        ) from None
+
+
+def _postgres_failure(url: str, exc: BaseException) -> ConfigurationError:
+    """One line for a PostgreSQL storage that cannot be opened; never the URL's password."""
+    parts = urlsplit(url)
+    where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or ''}"
+    root: BaseException = exc  # the driver's error ("connection refused", "password authentication failed")
+    for _ in range(10):
+        if (root.__cause__ or root.__context__) is None:
+            break
+        root = root.__cause__ or root.__context__
+    detail = next((line.strip() for line in str(root).splitlines() if line.strip()), type(root).__name__)
+    for secret in {parts.password, url} - {None, ""}:
+        detail = detail.replace(secret, "***")
+    return ConfigurationError(
+        f"cannot open Dagster's PostgreSQL storage at {where} ({PG_URL_VARIABLE}): {detail}; check that the "
+        "server is up and the URL's user, password and database, or unset it to keep SQLite"
+    )
 
 
 def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None) -> dg.DagsterInstance:
@@ -173,25 +117,36 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
 
     Creates ``DAGSTER_HOME`` and its ``dagster.yaml`` when missing and rewrites a ``dagster.yaml`` this
     project wrote before (a user's own file is left alone), then opens the instance and creates its
-    SQLite storage, all under the ``instance`` lock of ``data_dir``.
+    storage tables (SQLite files, or the PostgreSQL schema when ``RANK_PIPELINE_DAGSTER_PG_URL`` is
+    set), all under the ``instance`` lock of ``data_dir``.
 
     Raises:
         rank_pipeline.runlock.LockTimeout: another process held the instance lock past the timeout.
+        rank_pipeline.settings.ConfigurationError: the PostgreSQL URL is set but ``dagster-postgres`` is
+            not installed, or its server cannot be reached or refuses the login (one line, no password).
     """
+    pg_url = Settings.from_env().ops.dagster_pg_url
+    if pg_url:
+        _check_postgres_extra()
     home = dagster_home(data_dir)
     with instance_lock(data_dir, log=log):
         home.mkdir(parents=True, exist_ok=True)
         config = home / "dagster.yaml"
-        wanted = instance_config(home)
+        wanted = instance_config(home, postgres=bool(pg_url))
         current = config.read_text() if config.exists() else None
         if current is None or (current != wanted and (current.startswith(_MARKER) or current == _LEGACY_CONFIG)):
             tmp = config.with_name(f".dagster.yaml.{os.getpid()}.tmp")
             tmp.write_text(wanted)
             os.replace(tmp, config)
         os.environ["DAGSTER_HOME"] = str(home)
-        instance = dg.DagsterInstance.get()
-        instance.get_runs(limit=1)  # creates the run, event log and schedule tables now, under the lock
-        instance.get_latest_materialization_event(dg.AssetKey("__rank_pipeline_probe__"))
+        try:
+            instance = dg.DagsterInstance.get()
+            instance.get_runs(limit=1)  # creates the run, event log and schedule tables now, under the lock
+            instance.get_latest_materialization_event(dg.AssetKey("__rank_pipeline_probe__"))
+        except Exception as exc:
+            if pg_url and not isinstance(exc, OSError):
+                raise _postgres_failure(pg_url, exc) from None
+            raise
         fail_dead_runs(instance, log=log)
         return instance
 
