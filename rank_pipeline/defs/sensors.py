@@ -12,8 +12,10 @@ Sensors (all on by default, so ``dagster-daemon run`` evaluates them with nothin
   (:mod:`rank_pipeline.defs.freshness`) the freshness daemon evaluated as ``FAIL``, one digest for the
   assets newly failing (each failure, identified by the time its state changed, is sent once).
 
-``rank-pipeline run`` and ``demo`` call :func:`send_run_digest` themselves at the end of each run (no
-daemon needed); when a daemon watches the same instance too, the ledger lets only one of them send.
+The run sensors watch every run of the instance (``monitor_all_code_locations``), those of
+``rank-pipeline run`` and ``demo`` included (run in the process, without a code location). Those
+commands also call :func:`send_run_digest` themselves at the end of each run (no daemon needed); when a
+daemon watches the same instance too, the ledger lets only one of them send each alert.
 """
 
 from __future__ import annotations
@@ -191,11 +193,17 @@ def stale_asset_alerts(instance: dg.DagsterInstance, keys: Sequence[dg.AssetKey]
         if record is None or getattr(record.freshness_state, "value", str(record.freshness_state)) != "FAIL":
             continue
         latest = instance.get_latest_materialization_event(key)
-        age = f"{(now - latest.timestamp) / 3600:.1f} h ago" if latest is not None else "never"
+        age = _age(now - latest.timestamp) + " ago" if latest is not None else "never"
         name = key.to_user_string()
-        alerts.append(Alert(f"freshness_failed:{name}:{int(record.updated_at)}", "freshness_failed",
-                            f"{name}: last materialized {age} (allowed: {hours:g} h)", (name,)))
+        alerts.append(Alert(f"freshness_failed:{name}:{int(record.updated_at.timestamp())}", "freshness_failed",
+                            f"{name}: last materialized {age} (allowed: {_age(hours * 3600)})",
+                            (key != PUBLISHED_KEY, name)))  # the published file first
     return alerts
+
+
+def _age(seconds: float) -> str:
+    """``26.0 h`` from two hours on, else ``95 min``."""
+    return f"{seconds / 3600:.1f} h" if seconds >= 7200 else f"{seconds / 60:.0f} min"
 
 
 def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinition]:
@@ -205,7 +213,8 @@ def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinit
         return lambda message: context.log.warning(message)
 
     @dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS, name="alerts_on_run_success",
-                          minimum_interval_seconds=SENSOR_INTERVAL_S, default_status=dg.DefaultSensorStatus.RUNNING,
+                          monitor_all_code_locations=True, minimum_interval_seconds=SENSOR_INTERVAL_S,
+                          default_status=dg.DefaultSensorStatus.RUNNING,
                           description="Sends the digest of each successful run (ranking alerts of the days it "
                                       "published, failed blocking checks) to RANK_PIPELINE_ALERT_URLS.")
     def alerts_on_run_success(context: dg.RunStatusSensorContext):
@@ -213,7 +222,8 @@ def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinit
         context.log.info(f"digest of run {context.dagster_run.run_id}: sent to destination(s) "
                          f"{sorted(report.sent) or 'none'}, {report.skipped} alert(s) already sent")
 
-    @dg.run_failure_sensor(name="alerts_on_run_failure", minimum_interval_seconds=SENSOR_INTERVAL_S,
+    @dg.run_failure_sensor(name="alerts_on_run_failure", monitor_all_code_locations=True,
+                           minimum_interval_seconds=SENSOR_INTERVAL_S,
                            default_status=dg.DefaultSensorStatus.RUNNING,
                            description="Sends the digest of each failed run (the failed step and its cause, "
                                        "failed blocking checks) to RANK_PIPELINE_ALERT_URLS.")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from email import message_from_bytes
 from email.policy import default as default_policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -83,14 +82,3 @@ def http_receiver():
 def dead_url():
     """A ``json://`` URL on a loopback port nothing listens on."""
     return f"json://127.0.0.1:{_free_port()}/nobody"
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.5):
-    """Poll ``predicate`` until true; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
