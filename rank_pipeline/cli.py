@@ -37,7 +37,8 @@ Exit status:
 Every failure ends with one line on stderr saying what was wrong and what to do; the detail (the Dagster
 log, a traceback) is in a log file under ``<data folder>/logs/`` whose path is printed. When that log
 file cannot be created or written, the detail goes to stderr instead (a data-folder fault needs none: its
-one line is the whole story). ``run`` and ``demo`` end with a summary line (days, rows, checks
+one line is the whole story). ``run`` and ``demo`` send each run's alert digest to
+``RANK_PIPELINE_ALERT_URLS`` (a failing destination is a warning) and end with a summary line (days, rows, checks
 passed/failed, requests, 429s). Progress is a bar on a terminal and periodic log lines otherwise.
 """
 
@@ -404,6 +405,19 @@ def _failure_reason(result) -> tuple[str, bool]:
     return "the run did not succeed", False
 
 
+def _send_alerts(instance, run_id: str) -> None:
+    """The run's alert digest to ``RANK_PIPELINE_ALERT_URLS`` (:func:`rank_pipeline.defs.sensors.send_run_digest`);
+    a failing destination is one warning on stderr, never a failed command."""
+    from rank_pipeline.defs.sensors import send_run_digest
+
+    warnings: list[str] = []
+    with _SESSION.capture():
+        send_run_digest(instance, run_id, warn=warnings.append)
+    for message in warnings:
+        _SESSION.write(f"warning: {message}")
+        print(f"warning: {message}", file=sys.stderr)
+
+
 def _run_partition(defs, instance, day: date, totals: _Totals) -> None:
     """Run the daily job for ``day``; its log goes to the session's log file. Raises RunFailed."""
     from rank_pipeline.defs.jobs import DAILY_JOB_NAME
@@ -419,6 +433,7 @@ def _run_partition(defs, instance, day: date, totals: _Totals) -> None:
         result = job.execute_in_process(partition_key=day.isoformat(), instance=instance, tags=tags,
                                         run_config=run_config, raise_on_error=False)
     totals.add(result)
+    _send_alerts(instance, result.run_id)
     if not result.success:
         if message := lock_timeout_message(result):
             raise RunFailed(message)

@@ -31,7 +31,8 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_PIPELINE_SCHEDULE_CRON``    when the daily schedule ticks (5-field cron, default ``15 6 * * *``).
 ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` the schedule's time zone (IANA name, default ``UTC``).
 ``RANK_PIPELINE_FRESHNESS_HOURS``  how old the marts and ``warehouse/published`` may be before their
-                                   freshness check fails (default 26), 1..8760.
+                                   freshness policy fails (default 26), 1/60 (one minute, Dagster's
+                                   smallest window) .. 8760.
 ``RANK_PIPELINE_ALERT_URLS``       where alerts go: comma-separated Apprise URLs (``mailto://``,
                                    ``json://``, Slack, Teams, ...); unset: no alerts. Secret, like keys.
 ``RANK_PIPELINE_KEYWORDS_FILE``    a keywords file (``rank_pipeline.keywords``): the daily job writes its
@@ -160,6 +161,11 @@ class DataPaths:
         return self.data_dir / "source.json"
 
     @property
+    def alerts_ledger(self) -> Path:
+        """``alerts.sqlite``: which alert went to which destination (:mod:`rank_pipeline.ops.alerts`)."""
+        return self.data_dir / "alerts.sqlite"
+
+    @property
     def logs_dir(self) -> Path:
         """Log files of command-line runs (one per command invocation)."""
         return self.data_dir / "logs"
@@ -168,6 +174,8 @@ class DataPaths:
 DEFAULT_SCHEDULE_CRON = "15 6 * * *"
 DEFAULT_SCHEDULE_TIMEZONE = "UTC"
 DEFAULT_FRESHNESS_HOURS = 26.0
+MIN_FRESHNESS_HOURS = 1 / 60
+"""One minute: the smallest fail window of a Dagster freshness policy."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +199,7 @@ class OpsSettings:
 
         Raises:
             ConfigurationError: a cron that is not 5 valid fields, an unknown time zone, freshness hours
-                out of 1..8760, an alert URL without a ``scheme://``, or a PostgreSQL URL that is not
+                out of 1/60..8760, an alert URL without a ``scheme://``, or a PostgreSQL URL that is not
                 ``postgresql+psycopg2://`` (the message never repeats a URL: they carry secrets).
         """
         env = os.environ if env is None else env
@@ -209,7 +217,8 @@ class OpsSettings:
                 f"RANK_PIPELINE_SCHEDULE_TIMEZONE={tz!r} is not a known time zone; set an IANA name such as "
                 "'UTC' or 'Europe/Berlin', or unset it"
             ) from None
-        hours = float(_number(env, "RANK_PIPELINE_FRESHNESS_HOURS", DEFAULT_FRESHNESS_HOURS, float, 1.0, 8760.0))
+        hours = float(_number(env, "RANK_PIPELINE_FRESHNESS_HOURS", DEFAULT_FRESHNESS_HOURS, float,
+                              MIN_FRESHNESS_HOURS, 8760.0))
         urls = tuple(u.strip() for u in (env.get("RANK_PIPELINE_ALERT_URLS") or "").split(",") if u.strip())
         for i, url in enumerate(urls, 1):
             if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://\S", url):

@@ -1,0 +1,49 @@
+"""Freshness policies: every mart (``marts/*``) and ``warehouse/published`` must have been materialized
+successfully within the last ``RANK_PIPELINE_FRESHNESS_HOURS`` hours (default 26: a daily run plus two
+hours of slack).
+
+They are Dagster freshness policies (``dg.FreshnessPolicy.time_window(fail_window=...)``), shown on each
+asset's page in the UI and evaluated by the freshness daemon that ``dagster-daemon run`` starts (enabled
+by default since Dagster 1.12; every 30 s, ``FRESHNESS_DAEMON_INTERVAL_SECONDS``): an asset whose last
+materialization (of any partition) is older than the window turns ``FAIL``, e.g. when the schedule
+stopped or the daemon was down. The sensor ``alerts_on_stale_assets``
+(:mod:`rank_pipeline.defs.sensors`) sends an alert when one turns ``FAIL``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import dagster as dg
+
+from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
+from rank_pipeline.settings import OpsSettings
+
+__all__ = ["freshness_policy", "is_watched", "with_freshness_policies"]
+
+
+def is_watched(key: dg.AssetKey) -> bool:
+    """True for the assets that carry a freshness policy: ``marts/*`` and ``warehouse/published``."""
+    return key.path[0] == "marts" or key == PUBLISHED_KEY
+
+
+def freshness_policy(hours: float | None = None) -> dg.FreshnessPolicy:
+    """The time-window policy: fail when the last materialization is older than ``hours`` (default
+    :attr:`rank_pipeline.settings.OpsSettings.freshness_hours`).
+
+    Raises:
+        rank_pipeline.settings.ConfigurationError: a malformed ``RANK_PIPELINE_FRESHNESS_HOURS``.
+    """
+    hours = OpsSettings.from_env().freshness_hours if hours is None else hours
+    return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=hours))
+
+
+def with_freshness_policies(assets: Sequence[dg.AssetsDefinition], hours: float | None = None):
+    """``assets`` with :func:`freshness_policy` on every spec :func:`is_watched` selects (others as they are)."""
+    policy = freshness_policy(hours)
+
+    def apply(spec: dg.AssetSpec) -> dg.AssetSpec:
+        return dg.apply_freshness_policy(spec, policy) if is_watched(spec.key) else spec
+
+    return list(dg.map_asset_specs(apply, assets))
