@@ -1,0 +1,1 @@
+"""Running the pipeline unattended: plain Python helpers for services, alerts and run history (no Dagster)."""
