@@ -20,7 +20,16 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from daemon_helpers import BIN, free_port, group_members, prepare_instance, running, service_env, wait_for
+from daemon_helpers import (
+    BIN,
+    REPO,
+    free_port,
+    group_members,
+    prepare_instance,
+    running,
+    service_env,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("daemon")]
 
@@ -90,3 +99,25 @@ def test_make_dev_started_in_the_background_stops_on_sigterm(tmp_path):
         wait_for("make dev's daemon to heartbeat", lambda: _heartbeats_since(home, since), READY_TIMEOUT_S,
                  interval=2, log=log)
         _stop_and_check_children(proc, log, group=True)
+
+
+@pytest.mark.parametrize("unit", ["rank-pipeline-daemon.service", "rank-pipeline-webserver.service"])
+def test_shipped_systemd_units_are_valid_and_run_the_tested_commands(tmp_path, unit):
+    """The units in docs/systemd pass ``systemd-analyze verify`` (paths pointed at this checkout) and start
+    the commands the tests above stop."""
+    import shutil
+
+    text = (REPO / "docs" / "systemd" / unit).read_text()
+    service = unit.removeprefix("rank-pipeline-").removesuffix(".service")
+    expected = {"daemon": "/opt/rank-pipeline/.venv/bin/dagster-daemon run -w workspace.yaml",
+                "webserver": "/opt/rank-pipeline/.venv/bin/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p 3000"}
+    assert f"ExecStart={expected[service]}\n" in text
+    assert "ExecStartPre=/opt/rank-pipeline/.venv/bin/python -m rank_pipeline.defs.instance\n" in text
+    assert "TimeoutStopSec=30\n" in text
+    assert unit in (REPO / "README.md").read_text()
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed")
+    local = tmp_path / unit
+    local.write_text(text.replace("/opt/rank-pipeline", str(REPO)).replace("User=rank-pipeline", "User=root"))
+    out = subprocess.run(["systemd-analyze", "verify", str(local)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and not out.stderr.strip(), out.stderr
