@@ -30,9 +30,13 @@ test: env dashboard-env-try postgres-server-try
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
 ## It lists the runs of `make demo` / `rank-pipeline run` (same DAGSTER_HOME, default data/dagster_home).
+## Stop it with Ctrl-C or SIGTERM to its process group (make waits for the recipe; rank_pipeline.ops.services
+## makes `dagster dev` take SIGTERM even when started in the background).
+DEV_HOST ?= 127.0.0.1
+DEV_PORT ?= 3000
 dev: env
 	export DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/data/dagster_home} && $(BIN)/python -m rank_pipeline.defs.instance \
-	  && $(BIN)/dagster dev -w workspace.yaml
+	  && exec $(BIN)/python -m rank_pipeline.ops.services $(BIN)/dagster dev -w workspace.yaml -h $(DEV_HOST) -p $(DEV_PORT)
 
 ## Serve the sandbox API on http://127.0.0.1:8765 for trying by hand.
 sandbox: env

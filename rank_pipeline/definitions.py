@@ -15,6 +15,10 @@ Every mart and ``warehouse/published`` carries a freshness policy (``RANK_PIPELI
 ``alerts_on_run_failure`` and ``alerts_on_stale_assets`` send digests to ``RANK_PIPELINE_ALERT_URLS``
 (:mod:`rank_pipeline.defs.sensors`).
 
+The schedule ``daily_rank_pipeline_schedule`` is on (cron and time zone are settings,
+:func:`rank_pipeline.defs.jobs.build_daily_schedule`); the sensor ``fail_dead_runs_sensor`` marks killed
+runs failed (:mod:`rank_pipeline.defs.run_monitoring`). Schedule and sensors need ``dagster-daemon``.
+
 The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
 (:mod:`rank_pipeline.settings`). The ``model_engine`` resource says which engine builds the seeds and
 models: DuckDB, or Spark with ``RANK_PIPELINE_ENGINE=spark`` (its master and warehouse URI are resource
@@ -30,6 +34,7 @@ from rank_pipeline.defs.jobs import daily_job, daily_schedule, rebuild_full_refr
 from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
+from rank_pipeline.defs.run_monitoring import fail_dead_runs_sensor
 from rank_pipeline.defs.sensors import build_alert_sensors
 from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
 from rank_pipeline.settings import Settings
@@ -45,6 +50,6 @@ defs = dg.Definitions(
     assets=_assets,
     jobs=[daily_job, rebuild_job, rebuild_full_refresh_job],
     schedules=[daily_schedule],
-    sensors=build_alert_sensors(_watched),
+    sensors=[*build_alert_sensors(_watched), fail_dead_runs_sensor],
     resources={"source": source_from_env(), "warehouse": warehouse_from_env(), "model_engine": model_engine_from_env()},
 )

@@ -18,8 +18,10 @@ Storage, chosen by ``RANK_PIPELINE_DAGSTER_PG_URL`` (:attr:`rank_pipeline.settin
   file, log or run metadata; every process reading that ``dagster.yaml`` (``dagster-daemon``,
   ``dagster-webserver``, ``dagster instance info``) needs the variable in its environment.
 
-Runs started by the command line carry their pid and host as tags (:func:`process_tags`); at the next
-start, such runs still "started" whose process is gone (killed) are marked failed (:func:`fail_dead_runs`).
+Every run carries its process's pid, host and boot id as tags (:func:`process_tags`: passed at launch by
+the command line, recorded by the run itself otherwise, :func:`record_process_tags`); runs still
+"started" whose process is gone (killed) are marked failed (:func:`fail_dead_runs`) at the command
+line's next start and by the daemon's sensor. Dagster's run monitoring is on (:data:`RUN_MONITORING_CONFIG`).
 
 No pool concurrency is configured: nothing in the pipeline depends on a Dagster pool slot being freed
 (a killed run used to keep its slot and wedge every later run); runs serialize on an OS lock instead
@@ -48,6 +50,7 @@ __all__ = [
     "lock_timeout_message",
     "open_instance",
     "process_tags",
+    "record_process_tags",
 ]
 
 _MARKER = "# written by rank-pipeline"
@@ -62,6 +65,20 @@ def dagster_home(data_dir: Path, env: dict[str, str] | None = None) -> Path:
 
 
 PG_URL_VARIABLE = "RANK_PIPELINE_DAGSTER_PG_URL"
+
+RUN_MONITORING_CONFIG = """run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 180
+  max_resume_run_attempts: 0
+  poll_interval_seconds: 30
+"""
+"""Dagster's run monitoring (run by ``dagster-daemon``): a run stuck "starting" (its worker never came
+up) is marked failed after 3 minutes, one stuck "canceling" is marked canceled after 3 minutes; the
+daemon looks every 30 s. Dagster's default run launcher cannot check a started run's worker, so it
+cannot resume one (``max_resume_run_attempts: 0``); a started run whose worker was killed is marked
+failed by the code server that launched it, or, when that server died too, by the sensor
+``fail_dead_runs_sensor`` (:mod:`rank_pipeline.defs.run_monitoring`) from the run's process tags."""
 
 _POSTGRES_STORAGE = f"""storage:
   postgres:
@@ -81,7 +98,7 @@ def instance_config(home: Path, *, postgres: bool = False) -> str:
     return f"""{_MARKER}: {kind}; see rank_pipeline/defs/instance.py
 {storage}telemetry:
   enabled: false
-"""
+""" + RUN_MONITORING_CONFIG
 
 
 def _check_postgres_extra() -> None:
@@ -153,26 +170,57 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
 
 PID_TAG = "rank_pipeline/pid"
 HOST_TAG = "rank_pipeline/host"
+BOOT_TAG = "rank_pipeline/boot_id"
+_BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
+
+
+def _boot_id() -> str:
+    """This machine's boot id (Linux; changes at every boot), or "" where there is none."""
+    try:
+        return _BOOT_ID_FILE.read_text().strip()
+    except OSError:
+        return ""
 
 
 def process_tags() -> dict[str, str]:
-    """Run tags naming this process, so a later start can tell that the run's process died."""
-    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    """Run tags naming this process (pid, host, boot id), so a later check can tell that the run's
+    process died: ``rank_pipeline/pid``, ``rank_pipeline/host``, ``rank_pipeline/boot_id``."""
+    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    if boot := _boot_id():
+        tags[BOOT_TAG] = boot
+    return tags
+
+
+def record_process_tags(instance: dg.DagsterInstance, run: dg.DagsterRun) -> None:
+    """Tag ``run`` with this process (:func:`process_tags`) unless it already names a process.
+
+    Called in the run's own process when its resources start, so a run launched by the daemon or the
+    UI (whose worker is a process the code server spawned) can be marked failed when it is killed,
+    like a run of the command line (which passes the tags at launch).
+    """
+    if PID_TAG not in run.tags:
+        instance.add_run_tags(run.run_id, process_tags())
 
 
 def fail_dead_runs(instance: dg.DagsterInstance, *, log: Callable[[str], object] | None = None) -> list[str]:
     """Mark failed the runs of this host still "started" whose process (:func:`process_tags`) is gone.
 
-    A run killed with ``kill -9`` cannot report its end; without this the UI shows it in progress for
-    ever. Nothing waits on such a run (no pool slot); this only keeps the run list truthful.
-    Returns the run ids marked.
+    A process is gone when no process has its pid, or when the machine booted since the run started
+    (its boot id differs: the pid may belong to another process now). A run killed with ``kill -9``
+    cannot report its end; without this the UI shows it in progress for ever. Nothing waits on such a
+    run (no pool slot); this keeps the run list truthful. Called when the command line opens the
+    instance and by the daemon's sensor ``fail_dead_runs_sensor``. Returns the run ids marked.
     """
     marked = []
+    boot = _boot_id()
     runs = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
                                            tags={HOST_TAG: socket.gethostname()}))
     for run in runs:
         pid = run.tags.get(PID_TAG, "")
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        rebooted = bool(boot) and run.tags.get(BOOT_TAG, boot) != boot
+        if not rebooted and _alive(int(pid)):
             continue
         instance.report_run_failed(run, f"the run's process (pid {pid}) ended without reporting: it was killed")
         marked.append(run.run_id)

@@ -1,8 +1,11 @@
-"""The daily job (every asset, one partition per UTC day) and its schedule."""
+"""The daily job (every asset, one partition per UTC day), its schedule and the rebuild jobs."""
+
+from datetime import UTC, datetime
 
 import dagster as dg
 
 from rank_pipeline.defs.model_assets import FULL_REFRESH_TAG
+from rank_pipeline.settings import OpsSettings
 
 DAILY_JOB_NAME = "daily_rank_pipeline"
 
@@ -13,12 +16,47 @@ daily_job = dg.define_asset_job(
     executor_def=dg.in_process_executor,
 )
 
-daily_schedule = dg.build_schedule_from_partitioned_job(
-    daily_job,
-    hour_of_day=6,
-    minute_of_hour=15,
-    description="Every day at 06:15 UTC: the partition of that day (the API tells only the present).",
-)
+DAILY_SCHEDULE_NAME = "daily_rank_pipeline_schedule"
+
+
+def build_daily_schedule(ops: OpsSettings | None = None) -> dg.ScheduleDefinition:
+    """The daily job's schedule, on by default: when ``RANK_PIPELINE_SCHEDULE_CRON`` (5 fields, default
+    ``15 6 * * *``) ticks in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (IANA name, default ``UTC``).
+
+    Each tick requests one run of the partition of the UTC day of its scheduled time (partitions are UTC
+    days, :mod:`rank_pipeline.defs.partitions`; the API tells only the present, spec "Snapshots"), so
+    with a time zone ahead of or behind UTC a tick near midnight requests the UTC day, not the local one.
+    Dagster tags the run ``dagster/schedule_name`` and ``dagster/partition``. Runs of two ticks never
+    overlap in effect: a run waits for the data folder's writer lock.
+
+    Raises:
+        rank_pipeline.settings.ConfigurationError: a bad cron or time zone setting (one line naming the
+            variable); this fails the loading of ``workspace.yaml``.
+    """
+    ops = ops if ops is not None else OpsSettings.from_env()
+
+    @dg.schedule(
+        name=DAILY_SCHEDULE_NAME,
+        job=daily_job,
+        cron_schedule=ops.schedule_cron,
+        execution_timezone=ops.schedule_timezone,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"At '{ops.schedule_cron}' ({ops.schedule_timezone}; RANK_PIPELINE_SCHEDULE_CRON and "
+                    "RANK_PIPELINE_SCHEDULE_TIMEZONE): the daily job for the partition of the tick's UTC day "
+                    "(the API tells only the present).",
+    )
+    def _daily(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        return dg.RunRequest(partition_key=tick_partition_key(context.scheduled_execution_time))
+
+    return _daily
+
+
+def tick_partition_key(scheduled: datetime) -> str:
+    """The daily partition (``YYYY-MM-DD``, UTC) of a tick scheduled at ``scheduled`` (time zone aware)."""
+    return scheduled.astimezone(UTC).date().isoformat()
+
+
+daily_schedule = build_daily_schedule()
 
 REBUILD_JOB_NAME = "rebuild_from_snapshots"
 

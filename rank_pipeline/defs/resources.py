@@ -24,6 +24,7 @@ from rank_pipeline.api.config import (
     SPEC_PER_KEY_LIMIT,
     SPEC_WINDOW_S,
 )
+from rank_pipeline.defs.instance import record_process_tags
 from rank_pipeline.extract import AccountSource
 from rank_pipeline.runlock import remove_leftovers, writer_lock
 from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings
@@ -122,6 +123,8 @@ class WarehouseResource(dg.ConfigurableResource):
     process dies): one run at a time extracts, loads, builds and publishes; a second one waits, saying
     so in its log, and fails with a one-line message after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. Once the
     lock is held, the leftovers of dead runs are removed (:func:`rank_pipeline.runlock.remove_leftovers`).
+    Before waiting for the lock the run is tagged with its process
+    (:func:`rank_pipeline.defs.instance.record_process_tags`), so it is marked failed if that is killed.
     """
 
     data_dir: str
@@ -134,6 +137,8 @@ class WarehouseResource(dg.ConfigurableResource):
         log = context.log.info if context.log is not None else None
         run = context.run
         holder = f"Dagster run {run.run_id}" if run is not None else "a Dagster step"
+        if run is not None and context.instance is not None:
+            record_process_tags(context.instance, run)  # before waiting for the lock: a waiting run can die too
         with writer_lock(self.data_dir, holder=holder, log=log):
             remove_leftovers(self.data_dir, log=log)
             yield self

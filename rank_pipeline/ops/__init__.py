@@ -3,20 +3,6 @@ freshness policies, is in :mod:`rank_pipeline.defs.sensors` and :mod:`rank_pipel
 
 - :mod:`rank_pipeline.ops.alerts`: alert digests sent through Apprise, with a ledger so each alert is sent once;
 - :mod:`rank_pipeline.ops.history`: the warehouse's record of its own runs (``ops.run_history``);
-- :mod:`rank_pipeline.ops.data_folder`: a faulty data folder (read-only, not writable, full) told in one line.
+- :mod:`rank_pipeline.ops.data_folder`: a faulty data folder (read-only, not writable, full) told in one line;
+- :mod:`rank_pipeline.ops.services`: ``make dev`` and service managers: Dagster's services started so SIGTERM stops them.
 """
-
-from rank_pipeline.ops.alerts import (
-    ALERT_KINDS,
-    TOP_ITEMS,
-    Alert,
-    AlertLedger,
-    SendReport,
-    compose,
-    ranking_alerts,
-    redact,
-    send_digest,
-)
-
-__all__ = ["ALERT_KINDS", "TOP_ITEMS", "Alert", "AlertLedger", "SendReport", "compose", "ranking_alerts",
-           "redact", "send_digest"]

@@ -1,0 +1,123 @@
+"""Each service stops within 30 s of SIGTERM and leaves no process behind.
+
+Started as a user (or a service manager) starts them, each on a temporary ``DAGSTER_HOME`` and a free
+loopback port: ``dagster-webserver -w workspace.yaml`` and ``dagster-daemon run -w workspace.yaml``
+(SIGTERM to the service's pid, as systemd's ``KillMode=mixed`` does), and ``make dev`` started the way a
+script starts a background job (SIGINT ignored, which ``dagster dev`` turned into ignoring SIGTERM), with
+SIGTERM to its process group (as a terminal or ``KillMode=control-group`` does; GNU make does not pass
+a SIGTERM sent only to its own pid on to the recipe). Ready means: the UI answers HTTP, the daemon
+heartbeats.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from daemon_helpers import (
+    BIN,
+    REPO,
+    free_port,
+    group_members,
+    prepare_instance,
+    running,
+    service_env,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("daemon")]
+
+STOP_BOUND_S = 30
+READY_TIMEOUT_S = 300  # the code server imports the definitions first; slow on a loaded machine
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _heartbeats_since(home: Path, since: float) -> bool:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        beats = instance.get_daemon_heartbeats()
+    return any(b.timestamp > since for b in beats.values())
+
+
+def _stop_and_check_children(proc: subprocess.Popen, log: Path, *, group: bool) -> None:
+    """SIGTERM the service (its pid, or its whole process group); assert that it and every process of
+    its group (code servers, webserver, daemon) are gone within the bound."""
+    t0 = time.monotonic()
+    if group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(STOP_BOUND_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running {STOP_BOUND_S} s after SIGTERM: {group_members(proc.pid)}; "
+                             f"log {log}") from None
+    while group_members(proc.pid) and time.monotonic() - t0 < STOP_BOUND_S:
+        time.sleep(0.5)
+    assert not group_members(proc.pid), f"left behind after SIGTERM: {group_members(proc.pid)}"
+    print(f"stopped in {time.monotonic() - t0:.1f} s")
+
+
+def test_webserver_stops_on_sigterm(tmp_path):
+    env = service_env(tmp_path)
+    prepare_instance(env)
+    port, log = free_port(), tmp_path / "webserver.log"
+    cmd = [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)]
+    with running(cmd, env, log) as proc:
+        wait_for("the webserver to answer", lambda: _answers(port), READY_TIMEOUT_S, log=log)
+        _stop_and_check_children(proc, log, group=False)
+
+
+def test_daemon_stops_on_sigterm(tmp_path):
+    env = service_env(tmp_path)
+    home = prepare_instance(env)
+    log, since = tmp_path / "daemon.log", time.time()
+    with running([str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"], env, log) as proc:
+        wait_for("the daemon to heartbeat", lambda: _heartbeats_since(home, since), READY_TIMEOUT_S, interval=2,
+                 log=log)
+        _stop_and_check_children(proc, log, group=False)
+
+
+def test_make_dev_started_in_the_background_stops_on_sigterm(tmp_path):
+    env = service_env(tmp_path)
+    home = Path(env["DAGSTER_HOME"])
+    port, log, since = free_port(), tmp_path / "dev.log", time.time()
+    with running(["make", "--no-print-directory", "dev", f"DEV_PORT={port}"], env, log, ignore_sigint=True) as proc:
+        wait_for("make dev's UI to answer", lambda: _answers(port), READY_TIMEOUT_S, log=log)
+        wait_for("make dev's daemon to heartbeat", lambda: _heartbeats_since(home, since), READY_TIMEOUT_S,
+                 interval=2, log=log)
+        _stop_and_check_children(proc, log, group=True)
+
+
+@pytest.mark.parametrize("unit", ["rank-pipeline-daemon.service", "rank-pipeline-webserver.service"])
+def test_shipped_systemd_units_are_valid_and_run_the_tested_commands(tmp_path, unit):
+    """The units in docs/systemd pass ``systemd-analyze verify`` (paths pointed at this checkout) and start
+    the commands the tests above stop."""
+    import shutil
+
+    text = (REPO / "docs" / "systemd" / unit).read_text()
+    service = unit.removeprefix("rank-pipeline-").removesuffix(".service")
+    expected = {"daemon": "/opt/rank-pipeline/.venv/bin/dagster-daemon run -w workspace.yaml",
+                "webserver": "/opt/rank-pipeline/.venv/bin/dagster-webserver -w workspace.yaml -h 127.0.0.1 -p 3000"}
+    assert f"ExecStart={expected[service]}\n" in text
+    assert "ExecStartPre=/opt/rank-pipeline/.venv/bin/python -m rank_pipeline.defs.instance\n" in text
+    assert "TimeoutStopSec=30\n" in text
+    assert unit in (REPO / "README.md").read_text()
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed")
+    local = tmp_path / unit
+    local.write_text(text.replace("/opt/rank-pipeline", str(REPO)).replace("User=rank-pipeline", "User=root"))
+    out = subprocess.run(["systemd-analyze", "verify", str(local)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and not out.stderr.strip(), out.stderr
