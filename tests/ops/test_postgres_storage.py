@@ -161,11 +161,12 @@ def test_dagster_itself_opens_the_instance_and_keeps_the_schedule_state_in_postg
     assert info.returncode == 0, info.stdout + info.stderr
     for storage in ("PostgresRunStorage", "PostgresEventLogStorage", "PostgresScheduleStorage"):
         assert storage in info.stdout, info.stdout
-    started = _run([str(BIN / "dagster"), "schedule", "start", daily_schedule.name, "-w", "workspace.yaml"], env)
+    # the schedule is on by default (a state Dagster does not store); stopping it is stored
+    started = _run([str(BIN / "dagster"), "schedule", "stop", daily_schedule.name, "-w", "workspace.yaml"], env)
     assert started.returncode == 0, started.stdout + started.stderr
     states = _query(pg_server, "select selector_id, status from instigators")
-    assert ("RUNNING" in {status for _, status in states}), states
-    listed = _run([str(BIN / "dagster"), "schedule", "list", "-w", "workspace.yaml", "--running"], env)
+    assert ("STOPPED" in {status for _, status in states}), states
+    listed = _run([str(BIN / "dagster"), "schedule", "list", "-w", "workspace.yaml", "--stopped"], env)
     assert daily_schedule.name in listed.stdout, listed.stdout + listed.stderr
     for text in (info.stdout, info.stderr, started.stdout, started.stderr):
         assert PASSWORD not in text

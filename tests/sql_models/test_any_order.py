@@ -153,7 +153,11 @@ def assert_equals_full_rebuild(con: duckdb.DuckDBPyConnection, reference_path: P
     problems = []
     try:
         for relation in relations:
-            exclude = " exclude (loaded_at)" if relation.startswith("raw.") else ""
+            schema, table = relation.split(".")
+            has_loaded_at = con.execute("select count(*) from information_schema.columns where table_schema = ? "
+                                        "and table_name = ? and column_name = 'loaded_at'",
+                                        [schema, table]).fetchone()[0]
+            exclude = " exclude (loaded_at)" if has_loaded_at else ""
             a, b = f"select *{exclude} from {relation}", f"select *{exclude} from full_rebuild.{relation}"
             (n,) = con.execute(f"select count(*) from (({a} except all {b}) union all ({b} except all {a}))").fetchone()
             if n == 0:
