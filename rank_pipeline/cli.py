@@ -561,6 +561,27 @@ def _data_tests(project, select: list[str], verbose: bool) -> tuple[int, int]:
     return passed, failed
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    from rank_pipeline.sql_models.diff import diff_models
+    from rank_pipeline.sql_models.errors import BuildError
+
+    project = _project(args)
+    settings = _settings()
+    paths = settings.paths
+    if not paths.published_db.exists():
+        raise UsageError(f"no published warehouse at {paths.published_db} to compare with: run `rank-pipeline "
+                         "demo` (or `run`) first")
+    print(f"rank-pipeline diff: {project.root} built from the snapshots in {paths.snapshots_dir}, "
+          f"compared with {paths.published_db}", flush=True)
+    try:
+        with _SESSION.capture():
+            result = diff_models(project, paths.snapshots_dir, paths.published_db, scratch_dir=settings.data_dir)
+    except BuildError as exc:
+        raise RunFailed(f"the models folder does not build: {_first_line(str(exc))}") from None
+    print(result.report())
+    return 0 if result.equal else 1
+
+
 def _one_statement(sql: str) -> str:
     import duckdb
 
@@ -723,6 +744,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models-dir", help=models_dir_help)
     p.add_argument("--verbose", action="store_true", help="also print the tests that pass")
     p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("diff", help="compare a models folder's build with the published warehouse",
+                       description="Build the models folder into a scratch warehouse from the current Parquet "
+                                   "snapshots (no API call; nothing published) and compare every model with the "
+                                   "published warehouse: rows added, removed and changed per table, changed "
+                                   "values per column, 5 examples each. Exit 0 when equal, 1 when different.")
+    p.add_argument("--models-dir", help=models_dir_help)
+    p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("query", help="run one SQL statement on the published warehouse",
                        description="Run exactly one SQL statement on the published warehouse, read-only.")
