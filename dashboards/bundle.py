@@ -82,8 +82,85 @@ def time_filter(time_column: str | None) -> list[dict[str, Any]]:
              "comparator": "No filter", "clause": "WHERE"}]
 
 
-def chart_params(chart: dict[str, Any], time_column: str | None, columns: set[str]) -> tuple[str, dict[str, Any]]:
-    """``(viz_type, params)`` of one chart of the spec."""
+DEFAULT_STYLE: dict[str, Any] = {
+    # d3 formats: numbers thousands-separated with at most 2 decimals, dates without a time of day
+    "formats": {"number": ",.2~f", "date": "%Y-%m-%d", "timestamp": "%Y-%m-%d %H:%M:%S"},
+    "colors": {},
+    "label_colors": {},
+}
+NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+                 "UBIGINT", "FLOAT", "REAL", "DOUBLE", "DECIMAL")
+OPERATORS = {">", "<", "=", "≥", "≤", "≠", "is true", "is false"}
+
+
+def style_of(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec's ``formats``, ``colors`` and ``label_colors`` over :data:`DEFAULT_STYLE`, with every
+    ``label_colors`` value resolved to a colour (a name from ``colors`` or a CSS colour)."""
+    style = {key: {**value, **(spec.get(key) or {})} for key, value in DEFAULT_STYLE.items()}
+    style["label_colors"] = {label: color(style, c, f"label_colors.{label}")
+                             for label, c in style["label_colors"].items()}
+    return style
+
+
+def color(style: dict[str, Any], name: str, where: str) -> str:
+    """A colour name of the spec's ``colors`` (e.g. ``winner``) or a literal ``#rrggbb``."""
+    if name in style["colors"]:
+        return style["colors"][name]
+    if re.fullmatch(r"#[0-9a-fA-F]{6}", str(name)):
+        return name
+    raise BundleError(f"{where}: colour {name!r} is neither one of colors ({', '.join(style['colors'])}) "
+                      "nor a #rrggbb value")
+
+
+def is_numeric(duckdb_type: str) -> bool:
+    return duckdb_type.upper().split("(")[0] in NUMERIC_TYPES
+
+
+def column_config(chart: dict[str, Any], style: dict[str, Any], columns: dict[str, str],
+                  shown: list[str]) -> dict[str, dict[str, str]]:
+    """Superset's table ``column_config``: a d3 number format for every numeric column and metric shown
+    (the chart's ``formats`` entry, else the default number format) and a d3 time format for every
+    temporal column (dates without a time of day, timestamps with it)."""
+    formats = style["formats"]
+    own = chart.get("formats", {})
+    for col in own:
+        if col not in shown:
+            raise BundleError(f"chart {chart['name']}: formats names {col!r}, which the table does not show")
+    config: dict[str, dict[str, str]] = {}
+    for col in shown:
+        kind = columns.get(col)
+        if kind is not None and kind.upper() in TEMPORAL_TYPES:
+            config[col] = {"d3TimeFormat": own.get(col) or (formats["date"] if kind.upper() == "DATE"
+                                                            else formats["timestamp"])}
+        elif kind is None or is_numeric(kind):  # metrics (kind None) are numbers
+            config[col] = {"d3NumberFormat": own.get(col, formats["number"])}
+    return config
+
+
+def conditional_formatting(chart: dict[str, Any], style: dict[str, Any], shown: list[str]) -> list[dict[str, Any]]:
+    """Superset's table ``conditional_formatting`` from the chart's ``highlight`` rules
+    (``{column, op, value, color}``): the cell's text takes the colour where ``column op value`` holds."""
+    rules = []
+    for rule in chart.get("highlight", []):
+        where = f"chart {chart['name']}: highlight {rule}"
+        if rule.get("column") not in shown:
+            raise BundleError(f"{where}: column {rule.get('column')!r} is not shown by the table")
+        if rule.get("op") not in OPERATORS:
+            raise BundleError(f"{where}: op must be one of {', '.join(sorted(OPERATORS))}")
+        entry = {"column": rule["column"], "operator": rule["op"], "colorScheme": color(style, rule["color"], where),
+                 "toTextColor": True, "useGradient": False}
+        if "value" in rule:
+            entry["targetValue"] = rule["value"]
+        rules.append(entry)
+    return rules
+
+
+def chart_params(chart: dict[str, Any], time_column: str | None, columns: dict[str, str],
+                 style: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """``(viz_type, params)`` of one chart of the spec; ``columns`` maps the dataset's columns to their
+    DuckDB types, ``style`` is :func:`style_of` the spec."""
+    style = style or style_of({})
+    formats = style["formats"]
     kind = chart["kind"]
     for col in [*chart.get("group_by", []), *chart.get("columns", []), *([chart["x"]] if "x" in chart else [])]:
         if col not in columns:
@@ -93,16 +170,18 @@ def chart_params(chart: dict[str, Any], time_column: str | None, columns: set[st
     if kind == "big_number":
         return "big_number_total", {**common, "metric": metric(chart["metric"]), "header_font_size": 0.4,
                                     "subheader_font_size": 0.15,
-                                    "y_axis_format": chart.get("format", "SMART_NUMBER"),
-                                    "time_format": "smart_date"}
+                                    "y_axis_format": chart.get("format", formats["number"]),
+                                    "time_format": formats["date"]}
     if kind in ("line", "bar"):
         x = chart.get("x", time_column)
         temporal = x == time_column
+        number_format = chart.get("format", formats["number"])
         params = {**common, "x_axis": x, "metrics": [metric(m) for m in chart["metrics"]],
                   "groupby": chart.get("group_by", []), "row_limit": 10000, "order_desc": True,
                   "truncate_metric": True, "show_legend": True, "legendType": "scroll",
-                  "legendOrientation": "top", "rich_tooltip": True, "y_axis_format": "SMART_NUMBER",
-                  "x_axis_time_format": "smart_date", "markerEnabled": True, "markerSize": 6,
+                  "legendOrientation": "top", "rich_tooltip": True, "y_axis_format": number_format,
+                  "tooltipValuesFormat": number_format, "x_axis_time_format": formats["date"],
+                  "tooltipTimeFormat": formats["date"], "markerEnabled": True, "markerSize": 6,
                   "sort_series_type": "sum", "comparison_type": "values"}
         if temporal:
             params["time_grain_sqla"] = "P1D"
@@ -111,8 +190,13 @@ def chart_params(chart: dict[str, Any], time_column: str | None, columns: set[st
             params["x_axis_sort_asc"] = False
             params["row_limit"] = chart.get("limit", 25)
         if chart.get("series_limit"):
-            params["limit"] = chart["series_limit"]
-            params["timeseries_limit_metric"] = metric(chart["metrics"][0])
+            # the series shown: the top `series_limit` by `series_order` (default: the first metric)
+            by = chart.get("series_order", chart["metrics"][0])
+            params.update(limit=chart["series_limit"], series_limit=chart["series_limit"],
+                          timeseries_limit_metric=metric(by), series_limit_metric=metric(by), order_desc=True)
+        if chart.get("y_inverse"):
+            # ECharts options merged over Superset's (its "ECharts options" control): 1 at the top
+            params["echart_options"] = "{yAxis: {inverse: true, min: 1, minInterval: 1}}"
         if kind == "bar":
             params["stack"] = "Stack" if chart.get("stacked") else None
             params["orientation"] = "vertical"
@@ -122,13 +206,15 @@ def chart_params(chart: dict[str, Any], time_column: str | None, columns: set[st
     if kind == "table":
         order = chart.get("order_by")
         params = {**common, "row_limit": chart.get("limit", 100), "server_page_length": 10,
-                  "table_timestamp_format": "smart_date", "show_cell_bars": False, "include_search": True,
+                  "table_timestamp_format": formats["date"], "show_cell_bars": False, "include_search": True,
                   "allow_rearrange_columns": False, "color_pn": True}
         if "columns" in chart:
+            shown = list(chart["columns"])
             params.update(query_mode="raw", all_columns=chart["columns"], groupby=[], metrics=[],
                           order_by_cols=[json.dumps([order[0], order[1] == "asc"])] if order else [])
         else:
             metrics = [metric(m) for m in chart["metrics"]]
+            shown = [*chart["group_by"], *(m["label"] for m in metrics)]
             params.update(query_mode="aggregate", groupby=chart["group_by"], metrics=metrics, all_columns=[],
                           order_desc=bool(order and order[1] == "desc"))
             if order:
@@ -136,6 +222,10 @@ def chart_params(chart: dict[str, Any], time_column: str | None, columns: set[st
                 if by is None:
                     raise BundleError(f"chart {chart['name']}: order_by {order[0]!r} is not one of its metrics")
                 params["timeseries_limit_metric"] = by
+        if "page_length" in chart:  # rows per page (0: all on one page); default Superset's
+            params["page_length"] = chart["page_length"]
+        params["column_config"] = column_config(chart, style, columns, shown)
+        params["conditional_formatting"] = conditional_formatting(chart, style, shown)
         return "table", params
     raise BundleError(f"chart {chart['name']}: unknown kind {kind!r} (big_number, line, bar, table)")
 
@@ -148,6 +238,7 @@ def build(warehouse: Path, out: Path, spec_path: Path = SPEC) -> dict[str, Any]:
             does not run on ``warehouse``.
     """
     spec = yaml.safe_load(spec_path.read_text())
+    style = style_of(spec)
     db_name = spec["database"]
     db_uuid = object_uuid("database", db_name)
     root = "rank_pipeline_dashboards"
@@ -171,7 +262,7 @@ def build(warehouse: Path, out: Path, spec_path: Path = SPEC) -> dict[str, Any]:
             sql = dataset_sql(ds["sql"])
             cols = describe(con, name, sql)
             time_column = ds.get("time_column", "snapshot_date")
-            names = {c for c, _ in cols}
+            names = dict(cols)
             if time_column and time_column not in names:
                 raise BundleError(f"dataset {name}: time column {time_column!r} is not among its columns")
             datasets[name] = {"uuid": object_uuid("dataset", name), "time_column": time_column, "columns": names}
@@ -213,7 +304,7 @@ def build(warehouse: Path, out: Path, spec_path: Path = SPEC) -> dict[str, Any]:
                 if chart["dataset"] not in datasets:
                     raise BundleError(f"chart {chart['name']}: unknown dataset {chart['dataset']!r}")
                 ds = datasets[chart["dataset"]]
-                viz_type, params = chart_params(chart, ds["time_column"], ds["columns"])
+                viz_type, params = chart_params(chart, ds["time_column"], ds["columns"], style)
                 chart_uuid = object_uuid("chart", f"{dash['slug']}/{chart['name']}")
                 chart_id = next_id
                 next_id += 1
@@ -261,7 +352,8 @@ def build(warehouse: Path, out: Path, spec_path: Path = SPEC) -> dict[str, Any]:
             "certified_by": None, "certification_details": None, "published": True,
             "uuid": object_uuid("dashboard", dash["slug"]), "position": position,
             "metadata": {"native_filter_configuration": filters, "color_scheme": "supersetColors",
-                         "refresh_frequency": 0, "expanded_slices": {}, "label_colors": {},
+                         "refresh_frequency": 0, "expanded_slices": {},
+                         "label_colors": style["label_colors"],
                          "timed_refresh_immune_slices": [], "cross_filters_enabled": False,
                          "default_filters": "{}", "chart_configuration": {}, "shared_label_colors": [],
                          "color_scheme_domain": []},

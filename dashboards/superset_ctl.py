@@ -5,7 +5,7 @@
 
 ``setup`` creates or upgrades Superset's metadata database (SQLite in ``--home``, default ``.superset/``),
 creates the admin login, builds the import bundle from ``dashboards/`` (``bundle.py``) against the
-published warehouse and imports it (overwriting the objects it defines). ``serve`` runs ``setup`` and
+published warehouse and imports it (overwriting the datasets, charts and dashboards it defines). ``serve`` runs ``setup`` and
 then serves Superset on 127.0.0.1, printing the address and the login.
 
 Environment: ``RANK_PIPELINE_DATA_DIR`` (default ``./data``; the warehouse is ``<dir>/warehouse.duckdb``),
@@ -83,12 +83,52 @@ def setup(warehouse: Path, home: Path) -> None:
             summary = bundle.build(warehouse, zip_path)
         except bundle.BundleError as exc:
             sys.exit(f"dashboards/dashboards.yml: {exc}")
-        superset(home, "import-dashboards", "--path", str(zip_path), "--username", admin_login()[0])
+        proc = subprocess.run([sys.executable, __file__, "import-bundle", str(zip_path)], env=superset_env(home),
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"importing the dashboards failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     print(f"imported {len(summary['dashboards'])} dashboards over {warehouse}", flush=True)
+
+
+# the type Superset's importers expect in metadata.yaml, per kind of object
+IMPORT_TYPES = (("SqlaTable", "dataset"), ("Slice", "chart"), ("Dashboard", "dashboard"))
+
+
+def import_bundle(zip_path: Path) -> None:
+    """Import the bundle overwriting its datasets, then its charts, then its dashboards (run inside
+    Superset's app, with ``superset_env``). ``superset import-dashboards`` alone overwrites only the
+    dashboards: Superset 6.1 imports a dashboard's charts and datasets with ``overwrite=False``, so an edited
+    chart or dataset SQL would keep its first import."""
+    import zipfile
+
+    import yaml
+    from superset.app import create_app
+
+    app = create_app()
+    with app.app_context():
+        from superset import security_manager
+        from superset.commands.chart.importers.v1 import ImportChartsCommand
+        from superset.commands.dashboard.importers.v1 import ImportDashboardsCommand
+        from superset.commands.dataset.importers.v1 import ImportDatasetsCommand
+        from superset.commands.importers.v1.utils import get_contents_from_bundle
+        from superset.utils.core import override_user
+
+        commands = {"dataset": ImportDatasetsCommand, "chart": ImportChartsCommand,
+                    "dashboard": ImportDashboardsCommand}
+        with zipfile.ZipFile(zip_path) as zf:
+            contents = get_contents_from_bundle(zf)
+        metadata = yaml.safe_load(contents["metadata.yaml"])
+        with override_user(security_manager.find_user(username=admin_login()[0])):
+            for type_, kind in IMPORT_TYPES:
+                part = {**contents, "metadata.yaml": yaml.safe_dump({**metadata, "type": type_})}
+                commands[kind](part, overwrite=True).run()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    if argv is None and sys.argv[1:2] == ["import-bundle"]:  # internal: run by setup inside Superset's env
+        import_bundle(Path(sys.argv[2]))
+        return 0
     parser.add_argument("command", choices=["setup", "serve"])
     data_dir = Path(os.environ.get("RANK_PIPELINE_DATA_DIR") or REPO / "data")
     parser.add_argument("--warehouse", type=Path, default=data_dir / "warehouse.duckdb")

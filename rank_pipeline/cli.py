@@ -15,6 +15,12 @@ Commands:
     Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes.
 ``docs``
     Regenerates ``docs/data_dictionary.md`` from the API resource declarations (raw) and the model ``.yml`` files.
+``test [--unit | --data] [--select MODEL ...] [--models-dir DIR]``
+    Runs the models' SQL unit tests (DuckDB in memory, no warehouse needed) and their data tests on the
+    published warehouse; exit 1 when one fails, printing the differing or failing rows.
+``diff [--models-dir DIR]``
+    Builds the models folder into a scratch warehouse from the current snapshots (no API call) and
+    compares every model with the published warehouse; exit 0 when equal, 1 when different.
 ``query SQL [--limit N] [--format table|csv|json]``
     Runs exactly one SQL statement on the published warehouse (read-only) and prints the result.
 ``keywords plan FILE [--offline]`` / ``keywords apply FILE [--yes]``
@@ -575,6 +581,108 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _project(args: argparse.Namespace):
+    """The models folder of ``--models-dir``, else RANK_PIPELINE_MODELS_DIR, else the shipped one, loaded."""
+    from rank_pipeline.settings import models_dir
+    from rank_pipeline.sql_models import load_project
+
+    folder = Path(args.models_dir) if getattr(args, "models_dir", None) else models_dir()
+    if not folder.is_dir():
+        raise UsageError(f"--models-dir {folder} is not a folder: pass a copy of dbt_like_sql/ (with staging/, "
+                         "marts/, seeds/)")
+    return load_project(folder)
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from rank_pipeline.sql_models.unit_tests import run_unit_tests
+
+    project = _project(args)
+    select = list(dict.fromkeys(args.select or []))
+    unknown = [s for s in select if s not in project.models and s not in project.seeds]
+    if unknown:
+        raise UsageError(f"--select {', '.join(unknown)}: no such model or seed in {project.root}; pass one of "
+                         f"{', '.join(sorted(project.models))}")
+    unit_passed = unit_failed = data_passed = data_failed = 0
+    if not args.data:
+        results = run_unit_tests(project, [s for s in select if s in project.models] if select else [])
+        for result in results:
+            if result.passed:
+                unit_passed += 1
+            else:
+                unit_failed += 1
+            if not result.passed or args.verbose:
+                print(result.report())
+        if select and not results:
+            print(f"note: {', '.join(select)} has no unit tests (unit_tests: in its .yml)", file=sys.stderr)
+    if not args.unit:
+        data_passed, data_failed = _data_tests(project, select, args.verbose)
+    parts = []
+    if not args.data:
+        parts.append(f"unit tests {unit_passed} passed / {unit_failed} failed")
+    if not args.unit:
+        parts.append(f"data tests {data_passed} passed / {data_failed} failed")
+    failed = unit_failed + data_failed
+    print(f"{'Failed' if failed else 'Completed'}: " + ", ".join(parts))
+    return 1 if failed else 0
+
+
+def _data_tests(project, select: list[str], verbose: bool) -> tuple[int, int]:
+    """Run the data tests of the selected models and seeds on the published warehouse (read-only)."""
+    import duckdb
+
+    from rank_pipeline.duckdb_helpers import table_columns
+    from rank_pipeline.sql_models import run_tests
+
+    path = _settings().paths.published_db
+    if not path.exists():
+        raise UsageError(f"no warehouse at {path} for the data tests: run `rank-pipeline demo` (or `run`) "
+                         "first, or pass --unit for the unit tests alone")
+    relations = [*project.seeds.values(), *project.topological_order()]
+    passed = failed = 0
+    with duckdb.connect(str(path), read_only=True) as con:
+        for relation in relations:
+            if select and relation.name not in select:
+                continue
+            if not relation.tests:
+                continue
+            if not table_columns(con, relation.schema, relation.name):
+                print(f"SKIP data tests of {relation.qualified_name}: not in the published warehouse "
+                      "(rank-pipeline diff builds it from the snapshots)")
+                continue
+            for result in run_tests(con, relation):
+                if result.passed:
+                    passed += 1
+                    if verbose:
+                        print(f"PASS data test {relation.qualified_name}.{result.name}")
+                    continue
+                failed += 1
+                print(f"FAIL data test {relation.qualified_name}.{result.name}: {result.failures} failing row(s)")
+                for row in result.sample_rows:
+                    print("    " + json.dumps(row, default=str))
+    return passed, failed
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from rank_pipeline.sql_models.diff import diff_models
+    from rank_pipeline.sql_models.errors import BuildError
+
+    project = _project(args)
+    settings = _settings()
+    paths = settings.paths
+    if not paths.published_db.exists():
+        raise UsageError(f"no published warehouse at {paths.published_db} to compare with: run `rank-pipeline "
+                         "demo` (or `run`) first")
+    print(f"rank-pipeline diff: {project.root} built from the snapshots in {paths.snapshots_dir}, "
+          f"compared with {paths.published_db}", flush=True)
+    try:
+        with _SESSION.capture():
+            result = diff_models(project, paths.snapshots_dir, paths.published_db, scratch_dir=settings.data_dir)
+    except BuildError as exc:
+        raise RunFailed(f"the models folder does not build: {_first_line(str(exc))}") from None
+    print(result.report())
+    return 0 if result.equal else 1
+
+
 def _one_statement(sql: str) -> str:
     import duckdb
 
@@ -906,6 +1014,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="docs/data_dictionary.md",
                    help="where to write it (default docs/data_dictionary.md under the current folder)")
     p.set_defaults(func=cmd_docs)
+
+    models_dir_help = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "
+                       "a copy of it with your changes")
+    p = sub.add_parser("test", help="run the models' unit tests and data tests",
+                       description="Run the SQL unit tests of the models (the unit_tests of their .yml: given "
+                                   "rows in, expected rows out, on DuckDB in memory, nothing built) and the data "
+                                   "tests (the tests of their .yml) on the published warehouse. A failing unit "
+                                   "test prints the rows that differ; a failing data test a sample of its "
+                                   "failing rows. Exit 1 when a test fails.")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--unit", action="store_true", help="run only the unit tests (no warehouse needed)")
+    which.add_argument("--data", action="store_true", help="run only the data tests on the published warehouse")
+    p.add_argument("--select", nargs="+", metavar="MODEL", help="only these models (or seeds)")
+    p.add_argument("--models-dir", help=models_dir_help)
+    p.add_argument("--verbose", action="store_true", help="also print the tests that pass")
+    p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("diff", help="compare a models folder's build with the published warehouse",
+                       description="Build the models folder into a scratch warehouse from the current Parquet "
+                                   "snapshots (no API call; nothing published) and compare every model with the "
+                                   "published warehouse: rows added, removed and changed per table, changed "
+                                   "values per column, 5 examples each. Exit 0 when equal, 1 when different.")
+    p.add_argument("--models-dir", help=models_dir_help)
+    p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("query", help="run one SQL statement on the published warehouse",
                        description="Run exactly one SQL statement on the published warehouse, read-only.")

@@ -1,7 +1,9 @@
 -- One row per tracked keyword per snapshot day, with the filter columns every dashboard uses
 -- (account, domain, search_engine, device, location, snapshot_date).
 -- Every metric is the mart's own column (position_bucket, movement, estimated_clicks = the mart's
--- CTR(position) x monthly search volume); this file only adds names for the filter columns.
+-- CTR(position) x monthly search volume); this file only adds names for the filter columns, and
+-- tracked_keyword: one tracked keyword's label (keyword, domain, engine, device, location), unique per
+-- keyword_id, so that a chart has one series per tracked keyword.
 select
     r.account,
     coalesce(d.domain, r.domain_id) as domain,
@@ -28,7 +30,9 @@ select
     r.visibility_score,
     r.estimated_clicks,
     b.best_position_to_date,
-    b.best_position_first_date
+    b.best_position_first_date,
+    concat_ws(' · ', r.keyword, coalesce(d.domain, r.domain_id), r.search_engine || ' ' || r.device,
+              coalesce(k.location_name, r.location_code)) as tracked_keyword
 from marts.fct_keyword_rankings_daily r
 left join marts.dim_domains d on d.domain_id = r.domain_id
 left join marts.dim_keywords k on k.keyword_id = r.keyword_id

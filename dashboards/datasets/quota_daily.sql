@@ -1,7 +1,7 @@
 -- One row per account x snapshot day x quota metric (marts.fct_quota_cycle_daily): usage against the
 -- limit, the billing cycle (start, end = the day before the next reset), the median daily burn over the
 -- last 7 days, the usage projected at the cycle's end, whether it runs out before the reset and on which
--- day. Every number is the mart's.
+-- day. Every number is the mart's; utilisation is utilisation_pct as a fraction (for a `.1%` format).
 select
     account,
     snapshot_date,
@@ -11,6 +11,7 @@ select
     quota_limit,
     remaining,
     utilisation_pct,
+    utilisation_pct / 100 as utilisation,
     daily_burn,
     burn_rate_median_7d,
     cycle_start,

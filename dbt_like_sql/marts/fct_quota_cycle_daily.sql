@@ -1,5 +1,6 @@
 -- Grain: one row per account x quota metric x snapshot day: the metric's billing cycle as detected from
--- the data (usage falling sharply = a reset), usage projected at the cycle's end, whether and when the
+-- the data (usage falling sharply = a reset; for the keyword stock only when the data show a billing reset:
+-- dataRows reset the same day and the keyword records did not go), usage projected at the cycle's end, whether and when the
 -- allowance runs out before the next reset, with a robust (median) burn rate beside the mean.
 -- keywords are a stock (net change, additions and removals apart); dataRows a flow within a cycle.
 with
@@ -34,13 +35,23 @@ metrics as (
     from usage
 ),
 
+with_changes as (
+    select
+        m.*,
+        kc.keywords_added,
+        kc.keywords_removed
+    from metrics as m
+    left join keyword_changes as kc
+        on kc.account = m.account and kc.snapshot_date = m.snapshot_date and m.metric = 'keywords'
+),
+
 with_previous as (
     select
         *,
         lag(snapshot_date) over by_metric as lag_date,
         lag(usage) over by_metric as lag_usage,
         lag(quota_limit) over by_metric as lag_limit
-    from metrics
+    from with_changes
     window by_metric as (partition by account, metric order by snapshot_date)
 ),
 
@@ -54,13 +65,29 @@ previous as (
     from with_previous
 ),
 
-resets as (
+falls as (
     select
         *,
         date_diff('day', previous_snapshot_date, snapshot_date) as days_since_previous,
-        -- a reset: usage fell by more than half since the previous snapshot
-        coalesce(previous_usage > 0 and usage < previous_usage * 0.5, false) as is_reset
+        -- usage fell by more than half since the previous snapshot
+        coalesce(previous_usage > 0 and usage < previous_usage * 0.5, false) as fell_by_half
     from previous
+),
+
+resets as (
+    select
+        * exclude (fell_by_half),
+        -- a flow resets when it falls by half; a stock only when the data show a billing reset: the account's
+        -- flow reset on the same snapshot, and the records removed explain less than half of the fall (a
+        -- clean-up of keywords is a negative net change, never a reset)
+        case
+            when metric_kind = 'flow' then fell_by_half
+            else fell_by_half
+                and max(case when metric_kind = 'flow' and fell_by_half then 1 else 0 end) over same_snapshot = 1
+                and coalesce(keywords_removed, 0) * 2 < previous_usage - usage
+        end as is_reset
+    from falls
+    window same_snapshot as (partition by account, snapshot_date)
 ),
 
 reset_starts as (
@@ -160,8 +187,8 @@ final as (
         r.previous_snapshot_date,
         r.days_since_previous,
         r.usage - r.previous_usage as net_change,
-        kc.keywords_added,
-        kc.keywords_removed,
+        r.keywords_added,
+        r.keywords_removed,
         r.is_reset,
         r.quota_limit <> r.previous_limit as limit_changed,
         case when r.previous_usage is not null then
@@ -184,7 +211,7 @@ final as (
         case when r.metric_kind = 'flow' and r.cycle_start is not null
             then r.usage * 1.0 / (date_diff('day', r.cycle_start, r.snapshot_date) + 1)
         end as cycle_average_burn,
-        case when r.cycle_end is not null
+        case when r.cycle_end is not null and r.burn_rate_median_7d is not null
             then r.usage + greatest(r.burn_rate_median_7d, 0) * date_diff('day', r.snapshot_date, r.cycle_end)
         end as projected_usage_at_cycle_end,
         case
@@ -199,8 +226,6 @@ final as (
                 then r.snapshot_date + cast(ceil(r.remaining / r.burn_rate_median_7d) as integer)
         end as projected_exhaustion_date
     from rates as r
-    left join keyword_changes as kc
-        on kc.account = r.account and kc.snapshot_date = r.snapshot_date and r.metric = 'keywords'
 )
 
 select * from final

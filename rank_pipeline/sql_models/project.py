@@ -81,6 +81,7 @@ from rank_pipeline.sql_models.schema import (
     ModelLevelTest,
     SeedEntry,
     SourceEntry,
+    UnitTestEntry,
     validate_entry,
 )
 from rank_pipeline.warehouse import SOURCE_TABLES
@@ -94,6 +95,8 @@ __all__ = [
     "Seed",
     "SourceTable",
     "TestSpec",
+    "UnitRows",
+    "UnitTest",
     "load_project",
 ]
 
@@ -170,6 +173,37 @@ class IncrementalConfig:
 
 
 @dataclass(frozen=True)
+class UnitRows:
+    """Rows of a unit test's input or expectation.
+
+    Attributes:
+        relation: the qualified input (``staging.stg_usage``); ``""`` for the expected rows.
+        columns: the column names the rows mention, in first-seen order.
+        rows: one mapping per row; values as YAML gave them (dates, numbers, text, null) or, from CSV,
+            text (an empty field is null). Columns a row omits are null.
+    """
+
+    relation: str
+    columns: tuple[str, ...]
+    rows: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class UnitTest:
+    """One SQL unit test of a model (``unit_tests:`` in its ``.yml``): given rows for some of the
+    relations the model reads (the others are empty), the rows the model must return (compared as a
+    multiset on the expected columns; see :mod:`rank_pipeline.sql_models.unit_tests`)."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    model: str
+    description: str
+    given: tuple[UnitRows, ...]
+    expect: UnitRows
+
+
+@dataclass(frozen=True)
 class Model:
     """One SQL model: ``<schema>.<name>`` built from ``path``.
 
@@ -204,6 +238,7 @@ class Model:
     incremental: IncrementalConfig | None = None
     yml_path: Path | None = None
     reads_itself: bool = False
+    unit_tests: tuple[UnitTest, ...] = ()
 
     @property
     def qualified_name(self) -> str:
@@ -322,6 +357,48 @@ def _load_yml(path: Path) -> dict:
     return dict(doc)
 
 
+def _unit_rows(yml: Path, where: str, relation: str, raw: Any) -> UnitRows:
+    """Inline mappings, CSV text or a CSV fixture file -> :class:`UnitRows`."""
+    import csv
+    import io
+
+    if raw.fixture is not None:
+        path = (yml.parent / raw.fixture).resolve()
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ModelConfigError(f"{where}: cannot read the fixture {path}: {exc.strerror}; the path is "
+                                   f"relative to {yml}") from None
+    elif isinstance(raw.rows, str):
+        text = raw.rows
+    else:
+        rows = tuple(dict(r) for r in raw.rows or ())
+        columns = tuple(dict.fromkeys(c for r in rows for c in r))
+        return UnitRows(relation, columns, rows)
+    reader = csv.DictReader(io.StringIO(text.strip() + "\n"))
+    columns = tuple(c.strip() for c in reader.fieldnames or ())
+    rows = tuple({c.strip(): (v if v != "" else None) for c, v in r.items()} for r in reader)
+    if not columns:
+        raise ModelConfigError(f"{where}: the CSV rows have no header line; start with the column names")
+    return UnitRows(relation, columns, rows)
+
+
+def _unit_tests(yml: Path, model_name: str, units: list[UnitTestEntry]) -> tuple[UnitTest, ...]:
+    out = []
+    for unit in units:
+        where = f"{yml}, model {model_name!r}, unit test {unit.name!r}"
+        given = tuple(_unit_rows(yml, f"{where}, given {g.input}", g.input, g) for g in unit.given)
+        seen = [g.relation for g in given]
+        twice = sorted({r for r in seen if seen.count(r) > 1})
+        if twice:
+            raise ModelConfigError(f"{where}: {twice} given twice; give each input once")
+        expect = _unit_rows(yml, f"{where}, expect", "", unit.expect)
+        if not expect.columns and expect.rows:
+            raise ModelConfigError(f"{where}: the expected rows name no column")
+        out.append(UnitTest(unit.name, model_name, unit.description, given, expect))
+    return tuple(out)
+
+
 def _model(yml: Path, raw: Any, sql_path: Path, schema: str, sql: str, deps: frozenset[str]) -> Model:
     entry = validate_entry(ModelEntry, raw, f"{yml}, model {sql_path.stem!r}")
     columns, tests = _test_specs(entry, entry.config.blocking_tests)
@@ -332,7 +409,7 @@ def _model(yml: Path, raw: Any, sql_path: Path, schema: str, sql: str, deps: fro
         unique_key=tuple(entry.config.unique_key or ()),
         incremental=None if inc is None else IncrementalConfig(inc.date_column, inc.lookback_days, inc.strategy,
                                                                inc.watermark),
-        yml_path=yml,
+        yml_path=yml, unit_tests=_unit_tests(yml, entry.name, entry.unit_tests),
     )
 
 
@@ -556,6 +633,13 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TAB
         for test in model.tests:
             for dep in test.depends_on:
                 _check_reference(project, dep, f"{model.yml_path}, model {name!r}, test {test.name}: {dep}")
+        for unit in model.unit_tests:
+            for given in unit.given:
+                if given.relation not in model.depends_on:
+                    reads = ", ".join(sorted(model.depends_on)) or "nothing"
+                    raise DependencyError(
+                        f"{model.yml_path}, model {model.name!r}, unit test {unit.name!r}: given {given.relation}, "
+                        f"which the model does not read; it reads {reads}")
     for seed in seeds.values():
         for test in seed.tests:
             for dep in test.depends_on:

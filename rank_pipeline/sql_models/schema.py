@@ -44,6 +44,8 @@ __all__ = [
     "ModelLevelTest",
     "SeedEntry",
     "SourceEntry",
+    "UnitGiven",
+    "UnitTestEntry",
     "validate_entry",
 ]
 
@@ -269,11 +271,62 @@ class ModelConfig(_Strict):
         return self
 
 
+class _Rows(_Strict):
+    """Rows of a unit test: ``rows`` inline (a list of mappings, or CSV text with ``format: csv``) or
+    ``fixture`` (a CSV file with a header row, relative to the ``.yml``)."""
+
+    rows: list[dict[str, Any]] | str | None = None
+    format: Literal["dict", "csv"] = "dict"
+    fixture: NonEmpty | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> _Rows:
+        if self.fixture is not None and self.rows is not None:
+            raise ValueError("give either rows or fixture, not both")
+        if isinstance(self.rows, str) and self.format != "csv":
+            raise ValueError("rows given as text need format: csv")
+        if isinstance(self.rows, list) and self.format == "csv":
+            raise ValueError("format: csv needs rows as CSV text (a block scalar `rows: |`)")
+        return self
+
+
+class UnitGiven(_Rows):
+    input: Qualified = Field(description="a relation the model reads, e.g. staging.stg_usage")
+
+
+class UnitTestEntry(_Strict):
+    """One SQL unit test: rows given for the model's inputs, rows expected from the model."""
+
+    name: TestName
+    description: Text = ""
+    given: list[UnitGiven] = []
+    expect: _Rows
+
+    @field_validator("given", mode="before")
+    @classmethod
+    def _null_given(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+
 class ModelEntry(_Documented):
     name: NonEmpty
     description: NonEmpty
     config: ModelConfig = ModelConfig()
     meta: dict[str, Any] | None = None
+    unit_tests: list[UnitTestEntry] = []
+
+    @field_validator("unit_tests", mode="before")
+    @classmethod
+    def _null_units(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @model_validator(mode="after")
+    def _unit_names(self) -> ModelEntry:
+        names = [u.name for u in self.unit_tests]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"unit test names {dupes} are not unique; give each unit test its own name")
+        return self
 
     @field_validator("config", mode="before")
     @classmethod

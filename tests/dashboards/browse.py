@@ -56,6 +56,57 @@ STATE_JS = """
 """
 
 
+# What a chart draws, read in the page. ECharts charts: the chart instance (found through React's fiber of
+# the element ECharts renders into) gives the options in force (series names and colours, axis inverse) and
+# each axis's labels as ECharts lays them out (getViewLabels: the texts drawn on the canvas). Tables: the
+# header texts and, per row of the first page, each cell's text and computed text colour.
+DETAIL_JS = """
+(holders) => holders.map((h) => {
+  const el = h.querySelector('[_echarts_instance_]');
+  if (el) {
+    const key = Object.keys(el).find((k) => k.startsWith('__reactFiber$'));
+    let f = key ? el[key] : null;
+    let chart = null;
+    while (f && !chart) {
+      let hook = f.memoizedState;
+      while (hook && typeof hook === 'object' && 'next' in hook && !chart) {
+        const v = hook.memoizedState;
+        if (v && v.current && typeof v.current.getOption === 'function') chart = v.current;
+        hook = hook.next;
+      }
+      f = f.return;
+    }
+    if (!chart) return {kind: 'echarts', error: 'no ECharts instance found'};
+    const opt = chart.getOption();
+    const labels = (axis) => {
+      const comp = chart.getModel().getComponent(axis, 0);
+      if (!comp || !comp.axis) return [];
+      return comp.axis.getViewLabels().map((l) => l.formattedLabel);
+    };
+    const yAxis = (opt.yAxis || [])[0] || {};
+    const series = (opt.series || []).map((s) => ({
+      name: s.name, type: s.type,
+      color: (s.itemStyle && s.itemStyle.color) || (s.lineStyle && s.lineStyle.color) || null,
+      points: (s.data || []).length,
+    }));
+    return {kind: 'echarts', y_inverse: !!yAxis.inverse, y_min: yAxis.min === undefined ? null : yAxis.min,
+            y_labels: labels('yAxis'), x_labels: labels('xAxis'), series};
+  }
+  // a table may be drawn as two <table>s (a sticky header's and the body's)
+  if (h.querySelector('table')) {
+    const headers = [...h.querySelectorAll('table thead tr')].slice(0, 1)
+      .flatMap((tr) => [...tr.querySelectorAll('th')].map((th) => th.innerText.trim()));
+    const rows = [...h.querySelectorAll('table tbody tr')]
+      .map((tr) => [...tr.querySelectorAll('td')].map((td) => ({text: td.innerText.trim(),
+                                                                color: getComputedStyle(td).color})))
+      .filter((cells) => cells.length > 0);
+    return {kind: 'table', headers, rows};
+  }
+  return null;
+})
+"""
+
+
 def native_filters(filters: list[dict]) -> str:
     """The ``native_filters`` URL parameter (rison) applying each ``{id, column, values}`` select filter
     or ``{id, time_range}`` date-range filter (``"2026-11-21 : 2026-11-22"``, end exclusive)."""
@@ -84,11 +135,12 @@ def capture(page, expect: int, timeout_s: float, shot: Path) -> list[dict]:
     while time.monotonic() < deadline:
         states = page.eval_on_selector_all(HOLDER, STATE_JS)
         if settled(states, expect):
-            page.wait_for_timeout(1000)
+            page.wait_for_timeout(2500)  # ECharts animates a series in for about a second
             page.screenshot(path=str(shot))
             again = page.eval_on_selector_all(HOLDER, STATE_JS)
             if again == states:
-                return again
+                details = page.eval_on_selector_all(HOLDER, DETAIL_JS)
+                return [{**state, "detail": detail} for state, detail in zip(again, details, strict=False)]
             states = again
         page.wait_for_timeout(500)
     page.screenshot(path=str(shot))

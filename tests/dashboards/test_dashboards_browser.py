@@ -5,7 +5,9 @@ Door: ``dashboards/superset_ctl.py serve`` (what ``make dashboard`` runs) on a f
 (tests/dashboards/browse.py, in the dashboards' venv), logs in and opens every dashboard of
 dashboards/dashboards.yml. Asserts: every chart renders without error and with data; a domain filter
 changes the visibility shown and a date-range filter the days covered; the visibility shown equals the same query run on the marts with DuckDB;
-and a day published while Superset runs appears on reload (no restart). Screenshots:
+that the dashboards read like a rank tracker (positions with 1 at the top, the drill-down opening on the
+10 tracked keywords with the most estimated clicks, numbers and dates formatted, winners green and losers
+red); and a day published while Superset runs appears on reload (no restart). Screenshots:
 tests/dashboards/screenshots/ (git-ignored), named after the views.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -73,7 +76,8 @@ def chart(view: dict, name: str) -> dict:
 
 
 def number(text: str) -> float:
-    return float(text.replace(",", ""))
+    """A number as a chart shows it: ``1,234.5`` or ``20.7%`` (as 20.7)."""
+    return float(text.replace(",", "").removesuffix("%"))
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +153,10 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
 
     shown_overall = number(chart(seen["rankings-overview"], "Visibility on the last day")["value"])
     shown_domain = number(chart(seen["rankings-overview-filtered"], "Visibility on the last day")["value"])
-    assert shown_overall == pytest.approx(overall, abs=0.005)
-    assert shown_domain == pytest.approx(by_domain[domain], abs=0.005)
+    # visibility (0..100) is shown as a percentage with one decimal
+    assert re.fullmatch(r"\d+\.\d%", chart(seen["rankings-overview"], "Visibility on the last day")["value"])
+    assert shown_overall == pytest.approx(overall, abs=0.051)
+    assert shown_domain == pytest.approx(by_domain[domain], abs=0.051)
     assert shown_domain != shown_overall
     # each dashboard's data-bearing big numbers agree with the marts they read (and with the raw layer)
     with duckdb.connect(str(published), read_only=True) as con:
@@ -201,3 +207,109 @@ def test_a_newly_published_day_appears_without_restarting_superset(superset_serv
     # the run that published it is in the run history the dashboard shows
     assert number(chart(after, "Pipeline runs")["value"]) == runs_before + 1
     assert new_day.isoformat() in chart(after, "Last successful run")["text"]
+
+
+WINNER, LOSER = "#1a9850", "#d73027"  # dashboards.yml colors
+WINNER_RGB, LOSER_RGB = "rgb(26, 152, 80)", "rgb(215, 48, 39)"
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# the 10 tracked keywords (keyword_id) with the most estimated clicks over the published days, labelled as
+# the position history labels a tracked keyword; ties at the 10th place are returned with it
+TOP_TRACKED_KEYWORDS = """
+    with clicks as (
+        select r.keyword_id,
+               concat_ws(' · ', any_value(r.keyword), any_value(coalesce(d.domain, r.domain_id)),
+                         any_value(r.search_engine || ' ' || r.device),
+                         any_value(coalesce(k.location_name, r.location_code))) as label,
+               sum(r.estimated_clicks) as clicks
+        from marts.fct_keyword_rankings_daily r
+        left join marts.dim_domains d on d.domain_id = r.domain_id
+        left join marts.dim_keywords k on k.keyword_id = r.keyword_id
+        group by r.keyword_id
+    )
+    select label, clicks from clicks where clicks is not null order by clicks desc
+"""
+
+
+def table_column(detail: dict, header: str) -> list[dict]:
+    """The cells ``{text, color}`` of one column of a table chart's first page."""
+    i = detail["headers"].index(header)
+    return [row[i] for row in detail["rows"]]
+
+
+def test_dashboards_read_like_a_rank_tracker(superset_server, dashboard_tools, demo_data):
+    published = demo_data / "warehouse.duckdb"
+    with duckdb.connect(str(published), read_only=True) as con:
+        ranked = con.execute(TOP_TRACKED_KEYWORDS).fetchall()
+        utilisation = con.execute(
+            "select max(utilisation_pct) from marts.fct_quota_cycle_daily q "
+            "where snapshot_date = (select max(snapshot_date) from marts.fct_quota_cycle_daily f "
+            "                       where f.account = q.account)").fetchone()[0]
+        movements = dict(con.execute(
+            "select movement_1d, count(*) from marts.fct_keyword_rankings_daily "
+            "where snapshot_date = (select max(snapshot_date) from marts.fct_keyword_rankings_daily) "
+            "  and (is_winner_1d or is_loser_1d) group by all").fetchall())
+    views = [{"name": f"{slug}-rank-tracker", "slug": slug, "expect_charts": expected_charts(slug)}
+             for slug in ("rankings-overview", "keyword-drill-down", "landing-pages", "quota", "data-health")]
+    seen = browse(dashboard_tools, superset_server, views)
+    overview, drill, landing, quota, health = (seen[v["name"]] for v in views)
+
+    # position history: 1 at the top, one series per tracked keyword, the 10 with the most estimated clicks
+    history = chart(drill, "Position history (the 10 keywords with the most estimated clicks)")["detail"]
+    assert history["y_inverse"] is True and history["y_min"] == 1
+    assert history["y_labels"][0] == "1"
+    names = {s["name"] for s in history["series"]}
+    assert len(history["series"]) == 10 == len(names), history["series"]
+    tenth = ranked[9][1]
+    must = {label for label, clicks in ranked if clicks > tenth}
+    may = {label for label, clicks in ranked if clicks >= tenth}
+    assert must <= names <= may, (sorted(names), ranked[:12])
+
+    # dates without a time of day on every time axis and date column; no unformatted numbers anywhere
+    for view in (overview, drill, landing, quota, health):
+        for c in view["charts"]:
+            d = c["detail"]
+            if d and d["kind"] == "echarts" and c["viz"].startswith("echarts_timeseries") and \
+                    c["name"] not in ("Estimated clicks per landing page (top 15)",
+                                      "Which domains burn the keyword quota (keywords added)"):
+                labels = [t for t in d["x_labels"] if t]
+                assert labels and all(DATE.fullmatch(t) for t in labels), (c["name"], d["x_labels"])
+            if d and d["kind"] == "table":
+                for row in d["rows"]:
+                    for cell in row:
+                        assert "00:00:00" not in cell["text"] or "last_" in " ".join(d["headers"]), (c["name"], cell)
+                        assert not re.fullmatch(r"-?[\d,]*\.\d{3,}", cell["text"]), (c["name"], cell)
+    changes = chart(drill, "Ranking URL changes")["detail"]
+    assert all(DATE.fullmatch(cell["text"]) for cell in table_column(changes, "snapshot_date"))
+
+    # percentages with one decimal: the quota's utilisation (the mart's utilisation_pct, 0..100)
+    projection = chart(quota, "Projected exhaustion against the reset")["detail"]
+    shown = [cell["text"] for cell in table_column(projection, "utilisation")]
+    assert shown[0] == f"{utilisation:.1f}%" and all(re.fullmatch(r"\d+\.\d%", t) for t in shown), shown
+    assert all(t.endswith("%") and re.fullmatch(r"-?\d+\.\d%", t) for t in
+               chart(quota, "Quota utilisation (%)")["detail"]["y_labels"])
+    assert all(DATE.fullmatch(cell["text"]) or cell["text"] == "N/A"
+               for cell in table_column(projection, "cycle_start"))
+    # thousands separated: the quota limits (1,500 and more) and the estimated clicks axis
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})+", cell["text"]) for cell in table_column(projection, "quota_limit"))
+    clicks_axis = chart(overview, "Estimated clicks trend")["detail"]["y_labels"]
+    assert any(re.fullmatch(r"\d{1,3}(,\d{3})+", t) for t in clicks_axis), clicks_axis
+
+    # winners green and losers red: the series of every chart, and the tables' cells
+    for name, series in [("Winners and losers per day (against the day before)", {"Winners": WINNER, "Losers": LOSER}),
+                         ("Keywords entering and leaving the top 10", {"Entered top 10": WINNER, "Left top 10": LOSER})]:
+        colors = {s["name"]: s["color"].lower() for s in chart(overview, name)["detail"]["series"]}
+        assert colors == series, (name, colors)
+    movers = chart(overview, "Winners and losers (last day against the day before)")["detail"]
+    assert movers["rows"], "the winners and losers table shows no rows"
+    expected_color = {"improved": WINNER_RGB, "entered": WINNER_RGB, "declined": LOSER_RGB, "dropped_out": LOSER_RGB}
+    for movement, change in zip(table_column(movers, "movement_1d"), table_column(movers, "position_change_1d"),
+                                strict=True):
+        assert movement["text"] in movements
+        assert movement["color"] == expected_color[movement["text"]], movement
+        if change["text"] not in ("", "N/A"):
+            assert change["color"] == (WINNER_RGB if number(change["text"]) > 0 else LOSER_RGB), change
+            assert change["text"].startswith("+") == (number(change["text"]) > 0)
+    pages = chart(landing, "Landing pages")["detail"]
+    for header, rgb in (("Keywords gained", WINNER_RGB), ("Keywords lost", LOSER_RGB)):
+        for cell in table_column(pages, header):
+            assert (cell["color"] == rgb) == (number(cell["text"]) > 0), (header, cell)

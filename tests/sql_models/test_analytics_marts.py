@@ -418,7 +418,14 @@ def _expected_cycles(h: History) -> list[dict]:
             prev = rows[i - 1] if i and rows[i - 1]["snapshot_date"] >= day - 31 * ONE else None
             prev_day, prev_used = (prev["snapshot_date"], prev[f"{col}_usage"]) if prev else (None, None)
             prev_limit = prev[f"{col}_limit"] if prev else None
-            is_reset = prev is not None and prev_used > 0 and used < prev_used * 0.5
+            fell = prev is not None and prev_used > 0 and used < prev_used * 0.5
+            if kind == "flow":
+                is_reset = fell
+            else:  # a stock resets only with the flow of the same snapshot, and not by removed records
+                flow_fell = prev is not None and prev["data_rows_usage"] > 0 and \
+                    u["data_rows_usage"] < prev["data_rows_usage"] * 0.5
+                removed = changes[(account, day)]["keywords_removed"] or 0
+                is_reset = fell and flow_fell and removed * 2 < prev_used - used
             if is_reset:
                 first = day.replace(day=1)
                 resets.append((day, first if first > prev_day else prev_day + ONE))
@@ -444,7 +451,7 @@ def _expected_cycles(h: History) -> list[dict]:
             mean = sum(last7) / len(last7) if last7 else None
             median = statistics.median(last7) if last7 else None
             rate = max(median, 0) if median is not None else None
-            projected = used + (rate or 0) * (end - day).days if end is not None else None
+            projected = used + rate * (end - day).days if end is not None and rate is not None else None
             if remaining <= 0:
                 exhaustion = day
             elif median is not None and median > 0:

@@ -231,7 +231,7 @@ def test_every_problem_of_an_entry_is_its_own_line(tmp_path):
         where + "config.materialized is 'ephemeral'; use one of 'view', 'table' or 'incremental'",
         where + "columns[0].tests[0]: unknown test 'uniq'; known tests: unique, not_null, accepted_values, "
                 "relationships, expression, unique_combination",
-        where + "unknown key(s) ['owner']; allowed: columns, tests, name, description, config, meta",
+        where + "unknown key(s) ['owner']; allowed: columns, tests, name, description, config, meta, unit_tests",
     ])
 
 
