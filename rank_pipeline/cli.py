@@ -476,13 +476,13 @@ def cmd_docs(args: argparse.Namespace) -> int:
     from rank_pipeline.sql_models.lineage import project_lineage
     from rank_pipeline.sql_models.site import write_site
 
+    project = _project(args)
     out = Path(args.out)
     if out.suffix.lower() in (".md", ".html") or out.is_file():
         raise UsageError(f"--out {out} is the site's folder, not a file: pass a folder (default docs/site), "
                          "and --dictionary PATH for the Markdown data dictionary")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a port: pass 0..65535 (0: any free port)")
-    project = _project(args)
     try:
         cache = _settings().paths.cache_dir
     except Exception:  # noqa: BLE001 - the cache is an optimisation; the docs need no data folder
