@@ -260,8 +260,9 @@ def _analyse(project: Project, models: Iterable) -> ProjectLineage:
     for model in models:
         try:
             per_column = _model_lineage(model.sql, schema)
-        except sqlglot.errors.SqlglotError as exc:
-            result.errors[model.qualified_name] = f"sqlglot: {str(exc).splitlines()[0]}"
+        except Exception as exc:  # noqa: BLE001 - sqlglot's own errors and its bugs alike: no lineage, say why
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            result.errors[model.qualified_name] = f"sqlglot could not analyse it: {first}"
             continue
         result.columns[model.qualified_name] = tuple(per_column)
         for column, refs in per_column.items():
