@@ -58,7 +58,7 @@ lint: env
 	$(BIN)/ruff check .
 
 docs: env
-	$(BIN)/rank-pipeline docs
+	$(BIN)/rank-pipeline docs --dictionary docs/data_dictionary.md
 
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet -e '.[dev,spark,postgres,bench]' \

@@ -30,12 +30,14 @@ from rank_pipeline.vendor_fields import keyword_location_code, keyword_search_en
 
 __all__ = [
     "CATALOG",
+    "COMMON_COLUMNS",
     "FIELD_TYPES",
     "ApiResource",
     "ListRequest",
     "SpecField",
     "by_name",
     "children_of",
+    "raw_column_descriptions",
     "render_markdown",
     "resource_names",
 ]
@@ -283,6 +285,32 @@ def _validate(catalog: tuple[ApiResource, ...]) -> None:
 
 
 _validate(CATALOG)
+
+
+COMMON_COLUMNS: dict[str, str] = {
+    "snapshot_date": "The day of the snapshot (UTC), the partition.",
+    "account": "The configured account the record was read with.",
+    "id": "The record's id in the API.",
+    "type": "The record's JSON:API type.",
+    "parent_id": "The parent record's id (the domain of a keyword, the search engine of a location), "
+                 "null for a top-level resource.",
+    "extracted_at": "When the extractor read the record (UTC).",
+    "attributes": "The record's full attributes as JSON: the fields the spec marks \"not shown\" are read "
+                  "from here by the staging models only.",
+    "loaded_at": "When the row was loaded into the warehouse (UTC).",
+}
+"""The columns every raw table has, before its declared fields (docs/architecture.md, "Snapshots")."""
+
+
+def raw_column_descriptions(name: str) -> dict[str, str]:
+    """``{column: description}`` of ``raw.<name>``: :data:`COMMON_COLUMNS`, then its declared fields.
+
+    Raises:
+        KeyError: no resource ``name``.
+    """
+    resource = by_name(name)
+    return {**COMMON_COLUMNS, **{f.column: f"{f.description} From `attributes.{'.'.join(f.path)}`."
+                                 for f in resource.fields}}
 
 
 def _read_how(r: ApiResource) -> str:

@@ -13,8 +13,10 @@ Commands:
     Serves the sandbox API for trying by hand (prints its base URL and demo keys).
 ``rebuild [--from D] [--to D] [--full-refresh]``
     Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes.
-``docs``
-    Regenerates ``docs/data_dictionary.md`` from the API resource declarations (raw) and the model ``.yml`` files.
+``docs [--out DIR] [--dictionary PATH] [--models-dir DIR] [--serve [--port P]]``
+    Writes the models' documentation site (default ``docs/site/``: the model graph, every model's
+    columns, tests, SQL and column-level lineage, search) and, with ``--dictionary``, the Markdown data
+    dictionary; ``--serve`` then serves the site on 127.0.0.1 until interrupted.
 ``test [--unit | --data] [--select MODEL ...] [--models-dir DIR]``
     Runs the models' SQL unit tests (DuckDB in memory, no warehouse needed) and their data tests on the
     published warehouse; exit 1 when one fails, printing the differing or failing rows.
@@ -571,14 +573,59 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_docs(args: argparse.Namespace) -> int:
     from rank_pipeline.catalog import render_markdown
-    from rank_pipeline.settings import models_dir
-    from rank_pipeline.sql_models.docs import write_data_dictionary
+    from rank_pipeline.sql_models.docs import render_data_dictionary
+    from rank_pipeline.sql_models.lineage import project_lineage
+    from rank_pipeline.sql_models.site import write_site
 
+    project = _project(args)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_data_dictionary(models_dir(), out, sources=render_markdown())  # ops tables: from sources/*.yml
-    print(f"wrote {out}")
+    if out.suffix.lower() in (".md", ".html") or out.is_file():
+        raise UsageError(f"--out {out} is the site's folder, not a file: pass a folder (default docs/site), "
+                         "and --dictionary PATH for the Markdown data dictionary")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a port: pass 0..65535 (0: any free port)")
+    try:
+        cache = _settings().paths.cache_dir
+    except Exception:  # noqa: BLE001 - the cache is an optimisation; the docs need no data folder
+        cache = None
+    report = write_site(project, out, cache)
+    print(f"wrote {report.pages} page(s) to {out}: open {report.index}")
+    for model, why in sorted(report.lineage_errors.items()):
+        print(f"note: no column lineage for {model}: {why}", file=sys.stderr)
+    if args.dictionary:
+        dictionary = Path(args.dictionary)
+        dictionary.parent.mkdir(parents=True, exist_ok=True)
+        dictionary.write_text(render_data_dictionary(project, render_markdown(), project_lineage(project, cache)))
+        print(f"wrote {dictionary}")
+    if args.serve:
+        _serve_site(out, args.port if args.port is not None else DOCS_PORT)
     return 0
+
+
+DOCS_PORT = 8080
+"""Default port of ``rank-pipeline docs --serve`` (on 127.0.0.1)."""
+
+
+def _serve_site(folder: Path, port: int) -> None:
+    """Serve ``folder`` on 127.0.0.1:``port`` with the standard library's HTTP server until interrupted."""
+    import functools
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 - the standard library's signature
+            pass
+
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), functools.partial(Quiet, directory=str(folder)))
+    except OSError as exc:
+        raise UsageError(f"cannot serve on 127.0.0.1:{port} ({exc.strerror}): pass another --port, or 0 "
+                         "for any free port") from None
+    with server:
+        print(f"serving {folder} on http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
 
 
 def _project(args: argparse.Namespace):
@@ -1008,11 +1055,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full-refresh", action="store_true", help="drop and rebuild every raw table and model")
     p.set_defaults(func=cmd_rebuild)
 
-    p = sub.add_parser("docs", help="regenerate docs/data_dictionary.md",
-                       description="Write the data dictionary from the API resource declarations (raw tables) and the models' .yml files (the project in "
-                                   "RANK_PIPELINE_MODELS_DIR, default the shipped one).")
-    p.add_argument("--out", default="docs/data_dictionary.md",
-                   help="where to write it (default docs/data_dictionary.md under the current folder)")
+    p = sub.add_parser("docs", help="write the models' documentation site (and the Markdown dictionary)",
+                       description="Write the documentation site of the models (the model graph, every raw table, "
+                                   "seed and model with its columns, types, tests, SQL and column-level lineage, "
+                                   "and a search) from the models folder (--models-dir, else "
+                                   "RANK_PIPELINE_MODELS_DIR, else the shipped one) and the API resource "
+                                   "declarations. Plain HTML: open index.html, or --serve it.")
+    p.add_argument("--out", default="docs/site", help="the site's folder (default docs/site under the current folder)")
+    p.add_argument("--dictionary", metavar="PATH",
+                   help="also write the Markdown data dictionary there (the repository's is docs/data_dictionary.md)")
+    p.add_argument("--models-dir", help="the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped "
+                                        "dbt_like_sql)")
+    p.add_argument("--serve", action="store_true", help=f"then serve the site on http://127.0.0.1:{DOCS_PORT}/ "
+                                                        "until interrupted")
+    p.add_argument("--port", type=int, help=f"port for --serve (default {DOCS_PORT}; 0: any free port)")
     p.set_defaults(func=cmd_docs)
 
     models_dir_help = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "

@@ -170,6 +170,12 @@ class DataPaths:
         """Log files of command-line runs (one per command invocation)."""
         return self.data_dir / "logs"
 
+    @property
+    def cache_dir(self) -> Path:
+        """Results derived from the models' files alone, kept between runs (the column lineage);
+        safe to delete."""
+        return self.data_dir / "cache"
+
 
 DEFAULT_SCHEDULE_CRON = "15 6 * * *"
 DEFAULT_SCHEDULE_TIMEZONE = "UTC"

@@ -30,9 +30,23 @@ import dagster as dg
 
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
-from rank_pipeline.settings import models_dir
+from rank_pipeline.defs.table_metadata import (
+    CODE_REFERENCES,
+    COLUMN_LINEAGE,
+    COLUMN_SCHEMA,
+    ROW_COUNT,
+    TABLE_NAME,
+    code_reference,
+    column_lineage,
+    column_schema,
+    engine_in_use,
+    relation_key,
+    table_name,
+)
+from rank_pipeline.settings import DataPaths, models_dir
 from rank_pipeline.sql_models import Model, Project, Seed, build, build_seed, load_project, run_tests
 from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
+from rank_pipeline.sql_models.lineage import project_lineage
 from rank_pipeline.sql_models.testing import TestResult
 
 FULL_REFRESH_TAG = "rank_pipeline/full_refresh"
@@ -52,10 +66,32 @@ def partition_days(context: dg.AssetExecutionContext) -> tuple[date, date]:
     return date.fromisoformat(keys.start), date.fromisoformat(keys.end)
 
 
-def relation_key(qualified: str) -> dg.AssetKey:
-    """``"staging.stg_keywords"`` -> ``AssetKey(["staging", "stg_keywords"])`` (raw and seeds alike)."""
+def duckdb_types(con, qualified: str) -> list[tuple[str, str]]:
+    """``[(column, DuckDB type)]`` of ``qualified`` in the connection's own database, in table order."""
     schema, name = qualified.split(".", 1)
-    return dg.AssetKey([schema, name])
+    rows = con.execute("select column_name, data_type from information_schema.columns where table_catalog = "
+                       "current_database() and table_schema = ? and table_name = ? order by ordinal_position",
+                       [schema, name]).fetchall()
+    return [(str(c), str(t)) for c, t in rows]
+
+
+def table_metadata(relation: Model | Seed, project: Project, warehouse: WarehouseResource, engine: str,
+                   types: list[tuple[str, str]], rows: int) -> dict:
+    """Materialization metadata of a seed or model (:mod:`rank_pipeline.defs.table_metadata`): table name,
+    column schema typed by the engine, row count of the whole table, and a model's column lineage."""
+    meta = {TABLE_NAME: table_name(relation.qualified_name, engine, warehouse.warehouse().published_path.stem),
+            COLUMN_SCHEMA: column_schema(relation, types), ROW_COUNT: int(rows)}
+    if isinstance(relation, Model):
+        lineage = column_lineage(project_lineage(project, DataPaths(Path(warehouse.data_dir)).cache_dir),
+                                 relation.qualified_name)
+        if lineage is not None:
+            meta[COLUMN_LINEAGE] = lineage
+    return meta
+
+
+def _definition_metadata(relation: Model | Seed, engine: str) -> dict:
+    return {TABLE_NAME: table_name(relation.qualified_name, engine), COLUMN_SCHEMA: column_schema(relation),
+            CODE_REFERENCES: code_reference(relation.path)}
 
 
 def _check_specs(relation: Model | Seed, key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
@@ -101,34 +137,41 @@ def _spark_build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: 
     built = engine.build_seed(relation) if isinstance(relation, Seed) else engine.build(relation)
     location = engine.location(relation.schema, relation.name)
     context.log.info(f"spark: built {relation.qualified_name} in full ({built.rows} rows) as Parquet at {location}")
+    types = [(f.name, f.dataType.simpleString()) for f in engine.spark.table(
+        f"`{relation.schema}`.`{relation.name}`").schema.fields]
     meta = {"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3), "engine": "spark",
-            "mode": built.mode, "location": dg.MetadataValue.path(location)}
+            "mode": built.mode, "location": dg.MetadataValue.path(location),
+            **table_metadata(relation, project, warehouse, "spark", types, built.rows)}
     if isinstance(relation, Model):
         meta["materialized"] = relation.materialized
     yield dg.MaterializeResult(asset_key=key, metadata=meta)
     yield from check_results(key, engine.run_tests(relation))
 
 
-def _seed_asset(seed: Seed, project: Project) -> dg.AssetsDefinition:
+def _seed_asset(seed: Seed, project: Project, engine: str) -> dg.AssetsDefinition:
     key = relation_key(seed.qualified_name)
 
     @dg.asset(key=key, partitions_def=daily_partitions, group_name="seeds",
-              kinds={"duckdb", "csv"}, description=seed.description or None,
+              kinds={engine, "csv"}, description=seed.description or None,
               check_specs=_check_specs(seed, key), backfill_policy=dg.BackfillPolicy.single_run(),
-              metadata={"version": seed.version or "", "checksum": seed.checksum})
+              metadata={"version": seed.version or "", "checksum": seed.checksum,
+                        **_definition_metadata(seed, engine)})
     def _seed(context: dg.AssetExecutionContext, warehouse: WarehouseResource, model_engine: ModelEngineResource):
         if model_engine.uses_spark:
             yield from _spark_build(context, key, seed, project, model_engine, warehouse)
             return
         with warehouse.warehouse().connect() as con:
             built = build_seed(con, seed)
-            yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(built.rows)})
+            (count,) = con.execute(f"select count(*) from {seed.qualified_name}").fetchone()
+            yield dg.MaterializeResult(asset_key=key, metadata={
+                "rows": dg.MetadataValue.int(built.rows),
+                **table_metadata(seed, project, warehouse, "duckdb", duckdb_types(con, seed.qualified_name), count)})
             yield from _results(key, seed, con, None)
 
     return _seed
 
 
-def _model_asset(model: Model, project: Project) -> dg.AssetsDefinition:
+def _model_asset(model: Model, project: Project, engine: str) -> dg.AssetsDefinition:
     key = relation_key(model.qualified_name)
     check_specs = _check_specs(model, key)
 
@@ -136,9 +179,10 @@ def _model_asset(model: Model, project: Project) -> dg.AssetsDefinition:
     deps = set(model.depends_on).union(*(t.depends_on for t in model.tests)) - {model.qualified_name}
 
     @dg.asset(key=key, deps=[relation_key(d) for d in sorted(deps)], partitions_def=daily_partitions,
-              group_name=model.schema, kinds={"duckdb", "sql"}, check_specs=check_specs,
+              group_name=model.schema, kinds={engine, "sql"}, check_specs=check_specs,
               description=model.description or None, backfill_policy=dg.BackfillPolicy.single_run(),
-              metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path))})
+              metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path)),
+                        **_definition_metadata(model, engine)})
     def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource, model_engine: ModelEngineResource):
         if model_engine.uses_spark:
             yield from _spark_build(context, key, model, project, model_engine, warehouse)
@@ -155,6 +199,9 @@ def _model_asset(model: Model, project: Project) -> dg.AssetsDefinition:
                     "materialized": model.materialized, "mode": built.mode}
             if built.partition_date is not None:
                 meta["rebuilt_days"] = f"{built.partition_date} .. {built.until}"
+            (count,) = con.execute(f"select count(*) from {model.qualified_name}").fetchone()
+            meta.update(table_metadata(model, project, warehouse, "duckdb",
+                                       duckdb_types(con, model.qualified_name), count))
             yield dg.MaterializeResult(asset_key=key, metadata=meta)
             # tests read the rows rebuilt (incremental), the run's days (views, tables), or everything
             scope = ((None, None) if full_refresh(context) else
@@ -164,16 +211,20 @@ def _model_asset(model: Model, project: Project) -> dg.AssetsDefinition:
     return _model
 
 
-def build_model_assets(project_dir: Path | None = None) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
+def build_model_assets(project_dir: Path | None = None, engine: str | None = None
+                       ) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
     """Every seed and model asset of the project, and the keys of the models (for the publish asset).
 
-    ``project_dir`` defaults to :func:`rank_pipeline.settings.models_dir` (``RANK_PIPELINE_MODELS_DIR``).
+    ``project_dir`` defaults to :func:`rank_pipeline.settings.models_dir` (``RANK_PIPELINE_MODELS_DIR``);
+    ``engine`` (the asset kinds and table names: ``duckdb`` or ``spark``) to the one
+    ``RANK_PIPELINE_ENGINE`` selects (:func:`rank_pipeline.defs.table_metadata.engine_in_use`).
 
     Raises:
         rank_pipeline.sql_models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
     project = load_project(project_dir if project_dir is not None else models_dir())
-    assets = [_seed_asset(seed, project) for seed in project.seeds.values()]
+    engine = engine or engine_in_use()
+    assets = [_seed_asset(seed, project, engine) for seed in project.seeds.values()]
     models = project.topological_order()
-    assets += [_model_asset(model, project) for model in models]
+    assets += [_model_asset(model, project, engine) for model in models]
     return assets, [relation_key(f"{m.schema}.{m.name}") for m in models]

@@ -28,12 +28,20 @@ from datetime import date
 
 import dagster as dg
 
-from rank_pipeline.catalog import CATALOG
+from rank_pipeline.catalog import CATALOG, raw_column_descriptions
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.history import RUN_HISTORY_KEY
-from rank_pipeline.defs.model_assets import full_refresh, partition_days
+from rank_pipeline.defs.model_assets import duckdb_types, full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
+from rank_pipeline.defs.table_metadata import (
+    COLUMN_SCHEMA,
+    ROW_COUNT,
+    TABLE_NAME,
+    column_schema,
+    engine_in_use,
+    table_name,
+)
 from rank_pipeline.snapshots import RESOURCES
 from rank_pipeline.sql_models.testing import json_safe
 from rank_pipeline.warehouse import load_partitions, rebuild_from_snapshots
@@ -69,47 +77,78 @@ DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
 """Where the Superset dashboards over the published file are served (``make dashboard``)."""
 
 
-@dg.multi_asset(
-    name="load_raw_tables",
-    specs=[
-        dg.AssetSpec(key, deps=[SNAPSHOT_KEYS[r]], group_name="raw", kinds={"duckdb"},
-                     description=f"raw.{r}: the {r} snapshots, one partition per snapshot_date, "
-                                 "flattened spec fields plus the full attributes JSON.")
-        for r, key in RAW_KEYS.items()
-    ],
-    check_specs=[
-        dg.AssetCheckSpec(UNIQUE_RECORD_CHECK, asset=key, blocking=True,
-                          description="No record (id under its parent) appears twice in the partition"
-                                      + (" for one account." if r in PER_ACCOUNT_RESOURCES else
-                                         ", whichever account it was read with (one account, one name)."))
-        for r, key in RAW_KEYS.items()
-    ],
-    partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-)
-def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
-                    model_engine: ModelEngineResource):
-    """Replace the run's days of every raw table from their Parquet snapshots (one transaction; a
-    single-run backfill loads its whole partition range). With ``full_refresh(context)``: reload
-    every raw table from all committed snapshots. On Spark: :func:`_register_raw_on_spark`."""
-    first, last = partition_days(context)
-    if model_engine.uses_spark:
-        yield from _register_raw_on_spark(context, warehouse, model_engine, first, last)
-        return
-    with warehouse.warehouse().connect() as con:
-        if full_refresh(context):
-            loaded = rebuild_from_snapshots(con, warehouse.snapshots_dir)
-            loaded = {d: c for d, c in loaded.items() if first <= d <= last}
-        else:
-            loaded = load_partitions(con, warehouse.snapshots_dir, first, last)
-        repeated = {r: [repeated_records(con, r, d) for d in sorted(loaded)] for r in RAW_KEYS}
-    context.log.info(f"loaded raw partitions {first} .. {last}: {len(loaded)} day(s)")
-    for resource, key in RAW_KEYS.items():
-        count = sum(c.get(resource, 0) for c in loaded.values())
-        failures = sum(f for f, _ in repeated[resource])
-        sample = [row for _, rows in repeated[resource] for row in rows][:5]
-        yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(count)})
-        yield _unique_record_result(key, first, last, failures, sample)
+def raw_table_metadata(resource: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
+    """Materialization metadata of ``raw.<resource>`` (:mod:`rank_pipeline.defs.table_metadata`): its
+    column schema (descriptions from :mod:`rank_pipeline.catalog`), row count of the whole table, and its
+    table name (None on Spark, where it is a view of the run's session only)."""
+    meta = {COLUMN_SCHEMA: column_schema(None, types, raw_column_descriptions(resource)), ROW_COUNT: int(rows)}
+    if table is not None:
+        meta[TABLE_NAME] = table
+    return meta
+
+
+def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
+    """The ``load_raw_tables`` multi-asset: one ``raw/<resource>`` asset per resource, kinds naming
+    ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
+    engine = engine or engine_in_use()
+    kinds = {"duckdb"} if engine == "duckdb" else {engine, "parquet"}
+
+    @dg.multi_asset(
+        name="load_raw_tables",
+        specs=[
+            dg.AssetSpec(key, deps=[SNAPSHOT_KEYS[r]], group_name="raw", kinds=kinds,
+                         description=f"raw.{r}: the {r} snapshots, one partition per snapshot_date, "
+                                     "flattened spec fields plus the full attributes JSON.",
+                         metadata={COLUMN_SCHEMA: column_schema(None, [(c, "") for c in raw_column_descriptions(r)],
+                                                                raw_column_descriptions(r)),
+                                   **({TABLE_NAME: table_name(f"raw.{r}", engine)} if engine == "duckdb" else {})})
+            for r, key in RAW_KEYS.items()
+        ],
+        check_specs=[
+            dg.AssetCheckSpec(UNIQUE_RECORD_CHECK, asset=key, blocking=True,
+                              description="No record (id under its parent) appears twice in the partition"
+                                          + (" for one account." if r in PER_ACCOUNT_RESOURCES else
+                                             ", whichever account it was read with (one account, one name)."))
+            for r, key in RAW_KEYS.items()
+        ],
+        partitions_def=daily_partitions,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+    )
+    def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                        model_engine: ModelEngineResource):
+        """Replace the run's days of every raw table from their Parquet snapshots (one transaction; a
+        single-run backfill loads its whole partition range). With ``full_refresh(context)``: reload
+        every raw table from all committed snapshots. On Spark: :func:`_register_raw_on_spark`."""
+        first, last = partition_days(context)
+        if model_engine.uses_spark:
+            yield from _register_raw_on_spark(context, warehouse, model_engine, first, last)
+            return
+        catalog = warehouse.warehouse().published_path.stem
+        with warehouse.warehouse().connect() as con:
+            if full_refresh(context):
+                loaded = rebuild_from_snapshots(con, warehouse.snapshots_dir)
+                loaded = {d: c for d, c in loaded.items() if first <= d <= last}
+            else:
+                loaded = load_partitions(con, warehouse.snapshots_dir, first, last)
+            repeated = {r: [repeated_records(con, r, d) for d in sorted(loaded)] for r in RAW_KEYS}
+            tables = {r: (duckdb_types(con, f"raw.{r}"), con.execute(f"select count(*) from raw.{r}").fetchone()[0])
+                      for r in RAW_KEYS}
+        context.log.info(f"loaded raw partitions {first} .. {last}: {len(loaded)} day(s)")
+        for resource, key in RAW_KEYS.items():
+            count = sum(c.get(resource, 0) for c in loaded.values())
+            failures = sum(f for f, _ in repeated[resource])
+            sample = [row for _, rows in repeated[resource] for row in rows][:5]
+            types, total = tables[resource]
+            yield dg.MaterializeResult(asset_key=key, metadata={
+                "rows": dg.MetadataValue.int(count),
+                **raw_table_metadata(resource, types, total, table_name(f"raw.{resource}", "duckdb", catalog))})
+            yield _unique_record_result(key, first, last, failures, sample)
+
+    return load_raw_tables
+
+
+load_raw_tables = build_load_raw_tables()
+"""The raw multi-asset for the engine of the environment at import (definitions and tests use it)."""
 
 
 def _unique_record_result(key: dg.AssetKey, first: date, last: date, failures: int,
@@ -135,19 +174,25 @@ def _register_raw_on_spark(context: dg.AssetExecutionContext, warehouse: Warehou
         repeated = engine.spark.sql(to_spark_sql(repeated_records_sql(resource, first, last)))
         failures = repeated.count()
         sample = [json_safe(row.asDict()) for row in repeated.limit(5).collect()] if failures else []
+        frame = engine.spark.table(raw_view(resource))
+        types = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
         yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(int(count)),
                                                             "files": dg.MetadataValue.int(files[resource]),
-                                                            "engine": "spark"})
+                                                            "engine": "spark",
+                                                            **raw_table_metadata(resource, types,
+                                                                                 engine.raw_rows(resource), None)})
         yield _unique_record_result(key, first, last, int(failures), sample)
 
 
-def build_publish_asset(model_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
+def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None) -> dg.AssetsDefinition:
     """``warehouse/published``: depends on every model and on ``ops/run_history`` (the run's own row is
-    written just before: :mod:`rank_pipeline.defs.history`), copies the build file to the published path."""
+    written just before: :mod:`rank_pipeline.defs.history`), copies the build file to the published path
+    (kinds: ``engine``, default :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
 
     @dg.asset(key=PUBLISHED_KEY, deps=[*RAW_KEYS.values(), *model_keys, RUN_HISTORY_KEY],
               partitions_def=daily_partitions,
-              backfill_policy=dg.BackfillPolicy.single_run(), group_name="warehouse", kinds={"duckdb"},
+              backfill_policy=dg.BackfillPolicy.single_run(), group_name="warehouse",
+              kinds={engine or engine_in_use()},
               description="data/warehouse.duckdb, the file analysts and BI tools open read-only; replaced "
                           "atomically after every successful daily build.")
     def published(context: dg.AssetExecutionContext, warehouse: WarehouseResource,

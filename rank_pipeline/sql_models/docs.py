@@ -1,14 +1,17 @@
 """Generate the data dictionary (``docs/data_dictionary.md``) from the project's ``.yml`` files.
 
 For every seed, model and source table (a table the pipeline's code writes, ``sources/*.yml``): qualified name, description, materialization (with the incremental window),
-grain (``unique_key``), dependencies and dependents, columns with descriptions and tests, and
-model-level tests with their asset check names. The lead wires this as ``rank-pipeline docs``.
+grain (``unique_key``), dependencies and dependents, columns with descriptions, tests and (given the
+column lineage) the raw and seed columns each comes from, and model-level tests with their asset check
+names. Written by ``rank-pipeline docs --dictionary PATH``, from the same sources as the HTML site
+(:mod:`rank_pipeline.sql_models.site`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from rank_pipeline.sql_models.lineage import ProjectLineage
 from rank_pipeline.sql_models.project import (
     ColumnSpec,
     Model,
@@ -35,17 +38,24 @@ def _test_label(test: TestSpec) -> str:
     return f"{label}{' (blocking)' if test.blocking else ''}"
 
 
-def _columns_table(columns: tuple[ColumnSpec, ...], types: dict[str, str] | None = None) -> list[str]:
+def _columns_table(columns: tuple[ColumnSpec, ...], types: dict[str, str] | None = None,
+                   lineage: ProjectLineage | None = None, qualified: str = "") -> list[str]:
     if not columns:
         return ["_No documented columns._", ""]
-    lines = ["| column | description | tests |", "|---|---|---|"]
+    with_lineage = lineage is not None and qualified in lineage.columns
+    lines = (["| column | description | tests | comes from |", "|---|---|---|---|"] if with_lineage else
+             ["| column | description | tests |", "|---|---|---|"])
     for col in columns:
         name = f"`{col.name}`"
         data_type = col.data_type or (types or {}).get(col.name)
         if data_type:
             name += f" ({data_type})"
         tests = "; ".join(_test_label(t) for t in col.tests)
-        lines.append(f"| {name} | {_cell(col.description)} | {_cell(tests)} |")
+        row = f"| {name} | {_cell(col.description)} | {_cell(tests)} |"
+        if with_lineage:
+            sources = ", ".join(f"`{r.label}`" for r in sorted(lineage.sources(qualified, col.name)))
+            row += f" {_cell(sources)} |"
+        lines.append(row)
     return lines + [""]
 
 
@@ -65,11 +75,13 @@ def _link(project: Project, qualified: str) -> str:
     return f"[`{qualified}`](#{_anchor(qualified)})"
 
 
-def render_data_dictionary(project: Project, sources: str = "") -> str:
+def render_data_dictionary(project: Project, sources: str = "", lineage: ProjectLineage | None = None) -> str:
     """The data dictionary of ``project`` as Markdown (deterministic: same project, same text).
 
     ``sources``: Markdown of the tables the project reads (``rank-pipeline docs`` passes the raw tables
-    rendered from the API resource declarations), placed before the seeds.
+    rendered from the API resource declarations), placed before the seeds. ``lineage``: the project's
+    column lineage (:func:`rank_pipeline.sql_models.lineage.project_lineage`); given, each model column
+    lists the raw and seed columns it comes from ("comes from").
     """
     order = project.topological_order()
     lines = [
@@ -134,7 +146,7 @@ def render_data_dictionary(project: Project, sources: str = "") -> str:
             if users:
                 lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
             lines.append("")
-            lines += _columns_table(model.columns)
+            lines += _columns_table(model.columns, lineage=lineage, qualified=model.qualified_name)
             lines += _model_tests(model)
     if project.tables:
         lines += ["## ops", ""]

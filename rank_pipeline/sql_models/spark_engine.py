@@ -47,7 +47,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -423,6 +423,37 @@ class SparkEngine:
             out.append(TestResult(name=test.name, passed=failures == 0, failures=failures, sample_rows=sample,
                                   sql=sql, blocking=test.blocking, kind=test.kind, column=test.column))
         return out
+
+    def run_unit_select(self, model: Model, inputs: Mapping[str, Any]):
+        """A model's full-build SELECT on Spark over given inputs, for its SQL unit tests
+        (:func:`rank_pipeline.sql_models.unit_tests.run_unit_test` ``engine=``).
+
+        ``inputs``: ``{qualified relation: pyarrow Table}`` for every relation the model reads, each
+        registered as a temporary view of this session only (``__unit_<schema>_<name>``; the session's
+        raw views and tables are untouched) and read in place of the relation by the transpiled SELECT.
+        Returns the output as a pyarrow Table.
+
+        Raises:
+            BuildError: the SELECT cannot be transpiled; a Spark error as raised by Spark.
+        """
+        views = {}
+        for qualified, table in inputs.items():
+            schema, name = qualified.split(".", 1)
+            view = f"__unit_{schema}_{name}"
+            self.spark.createDataFrame(table).createOrReplaceTempView(view)
+            views[raw_view(name) if schema == RAW_SCHEMA else qualified] = view
+        tree = sqlglot.parse_one(to_spark_sql(full_build_sql(model)), read="spark")
+        for table in list(tree.find_all(exp.Table)):
+            if not isinstance(table.this, exp.Identifier):
+                continue
+            key = f"{table.db}.{table.name}" if table.db else table.name
+            if key in views:
+                table.replace(exp.Table(this=exp.to_identifier(views[key])).as_(table.alias or table.name))
+        try:
+            return self.spark.sql(tree.sql(dialect="spark")).toArrow()
+        finally:
+            for view in views.values():
+                self.spark.catalog.dropTempView(view)
 
     def raw_rows(self, resource: str) -> int:
         """Rows of ``raw.<resource>`` as :meth:`load_raw` registered it (0 for a resource with no snapshot)."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
@@ -219,9 +219,18 @@ def _sort_key(row: tuple) -> tuple:
     return tuple((v is None, str(type(v)), str(v) if not isinstance(v, int | float | date) else v) for v in row)
 
 
-def run_unit_test(project: Project, model: Model, unit: UnitTest) -> UnitTestResult:
+SelectRunner = Callable[[Model, Mapping[str, Any]], Any]
+"""Another engine's way of running a model's full-build SELECT: ``(model, {qualified input: pyarrow
+Table})`` -> the output as a pyarrow Table (:meth:`rank_pipeline.sql_models.spark_engine.SparkEngine.run_unit_select`)."""
+
+
+def run_unit_test(project: Project, model: Model, unit: UnitTest, engine: SelectRunner | None = None
+                  ) -> UnitTestResult:
     """Run one unit test of ``model`` on DuckDB in memory (module docstring); never raises for a failing
-    or broken test: the result says so."""
+    or broken test: the result says so.
+
+    ``engine``: run the model's SELECT on another engine instead (the inputs are built and typed on
+    DuckDB as above, handed over as Arrow tables, and the output compared on DuckDB the same way)."""
     from rank_pipeline.sql_models.runner import full_build_sql
 
     types = relation_types(project)  # once per process, not counted in the test's time
@@ -235,9 +244,17 @@ def run_unit_test(project: Project, model: Model, unit: UnitTest) -> UnitTestRes
             if model.reads_itself:
                 con.execute(f"create schema if not exists {_qi(model.schema)}")
             try:
-                con.execute(f"create temp table __actual as {full_build_sql(model)}")
+                if engine is None:
+                    con.execute(f"create temp table __actual as {full_build_sql(model)}")
+                else:
+                    inputs = {q: con.sql(f"select * from {_qi(q.partition('.')[0])}.{_qi(q.partition('.')[2])}")
+                              .to_arrow_table() for q in sorted(model.depends_on)}
+                    output = engine(model, inputs)  # noqa: F841 - read by name below
+                    con.execute("create temp table __actual as select * from output")
             except duckdb.Error as exc:
                 raise _UnitError(f"the model's SELECT failed: {_first(exc)}") from None
+            except Exception as exc:  # noqa: BLE001 - another engine's error: the test fails, saying why
+                raise _UnitError(f"the model's SELECT failed on the engine: {_first(exc)}") from None
             output = dict(_describe_temp(con, "__actual"))
             unknown = [c for c in columns if c not in output]
             if unknown:
@@ -266,8 +283,10 @@ def _describe_temp(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str,
     return [(str(r[0]), str(r[1])) for r in con.execute(f"describe {name}").fetchall()]
 
 
-def run_unit_tests(project: Project, select: Sequence[str] = ()) -> list[UnitTestResult]:
-    """Every unit test of the models named in ``select`` (all models when empty), in build order.
+def run_unit_tests(project: Project, select: Sequence[str] = (), engine: SelectRunner | None = None
+                   ) -> list[UnitTestResult]:
+    """Every unit test of the models named in ``select`` (all models when empty), in build order
+    (``engine``: see :func:`run_unit_test`).
 
     Raises:
         KeyError: a name in ``select`` is not a model of the project (the message lists them).
@@ -277,4 +296,4 @@ def run_unit_tests(project: Project, select: Sequence[str] = ()) -> list[UnitTes
         raise KeyError(f"no model {', '.join(unknown)} in {project.root}; models are "
                        f"{', '.join(sorted(project.models))}")
     chosen = [m for m in project.topological_order() if not select or m.name in select]
-    return [run_unit_test(project, m, u) for m in chosen for u in m.unit_tests]
+    return [run_unit_test(project, m, u, engine) for m in chosen for u in m.unit_tests]

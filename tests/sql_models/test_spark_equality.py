@@ -7,6 +7,10 @@ every yml test run there); Spark reads the manifest-listed files in place and bu
 row by row (rows sorted; floats within 1e-9 relative; timestamps compared as UTC instants), and every yml
 test of every seed and model must pass on Spark too.
 
+The SQL unit tests of every model (``unit_tests:`` in the .yml) run on Spark too: the same given rows,
+typed on DuckDB and handed to Spark as Arrow, the model's SELECT transpiled and run by Spark, its rows
+compared with the expected ones as on DuckDB.
+
 One Spark session per module. ``-m spark_long`` selects the longer variant: the gapped history (missed
 days, a bulk import, deletions) compared the same way.
 """
@@ -23,6 +27,7 @@ pytest.importorskip("pyspark")
 
 from rank_pipeline.sql_models import load_project  # noqa: E402
 from rank_pipeline.sql_models.spark_engine import SparkEngine, spark_session  # noqa: E402
+from rank_pipeline.sql_models.unit_tests import run_unit_tests  # noqa: E402
 
 pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
 
@@ -103,6 +108,36 @@ def _build_and_compare(duck_con, engine: SparkEngine, roots, expected_failures=f
 def test_spark_marts_equal_duckdb_marts(spark, warehouse, snapshots_dirs, tmp_path):
     engine = SparkEngine(spark, tmp_path / "spark_warehouse")
     _build_and_compare(warehouse, engine, list(snapshots_dirs))
+
+
+def test_every_unit_test_passes_on_spark(spark, tmp_path):
+    project = load_project(SQL_DIR)
+    engine = SparkEngine(spark, tmp_path / "spark_warehouse_unit")
+    ran = []
+
+    def on_spark(model, inputs):
+        ran.append(model.name)
+        return engine.run_unit_select(model, inputs)
+
+    results = run_unit_tests(project, engine=on_spark)
+    assert len(results) == len(ran) == sum(len(m.unit_tests) for m in project.models.values()) > 16
+    assert {m.name for m in project.models.values() if m.schema == "marts"} <= set(ran)
+    failed = [r.report() for r in results if not r.passed]
+    assert not failed, "\n".join(failed)
+
+
+def test_a_wrong_expectation_fails_on_spark(spark, tmp_path):
+    """The comparison on Spark can fail: one expected value changed in a copy of the models."""
+    import shutil
+
+    copy = tmp_path / "models"
+    shutil.copytree(SQL_DIR, copy)
+    yml = copy / "marts" / "agg_domain_daily.yml"
+    yml.write_text(yml.read_text().replace("volatility_7d: 2.25}", "volatility_7d: 2.5}"))
+    engine = SparkEngine(spark, tmp_path / "spark_warehouse_unit_wrong")
+    [result, _] = run_unit_tests(load_project(copy), ["agg_domain_daily"], engine=engine.run_unit_select)
+    assert not result.passed and result.error is None
+    assert result.missing and result.unexpected and result.unexpected[0][-1] == 2.25
 
 
 @pytest.mark.spark_long
