@@ -971,7 +971,8 @@ def _keywords_parser(sub) -> None:
         description="Tracked keywords as code: a YAML file of keywords per domain, planned against the "
                     "account's keywords, catalogues and quota, and applied all-or-nothing per create call.",
         epilog=epilog))
-    ksub = p.add_subparsers(dest="keywords_command", required=True, metavar="ACTION")
+    ksub = p.add_subparsers(dest="keywords_command", required=True, metavar="ACTION",
+                           help="plan: what apply would do (exit 0 none, 2 changes); apply: create what is missing")
     kp = usage_error_exits_3(ksub.add_parser(
         "plan", help="show what apply would create, what exists, what is tracked but not in the file",
         description="Read the account's keywords (or the latest snapshot with --offline) and print what would "

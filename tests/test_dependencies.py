@@ -19,8 +19,8 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-# extras whose packages rank_pipeline imports (lazily, only when that engine is chosen)
-RUNTIME_EXTRAS = ("spark",)
+# extras whose packages rank_pipeline imports (lazily: the Spark engine, the PostgreSQL instance storage)
+RUNTIME_EXTRAS = ("spark", "postgres")
 
 
 def _declared() -> set[str]:

@@ -14,14 +14,12 @@ import duckdb
 import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
-from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import (
     AccountKey,
     ModelEngineResource,
     RankTrackerResource,
     WarehouseResource,
 )
-from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -31,8 +29,10 @@ DAYS = [START + timedelta(days=i) for i in range(4)]
 
 
 def _assets():
-    model_assets, model_keys = build_model_assets()
-    return [extract_snapshots, load_raw_tables, *model_assets, build_publish_asset(model_keys)]
+    """Every asset of the daily job, as ``workspace.yaml`` loads them (run history and keywords file included)."""
+    from rank_pipeline.definitions import defs
+
+    return list(defs.assets)
 
 
 def _materialize(world: World, base_url: str, data_dir: Path, day: date, keys: dict[str, str] | None = None,

@@ -1,4 +1,4 @@
--- Each domain of the keywords file: its keywords from the file (raw.keywords_file, written by the
+-- Each domain of the keywords file: its keywords from the file (staging.stg_keywords_file, written by the
 -- raw/keywords_file asset from RANK_PIPELINE_KEYWORDS_FILE) against the keywords tracked on the
 -- account's latest snapshot day. One row per combination (word, engine, device, location, language):
 -- tracked (in both), missing (in the file, not tracked: `rank-pipeline keywords apply` creates it),
@@ -6,8 +6,7 @@
 with
 
 planned as (
-    select * from raw.keywords_file
-    where domain_id is not null
+    select * from staging.stg_keywords_file
 ),
 
 keywords as (

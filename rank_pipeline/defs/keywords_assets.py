@@ -30,6 +30,7 @@ from rank_pipeline.keywords import (
     write_planned_rows,
 )
 from rank_pipeline.snapshots import list_snapshot_dates
+from rank_pipeline.warehouse import KEYWORDS_FILE_TABLE
 
 KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"
@@ -52,10 +53,12 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
                             model_engine: ModelEngineResource):
         _, last = partition_days(context)
         if keywords_file is None:
+            table = {}
             if not model_engine.uses_spark:
                 with warehouse.warehouse().connect() as con:
                     write_planned_rows(con, [])
-            yield dg.MaterializeResult(metadata={"rows": 0, "file": "(RANK_PIPELINE_KEYWORDS_FILE not set)"})
+                    table = _table_metadata(con)
+            yield dg.MaterializeResult(metadata={"rows": 0, "file": "(RANK_PIPELINE_KEYWORDS_FILE not set)", **table})
             return
         try:
             loaded = load_keywords_file(keywords_file)
@@ -68,14 +71,16 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
                                       description=str(exc), metadata={"file": str(keywords_file)})
             return
         rows = planned_rows(plan)
+        table = {}
         if model_engine.uses_spark:
             context.log.info("spark: raw.keywords_file is not written on the Spark engine")
         else:
             with warehouse.warehouse().connect() as con:
                 write_planned_rows(con, rows)
+                table = _table_metadata(con)
         context.log.info(plan.summary())
         yield dg.MaterializeResult(metadata={"rows": len(rows), "file": dg.MetadataValue.path(str(keywords_file)),
-                                             "planned_against": plan.source})
+                                             "planned_against": plan.source, **table})
         creates = [f"{loaded.path}:{loaded.line(w.loc('word'))}: {d.name}: {w.describe()}"
                    for d in plan.domains for w in d.create]
         untracked = [f"{d.name}: {k[0]!r} {k[1]}/{k[2]} {k[3]} {k[4]} (id {i})"
@@ -91,3 +96,19 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
                       "planned_against": plan.source})
 
     return keywords_file_asset
+
+
+def _table_metadata(con) -> dict:
+    """Dagster's standard table metadata of ``raw.keywords_file`` (:mod:`rank_pipeline.defs.table_metadata`)."""
+    from rank_pipeline.defs.model_assets import duckdb_types
+    from rank_pipeline.defs.table_metadata import (
+        COLUMN_SCHEMA,
+        ROW_COUNT,
+        TABLE_NAME,
+        column_schema,
+        table_name,
+    )
+
+    (rows,) = con.execute(f"select count(*) from {KEYWORDS_FILE_TABLE}").fetchone()
+    return {COLUMN_SCHEMA: column_schema(None, duckdb_types(con, KEYWORDS_FILE_TABLE)), ROW_COUNT: int(rows),
+            TABLE_NAME: table_name(KEYWORDS_FILE_TABLE, "duckdb")}

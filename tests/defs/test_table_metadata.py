@@ -24,10 +24,12 @@ import duckdb
 import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.history import build_run_history_asset
 from rank_pipeline.defs.jobs import daily_job
+from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import ModelEngineResource, RankTrackerResource, WarehouseResource
-from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
 from rank_pipeline.sql_models import load_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -42,7 +44,8 @@ def runs(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("metadata")
     model_assets, model_keys = build_model_assets(engine="duckdb")
     defs = dg.Definitions(
-        assets=[extract_snapshots, load_raw_tables, *model_assets, build_publish_asset(model_keys)],
+        assets=[extract_snapshots, load_raw_tables, build_keywords_file_asset(None), *model_assets,
+                build_run_history_asset(model_keys, list(RAW_KEYS.values())), build_publish_asset(model_keys)],
         jobs=[daily_job],
         resources={"source": RankTrackerResource(), "warehouse": WarehouseResource(data_dir=str(data_dir)),
                    "model_engine": ModelEngineResource()})

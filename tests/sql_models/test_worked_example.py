@@ -100,7 +100,12 @@ def test_the_example_agrees_with_ground_truth(example):
     assert published == truth  # the keyword-days and their URLs, as a set: the published model is right
     diff = outputs[_line(lines, "rank-pipeline diff")]
     assert f"+ marts.fct_keyword_cannibalisation_daily: new model ({len(truth)} rows)" in diff
-    assert re.search(r"^1 of 27 relation\(s\) differ", diff, re.M)
+    from rank_pipeline.settings import models_dir
+    from rank_pipeline.sql_models import load_project
+
+    shipped = load_project(models_dir())
+    n = len(shipped.models) + len(shipped.seeds) + 1  # and the example's model
+    assert re.search(rf"^1 of {n} relation\(s\) differ", diff, re.M)
 
     page = (work / "my_docs" / "marts.fct_keyword_cannibalisation_daily.html").read_text()
     assert "raw.keywords.attributes.results.organic.url" in page and "several_urls_of_one_domain" in page
