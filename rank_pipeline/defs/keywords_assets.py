@@ -22,6 +22,7 @@ from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.model_assets import partition_days
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
+from rank_pipeline.defs.table_metadata import engine_in_use
 from rank_pipeline.keywords import (
     KeywordsFileError,
     load_keywords_file,
@@ -46,7 +47,7 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
 
     @dg.asset(key=KEYWORDS_FILE_KEY, deps=[SNAPSHOT_KEYS[r] for r in ("domains", "keywords", "locations", "usage")],
               partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(), group_name="raw",
-              kinds={"duckdb", "yaml"}, check_specs=checks,
+              kinds={engine_in_use(), "yaml"}, check_specs=checks,
               description="raw.keywords_file: the keywords file (RANK_PIPELINE_KEYWORDS_FILE) planned against the "
                           "day's snapshot, one row per wanted combination; empty when no file is set.")
     def keywords_file_asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
