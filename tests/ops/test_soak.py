@@ -48,6 +48,7 @@ from daemon_helpers import (
     prepare_instance,
     service_env,
     start,
+    stop_group,
 )
 from daemon_helpers import wait_for as wait_until
 
@@ -178,12 +179,7 @@ def test_fourteen_days_under_the_daemon(tmp_path, smtp_server, http_receiver):
         time.sleep(35)  # one more sensor interval: nothing else may arrive
     finally:
         if daemon is not None:
-            os.killpg(daemon.pid, signal.SIGTERM)
-            try:
-                daemon.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
-            kill_group(daemon)
+            stop_group(daemon)
         kill_group(sandbox)
 
     assert killed_run is not None
