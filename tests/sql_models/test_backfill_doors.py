@@ -288,7 +288,8 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     assert set(checks) == {"duckdb", "spark"}, checks.keys()
     project = load_project(ROOT / "dbt_like_sql")
     expected = {(f"{r.schema}/{r.name}", t.name) for r in [*project.seeds.values(), *project.models.values()]
-                for t in r.tests} | {(f"raw/{r}", "one_row_per_record") for r in RESOURCES}
+                for t in r.tests} | {(f"raw/{r}", "one_row_per_record") for r in RESOURCES} | {
+        (t.qualified_name.replace(".", "/"), test.name) for t in project.tables.values() for test in t.tests}
     assert {(a, c) for a, c, _ in checks["duckdb"]} == expected
     assert checks["spark"] == checks["duckdb"]
 
