@@ -607,9 +607,16 @@ DOCS_PORT = 8080
 
 
 def _serve_site(folder: Path, port: int) -> None:
-    """Serve ``folder`` on 127.0.0.1:``port`` with the standard library's HTTP server until interrupted."""
+    """Serve ``folder`` on 127.0.0.1:``port`` with the standard library's HTTP server until interrupted.
+
+    SIGTERM stops it even when it was started with SIGTERM ignored (a child of a process that ignores it
+    inherits that), as a service manager or a test expects.
+    """
     import functools
+    import signal
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     class Quiet(SimpleHTTPRequestHandler):
         def log_message(self, format, *args):  # noqa: A002 - the standard library's signature

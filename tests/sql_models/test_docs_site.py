@@ -83,8 +83,13 @@ def served(tmp_path):
         assert url.startswith("http://127.0.0.1:")
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        proc.terminate()  # SIGTERM stops it (asserted: a server that ignores it fails the test)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+            pytest.fail("rank-pipeline docs --serve did not stop within 30 s of SIGTERM")
 
 
 def test_the_served_site_in_chromium_searches_and_shows_column_lineage(served, tmp_path):
