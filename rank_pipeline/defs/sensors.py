@@ -212,15 +212,20 @@ def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinit
     def _warn(context):
         return lambda message: context.log.warning(message)
 
+    def _send(context: dg.RunStatusSensorContext) -> None:
+        """The run's digest, one for either outcome (``send_run_digest`` reads which from the run)."""
+        run_id = context.dagster_run.run_id
+        report = send_run_digest(context.instance, run_id, warn=_warn(context))
+        context.log.info(f"digest of run {run_id}: sent to destination(s) {sorted(report.sent) or 'none'}, "
+                         f"{report.skipped} alert(s) already sent")
+
     @dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS, name="alerts_on_run_success",
                           monitor_all_code_locations=True, minimum_interval_seconds=SENSOR_INTERVAL_S,
                           default_status=dg.DefaultSensorStatus.RUNNING,
                           description="Sends the digest of each successful run (ranking alerts of the days it "
                                       "published, failed blocking checks) to RANK_PIPELINE_ALERT_URLS.")
     def alerts_on_run_success(context: dg.RunStatusSensorContext):
-        report = send_run_digest(context.instance, context.dagster_run.run_id, warn=_warn(context))
-        context.log.info(f"digest of run {context.dagster_run.run_id}: sent to destination(s) "
-                         f"{sorted(report.sent) or 'none'}, {report.skipped} alert(s) already sent")
+        _send(context)
 
     @dg.run_failure_sensor(name="alerts_on_run_failure", monitor_all_code_locations=True,
                            minimum_interval_seconds=SENSOR_INTERVAL_S,
@@ -228,9 +233,7 @@ def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinit
                            description="Sends the digest of each failed run (the failed step and its cause, "
                                        "failed blocking checks) to RANK_PIPELINE_ALERT_URLS.")
     def alerts_on_run_failure(context: dg.RunFailureSensorContext):
-        report = send_run_digest(context.instance, context.dagster_run.run_id, warn=_warn(context))
-        context.log.info(f"digest of run {context.dagster_run.run_id}: sent to destination(s) "
-                         f"{sorted(report.sent) or 'none'}, {report.skipped} alert(s) already sent")
+        _send(context)
 
     @dg.sensor(name="alerts_on_stale_assets", minimum_interval_seconds=SENSOR_INTERVAL_S,
                default_status=dg.DefaultSensorStatus.RUNNING,
