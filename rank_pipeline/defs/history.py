@@ -156,18 +156,20 @@ def _add_snapshot_figures(by_day: dict[date, history.DayFigures], materializatio
 
 
 def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> list[history.RunFacts]:
-    """Facts of the newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows."""
+    """Facts of the newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows.
+
+    Runs are read newest first, a page of 100 at a time, and the reading stops at the first page whose runs
+    all have final rows: every publish catches up the runs that ended before it, so older runs have theirs
+    (the cost stays that of the last few runs, not of the instance's whole history)."""
     out: list[history.RunFacts] = []
     cursor = None
     while len(out) < CATCH_UP_LIMIT:
         records = instance.get_run_records(filters=dg.RunsFilter(statuses=list(_ENDED)), limit=100, cursor=cursor)
-        if not records:
+        pending = [r for r in records if r.dagster_run.run_id not in final and r.dagster_run.run_id != current]
+        if not pending:
             break
-        for record in records:
-            run_id = record.dagster_run.run_id
-            if run_id in final or run_id == current:
-                continue
-            facts = run_facts(record, instance.all_logs(run_id))
+        for record in pending:
+            facts = run_facts(record, instance.all_logs(record.dagster_run.run_id))
             if facts is not None:
                 out.append(facts)
         cursor = records[-1].dagster_run.run_id
@@ -201,13 +203,13 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
         with warehouse.warehouse().connect() as con:
             final = history.final_run_ids(con)
             others = _catch_up(instance, final, run_id)
-            own = run_facts(record, instance.all_logs(run_id), now=datetime.now(UTC))
+            own_log = instance.all_logs(run_id)  # read once: the second pass only adds this step's checks
+            own = run_facts(record, own_log, now=datetime.now(UTC))
             written = history.upsert(con, [*others, *([own] if own else [])])
             results = run_tests(con, table, None) if table is not None else []
             if own is not None and results:  # this step's evaluations count in the run's own rows
                 ok = sum(r.passed for r in results)
-                own = run_facts(record, instance.all_logs(run_id), now=datetime.now(UTC),
-                                extra_checks=(ok, len(results) - ok))
+                own = run_facts(record, own_log, now=datetime.now(UTC), extra_checks=(ok, len(results) - ok))
                 history.upsert(con, [own])
             (total,) = con.execute(f"select count(*) from {history.TABLE}").fetchone()
         context.log.info(f"{history.TABLE}: wrote {written} row(s) ({len(others)} other run(s) caught up) in "
