@@ -149,9 +149,14 @@ class AlertLedger:
         with self._connect() as con:
             con.execute("begin immediate")
             try:
-                known = {row[0] for row in con.execute(
-                    "select alert_id from sent_alerts where destination = ?", (destination,))}
-                new = [a for a in dict.fromkeys(alert_ids) if a not in known]
+                wanted = list(dict.fromkeys(alert_ids))
+                known: set[str] = set()
+                for i in range(0, len(wanted), 500):  # only these ids: the ledger grows every day
+                    chunk = wanted[i:i + 500]
+                    known |= {row[0] for row in con.execute(
+                        f"select alert_id from sent_alerts where destination = ? and alert_id in "
+                        f"({', '.join('?' * len(chunk))})", (destination, *chunk))}
+                new = [a for a in wanted if a not in known]
                 con.executemany("insert into sent_alerts values (?, ?, ?, 'sending', ?)",
                                 [(a, destination, scope, now) for a in new])
                 con.execute("commit")
