@@ -648,6 +648,10 @@ def _project(args: argparse.Namespace):
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    """``rank-pipeline test``: the models' unit tests (in memory, no warehouse) and/or data tests (read-only
+    on the published warehouse), ``--select`` limiting both. Returns 0 when all pass, 1 when one fails (its
+    differing rows or failing row count printed); raises UsageError (exit 2) for ``--data`` without a
+    published warehouse or an unknown model."""
     from rank_pipeline.sql_models.unit_tests import run_unit_tests
 
     project = _project(args)
@@ -717,6 +721,10 @@ def _data_tests(project, select: list[str], verbose: bool) -> tuple[int, int]:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    """``rank-pipeline diff``: build ``--models-dir`` (default the configured models) from the snapshots into a
+    scratch file, no API call, and compare every seed and model with the published warehouse (rows added,
+    removed, changed; changed values per column; 5 examples). Returns 0 when equal, 1 when different or
+    when the folder does not build."""
     from rank_pipeline.sql_models.diff import diff_models
     from rank_pipeline.sql_models.errors import BuildError
 
@@ -873,6 +881,9 @@ def _keywords_run(func) -> int:
 
 
 def cmd_keywords_plan(args: argparse.Namespace) -> int:
+    """``rank-pipeline keywords plan FILE``: the plan against the API (or the latest snapshot with
+    ``--offline``), printed (spec "Keywords": create, catalogues, quota). Returns 0 with no change pending,
+    2 with changes pending, 3 for an error in the file, settings or plan (a 402 forecast included)."""
     def run() -> int:
         import asyncio
 
@@ -909,6 +920,9 @@ def cmd_keywords_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_keywords_apply(args: argparse.Namespace) -> int:
+    """``rank-pipeline keywords apply FILE``: re-plan, then create what is missing in all-or-nothing calls,
+    never retrying a create blind (spec "Keywords"). Returns 0 when applied or nothing to do, 3 when refused
+    before sending (plan errors, quota, no ``--yes`` on a non-terminal stdin), 1 when it failed part-way."""
     def run() -> int:
         import asyncio
 

@@ -47,6 +47,9 @@ def exec_service(argv: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Restore default SIGINT and SIGTERM handling, then replace this process with ``argv`` (a leading
+    ``--`` dropped). Returns non-zero with one line when no command is given or it is not installed;
+    otherwise it does not return."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--"]:
         argv = argv[1:]

@@ -291,6 +291,8 @@ class _Rows(_Strict):
 
 
 class UnitGiven(_Rows):
+    """Rows given for one input of a unit test: ``input`` (schema.name) and its rows (inline, CSV or a file)."""
+
     input: Qualified = Field(description="a relation the model reads, e.g. staging.stg_usage")
 
 
