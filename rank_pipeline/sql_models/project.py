@@ -66,7 +66,7 @@ from __future__ import annotations
 import graphlib
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -475,6 +475,24 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _named_entries(yml: Path, doc: Mapping[str, Any], key: str, name_hint: str,
+                   list_hint: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """``(name, entry)`` of each entry under ``key`` of a ``.yml`` (seeds, sources, models).
+
+    Raises:
+        ModelConfigError: ``key`` is not a list, or an entry has no string ``name:`` (``name_hint`` says
+            what the name is).
+    """
+    entries = doc.get(key) or []
+    if not isinstance(entries, list):
+        raise ModelConfigError(f"{yml}: `{key}:` must be a list{list_hint}")
+    for i, raw in enumerate(entries):
+        name = raw.get("name") if isinstance(raw, Mapping) else None
+        if not isinstance(name, str):
+            raise ModelConfigError(f"{yml}, {key}[{i}]: every entry needs a `name:` ({name_hint})")
+        yield name, raw
+
+
 def _load_seeds(root: Path) -> dict[str, Seed]:
     folder = root / SEED_SCHEMA
     seeds: dict[str, Seed] = {}
@@ -489,13 +507,7 @@ def _load_seeds(root: Path) -> dict[str, Seed]:
         doc = _load_yml(yml)
         if "models" in doc or "sources" in doc:
             raise ModelConfigError(f"{yml}: files under seeds/ describe seeds (`seeds:`), not models or sources")
-        entries = doc.get("seeds") or []
-        if not isinstance(entries, list):
-            raise ModelConfigError(f"{yml}: `seeds:` must be a list")
-        for i, raw in enumerate(entries):
-            name = raw.get("name") if isinstance(raw, Mapping) else None
-            if not isinstance(name, str):
-                raise ModelConfigError(f"{yml}, seeds[{i}]: every entry needs a `name:` (the .csv file stem)")
+        for name, raw in _named_entries(yml, doc, "seeds", "the .csv file stem"):
             where = f"{yml}, seed {name!r}"
             if name not in seeds:
                 raise ModelConfigError(f"{where}: no {folder / (name + '.csv')} for this entry")
@@ -528,13 +540,7 @@ def _load_source_tables(root: Path) -> dict[str, SourceTable]:
         if "models" in doc or "seeds" in doc:
             raise ModelConfigError(f"{yml}: files under {SOURCES_FOLDER}/ describe tables (`sources:`), not models "
                                    "or seeds")
-        entries = doc.get("sources") or []
-        if not isinstance(entries, list):
-            raise ModelConfigError(f"{yml}: `sources:` must be a list")
-        for i, raw in enumerate(entries):
-            name = raw.get("name") if isinstance(raw, Mapping) else None
-            if not isinstance(name, str):
-                raise ModelConfigError(f"{yml}, sources[{i}]: every entry needs a `name:` (the table's name)")
+        for name, raw in _named_entries(yml, doc, "sources", "the table's name"):
             entry = validate_entry(SourceEntry, raw, f"{yml}, source {name!r}")
             columns, tests = _test_specs(entry, False)
             table = SourceTable(entry.name, entry.schema_, entry.description, columns, tests, yml)
@@ -588,13 +594,7 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TAB
         if "seeds" in doc or "sources" in doc:
             raise ModelConfigError(f"{yml}: seeds and sources are described under seeds/ and sources/, not beside "
                                    "models")
-        models = doc.get("models") or []
-        if not isinstance(models, list):
-            raise ModelConfigError(f"{yml}: `models:` must be a list of model entries")
-        for i, entry in enumerate(models):
-            name = entry.get("name") if isinstance(entry, Mapping) else None
-            if not isinstance(name, str):
-                raise ModelConfigError(f"{yml}, models[{i}]: every entry needs a `name:` (the .sql file stem)")
+        for name, entry in _named_entries(yml, doc, "models", "the .sql file stem", " of model entries"):
             if name in entries:
                 raise ModelConfigError(f"{yml}: model {name!r} is also described in {entries[name][0]}")
             if name not in sql_files:
