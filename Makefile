@@ -79,12 +79,16 @@ $(SUPERSET_STAMP): dashboards/requirements.txt dashboards/constraints.txt
 	$(SUPERSET_VENV)/bin/pip install --quiet -c dashboards/constraints.txt -r dashboards/requirements.txt
 	@touch $@
 
+# $(call apt_install,PACKAGE,WHAT NEEDS IT): Debian's PACKAGE through apt when root, else one line and exit 1
+apt_install = { test "$$(id -u)" = 0 && apt-get update -qq \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null; } \
+	  || { echo "cannot install $(1) (needs root and Debian's apt): run 'apt-get install $(1)' as root;" \
+	            "$(2) is skipped until then" >&2; exit 1; }
+
 ## Debian's PostgreSQL server for the tests of Dagster's PostgreSQL storage (the test starts its own on loopback).
 postgres-server:
-	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { test "$$(id -u)" = 0 \
-	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
-	  || { echo "cannot install postgresql (needs root and Debian's apt): run 'apt-get install postgresql' as root;" \
-	            "tests/ops/test_postgres_storage.py is skipped until then" >&2; exit 1; }
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	  || $(call apt_install,postgresql,tests/ops/test_postgres_storage.py)
 
 postgres-server-try:
 	@$(MAKE) --no-print-directory postgres-server || echo "warning: PostgreSQL's server could not be installed;" \
@@ -92,10 +96,7 @@ postgres-server-try:
 
 ## Debian's chromium for the browser test (playwright drives it; no browser download).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { test "$$(id -u)" = 0 \
-	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-	  || { echo "cannot install chromium (needs root and Debian's apt): run 'apt-get install chromium' as root;" \
-	            "the browser test is skipped until then" >&2; exit 1; }
+	@command -v chromium >/dev/null 2>&1 || $(call apt_install,chromium,the browser test)
 
 # make test goes on when the dashboards' tools cannot be installed: the browser test then skips, saying why
 dashboard-env-try:
