@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from email import message_from_bytes
 from email.policy import default as default_policy
@@ -12,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from aiosmtpd.controller import Controller
+from daemon_helpers import free_port
 
 
 class _Mailbox:
@@ -30,17 +30,11 @@ class _Mailbox:
         return "250 OK"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def smtp_server():
     """``(mailbox, mailto URL)``: plain SMTP on a loopback port, no TLS, no login."""
     mailbox = _Mailbox()
-    port = _free_port()
+    port = free_port()
     controller = Controller(mailbox, hostname="127.0.0.1", port=port)
     controller.start()
     try:
@@ -81,4 +75,4 @@ def http_receiver():
 @pytest.fixture
 def dead_url():
     """A ``json://`` URL on a loopback port nothing listens on."""
-    return f"json://127.0.0.1:{_free_port()}/nobody"
+    return f"json://127.0.0.1:{free_port()}/nobody"

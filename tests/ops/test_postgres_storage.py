@@ -12,13 +12,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from daemon_helpers import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("postgres"), pytest.mark.timeout(900)]
 
@@ -35,12 +35,6 @@ def _pg_bin() -> Path | None:
         return Path(os.path.realpath(found)).parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(candidates[-1]).parent if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +57,7 @@ def pg_server():
         shutil.chown(pwfile, "postgres", "postgres")
     subprocess.run([*as_user, str(pg_bin / "initdb"), "-D", str(data), "-U", "dagster", "--pwfile", str(pwfile),
                     "--auth", "scram-sha-256", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    port = _free_port()
+    port = free_port()
     subprocess.run([*as_user, str(pg_bin / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "120",
                     "-o", f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
                    check=True, capture_output=True)
@@ -187,7 +181,7 @@ def test_the_password_appears_in_no_file_output_or_run_record(pg_server, pg_run)
 
 
 def test_an_unreachable_or_refused_postgresql_is_one_line_status_2_without_the_password(pg_server, tmp_path):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     wrong_password = pg_server.replace(PASSWORD, "wrong-" + PASSWORD)
     for url in (f"postgresql+psycopg2://dagster:{PASSWORD}@127.0.0.1:{port}/dagster", wrong_password):
         done = _run([str(BIN / "rank-pipeline"), "run", "--date", DAY], _env(tmp_path / "data", url), timeout=120)
