@@ -389,22 +389,16 @@ def _dagster_instance(data_dir: Path):
         return open_instance(data_dir, log=lambda message: print(message, file=err))
 
 
-def _innermost(error):
-    while error is not None and getattr(error, "cause", None) is not None:
-        error = error.cause
-    return error
-
-
 def _failure_reason(result) -> tuple[str, bool]:
     """``(one line, is_configuration)`` explaining why a Dagster run failed."""
     import dagster as dg
 
+    from rank_pipeline.defs.instance import error_line, innermost_error
+
     for event in result.all_events:
         if event.event_type == dg.DagsterEventType.STEP_FAILURE:
-            error = _innermost(event.event_specific_data.error)
-            message = (error.message or "").strip().splitlines()[0] if error and error.message else "failed"
-            if message.startswith(f"{error.cls_name}: "):
-                message = message[len(error.cls_name) + 2:]
+            error = innermost_error(event.event_specific_data.error)
+            message = error_line(error)
             return f"step {event.step_key}: {message}", error is not None and error.cls_name == "ConfigurationError"
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
     if failed:

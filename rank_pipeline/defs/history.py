@@ -22,6 +22,7 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 
+from rank_pipeline.defs.instance import error_line
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.ops import history
@@ -63,18 +64,6 @@ def _int(meta: dict, name: str) -> int | None:
     return int(value) if isinstance(value, int | float) else None
 
 
-def _cause(error) -> str:
-    """The innermost error's message on one line, without its class name (multi-line messages, such as
-    Dagster's list of failed blocking checks, are joined)."""
-    while error is not None and getattr(error, "cause", None) is not None:
-        error = error.cause
-    text = " ".join((getattr(error, "message", "") or "").split()) or "failed"
-    cls_name = getattr(error, "cls_name", None)
-    if cls_name and f"{cls_name}: " in text[:200]:
-        text = text.split(f"{cls_name}: ", 1)[1]
-    return text
-
-
 def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: datetime | None = None,
               extra_checks: tuple[int, int] = (0, 0)) -> history.RunFacts | None:
     """The :class:`rank_pipeline.ops.history.RunFacts` of one run, from its record and event log.
@@ -102,7 +91,7 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
         elif kind in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
             ends[event.step_key] = entry.timestamp
             if kind == dg.DagsterEventType.STEP_FAILURE and failed_step is None:
-                failed_step, reason = event.step_key, _cause(event.event_specific_data.error)
+                failed_step, reason = event.step_key, error_line(event.event_specific_data.error, whole=True)
         elif kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             if event.event_specific_data.passed:
                 passed += 1

@@ -34,6 +34,7 @@ import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dagster as dg
@@ -45,7 +46,9 @@ from rank_pipeline.settings import ConfigurationError, Settings
 __all__ = [
     "PooledSqliteEventLogStorage",
     "dagster_home",
+    "error_line",
     "fail_dead_runs",
+    "innermost_error",
     "instance_config",
     "lock_timeout_message",
     "open_instance",
@@ -237,6 +240,29 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def innermost_error(error: Any) -> Any:
+    """The innermost cause of a Dagster ``SerializableErrorInfo`` (``error.cause`` followed to its end)."""
+    while error is not None and getattr(error, "cause", None) is not None:
+        error = error.cause
+    return error
+
+
+def error_line(error: Any, *, whole: bool = False) -> str:
+    """Why a step or run failed, on one line: the innermost error's message without its class name.
+
+    ``whole`` joins every line of the message (Dagster's list of failed blocking checks spans several);
+    otherwise the first line. ``"failed"`` when there is no message. Shared by the command line's last
+    line, the alert digests and ``ops.run_history.failure_reason``.
+    """
+    error = innermost_error(error)
+    message = (getattr(error, "message", "") or "").strip()
+    text = " ".join(message.split()) if whole else (message.splitlines()[0] if message else "")
+    cls_name = getattr(error, "cls_name", None)
+    if cls_name and f"{cls_name}: " in text[:200]:
+        text = text.split(f"{cls_name}: ", 1)[1]
+    return text or "failed"
 
 
 def lock_timeout_message(result: dg.ExecuteInProcessResult) -> str | None:

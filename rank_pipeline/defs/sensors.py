@@ -26,6 +26,7 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 
+from rank_pipeline.defs.instance import error_line
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 from rank_pipeline.ops.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
 from rank_pipeline.settings import ConfigurationError, Settings
@@ -62,23 +63,6 @@ class RunOutcome:
         return self.first.isoformat() if self.first == self.last else f"{self.first}..{self.last}"
 
 
-def _innermost(error):
-    while error is not None and getattr(error, "cause", None) is not None:
-        error = error.cause
-    return error
-
-
-def _one_line(error) -> str:
-    """The first line of the innermost error's message, without its class name."""
-    error = _innermost(error)
-    if error is None or not error.message:
-        return "failed"
-    message = error.message.strip().splitlines()[0]
-    if message.startswith(f"{error.cls_name}: "):
-        message = message[len(error.cls_name) + 2:]
-    return message
-
-
 def _day(text: str | None) -> date | None:
     try:
         return date.fromisoformat(text) if text else None
@@ -103,10 +87,10 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
             continue
         if event.event_type == dg.DagsterEventType.STEP_FAILURE and outcome.failed_step is None:
             outcome.failed_step = event.step_key
-            outcome.cause = _one_line(event.event_specific_data.error)
+            outcome.cause = error_line(event.event_specific_data.error)
         elif event.event_type == dg.DagsterEventType.RUN_FAILURE and outcome.cause is None:
             error = getattr(event.event_specific_data, "error", None)
-            outcome.cause = _one_line(error) if error is not None else (event.message or "the run failed")
+            outcome.cause = error_line(error) if error is not None else (event.message or "the run failed")
         elif event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
             if event.asset_key == PUBLISHED_KEY:
                 outcome.published = True
