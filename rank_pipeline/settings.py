@@ -13,9 +13,9 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_PIPELINE_SNAPSHOTS_URI``    where the Parquet snapshots live (default ``<data dir>/snapshots``):
                                    a folder, or ``s3://bucket/prefix`` (credentials and endpoint from
                                    the ``AWS_*`` variables) or another pyarrow/fsspec scheme; see
-                                   :mod:`rank_pipeline.storage`.
+                                   :mod:`rank_pipeline.snapshots.storage`.
 ``RANK_PIPELINE_SHARD``            ``i/n``: this worker extracts only the accounts of shard ``i`` of ``n``
-                                   (:mod:`rank_pipeline.sharding`); unset: every account.
+                                   (:mod:`rank_pipeline.snapshots.shards`); unset: every account.
 ``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: the ``dbt_like_sql/`` shipped with
                                    the package); see :func:`models_dir`.
 ``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300), 1..100000.
@@ -23,7 +23,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16), 1..1024.
 ``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
-                                   (default 3600; read by :mod:`rank_pipeline.runlock`).
+                                   (default 3600; read by :mod:`rank_pipeline.warehouse.locks`).
 ``RANK_PIPELINE_STORAGE_VERSION``  DuckDB storage version of the published warehouse (default
                                    ``v1.0.0``: DuckDB 1.0+ opens it; read by ``warehouse.Warehouse``).
 ``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
@@ -50,7 +50,7 @@ ceiling, and a key rejected mid-run is dropped (named by its position, never its
 
 The rate defaults are declared once, in :mod:`rank_pipeline.api.config`. Keys are never held by
 :class:`Settings`: :attr:`AccountConfig.api_key_env` names the variable, and
-:func:`rank_pipeline.source.read_keys` reads it when a run opens the source (the one place keys are read).
+:func:`rank_pipeline.extract.source.read_keys` reads it when a run opens the source (the one place keys are read).
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ from rank_pipeline.api.config import (
     SPEC_PER_KEY_LIMIT,
     SPEC_WINDOW_S,
 )
-from rank_pipeline.sharding import SHARD_ENV, Shard, parse_shard
-from rank_pipeline.storage import SNAPSHOTS_URI_ENV, StorageError, check_uri
+from rank_pipeline.snapshots.shards import SHARD_ENV, Shard, parse_shard
+from rank_pipeline.snapshots.storage import SNAPSHOTS_URI_ENV, StorageError, check_uri
 
 __all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "OpsSettings", "Settings", "models_dir"]
 
@@ -135,9 +135,9 @@ class DataPaths:
     snapshots_uri: str | None = None
 
     @property
-    def snapshots_dir(self) -> Path | str:
+    def snapshot_store_uri(self) -> Path | str:
         """The Parquet snapshots, the system of record: a local :class:`Path`, or a URI string for an
-        object store (every reader and writer takes either, through :func:`rank_pipeline.storage.store_for`)."""
+        object store (every reader and writer takes either, through :func:`rank_pipeline.snapshots.storage.store_for`)."""
         raw = (self.snapshots_uri or "").strip()
         if not raw:
             return self.data_dir / "snapshots"
@@ -157,7 +157,7 @@ class DataPaths:
 
     @property
     def source_record(self) -> Path:
-        """``source.json``: which source the folder's snapshots come from (``rank_pipeline.source``)."""
+        """``source.json``: which source the folder's snapshots come from (``rank_pipeline.extract.source``)."""
         return self.data_dir / "source.json"
 
     @property

@@ -1,4 +1,4 @@
-"""Each API resource is declared once (rank_pipeline.catalog): everything else is derived from it.
+"""Each API resource is declared once (rank_pipeline.api.endpoints): everything else is derived from it.
 
 Checked here: every snapshot column, asset key/description, fan-out step and docs entry comes from the
 declarations; adding a resource is one declaration (a subprocess adds one and extracts it end to end);
@@ -17,19 +17,25 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rank_pipeline import catalog
-from rank_pipeline.catalog import CATALOG, children_of
-from rank_pipeline.extract import AccountSource, run_extraction
-from rank_pipeline.reports import SnapshotManifest
+from rank_pipeline.api import endpoints as catalog
+from rank_pipeline.api.endpoints import CATALOG, children_of
+from rank_pipeline.extract.day import AccountSource, run_extraction
 from rank_pipeline.sandbox import World, create_app
-from rank_pipeline.snapshots import RESOURCES, SPEC_FIELDS, SnapshotWriter, arrow_schema, read_manifest
+from rank_pipeline.snapshots.manifest import SnapshotManifest
+from rank_pipeline.snapshots.parquet import (
+    ENDPOINTS,
+    SPEC_FIELDS,
+    SnapshotWriter,
+    arrow_schema,
+    read_manifest,
+)
 
 DAY = date(2026, 11, 21)
 COMMON = ["snapshot_date", "account", "id", "type", "parent_id", "extracted_at", "attributes"]
 
 
 def test_snapshot_schema_is_the_declaration():
-    assert RESOURCES == tuple(r.name for r in CATALOG)
+    assert ENDPOINTS == tuple(r.name for r in CATALOG)
     for r in CATALOG:
         assert arrow_schema(r.name).names == COMMON + [f.column for f in r.fields]
         assert [name for name, _, _ in SPEC_FIELDS[r.name]] == [f.column for f in r.fields]
@@ -39,15 +45,15 @@ def test_snapshot_schema_is_the_declaration():
 
 def test_asset_specs_and_descriptions_come_from_the_declaration():
     from rank_pipeline.defs.extract_assets import extract_snapshots
-    from rank_pipeline.defs.warehouse_assets import PER_ACCOUNT_RESOURCES, RAW_KEYS
+    from rank_pipeline.defs.warehouse_assets import PER_ACCOUNT_ENDPOINTS, RAW_KEYS
 
     keys = {tuple(k.path): spec for k, spec in extract_snapshots.specs_by_key.items()}
     assert set(keys) == {("snapshots", r.name) for r in CATALOG}
     for r in CATALOG:
         assert r.description in keys[("snapshots", r.name)].description
         assert r.path in keys[("snapshots", r.name)].description
-    assert set(RAW_KEYS) == set(RESOURCES)
-    assert PER_ACCOUNT_RESOURCES == {r.name for r in CATALOG if not r.account_scoped} == {"locations", "languages"}
+    assert set(RAW_KEYS) == set(ENDPOINTS)
+    assert PER_ACCOUNT_ENDPOINTS == {r.name for r in CATALOG if not r.account_scoped} == {"locations", "languages"}
 
 
 def test_docs_list_every_declared_resource_and_field():
@@ -91,19 +97,19 @@ ADD_ONE = textwrap.dedent('''
     import json, sys
     from datetime import date
     import httpx
-    from rank_pipeline import catalog
-    from rank_pipeline.catalog import ApiResource, SpecField
+    from rank_pipeline.api import endpoints as catalog
+    from rank_pipeline.api.endpoints import Endpoint, SpecField
 
     # the one declaration: a list of notes per domain, with one field the (imagined) spec shows
-    catalog.CATALOG = catalog.CATALOG + (ApiResource(
+    catalog.CATALOG = catalog.CATALOG + (Endpoint(
         name="notes", path="/v1/domains/{parent_id}/notes", description="Notes of each domain.",
         spec="imagined", parent="domains", parent_404_tolerated=True, checkpointed=True,
         fields=(SpecField("body", "string", ("body",), "The note's text."),)),)
 
     from rank_pipeline.defs.extract_assets import extract_snapshots
-    from rank_pipeline.extract import AccountSource, run_extraction
+    from rank_pipeline.extract.day import AccountSource, run_extraction
     from rank_pipeline.sandbox import World, create_app
-    from rank_pipeline.snapshots import read_snapshot
+    from rank_pipeline.snapshots.parquet import read_snapshot
 
     day = date(2026, 11, 21)
     world = World(today=day)

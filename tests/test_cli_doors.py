@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from rank_pipeline.sandbox import SandboxServer, World, create_app
-from rank_pipeline.snapshots import read_snapshot
+from rank_pipeline.snapshots.parquet import read_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -25,7 +25,7 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def _cmd() -> list[str]:
-    return [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli"]
+    return [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
 
 
 def cli(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
@@ -211,7 +211,7 @@ def test_a_date_outside_the_partitions_gives_the_valid_range(tmp_path):
 def test_version_and_help_on_every_command_and_option():
     import argparse
 
-    from rank_pipeline.cli import build_parser
+    from rank_pipeline.cli.main import build_parser
 
     done = cli("--version")
     assert done.returncode == 0 and done.stdout.startswith("rank-pipeline 0.")

@@ -19,7 +19,7 @@ from datetime import date
 import pytest
 
 from rank_pipeline.api import ClientConfig, RankTrackerClient
-from rank_pipeline.extract import AccountSource, extract_day
+from rank_pipeline.extract.day import AccountSource, extract_day
 from rank_pipeline.sandbox import (
     AccountSpec,
     Faults,
@@ -29,7 +29,7 @@ from rank_pipeline.sandbox import (
     WorldConfig,
     create_app,
 )
-from rank_pipeline.snapshots import read_snapshot
+from rank_pipeline.snapshots.parquet import read_snapshot
 
 pytestmark = pytest.mark.xdist_group("completeness_identity")
 

@@ -30,7 +30,7 @@ DAYS = [START + timedelta(days=i) for i in range(4)]
 
 def _assets():
     """Every asset of the daily job, as ``workspace.yaml`` loads them (run history and keywords file included)."""
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
 
     return list(defs.assets)
 
@@ -176,7 +176,7 @@ def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run):
 def test_past_date_is_refused_by_a_source_whose_today_differs(pipeline_run, tmp_path):
     world, _, base_url, _ = pipeline_run
     world.set_today(DAYS[-1])
-    from rank_pipeline.extract import AccountSource, PastDateError, run_extraction
+    from rank_pipeline.extract.day import AccountSource, PastDateError, run_extraction
 
     account = _api_accounts(world)[0]
     with pytest.raises(PastDateError, match="only tells the present"):
@@ -186,7 +186,7 @@ def test_past_date_is_refused_by_a_source_whose_today_differs(pipeline_run, tmp_
 
 def test_unknown_host_is_a_clear_connection_error(tmp_path):
     from rank_pipeline.api import TransportError
-    from rank_pipeline.extract import AccountSource, run_extraction
+    from rank_pipeline.extract.day import AccountSource, run_extraction
 
     url = "https://rank-tracker.invalid"
     with pytest.raises(TransportError) as info:
@@ -198,7 +198,7 @@ def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
     """The README's example SQL and the demo's two answers stay in step with the marts."""
     import re
 
-    from rank_pipeline.cli import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
+    from rank_pipeline.cli.main import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
 
     _, data_dir, _, _ = pipeline_run
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()

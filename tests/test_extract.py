@@ -1,4 +1,4 @@
-"""The day's extraction (rank_pipeline.extract) in-process against the sandbox, checked against its World."""
+"""The day's extraction (rank_pipeline.extract.day) in-process against the sandbox, checked against its World."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from rank_pipeline.api import AuthenticationError, BadRequestError, PermissionDeniedError
-from rank_pipeline.extract import AccountSource, extract_day
+from rank_pipeline.extract.day import AccountSource, extract_day
 from rank_pipeline.sandbox import World, create_app
-from rank_pipeline.snapshots import RESOURCES, list_snapshot_dates, read_snapshot
+from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_snapshot
 
 DAY = date(2026, 11, 21)
 
@@ -94,7 +94,7 @@ def test_fatal_error_commits_nothing(world, tmp_path, which):
         accounts, error = [AccountSource(plain.name, plain.api_key)], PermissionDeniedError
     with pytest.raises(error):
         asyncio.run(_extract(world, tmp_path, accounts=accounts))
-    assert all(list_snapshot_dates(tmp_path, r) == [] for r in RESOURCES)
+    assert all(list_snapshot_dates(tmp_path, r) == [] for r in ENDPOINTS)
     assert not list(tmp_path.rglob("*.parquet"))
 
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from rank_pipeline.api import AuthenticationError, ClientConfig
-from rank_pipeline.extract import AccountSource, extract_day
+from rank_pipeline.extract.day import AccountSource, extract_day
 from rank_pipeline.sandbox import (
     AccountSpec,
     Faults,
@@ -24,7 +24,7 @@ from rank_pipeline.sandbox import (
     WorldConfig,
     create_app,
 )
-from rank_pipeline.snapshots import RESOURCES, list_snapshot_dates, read_snapshot
+from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_snapshot
 
 pytestmark = pytest.mark.xdist_group("key_pool")
 
@@ -113,7 +113,7 @@ def test_a_key_that_never_worked_is_dropped_too_but_no_working_key_fails_the_run
     with pytest.raises(AuthenticationError, match="every API key of acme") as failed:
         _run(world, Faults(), "not-a-key-1,not-a-key-2", tmp_path / "none")
     assert "not-a-key" not in str(failed.value)
-    assert all(list_snapshot_dates(tmp_path / "none", r) == [] for r in RESOURCES)
+    assert all(list_snapshot_dates(tmp_path / "none", r) == [] for r in ENDPOINTS)
 
 
 def test_control_endpoint_revokes_a_key_by_position(tmp_path):

@@ -20,8 +20,8 @@ import jsonschema
 import pytest
 import yaml
 
+from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.sandbox import AccountSpec, Faults, SandboxServer, World, WorldConfig, create_app
-from rank_pipeline.vendor_fields import keyword_combination
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("keywords")]
 
@@ -33,7 +33,7 @@ def cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.Com
     full = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
     full.update(env)
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli"]
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, cwd=ROOT)
 

@@ -22,16 +22,16 @@ import duckdb
 import pyarrow.fs as pafs
 import pytest
 
-from rank_pipeline.sharding import Shard, shard_of
-from rank_pipeline.snapshots import (
-    RESOURCES,
+from rank_pipeline.snapshots.parquet import (
+    ENDPOINTS,
     SnapshotWriter,
     list_snapshot_dates,
     read_manifest,
     read_snapshot,
 )
-from rank_pipeline.storage import store_for
-from rank_pipeline.warehouse import SnapshotMissingError, load_partition
+from rank_pipeline.snapshots.shards import Shard, shard_of
+from rank_pipeline.snapshots.storage import store_for
+from rank_pipeline.warehouse.database import SnapshotMissingError, load_partition
 
 # the daily runs below are two whole `rank-pipeline run`s: on a loaded 2-core machine they exceed the
 # suite's default 300 s per test (their setup counts against it)
@@ -75,7 +75,7 @@ def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.Com
     full = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "AWS_"))}
     full.update(env)
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli"]
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout)
 
 
@@ -115,7 +115,7 @@ def runs(s3, tmp_path_factory):
     """``rank-pipeline run`` of today on the embedded sandbox: once with S3 snapshots, once on local disk."""
     s3_data, local_data = tmp_path_factory.mktemp("s3run"), tmp_path_factory.mktemp("localrun")
     uri = f"s3://{BUCKET}/daily/snapshots"
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli"]
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "AWS_"))}
     envs = [{**base, **s3, "RANK_PIPELINE_DATA_DIR": str(s3_data), "RANK_PIPELINE_SNAPSHOTS_URI": uri},
@@ -142,14 +142,14 @@ def test_a_daily_run_on_s3_equals_the_same_run_on_local_disk(runs):
     # the snapshots went to the bucket, none to the data folder
     assert not (s3_data / "snapshots").exists() or not any((s3_data / "snapshots").rglob("*.parquet"))
     assert list_snapshot_dates(uri, "keywords") == [TODAY]
-    for resource in RESOURCES:
+    for resource in ENDPOINTS:
         assert _rows(uri, resource, TODAY) == _rows(local_data / "snapshots", resource, TODAY), resource
         assert read_manifest(uri, resource, TODAY).row_count == \
             read_manifest(local_data / "snapshots", resource, TODAY).row_count
     # the warehouse loaded from S3 holds the same raw rows and the same models
     with duckdb.connect(str(s3_data / "warehouse.duckdb"), read_only=True) as a, \
             duckdb.connect(str(local_data / "warehouse.duckdb"), read_only=True) as b:
-        for resource in RESOURCES:
+        for resource in ENDPOINTS:
             q = f"select account, id, parent_id, cast(attributes as varchar) from raw.{resource}"
             assert sorted(a.execute(q).fetchall()) == sorted(b.execute(q).fetchall()), resource
         assert a.execute("select count(*) from raw.keywords").fetchone()[0] > 0
@@ -234,7 +234,7 @@ def test_a_commit_killed_before_its_manifest_leaves_the_day_as_it_was(s3):
     script = textwrap.dedent(f"""
         import sys, time
         from datetime import date
-        from rank_pipeline.snapshots import SnapshotWriter
+        from rank_pipeline.snapshots.parquet import SnapshotWriter
         def hang(self, path, text):
             print("files uploaded", flush=True)
             time.sleep(600)
@@ -267,7 +267,7 @@ def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp
     assert runs[2].returncode == 0, runs[2].stderr
     accounts = set(read_manifest(one, "domains", TODAY).accounts)
     assert {shard_of(a, 2) for a in accounts} == {0, 1}, "both shards must own an account for this test"
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli"]
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "AWS_"))}
     workers = [subprocess.Popen(
         [*cmd, "extract"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -277,7 +277,7 @@ def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp
         out, _ = worker.communicate(timeout=600)
         assert worker.returncode == 0, out
     store = store_for(two)
-    for resource in RESOURCES:
+    for resource in ENDPOINTS:
         assert _rows(two, resource, TODAY) == _rows(one, resource, TODAY), resource
         whole, sharded = read_manifest(one, resource, TODAY), read_manifest(two, resource, TODAY)
         assert sharded.shards == 2 and sharded.row_count == whole.row_count
@@ -294,7 +294,7 @@ def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp
             assert set(json.loads(text)["accounts"]) == {a for a in accounts if shard.owns(a)}
     con = duckdb.connect()
     counts = load_partition(con, two, TODAY)
-    assert counts == {r: read_manifest(one, r, TODAY).row_count for r in RESOURCES}
+    assert counts == {r: read_manifest(one, r, TODAY).row_count for r in ENDPOINTS}
 
 
 def test_a_day_sharded_in_two_is_committed_once_both_shards_are(s3):
@@ -353,9 +353,9 @@ def test_a_local_snapshots_uri_is_a_folder(tmp_path):
     elsewhere = tmp_path / "lake"
     settings = Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "d"),
                                   "RANK_PIPELINE_SNAPSHOTS_URI": f"file://{elsewhere}"})
-    assert settings.paths.snapshots_dir == elsewhere
+    assert settings.paths.snapshot_store_uri == elsewhere
     unset = Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "d")})
-    assert unset.paths.snapshots_dir == (tmp_path / "d" / "snapshots").resolve()
+    assert unset.paths.snapshot_store_uri == (tmp_path / "d" / "snapshots").resolve()
 
 
 def test_an_fsspec_scheme_works_the_same_way():
@@ -376,7 +376,7 @@ def test_the_dagster_resources_carry_the_uri_and_the_shard(tmp_path):
                                   "RANK_PIPELINE_SNAPSHOTS_URI": "s3://rank-lake/prod?region=eu-west-1"})
     warehouse = warehouse_from_env(settings)
     assert warehouse.snapshots_uri == "s3://rank-lake/prod?region=eu-west-1"
-    assert warehouse.snapshots_dir == "s3://rank-lake/prod?region=eu-west-1"
+    assert warehouse.snapshot_store_uri == "s3://rank-lake/prod?region=eu-west-1"
     source = source_from_env(settings)
     assert source.shard == "1/3" and source.shard_setting() == Shard(1, 3)
     assert "shard 1/3" in source.describe()

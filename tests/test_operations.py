@@ -42,10 +42,10 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 class Cli:
-    """``python -m rank_pipeline.cli ARGS`` in its own session; its output is collected line by line."""
+    """``python -m rank_pipeline.cli.main ARGS`` in its own session; its output is collected line by line."""
 
     def __init__(self, data_dir: Path, *args: str, **env: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "rank_pipeline.cli", *args], cwd=ROOT,
+        self.proc = subprocess.Popen([sys.executable, "-m", "rank_pipeline.cli.main", *args], cwd=ROOT,
                                      env=_env(data_dir, **env), stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
         self.data_dir = data_dir
@@ -216,7 +216,7 @@ def test_two_first_runs_at_once_both_end_well_and_the_warehouse_is_consistent(de
 
 
 def test_a_run_that_finds_the_data_folder_busy_is_refused_in_one_line(demo, tmp_path):
-    from rank_pipeline.runlock import writer_lock
+    from rank_pipeline.warehouse.locks import writer_lock
 
     _, day, _ = demo
     data_dir = tmp_path / "data"

@@ -21,10 +21,10 @@ import httpx
 import pytest
 
 from rank_pipeline.api import ClientConfig
-from rank_pipeline.extract import AccountSource, extract_day
-from rank_pipeline.resume import ResumeArea, resume_dir
+from rank_pipeline.extract.day import AccountSource, extract_day
+from rank_pipeline.extract.resume import ResumeArea, resume_dir
 from rank_pipeline.sandbox import AccountSpec, RateLimits, SandboxServer, World, WorldConfig, create_app
-from rank_pipeline.snapshots import RESOURCES, read_snapshot
+from rank_pipeline.snapshots.parquet import ENDPOINTS, read_snapshot
 
 pytestmark = pytest.mark.xdist_group("resume")
 
@@ -36,7 +36,7 @@ _CHILD = textwrap.dedent("""
     import os, sys
     from datetime import date
     from rank_pipeline.api import ClientConfig
-    from rank_pipeline.extract import AccountSource, run_extraction
+    from rank_pipeline.extract.day import AccountSource, run_extraction
     config = ClientConfig(**eval(os.environ["TEST_CONFIG"]))
     run_extraction(sys.argv[1], [AccountSource("acme", os.environ["TEST_KEY"])], date.fromisoformat(sys.argv[2]),
                    sys.argv[3], config=config, source_id="sandbox-under-test")
@@ -64,7 +64,7 @@ def _extract(base_url: str, key: str, data_dir, resume: bool = True):
 
 def _rows(data_dir) -> set[tuple]:
     return {(resource, r["account"], r["parent_id"], r["id"])
-            for resource in RESOURCES for r in read_snapshot(data_dir, resource, DAY).to_pylist()}
+            for resource in ENDPOINTS for r in read_snapshot(data_dir, resource, DAY).to_pylist()}
 
 
 def _kill_at(base_url: str, key: str, data_dir, threshold: int) -> int:

@@ -31,9 +31,9 @@ import duckdb
 import pytest
 import yaml
 
+from rank_pipeline.models import load_project
 from rank_pipeline.ops import history
-from rank_pipeline.snapshots import RESOURCES, read_manifest
-from rank_pipeline.sql_models import load_project
+from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
 
@@ -59,7 +59,7 @@ def _cli(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProces
 
 def _dagster(data_dir: Path, tags: dict[str, str]) -> subprocess.CompletedProcess:
     env = _env(data_dir, DAGSTER_HOME=str(data_dir / "dagster_home"))
-    return subprocess.run([str(_BIN / "dagster"), "job", "execute", "-m", "rank_pipeline.definitions",
+    return subprocess.run([str(_BIN / "dagster"), "job", "execute", "-m", "rank_pipeline.defs.definitions",
                            "-j", "daily_rank_pipeline", "--tags", json.dumps(tags)],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
@@ -160,8 +160,8 @@ def test_rows_per_resource_equal_the_manifests(world):
     snapshots = world["data"] / "snapshots"
     for row in world["rows"]:
         day = row["snapshot_date"]
-        counts = {r: read_manifest(snapshots, r, day).row_count for r in RESOURCES}
-        assert {r: row[f"rows_{r}"] for r in RESOURCES} == counts, day
+        counts = {r: read_manifest(snapshots, r, day).row_count for r in ENDPOINTS}
+        assert {r: row[f"rows_{r}"] for r in ENDPOINTS} == counts, day
         assert row["snapshot_rows"] == sum(counts.values())
 
 

@@ -1,4 +1,4 @@
-"""rank_pipeline.runlock: OS-released locks and the removal of dead runs' leftovers (issue 8, item 1)."""
+"""rank_pipeline.warehouse.locks: OS-released locks and the removal of dead runs' leftovers (issue 8, item 1)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ import time
 
 import pytest
 
-from rank_pipeline.runlock import (
+from rank_pipeline.settings import ConfigurationError
+from rank_pipeline.warehouse.locks import (
     DataFolderLock,
     LockTimeout,
     lock_timeout_from_env,
     remove_leftovers,
     writer_lock,
 )
-from rank_pipeline.settings import ConfigurationError
 
 HOLD = textwrap.dedent("""
     import sys, time
-    from rank_pipeline.runlock import writer_lock
+    from rank_pipeline.warehouse.locks import writer_lock
     with writer_lock(sys.argv[1], holder="a test run"):
         print("held", flush=True)
         time.sleep(600)

@@ -5,7 +5,7 @@ from datetime import date
 import pyarrow.parquet as pq
 import pytest
 
-from rank_pipeline.snapshots import (
+from rank_pipeline.snapshots.parquet import (
     SnapshotError,
     SnapshotWriter,
     list_snapshot_dates,
@@ -96,7 +96,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
 def test_excluded_ids_are_dropped_at_commit_across_row_groups_and_accounts(tmp_path):
     from datetime import date as _date
 
-    from rank_pipeline.snapshots import SnapshotWriter, read_snapshot
+    from rank_pipeline.snapshots.parquet import SnapshotWriter, read_snapshot
 
     day = _date(2026, 11, 21)
     writer = SnapshotWriter(tmp_path, "keywords", day, row_group_size=3)

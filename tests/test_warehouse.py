@@ -13,15 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rank_pipeline.snapshots import RESOURCES, SnapshotWriter, arrow_schema, partition_dir
-from rank_pipeline.warehouse import (
+from rank_pipeline.snapshots.parquet import ENDPOINTS, SnapshotWriter, arrow_schema, partition_dir
+from rank_pipeline.warehouse.database import (
     LoadError,
     PublishError,
     SnapshotMissingError,
     Warehouse,
     WarehouseError,
     load_partition,
-    rebuild_from_snapshots,
+    reload_raw_from_snapshots,
 )
 
 DAY1 = date(2026, 11, 20)
@@ -46,7 +46,7 @@ def _records(resource: str, day: date, n: int) -> list[dict]:
     return out
 
 
-def write_day(root, day: date, sizes: dict[str, int] | None = None, resources=RESOURCES) -> dict[str, int]:
+def write_day(root, day: date, sizes: dict[str, int] | None = None, resources=ENDPOINTS) -> dict[str, int]:
     """Commit one snapshot per resource for ``day`` with the lead's SnapshotWriter; returns rows per resource."""
     sizes = sizes or {}
     counts = {}
@@ -63,7 +63,7 @@ def write_day(root, day: date, sizes: dict[str, int] | None = None, resources=RE
 def _state(con) -> dict:
     """Everything observable in the raw layer: rows per (table, date) and a content checksum."""
     out = {}
-    for resource in RESOURCES:
+    for resource in ENDPOINTS:
         rows = con.execute(
             f"select snapshot_date, count(*), sum(hash(id, attributes::varchar)) from raw.{resource} "
             "group by 1 order by 1"
@@ -121,7 +121,7 @@ def test_corrupt_file_rolls_back_every_table_and_names_the_file(tmp_path):
     con = Warehouse(tmp_path / "b.duckdb", tmp_path / "p.duckdb").connect()
     load_partition(con, snaps, DAY1)
     before = _state(con)
-    write_day(snaps, DAY1, {r: 7 for r in RESOURCES})  # new content for the same day ...
+    write_day(snaps, DAY1, {r: 7 for r in ENDPOINTS})  # new content for the same day ...
     bad = partition_dir(snaps, "tags", DAY1) / "part-acme-0000.parquet"
     bad.write_bytes(b"PAR1 this is not parquet")  # ... but one file is damaged
     with pytest.raises(LoadError) as err:
@@ -156,7 +156,7 @@ def test_file_with_rows_of_another_date_or_wrong_row_count_is_refused(tmp_path):
 
 def test_missing_snapshot_is_a_clear_error_naming_the_path(tmp_path):
     snaps = tmp_path / "snapshots"
-    write_day(snaps, DAY1, resources=[r for r in RESOURCES if r != "competitors"])
+    write_day(snaps, DAY1, resources=[r for r in ENDPOINTS if r != "competitors"])
     con = Warehouse(tmp_path / "b.duckdb", tmp_path / "p.duckdb").connect()
     with pytest.raises(SnapshotMissingError) as err:
         load_partition(con, snaps, DAY1)
@@ -195,7 +195,7 @@ def test_a_new_column_in_parquet_never_fails_a_load(tmp_path):
     assert load_partition(con, snaps, DAY1, ["domains"]) == {"domains": 3}
 
 
-def test_rebuild_from_snapshots_equals_the_loaded_state_and_drops_stale_rows(tmp_path):
+def test_reload_raw_from_snapshots_equals_the_loaded_state_and_drops_stale_rows(tmp_path):
     snaps = tmp_path / "snapshots"
     write_day(snaps, DAY1)
     write_day(snaps, DAY2, {"keywords": 6})
@@ -206,16 +206,16 @@ def test_rebuild_from_snapshots_equals_the_loaded_state_and_drops_stale_rows(tmp
         loaded = _state(con)
         con.execute("insert into raw.tags (snapshot_date, id) values (date '2020-01-01', 'stale')")
     other = Warehouse(tmp_path / "b2.duckdb", tmp_path / "p2.duckdb")
-    assert other.rebuild_from_snapshots(snaps)[DAY2]["keywords"] == 6
+    assert other.reload_raw_from_snapshots(snaps)[DAY2]["keywords"] == 6
     with other.connect() as con:
         assert _state(con) == loaded
-    assert wh.rebuild_from_snapshots(snaps)[DAY1]["domains"] == 3
+    assert wh.reload_raw_from_snapshots(snaps)[DAY1]["domains"] == 3
     with wh.connect() as con:
         assert _state(con) == loaded
         # a failure rolls the whole rebuild back
         (partition_dir(snaps, "usage", DAY2) / "part-acme-0000.parquet").write_bytes(b"junk")
         with pytest.raises(LoadError):
-            rebuild_from_snapshots(con, snaps)
+            reload_raw_from_snapshots(con, snaps)
         assert _state(con) == loaded
 
 

@@ -352,7 +352,7 @@ class RankTrackerClient:
 
         The result's ``excluded`` holds the ids delivered in an earlier pass that are not in the
         proven set: they were deleted during the read, and the caller must drop them (the extractor
-        hands them to :meth:`~rank_pipeline.snapshots.SnapshotWriter.exclude`, which filters them
+        hands them to :meth:`~rank_pipeline.snapshots.parquet.SnapshotWriter.exclude`, which filters them
         out at commit, so nothing is buffered). When the list is not proven, ``complete`` is False,
         ``excluded`` is empty and every id ever delivered stays (nothing is lost; the caller flags
         the list). A page beyond the last (empty ``data``) is fine. Without pagination headers the

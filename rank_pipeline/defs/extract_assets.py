@@ -12,18 +12,18 @@ from datetime import date, timedelta
 
 import dagster as dg
 
-from rank_pipeline.catalog import CATALOG, ApiResource
+from rank_pipeline.api.endpoints import CATALOG, Endpoint
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
-from rank_pipeline.extract import ExtractionProgress, ExtractionReport, run_extraction
+from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport, run_extraction
 from rank_pipeline.ops.history import reread_passes
-from rank_pipeline.reports import SnapshotManifest
-from rank_pipeline.snapshots import partition_dir
+from rank_pipeline.snapshots.manifest import SnapshotManifest
+from rank_pipeline.snapshots.parquet import partition_dir
 
 SNAPSHOT_KEYS = {r.name: dg.AssetKey(["snapshots", r.name]) for r in CATALOG}
 
 
-def snapshot_description(resource: ApiResource) -> str:
+def snapshot_description(resource: Endpoint) -> str:
     """The ``snapshots/<resource>`` asset's description, from the resource's declaration."""
     parent = f", per {resource.parent} record" if resource.parent else ""
     return f"{resource.description} {resource.endpoint}{parent}; one Parquet snapshot per day."
@@ -46,7 +46,7 @@ def snapshot_description(resource: ApiResource) -> str:
 )
 def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerResource,
                       warehouse: WarehouseResource):
-    """Extract the run's day(s) from the source into ``data/snapshots`` (see rank_pipeline.extract).
+    """Extract the run's day(s) from the source into ``data/snapshots`` (see rank_pipeline.extract.day).
 
     A single-run backfill hands a range of days: the sandbox plays each; the vendor API tells only the
     present, so with it a range of several days is refused (rebuild past days from their snapshots with
@@ -77,7 +77,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                 "delivered_records": delivered,
                 "pages": sum(a.pages for a in accounts_meta),
                 "missing_parents": dg.MetadataValue.json(missing),
-                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshots_dir, resource, last))),
+                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshot_store_uri, resource, last))),
                 "requests_total": sum(a.requests for a in run_accounts),
                 "rate_limited_total": sum(a.rate_limited for a in run_accounts),
                 "retries_total": sum(a.retries for a in run_accounts),
@@ -118,7 +118,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
 
 def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource, warehouse: WarehouseResource,
                  day: date):
-    base_url, accounts = source.open_source(day, warehouse.data_dir, warehouse.snapshots_dir)
+    base_url, accounts = source.open_source(day, warehouse.data_dir, warehouse.snapshot_store_uri)
     context.log.info(f"extracting {day} from {source.describe()} for {len(accounts)} account(s)")
     last = [0.0]
 
@@ -131,8 +131,8 @@ def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource,
                 f"retries {p.retries}, 429s {p.rate_limited}"
             )
 
-    # a retry of this partition resumes from the checkpoints of the failed run (rank_pipeline.resume)
-    report = run_extraction(base_url, accounts, day, warehouse.snapshots_dir,
+    # a retry of this partition resumes from the checkpoints of the failed run (rank_pipeline.extract.resume)
+    report = run_extraction(base_url, accounts, day, warehouse.snapshot_store_uri,
                             config=source.client_config(), on_progress=on_progress,
                             source_id="sandbox" if source.uses_sandbox else None,
                             shard=source.shard_setting())

@@ -25,9 +25,9 @@ import dagster as dg
 from rank_pipeline.defs.instance import error_line
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.models import SourceTable, load_project, run_tests
 from rank_pipeline.ops import history
 from rank_pipeline.settings import models_dir
-from rank_pipeline.sql_models import SourceTable, load_project, run_tests
 
 __all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_HISTORY_KEY",
            "build_run_history_asset", "run_facts", "stage_of"]

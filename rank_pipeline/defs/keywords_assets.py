@@ -30,8 +30,8 @@ from rank_pipeline.keywords import (
     planned_rows,
     write_planned_rows,
 )
-from rank_pipeline.snapshots import list_snapshot_dates
-from rank_pipeline.warehouse import KEYWORDS_FILE_TABLE
+from rank_pipeline.snapshots.parquet import list_snapshot_dates
+from rank_pipeline.warehouse.database import KEYWORDS_FILE_TABLE
 
 KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"
@@ -63,8 +63,8 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
             return
         try:
             loaded = load_keywords_file(keywords_file)
-            dates = [d for d in list_snapshot_dates(warehouse.snapshots_dir, "keywords") if d <= last]
-            plan = plan_offline(loaded, warehouse.snapshots_dir, day=dates[-1] if dates else None)
+            dates = [d for d in list_snapshot_dates(warehouse.snapshot_store_uri, "keywords") if d <= last]
+            plan = plan_offline(loaded, warehouse.snapshot_store_uri, day=dates[-1] if dates else None)
         except (KeywordsFileError, FileNotFoundError) as exc:
             context.log.warning(f"keywords file not planned: {exc}")
             yield dg.MaterializeResult(metadata={"rows": 0, "file": str(keywords_file), "error": str(exc)})

@@ -3,7 +3,7 @@
 The project is loaded (and its dependency graph checked: a cycle or a reference to a missing model is
 an error here) when the definitions load. Each model asset builds its model for the run's partitions
 (views and tables rebuild; an incremental model replaces the rows of those days AND of every later
-loaded day within its look-back horizon, :mod:`rank_pipeline.sql_models.horizon`, so a backfill leaves
+loaded day within its look-back horizon, :mod:`rank_pipeline.models.horizon`, so a backfill leaves
 no stale row) and then runs the tests from the model's ``.yml`` on the rows it rebuilt, reporting each
 as an asset check; checks marked blocking stop downstream models and the publication of the warehouse
 when they fail.
@@ -14,7 +14,7 @@ tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model 
 
 Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`):
 on ``duckdb`` (default) the above. On ``spark`` each seed and model asset builds its relation on the run's
-Spark session (:class:`rank_pipeline.sql_models.spark_engine.SparkEngine`) from the committed snapshots
+Spark session (:class:`rank_pipeline.models.spark_engine.SparkEngine`) from the committed snapshots
 under the ``warehouse`` resource's snapshots location, always in full whatever the partitions, written as
 Parquet under the resource's ``spark_warehouse_uri``; the DuckDB files are not touched. The asset checks
 are the same (same names, blocking and severity; metadata ``partition`` is ``all``, ``sql`` the Spark SQL
@@ -43,11 +43,11 @@ from rank_pipeline.defs.table_metadata import (
     relation_key,
     table_name,
 )
+from rank_pipeline.models import Model, Project, Seed, build, build_seed, load_project, run_tests
+from rank_pipeline.models.horizon import affected_ranges, last_loaded_date
+from rank_pipeline.models.lineage import project_lineage
+from rank_pipeline.models.testing import TestResult
 from rank_pipeline.settings import DataPaths, models_dir
-from rank_pipeline.sql_models import Model, Project, Seed, build, build_seed, load_project, run_tests
-from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
-from rank_pipeline.sql_models.lineage import project_lineage
-from rank_pipeline.sql_models.testing import TestResult
 
 FULL_REFRESH_TAG = "rank_pipeline/full_refresh"
 """Run tag: ``true`` reloads every raw table from all committed snapshots and builds every model from
@@ -133,7 +133,7 @@ def _results(key: dg.AssetKey, relation: Model | Seed, con, first: date | None, 
 def _spark_build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model | Seed, project: Project,
                  model_engine: ModelEngineResource, warehouse: WarehouseResource):
     """The Spark path of a seed or model asset: a full build, then every test on the whole relation."""
-    engine = model_engine.spark(warehouse.snapshots_dir, project)
+    engine = model_engine.spark(warehouse.snapshot_store_uri, project)
     built = engine.build_seed(relation) if isinstance(relation, Seed) else engine.build(relation)
     location = engine.location(relation.schema, relation.name)
     context.log.info(f"spark: built {relation.qualified_name} in full ({built.rows} rows) as Parquet at {location}")
@@ -220,7 +220,7 @@ def build_model_assets(project_dir: Path | None = None, engine: str | None = Non
     ``RANK_PIPELINE_ENGINE`` selects (:func:`rank_pipeline.defs.table_metadata.engine_in_use`).
 
     Raises:
-        rank_pipeline.sql_models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
+        rank_pipeline.models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
     project = load_project(project_dir if project_dir is not None else models_dir())
     engine = engine or engine_in_use()

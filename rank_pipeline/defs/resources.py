@@ -1,9 +1,9 @@
 """Dagster resources: the rank-tracking source (vendor API or embedded sandbox), the warehouse paths, and
 the engine that builds the SQL models (DuckDB, or Spark: :class:`ModelEngineResource`).
 
-The source is resolved by :mod:`rank_pipeline.source`, the same module the command line uses. Keys never
+The source is resolved by :mod:`rank_pipeline.extract.source`, the same module the command line uses. Keys never
 reach Dagster: the resource holds each account's name and the *name* of its key's environment variable,
-and :func:`rank_pipeline.source.read_keys` reads the value when the extraction step opens the source, so
+and :func:`rank_pipeline.extract.source.read_keys` reads the value when the extraction step opens the source, so
 run configuration, the UI and run metadata never see a key.
 """
 
@@ -25,12 +25,12 @@ from rank_pipeline.api.config import (
     SPEC_WINDOW_S,
 )
 from rank_pipeline.defs.instance import record_process_tags
-from rank_pipeline.extract import AccountSource
-from rank_pipeline.runlock import remove_leftovers, writer_lock
+from rank_pipeline.extract.day import AccountSource
+from rank_pipeline.extract.source import Source
+from rank_pipeline.models.engines import ENGINES, EngineSettings, open_spark_engine
 from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings
-from rank_pipeline.sharding import Shard, parse_shard
-from rank_pipeline.source import Source
-from rank_pipeline.sql_models.engines import ENGINES, EngineSettings, open_spark_engine
+from rank_pipeline.snapshots.shards import Shard, parse_shard
+from rank_pipeline.warehouse.locks import remove_leftovers, writer_lock
 
 __all__ = ["AccountKey", "ModelEngineResource", "RankTrackerResource", "WarehouseResource",
            "model_engine_from_env", "source_from_env", "warehouse_from_env"]
@@ -49,7 +49,7 @@ class AccountKey(dg.Config):
 
 
 class RankTrackerResource(dg.ConfigurableResource):
-    """Where the day's records come from (see :class:`rank_pipeline.source.Source`).
+    """Where the day's records come from (see :class:`rank_pipeline.extract.source.Source`).
 
     ``base_url`` None means the embedded sandbox (started on 127.0.0.1 in the run's process, its clock
     set to the partition date). Rates follow the spec's "Limits" section (per key and per IP address,
@@ -69,7 +69,7 @@ class RankTrackerResource(dg.ConfigurableResource):
     max_passes: int | None = None
     settle_budget_requests: int | None = None
     shard: str = ""
-    """``i/n``: extract only the accounts of shard ``i`` of ``n`` (:mod:`rank_pipeline.sharding`); empty: all."""
+    """``i/n``: extract only the accounts of shard ``i`` of ``n`` (:mod:`rank_pipeline.snapshots.shards`); empty: all."""
 
     @property
     def uses_sandbox(self) -> bool:
@@ -84,21 +84,21 @@ class RankTrackerResource(dg.ConfigurableResource):
                             per_page=self.per_page, max_retry_s=max(180.0, self.window_s), **optional)
 
     def source(self) -> Source:
-        """The plain :class:`rank_pipeline.source.Source` this resource describes."""
+        """The plain :class:`rank_pipeline.extract.source.Source` this resource describes."""
         accounts = tuple(AccountConfig(a.name, a.api_key_env or f"<literal key of {a.name}>")
                          for a in self.accounts)
         return Source(self.base_url, accounts, self.client_config())
 
     def open_source(self, snapshot_date: date, data_dir: str | Path | None = None,
-                    snapshots_dir: Path | str | None = None) -> tuple[str, list[AccountSource]]:
-        """``(base_url, accounts)`` to extract ``snapshot_date`` from (:meth:`rank_pipeline.source.Source.open`).
+                    snapshots_uri: Path | str | None = None) -> tuple[str, list[AccountSource]]:
+        """``(base_url, accounts)`` to extract ``snapshot_date`` from (:meth:`rank_pipeline.extract.source.Source.open`).
 
         With ``data_dir``, the data folder's recorded source and the accounts' identity (against the
-        snapshots at ``snapshots_dir``, the warehouse resource's location) are checked first.
+        snapshots at ``snapshots_uri``, the warehouse resource's location) are checked first.
         """
         literal = {a.name: a.api_key for a in self.accounts if a.api_key}
         opened = self.source().open(snapshot_date, Path(data_dir) if data_dir is not None else None,
-                                    keys=literal or None, snapshots_dir=snapshots_dir)
+                                    keys=literal or None, snapshots_uri=snapshots_uri)
         return opened.base_url, opened.accounts
 
     def describe(self) -> str:
@@ -107,7 +107,7 @@ class RankTrackerResource(dg.ConfigurableResource):
         return self.source().describe() + (f", shard {shard}" if shard is not None else "")
 
     def shard_setting(self) -> Shard | None:
-        """:attr:`shard` parsed (:func:`rank_pipeline.sharding.parse_shard`).
+        """:attr:`shard` parsed (:func:`rank_pipeline.snapshots.shards.parse_shard`).
 
         Raises:
             ValueError: not ``i/n`` with ``0 <= i < n``.
@@ -119,10 +119,10 @@ class WarehouseResource(dg.ConfigurableResource):
     """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/architecture.md).
 
     While a run (or, with a multiprocess executor, a step) uses this resource, its process holds the
-    data folder's writer lock (:func:`rank_pipeline.runlock.writer_lock`, an OS lock released when the
+    data folder's writer lock (:func:`rank_pipeline.warehouse.locks.writer_lock`, an OS lock released when the
     process dies): one run at a time extracts, loads, builds and publishes; a second one waits, saying
     so in its log, and fails with a one-line message after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. Once the
-    lock is held, the leftovers of dead runs are removed (:func:`rank_pipeline.runlock.remove_leftovers`).
+    lock is held, the leftovers of dead runs are removed (:func:`rank_pipeline.warehouse.locks.remove_leftovers`).
     Before waiting for the lock the run is tagged with its process
     (:func:`rank_pipeline.defs.instance.record_process_tags`), so it is marked failed if that is killed.
     """
@@ -130,7 +130,7 @@ class WarehouseResource(dg.ConfigurableResource):
     data_dir: str
     snapshots_uri: str = ""
     """Where the snapshots live (``RANK_PIPELINE_SNAPSHOTS_URI``): a folder or ``s3://bucket/prefix``
-    (:mod:`rank_pipeline.storage`); empty: ``<data_dir>/snapshots``."""
+    (:mod:`rank_pipeline.snapshots.storage`); empty: ``<data_dir>/snapshots``."""
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["WarehouseResource"]:
@@ -144,13 +144,13 @@ class WarehouseResource(dg.ConfigurableResource):
             yield self
 
     @property
-    def snapshots_dir(self) -> Path | str:
+    def snapshot_store_uri(self) -> Path | str:
         """The snapshots location: a local folder, or the URI of an object store."""
-        return DataPaths(Path(self.data_dir), self.snapshots_uri or None).snapshots_dir
+        return DataPaths(Path(self.data_dir), self.snapshots_uri or None).snapshot_store_uri
 
     def warehouse(self):
-        """The :class:`rank_pipeline.warehouse.Warehouse` over the build and published files."""
-        from rank_pipeline.warehouse import Warehouse
+        """The :class:`rank_pipeline.warehouse.database.Warehouse` over the build and published files."""
+        from rank_pipeline.warehouse.database import Warehouse
 
         paths = DataPaths(Path(self.data_dir))
         return Warehouse(paths.build_db, paths.published_db)
@@ -180,13 +180,13 @@ def warehouse_from_env(settings: Settings | None = None) -> WarehouseResource:
 
 
 class ModelEngineResource(dg.ConfigurableResource):
-    """Which engine builds the seeds and SQL models (issue 13 item 4; :mod:`rank_pipeline.sql_models.engines`).
+    """Which engine builds the seeds and SQL models (issue 13 item 4; :mod:`rank_pipeline.models.engines`).
 
     ``engine`` is ``duckdb`` (default: the models are built in the warehouse's DuckDB build file, which
     the ``warehouse/published`` asset publishes) or ``spark``: the model assets run on ONE Spark session
     per run on ``spark_master`` (scoped by :meth:`yield_for_execution`: started at the run's first Spark
     step, stopped when the run's steps end; with a multiprocess executor, one per step process),
-    through :class:`rank_pipeline.sql_models.spark_engine.SparkEngine`, which reads the committed snapshots
+    through :class:`rank_pipeline.models.spark_engine.SparkEngine`, which reads the committed snapshots
     in place and writes every seed and model as Parquet under ``spark_warehouse_uri``
     (``<uri>/<schema>/<name>``; a folder, ``file:///...``, ``s3a://bucket/prefix``, ``hdfs://...``).
     On Spark every build is a full rebuild of the model from all committed snapshots, whatever the run's
@@ -212,7 +212,7 @@ class ModelEngineResource(dg.ConfigurableResource):
         return self.engine.strip().lower() == "spark"
 
     def settings(self) -> EngineSettings:
-        """These settings as :class:`rank_pipeline.sql_models.engines.EngineSettings`.
+        """These settings as :class:`rank_pipeline.models.engines.EngineSettings`.
 
         Raises:
             ConfigurationError: an unknown engine, or ``engine=spark`` without ``spark_warehouse_uri``.
@@ -261,12 +261,12 @@ class ModelEngineResource(dg.ConfigurableResource):
             self._spark = self._stack.enter_context(open_spark_engine(self.settings()))
         return self._spark
 
-    def spark(self, snapshots_dir: Path | str, project=None):
-        """The run's :class:`rank_pipeline.sql_models.spark_engine.SparkEngine`, ready to build (the
+    def spark(self, snapshots_uri: Path | str, project=None):
+        """The run's :class:`rank_pipeline.models.spark_engine.SparkEngine`, ready to build (the
         session starts at the first call of the run).
 
         The first call in a run registers ``raw.<resource>`` over the committed snapshots under
-        ``snapshots_dir`` (:meth:`load_raw`), and, given the ``project``, registers the seeds and models
+        ``snapshots_uri`` (:meth:`load_raw`), and, given the ``project``, registers the seeds and models
         earlier runs wrote under the warehouse URI (so a run that builds one model finds its parents).
 
         Raises:
@@ -274,17 +274,17 @@ class ModelEngineResource(dg.ConfigurableResource):
         """
         engine = self._engine()
         if not self._raw_loaded:
-            self.load_raw(snapshots_dir)
+            self.load_raw(snapshots_uri)
         if project is not None and not self._attached:
             engine.attach_existing(project)
             self._attached = True
         return engine
 
-    def load_raw(self, snapshots_dir: Path | str) -> dict[str, int]:
-        """(Re-)register ``raw.<resource>`` over every committed snapshot under ``snapshots_dir`` in the
-        run's session (:meth:`rank_pipeline.sql_models.spark_engine.SparkEngine.load_raw`); returns
+    def load_raw(self, snapshots_uri: Path | str) -> dict[str, int]:
+        """(Re-)register ``raw.<resource>`` over every committed snapshot under ``snapshots_uri`` in the
+        run's session (:meth:`rank_pipeline.models.spark_engine.SparkEngine.load_raw`); returns
         ``{resource: Parquet files}``."""
-        files = self._engine().load_raw(snapshots_dir)
+        files = self._engine().load_raw(snapshots_uri)
         self._raw_loaded = True
         return files
 

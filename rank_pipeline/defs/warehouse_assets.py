@@ -1,7 +1,7 @@
 """Warehouse assets: raw tables loaded from the snapshots, and the published warehouse file.
 
 Every asset here writes DuckDB under the data folder's writer lock, held by the ``warehouse``
-resource (DuckDB takes one writing process; :mod:`rank_pipeline.runlock`). The raw load replaces one
+resource (DuckDB takes one writing process; :mod:`rank_pipeline.warehouse.locks`). The raw load replaces one
 partition in one transaction; ``warehouse/published`` copies the build file over
 ``data/warehouse.duckdb`` atomically once the models are built, so readers never block the load nor
 see a half-built state.
@@ -28,7 +28,7 @@ from datetime import date
 
 import dagster as dg
 
-from rank_pipeline.catalog import CATALOG, raw_column_descriptions
+from rank_pipeline.api.endpoints import CATALOG, raw_column_descriptions
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.history import RUN_HISTORY_KEY
 from rank_pipeline.defs.model_assets import duckdb_types, full_refresh, partition_days
@@ -42,13 +42,13 @@ from rank_pipeline.defs.table_metadata import (
     engine_in_use,
     table_name,
 )
-from rank_pipeline.snapshots import RESOURCES
-from rank_pipeline.sql_models.testing import json_safe
-from rank_pipeline.warehouse import load_partitions, rebuild_from_snapshots
+from rank_pipeline.models.testing import json_safe
+from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.warehouse.database import load_partitions, reload_raw_from_snapshots
 
-RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in RESOURCES}
+RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in ENDPOINTS}
 UNIQUE_RECORD_CHECK = "one_row_per_record"
-PER_ACCOUNT_RESOURCES = frozenset(r.name for r in CATALOG if not r.account_scoped)
+PER_ACCOUNT_ENDPOINTS = frozenset(r.name for r in CATALOG if not r.account_scoped)
 """Catalogue rows (declared ``account_scoped=False``), read once per account that points to them: the
 same record may appear once per account (docs/architecture.md)."""
 
@@ -56,8 +56,8 @@ same record may appear once per account (docs/architecture.md)."""
 def repeated_records_sql(resource: str, first: date, last: date) -> str:
     """The DuckDB SELECT of the records of ``raw.<resource>`` appearing more than once on one day of
     ``first .. last`` (one row per repeated record: ``snapshot_date``, its key, ``n_rows``, ``accounts``);
-    Spark runs it transpiled (:func:`rank_pipeline.sql_models.spark_engine.to_spark_sql`)."""
-    key = "account, id, parent_id" if resource in PER_ACCOUNT_RESOURCES else "id, parent_id"
+    Spark runs it transpiled (:func:`rank_pipeline.models.spark_engine.to_spark_sql`)."""
+    key = "account, id, parent_id" if resource in PER_ACCOUNT_ENDPOINTS else "id, parent_id"
     return (f"select snapshot_date, {key}, count(*) as n_rows, list_sort(list(distinct account)) as accounts "
             f"from raw.{resource} where snapshot_date between date '{first.isoformat()}' and "
             f"date '{last.isoformat()}' group by snapshot_date, {key} having count(*) > 1 order by all")
@@ -79,7 +79,7 @@ DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
 
 def raw_table_metadata(resource: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
     """Materialization metadata of ``raw.<resource>`` (:mod:`rank_pipeline.defs.table_metadata`): its
-    column schema (descriptions from :mod:`rank_pipeline.catalog`), row count of the whole table, and its
+    column schema (descriptions from :mod:`rank_pipeline.api.endpoints`), row count of the whole table, and its
     table name (None on Spark, where it is a view of the run's session only)."""
     meta = {COLUMN_SCHEMA: column_schema(None, types, raw_column_descriptions(resource)), ROW_COUNT: int(rows)}
     if table is not None:
@@ -107,7 +107,7 @@ def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
         check_specs=[
             dg.AssetCheckSpec(UNIQUE_RECORD_CHECK, asset=key, blocking=True,
                               description="No record (id under its parent) appears twice in the partition"
-                                          + (" for one account." if r in PER_ACCOUNT_RESOURCES else
+                                          + (" for one account." if r in PER_ACCOUNT_ENDPOINTS else
                                              ", whichever account it was read with (one account, one name)."))
             for r, key in RAW_KEYS.items()
         ],
@@ -126,10 +126,10 @@ def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
         catalog = warehouse.warehouse().published_path.stem
         with warehouse.warehouse().connect() as con:
             if full_refresh(context):
-                loaded = rebuild_from_snapshots(con, warehouse.snapshots_dir)
+                loaded = reload_raw_from_snapshots(con, warehouse.snapshot_store_uri)
                 loaded = {d: c for d, c in loaded.items() if first <= d <= last}
             else:
-                loaded = load_partitions(con, warehouse.snapshots_dir, first, last)
+                loaded = load_partitions(con, warehouse.snapshot_store_uri, first, last)
             repeated = {r: [repeated_records(con, r, d) for d in sorted(loaded)] for r in RAW_KEYS}
             tables = {r: (duckdb_types(con, f"raw.{r}"), con.execute(f"select count(*) from raw.{r}").fetchone()[0])
                       for r in RAW_KEYS}
@@ -162,12 +162,12 @@ def _register_raw_on_spark(context: dg.AssetExecutionContext, warehouse: Warehou
                            model_engine: ModelEngineResource, first: date, last: date):
     """Spark: register every raw table over the committed snapshots' files, then report the rows of the
     run's days and run ``one_row_per_record`` over them (module docstring)."""
-    from rank_pipeline.sql_models.spark_engine import raw_view, to_spark_sql
+    from rank_pipeline.models.spark_engine import raw_view, to_spark_sql
 
-    files = model_engine.load_raw(warehouse.snapshots_dir)  # re-read the manifests: this run may have added days
-    engine = model_engine.spark(warehouse.snapshots_dir)
+    files = model_engine.load_raw(warehouse.snapshot_store_uri)  # re-read the manifests: this run may have added days
+    engine = model_engine.spark(warehouse.snapshot_store_uri)
     context.log.info(f"spark: raw tables registered over {sum(files.values())} committed snapshot file(s) under "
-                     f"{warehouse.snapshots_dir} (read in place; the DuckDB raw tables are not touched)")
+                     f"{warehouse.snapshot_store_uri} (read in place; the DuckDB raw tables are not touched)")
     span = f"snapshot_date between date '{first.isoformat()}' and date '{last.isoformat()}'"
     for resource, key in RAW_KEYS.items():
         (count,) = engine.spark.sql(f"select count(*) from {raw_view(resource)} where {span}").first()

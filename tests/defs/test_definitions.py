@@ -10,9 +10,9 @@ from pathlib import Path
 
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import source_from_env
+from rank_pipeline.models import load_project
 from rank_pipeline.settings import Settings
-from rank_pipeline.snapshots import RESOURCES
-from rank_pipeline.sql_models import load_project
+from rank_pipeline.snapshots.parquet import ENDPOINTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,11 +27,11 @@ def test_definitions_load_from_workspace_yaml(tmp_path):
 
 
 def test_every_resource_and_model_is_an_asset_and_every_test_a_check():
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
 
     keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
     project = load_project(ROOT / "dbt_like_sql")
-    for resource in RESOURCES:
+    for resource in ENDPOINTS:
         assert f"snapshots/{resource}" in keys and f"raw/{resource}" in keys
     for model in project.models.values():
         assert f"{model.schema}/{model.name}" in keys
@@ -41,14 +41,14 @@ def test_every_resource_and_model_is_an_asset_and_every_test_a_check():
     for model in project.models.values():
         for test in model.tests:
             assert (f"{model.schema}/{model.name}", test.name) in check_keys
-    for resource in RESOURCES:
+    for resource in ENDPOINTS:
         assert (f"snapshots/{resource}", "complete") in check_keys
 
 
 def test_no_asset_depends_on_a_pool_and_every_writer_holds_the_data_folder_lock():
     """A pool slot of a killed run stayed claimed and wedged every later run (issue 8): no pools; the
     writer lock comes with the ``warehouse`` resource, which every asset that writes files requires."""
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
     from rank_pipeline.defs.resources import WarehouseResource
 
     graph = defs.resolve_asset_graph()
@@ -60,7 +60,7 @@ def test_no_asset_depends_on_a_pool_and_every_writer_holds_the_data_folder_lock(
 
 
 def test_daily_job_schedule_and_partitions_include_today():
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
 
     job = defs.resolve_job_def("daily_rank_pipeline")
     assert job.partitions_def == daily_partitions

@@ -30,7 +30,7 @@ from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import ModelEngineResource, RankTrackerResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
-from rank_pipeline.sql_models import load_project
+from rank_pipeline.models import load_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -137,7 +137,7 @@ def test_definitions_carry_code_references_and_kinds_of_the_engine_in_use(runs, 
     [ref] = spec.metadata["dagster/code_references"].code_references
     assert ref.label == "dbt_like_sql/marts/agg_domain_daily.sql"
     assert Path(ref.file_path).read_text() == (ROOT / ref.label).read_text()
-    script = ("import json, rank_pipeline.definitions as d\n"
+    script = ("import json, rank_pipeline.defs.definitions as d\n"
               "print(json.dumps({s.key.to_user_string(): sorted(s.kinds) for s in d.defs.resolve_all_asset_specs()}))")
     kinds = {}
     for engine in ("duckdb", "spark"):

@@ -1,0 +1,1 @@
+"""The ``rank-pipeline`` command line."""
