@@ -91,7 +91,7 @@ class ListPass:
                 and not self.repeated and len(self.ids) == self.total_count)
 
 
-def record_id(record: Any) -> Any:
+def _record_id(record: Any) -> Any:
     """A record's identity for deduplication: its ``id`` as text, else its JSON content."""
     if isinstance(record, dict) and record.get("id") is not None:
         return str(record["id"])
@@ -286,7 +286,7 @@ class Paginator:
         async with self._deliver_lock:  # dedupe and sink calls in arrival order, one at a time
             new = []
             for record in records:
-                rid = record_id(record)
+                rid = _record_id(record)
                 if rid in current.ids:  # seen twice in one pass: it moved between pages
                     self.duplicates += 1
                     current.repeated = True

@@ -56,7 +56,7 @@ from .keys import KeyPool, KeySlot
 
 logger = logging.getLogger("rank_pipeline.api")
 
-USER_AGENT = "rank-pipeline/0.1 (+httpx)"
+_USER_AGENT = "rank-pipeline/0.1 (+httpx)"
 
 
 def _is_loopback(host: str) -> bool:
@@ -122,7 +122,7 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
     return max(0.0, seconds)
 
 
-def parse_body(response: httpx.Response) -> Any:
+def _parse_body(response: httpx.Response) -> Any:
     """The response's JSON body; None when it is empty or not JSON."""
     if not response.content:
         return None
@@ -176,7 +176,7 @@ class Transport:
         self._in_flight = asyncio.Semaphore(in_flight)
         self._http = httpx.AsyncClient(
             base_url=base_url,
-            headers={"Accept": "application/json", "User-Agent": USER_AGENT},
+            headers={"Accept": "application/json", "User-Agent": _USER_AGENT},
             timeout=httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s),
             limits=httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight),
             transport=transport,
@@ -214,7 +214,7 @@ class Transport:
             if response is not None:
                 status = response.status_code
                 if 200 <= status < 300:
-                    body = parse_body(response)
+                    body = _parse_body(response)
                     if isinstance(body, dict):
                         return (body, response.headers) if with_headers else body
                     failure = TransportError(
@@ -232,9 +232,9 @@ class Transport:
                         continue  # the key was deleted (a rotation): the request goes to another key
                     raise self._pool.no_key_left(method, url)
                 elif status >= 500:
-                    failure = error_from_response(status, parse_body(response), method=method, url=url)
+                    failure = error_from_response(status, _parse_body(response), method=method, url=url)
                 else:
-                    raise error_from_response(status, parse_body(response), method=method, url=url)
+                    raise error_from_response(status, _parse_body(response), method=method, url=url)
 
             assert failure is not None
             delay = self._retry_delay(failure, tries, deadline, retry_transient)
@@ -313,7 +313,7 @@ class Transport:
             limiter, scope = slot.limiter, f"key {slot.position}"
         new_pause = limiter.note_rate_limited(retry_after)
         if self._clock() + retry_after > deadline:
-            raise error_from_response(429, parse_body(response), method=method, url=url,
+            raise error_from_response(429, _parse_body(response), method=method, url=url,
                                       retry_after=retry_after)
         if new_pause:
             logger.warning("429 rate limited (%s ceiling %s): pausing for %.1f s; limit now %d per %.0f s",
