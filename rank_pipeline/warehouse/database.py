@@ -493,21 +493,21 @@ class Warehouse:
             WarehouseError: the build file is locked by another process or cannot be opened.
         """
         self.build_path.parent.mkdir(parents=True, exist_ok=True)
-        # a new build file is written in the published storage version, so publishing is a byte copy;
-        # an existing file keeps its own version whatever this says
-        new_file = not self.build_path.exists()
-        config = ({"storage_compatibility_version": self.storage_version}
-                  if new_file and self.storage_version != "latest" else {})
+        # a new build file is created in the published storage version, so publishing is a byte copy, then
+        # reopened like any existing one (which keeps its own version): every connection of the process has
+        # the same configuration, which DuckDB requires of connections sharing a file
+        if not self.build_path.exists() and self.storage_version != "latest":
+            try:
+                duckdb.connect(str(self.build_path),
+                               config={"storage_compatibility_version": self.storage_version}).close()
+            except duckdb.InvalidInputException as exc:
+                self.build_path.unlink(missing_ok=True)
+                raise WarehouseError(
+                    f"{STORAGE_VERSION_ENV}={self.storage_version} is not a storage version this DuckDB writes "
+                    f"({_first_sentence(exc)}): set it to a DuckDB release such as {DEFAULT_STORAGE_VERSION}"
+                ) from exc
         try:
-            con = duckdb.connect(str(self.build_path), config=config)
-        except duckdb.InvalidInputException as exc:
-            if not config:
-                raise WarehouseError(f"cannot open the build warehouse {self.build_path} ({exc})") from exc
-            self.build_path.unlink(missing_ok=True)
-            raise WarehouseError(
-                f"{STORAGE_VERSION_ENV}={self.storage_version} is not a storage version this DuckDB writes "
-                f"({_first_sentence(exc)}): set it to a DuckDB release such as {DEFAULT_STORAGE_VERSION}"
-            ) from exc
+            con = duckdb.connect(str(self.build_path))
         except duckdb.Error as exc:
             raise WarehouseError(
                 f"cannot open the build warehouse {self.build_path} for writing ({exc}). Only one process may "

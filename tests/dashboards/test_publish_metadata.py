@@ -89,7 +89,10 @@ def test_a_build_file_in_the_published_version_is_published_as_a_byte_copy(tmp_p
     (memory that does not grow with the warehouse) instead of COPY FROM DATABASE; a build file made in
     another version is still published in the set one."""
     monkeypatch.delenv("RANK_PIPELINE_STORAGE_VERSION", raising=False)
-    wh = _build_file(tmp_path)
+    wh = Warehouse(tmp_path / "warehouse.build.duckdb", tmp_path / "warehouse.duckdb")
+    with wh.connect() as first, wh.connect() as second:  # a new file, then a second connection of the process
+        first.execute("create table marts.t as select 1 as a, {'k': 'v'}::json as j")
+        assert second.execute("select a from marts.t").fetchall() == [(1,)]
     assert storage_format(wh.build_path) == 64
     wh.publish()
     assert wh.published_path.read_bytes() == wh.build_path.read_bytes()
