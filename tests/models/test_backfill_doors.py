@@ -25,8 +25,9 @@ from test_any_order import assert_equals_full_rebuild
 from rank_pipeline.defs.extract_assets import extract_snapshots
 from rank_pipeline.defs.jobs import daily_job, rebuild_job
 from rank_pipeline.defs.model_assets import build_model_assets
-from rank_pipeline.defs.resources import ModelEngineResource, RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+from rank_pipeline.extract.source import Source
 from rank_pipeline.settings import DataPaths
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.steps.rebuild import rebuild
@@ -43,7 +44,7 @@ def _defs(data_dir: Path) -> dg.Definitions:
     return dg.Definitions(
         assets=[extract_snapshots, load_raw_tables, *model_assets, build_publish_asset(model_keys)],
         jobs=[daily_job, rebuild_job],
-        resources={"source": RankTrackerResource(), "warehouse": WarehouseResource(data_dir=str(data_dir)),
+        resources={"source": Source(None, ()), "warehouse": WarehouseResource(data_dir=str(data_dir)),
                    "model_engine": ModelEngineResource()},
     )
 
