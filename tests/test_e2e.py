@@ -191,7 +191,7 @@ def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
     """The README's example SQL and the demo's two answers stay in step with the marts."""
     import re
 
-    from rank_pipeline.cli.main import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
+    from rank_pipeline.cli.pipeline import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
 
     _, data_dir, _, _ = pipeline_run
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
