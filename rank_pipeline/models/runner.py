@@ -422,6 +422,7 @@ class DuckDBEngine:
 
     name = "duckdb"
     incremental = True
+    con: duckdb.DuckDBPyConnection
 
     def __init__(self, con: duckdb.DuckDBPyConnection, warehouse: Any):
         self.con = con
