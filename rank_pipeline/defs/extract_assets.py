@@ -68,7 +68,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourcePara
                 f"retries {p.retries}, 429s {p.rate_limited}"
             )
 
-    reports = extract_days(source, warehouse.paths, first, last, holder=f"Dagster run {context.run_id}",
+    reports = extract_days(source, warehouse.paths, first, last, holder=f"Dagster run {context.run.run_id}",
                            log=context.log.info, detail=context.log.info, on_progress=on_progress)
     for resource, key in SNAPSHOT_KEYS.items():
         manifests = [r.manifests[resource] for r in reports]
