@@ -365,13 +365,12 @@ async def extract_day(
     stats = {}
     for run in runs:
         s = run.client.stats
-        elapsed = max(s.elapsed, 1e-9)
         stats[run.source.name] = AccountStats(
             requests=s.requests,
             retries=s.retries,
             rate_limited=s.rate_limited,
             elapsed_s=round(s.elapsed, 3),
-            achieved_rate_per_min=round(s.requests / elapsed * 60.0, 1),
+            achieved_rate_per_min=round(s.requests_per_minute, 1),
             keys=[KeyStats(position=k.position, requests=k.requests, rate_limited=k.rate_limited,
                            rejected=k.rejected, dropped=k.dropped) for k in s.keys],
         )

@@ -48,9 +48,9 @@ Concurrency model
     the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; every
     run holds the data folder's writer lock (:mod:`rank_pipeline.warehouse.locks`) while it writes. Readers (analysts, BI tools) open
     only the published file (``data/warehouse.duckdb``) with :meth:`Warehouse.read_only_connect`.
-    :meth:`Warehouse.publish` checkpoints the build file, copies its database into a new temporary file
-    beside the published one (``ATTACH ... (STORAGE_VERSION ...)`` then ``COPY FROM DATABASE``), fsyncs it
-    and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
+    :meth:`Warehouse.publish` checkpoints the build file, copies it byte for byte into a new temporary file
+    beside the published one (a streamed file copy: the run's memory does not grow with the warehouse),
+    fsyncs it and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
     old published file open keeps reading the old, complete file (its open file handle still points at
     it) and never blocks the load; a connection opened afterwards sees the new complete state. Nobody may
     open the published file for writing. (On Windows an open file cannot be replaced; not supported.)
@@ -63,6 +63,11 @@ Storage version of the published file
     that needs a newer one; tests/dashboards/test_duckdb1_reader.py reads it with duckdb 1.4), or the one named
     in ``RANK_PIPELINE_STORAGE_VERSION`` (a DuckDB release such as ``v1.4.0``; ``latest`` writes the
     running DuckDB's own format). A value DuckDB does not know fails the publish with a clear error.
+    The build file is created in that same storage version (DuckDB keeps a file's version for its
+    whole life), so the published file is a plain copy of it. A build file in another version (created
+    before the setting changed) is published through ``ATTACH ... (STORAGE_VERSION ...)`` and
+    ``COPY FROM DATABASE`` instead, which buffers several times the file in memory; a full rebuild
+    (``rank-pipeline rebuild --full-refresh``) recreates the build file in the set version.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import date
@@ -487,8 +493,21 @@ class Warehouse:
             WarehouseError: the build file is locked by another process or cannot be opened.
         """
         self.build_path.parent.mkdir(parents=True, exist_ok=True)
+        # a new build file is written in the published storage version, so publishing is a byte copy;
+        # an existing file keeps its own version whatever this says
+        new_file = not self.build_path.exists()
+        config = ({"storage_compatibility_version": self.storage_version}
+                  if new_file and self.storage_version != "latest" else {})
         try:
-            con = duckdb.connect(str(self.build_path))
+            con = duckdb.connect(str(self.build_path), config=config)
+        except duckdb.InvalidInputException as exc:
+            if not config:
+                raise WarehouseError(f"cannot open the build warehouse {self.build_path} ({exc})") from exc
+            self.build_path.unlink(missing_ok=True)
+            raise WarehouseError(
+                f"{STORAGE_VERSION_ENV}={self.storage_version} is not a storage version this DuckDB writes "
+                f"({_first_sentence(exc)}): set it to a DuckDB release such as {DEFAULT_STORAGE_VERSION}"
+            ) from exc
         except duckdb.Error as exc:
             raise WarehouseError(
                 f"cannot open the build warehouse {self.build_path} for writing ({exc}). Only one process may "
@@ -521,8 +540,9 @@ class Warehouse:
     def publish(self, con: duckdb.DuckDBPyConnection | None = None) -> Path:
         """Checkpoint the build file and atomically replace the published file with a copy of it.
 
-        The copy is written in :attr:`storage_version` (module docstring, "Storage version of the
-        published file") into a temporary file beside the published one, fsynced, then renamed over it.
+        The copy is in :attr:`storage_version` (module docstring, "Storage version of the published
+        file"): a streamed byte copy when the build file is in that version, else ``COPY FROM DATABASE``.
+        It goes into a temporary file beside the published one, fsynced, then renamed over it.
 
         Args:
             con: the open writer connection, if the caller holds one (it must be idle: no open
@@ -588,15 +608,39 @@ class Warehouse:
         return self.published_path
 
     def _write_copy(self, con: duckdb.DuckDBPyConnection, tmp: Path) -> None:
-        """Copy the build database into the new file ``tmp`` in :attr:`storage_version` (one transaction)."""
+        """Copy the checkpointed build database into the new file ``tmp`` in :attr:`storage_version`.
+
+        The caller holds the data folder's writer lock and ``con`` is idle after its checkpoint, so the
+        build file does not change while it is read: a byte copy (``shutil.copyfile``, streamed by the
+        kernel) is the database. When the build file is in another storage version, the database is
+        copied through DuckDB instead (one transaction, buffered in memory).
+        """
         (source,) = con.execute("select current_database()").fetchone()
         alias = f"publish_{uuid.uuid4().hex[:8]}"
         option = "" if self.storage_version == "latest" else f" (STORAGE_VERSION '{self.storage_version}')"
         con.execute(f"attach '{_sql_str(tmp)}' as {alias}{option}")
         try:
-            con.execute(f"copy from database {_qi(source)} to {alias}")
+            same_version = _storage_tag(con, source) == _storage_tag(con, alias)
+            if not same_version:
+                log.info("publishing %s through COPY FROM DATABASE: it is in storage %s, the setting asks %s "
+                         "(a full rebuild recreates it in the set version)", self.build_path,
+                         _storage_tag(con, source), self.storage_version)
+                con.execute(f"copy from database {_qi(source)} to {alias}")
         finally:
             con.execute(f"detach {alias}")
+        if same_version:
+            _remove_tmp(tmp)
+            shutil.copyfile(self.build_path, tmp)
+
+
+def _storage_tag(con: duckdb.DuckDBPyConnection, database: str) -> str:
+    """The oldest DuckDB release that reads ``database`` (``duckdb_databases().tags['storage_version']``)."""
+    (tags,) = con.execute("select tags from duckdb_databases() where database_name = ?", [database]).fetchone()
+    return (tags or {}).get("storage_version", "")
+
+
+def _first_sentence(exc: BaseException) -> str:
+    return str(exc).split(", valid options")[0]
 
 
 def _sql_str(path: Path) -> str:

@@ -80,4 +80,28 @@ def test_storage_version_setting(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith((".tmp", ".tmp.wal"))] == []
     monkeypatch.setenv("RANK_PIPELINE_STORAGE_VERSION", "latest")
     Warehouse(wh.build_path, wh.published_path).publish()
-    assert storage_format(wh.published_path) == storage_format(wh.build_path)
+    duckdb.connect(str(tmp_path / "new.duckdb")).close()  # the running DuckDB's own format
+    assert storage_format(wh.published_path) == storage_format(tmp_path / "new.duckdb") != 64
+
+
+def test_a_build_file_in_the_published_version_is_published_as_a_byte_copy(tmp_path, monkeypatch):
+    """The build file is created in the published storage version, so publishing streams a file copy
+    (memory that does not grow with the warehouse) instead of COPY FROM DATABASE; a build file made in
+    another version is still published in the set one."""
+    monkeypatch.delenv("RANK_PIPELINE_STORAGE_VERSION", raising=False)
+    wh = _build_file(tmp_path)
+    assert storage_format(wh.build_path) == 64
+    wh.publish()
+    assert wh.published_path.read_bytes() == wh.build_path.read_bytes()
+    with duckdb.connect(str(wh.published_path), read_only=True) as con:
+        assert con.execute("select a, j->>'k' from marts.t").fetchall() == [(1, "v")]
+    # a build file from before (the running DuckDB's own format) is copied through DuckDB into v1.0.0
+    old = tmp_path / "old"
+    old.mkdir()
+    with duckdb.connect(str(old / "warehouse.build.duckdb")) as con:
+        con.execute("create schema marts; create table marts.t as select 2 as a")
+    Warehouse(old / "warehouse.build.duckdb", old / "warehouse.duckdb").publish()
+    assert storage_format(old / "warehouse.build.duckdb") != 64
+    assert storage_format(old / "warehouse.duckdb") == 64
+    with duckdb.connect(str(old / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("select a from marts.t").fetchall() == [(2,)]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from tests.sql_models.test_unit_tests import MODELS, cli
+
+from tests.models.test_unit_tests import MODELS, cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
