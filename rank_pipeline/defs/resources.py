@@ -164,7 +164,7 @@ class ModelEngineResource(dg.ConfigurableResource):
                                "(the engine is scoped by yield_for_execution)")
         if self._engine is None:
             if self._log is not None:
-                self._log(f"{self.describe()}: opened once for this run")
+                self._log(f"{self.describe()}: opening it once for this run")
             self._engine = self._stack.enter_context(open_engine(self.settings(), warehouse.paths))
         return self._engine
 

@@ -274,7 +274,8 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     proc = _dagster_job(spark, home, "rebuild_full_refresh", DAYS[2], env=spark_env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
     log = proc.stdout + proc.stderr
-    assert log.count("starting one Spark session for this run") == 1, log[-4000:]
+    assert log.count("model engine: spark on local[2], seeds and models as Parquet tables under "
+                     f"{uri}: opening it once for this run") == 1, log[-4000:]  # one Spark session per run
     assert "spark: nothing to publish" in log
     # nothing was published to DuckDB: Spark's tables are the warehouse. The build file holds only the
     # run history (ops.run_history is a DuckDB table whatever the engine): no raw table, seed or model
