@@ -173,6 +173,49 @@ def test_a_repeated_account_is_refused(vendor, tmp_path, case):
 # -- configuration errors: one line, exit 2 ------------------------------------------------------------
 
 
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*")) if root.exists() else []
+
+
+@pytest.mark.parametrize("command", ["run", "extract"])
+@pytest.mark.parametrize("case", ["plain_http_to_a_remote_host", "key_with_a_newline", "unresolvable_host",
+                                  "folder_of_another_source"])
+def test_a_source_configuration_error_is_one_line_before_anything_is_written(vendor, tmp_path, command, case):
+    """The source is opened and checked before a run starts: one line, status 2, no request, and nothing
+    written (no build file, no Dagster run record, no log, no summary line)."""
+    world, base_url = vendor
+    key = world.account("acme").api_key
+    data_dir = tmp_path / "data"
+    env = {"RANK_TRACKER_BASE_URL": base_url, "RANK_TRACKER_API_KEY": key}
+    expected = {
+        "plain_http_to_a_remote_host": "refusing plain http:// to api.example.com",
+        "key_with_a_newline": "RANK_TRACKER_API_KEY contains a control character",
+        "unresolvable_host": "the host name no-such-host.invalid does not resolve",
+        "folder_of_another_source": f"holds snapshots from the embedded sandbox, not from the API at "
+                                    f"{base_url.rsplit(':', 1)[0]}:*",
+    }[case]
+    if case == "plain_http_to_a_remote_host":
+        env["RANK_TRACKER_BASE_URL"] = "http://api.example.com"
+    elif case == "key_with_a_newline":
+        env["RANK_TRACKER_API_KEY"] = key + "\n"
+    elif case == "unresolvable_host":
+        env["RANK_TRACKER_BASE_URL"] = "https://no-such-host.invalid"
+    else:  # a folder the sandbox filled (its record alone is enough)
+        data_dir.mkdir()
+        (data_dir / "source.json").write_text(json.dumps({"source": "sandbox", "recorded_at": "2026-11-01"}))
+    before, served = _files(data_dir), _served(base_url)
+    done = cli(command, data_dir=data_dir, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [_last_line(done.stderr)]  # one line
+    line = _last_line(done.stderr)
+    assert line.startswith("error: ") and expected in line, line
+    assert "rank_pipeline." not in line and "Error:" not in line  # no exception class path
+    assert "Failed" not in done.stdout + done.stderr and "checks" not in done.stdout
+    assert _files(data_dir) == before  # no build file, no run record, no log, no lock
+    assert _served(base_url) == served  # and no request
+    assert key not in done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("variable,value", [
     ("RANK_TRACKER_RATE_WINDOW_S", "nan"),
     ("RANK_TRACKER_RATE_WINDOW_S", "inf"),

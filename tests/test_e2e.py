@@ -14,12 +14,7 @@ import duckdb
 import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
-from rank_pipeline.defs.resources import (
-    AccountKey,
-    ModelEngineResource,
-    RankTrackerResource,
-    WarehouseResource,
-)
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -35,29 +30,27 @@ def _assets():
     return list(defs.assets)
 
 
-def _materialize(world: World, base_url: str, data_dir: Path, day: date, keys: dict[str, str] | None = None,
+
+def _materialize(served_source, world: World, base_url: str, data_dir: Path, day: date, keys: dict[str, str] | None = None,
                  instance: dg.DagsterInstance | None = None):
     world.set_today(day)
     accounts = keys or {a.name: a.api_key for a in world.accounts if a.api_enabled}
-    resources = {
-        "source": RankTrackerResource(base_url=base_url,
-                                      accounts=[AccountKey(name=n, api_key=k) for n, k in accounts.items()]),
-        "warehouse": WarehouseResource(data_dir=str(data_dir)),
-        "model_engine": ModelEngineResource(),
-    }
-    return dg.materialize(_assets(), partition_key=day.isoformat(), resources=resources,
-                          instance=instance, raise_on_error=False)
+    with served_source(base_url, accounts) as source:
+        resources = {"source": source, "warehouse": WarehouseResource(data_dir=str(data_dir)),
+                     "model_engine": ModelEngineResource()}
+        return dg.materialize(_assets(), partition_key=day.isoformat(), resources=resources,
+                              instance=instance, raise_on_error=False)
 
 
 @pytest.fixture(scope="module")
-def pipeline_run(tmp_path_factory):
+def pipeline_run(tmp_path_factory, served_source):
     """Run every asset for 4 consecutive days; yields (world, data_dir, base_url, instance)."""
     data_dir = tmp_path_factory.mktemp("e2e")
     world = World(today=DAYS[0])
     instance = dg.DagsterInstance.ephemeral()
     with SandboxServer(create_app(world)) as server:
         for day in DAYS:
-            result = _materialize(world, server.base_url, data_dir, day, instance=instance)
+            result = _materialize(served_source, world, server.base_url, data_dir, day, instance=instance)
             assert result.success, f"daily run failed for {day}"
         yield world, data_dir, server.base_url, instance
 
@@ -146,7 +139,7 @@ def test_api_key_never_reaches_snapshots_warehouse_or_run_metadata(pipeline_run)
             assert key.decode() not in text
 
 
-def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run):
+def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run, served_source):
     world, data_dir, base_url, _ = pipeline_run
 
     def fingerprint():
@@ -162,7 +155,7 @@ def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run):
 
     before = fingerprint()
     requests_before = _served(base_url)
-    result = _materialize(world, base_url, data_dir, DAYS[-1], keys={"acme": "not-a-real-key"})
+    result = _materialize(served_source, world, base_url, data_dir, DAYS[-1], keys={"acme": "not-a-real-key"})
     assert not result.success
     # fails on the first answer: a 401 is never retried (no stack of retries, so within seconds)
     assert _served(base_url) - requests_before == 1
@@ -211,7 +204,7 @@ def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
         assert [row[0] for row in trends] == DAYS
 
 
-def test_the_account_identity_check_reads_the_warehouse_resources_snapshots_location(tmp_path):
+def test_the_account_identity_check_reads_the_warehouse_resources_snapshots_location(tmp_path, served_source):
     """The snapshots live where the ``warehouse`` resource says (``snapshots_uri``, set in the launchpad,
     not in the environment): a renamed account is refused against THOSE snapshots, and nothing is written."""
     world = World(today=DAYS[0])
@@ -219,10 +212,11 @@ def test_the_account_identity_check_reads_the_warehouse_resources_snapshots_loca
     elsewhere = tmp_path / "lake"
 
     def extract(name: str):
-        resources = {"source": RankTrackerResource(base_url=base_url, accounts=[AccountKey(name=name, api_key=key)]),
-                     "warehouse": WarehouseResource(data_dir=str(tmp_path / "data"), snapshots_uri=str(elsewhere))}
-        return dg.materialize([extract_snapshots], partition_key=DAYS[0].isoformat(), resources=resources,
-                              raise_on_error=False)
+        with served_source(base_url, {name: key}) as source:
+            resources = {"source": source,
+                         "warehouse": WarehouseResource(data_dir=str(tmp_path / "data"), snapshots_uri=str(elsewhere))}
+            return dg.materialize([extract_snapshots], partition_key=DAYS[0].isoformat(), resources=resources,
+                                  raise_on_error=False)
 
     with SandboxServer(create_app(world)) as server:
         base_url = server.base_url

@@ -369,7 +369,7 @@ def test_an_fsspec_scheme_works_the_same_way():
 
 
 def test_the_dagster_resources_carry_the_uri_and_the_shard(tmp_path):
-    from rank_pipeline.defs.resources import RankTrackerResource, source_from_env, warehouse_from_env
+    from rank_pipeline.defs.resources import source_from_env, warehouse_from_env
     from rank_pipeline.settings import Settings
 
     settings = Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SHARD": "1/3",
@@ -378,7 +378,5 @@ def test_the_dagster_resources_carry_the_uri_and_the_shard(tmp_path):
     assert warehouse.snapshots_uri == "s3://rank-lake/prod?region=eu-west-1"
     assert warehouse.snapshot_store_uri == "s3://rank-lake/prod?region=eu-west-1"
     source = source_from_env(settings)
-    assert source.shard == "1/3" and source.shard_setting() == Shard(1, 3)
+    assert source.shard == Shard(1, 3)
     assert "shard 1/3" in source.describe()
-    with pytest.raises(ValueError, match="RankTrackerResource.shard"):
-        RankTrackerResource(shard="3/3").shard_setting()

@@ -143,3 +143,48 @@ def test_a_list_whose_parent_changed_is_read_again_and_checkpoints_serve_one_sou
     assert ResumeArea(tmp_path / "x", DAY, "https://api.one.example").finished
     assert not ResumeArea(tmp_path / "x", DAY, "https://api.two.example").finished
     assert not ResumeArea(tmp_path / "x", date(2026, 11, 22), "https://api.one.example").finished
+
+
+def _cli(data_dir, *args: str, env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
+    """``rank-pipeline extract`` (the installed command) on the embedded sandbox, settings in the environment."""
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "rank-pipeline"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
+    full.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
+    return subprocess.Popen([*cmd, "extract", "--date", DAY.isoformat(), *args], env=full, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+
+
+def _completed(child: subprocess.Popen) -> int:
+    """The requests of a finished ``rank-pipeline extract`` (its last line), asserting it succeeded."""
+    out, err = child.communicate(timeout=240)
+    assert child.returncode == 0, out + err
+    line = out.strip().splitlines()[-1]
+    assert line.startswith("Completed: 1 day(s), "), line
+    return int(line.split(" snapshot rows, ")[1].split(" requests")[0])
+
+
+def test_the_extract_command_retried_in_a_new_process_reuses_the_checkpoints_of_the_killed_one(tmp_path):
+    """On the embedded sandbox, whose port changes with every process, ``rank-pipeline extract`` killed
+    mid-way and run again re-fetches only the lists the first process did not finish."""
+    full = _completed(_cli(tmp_path / "full"))
+    # the same day, paced slowly enough to be killed once a few lists are checkpointed
+    slow = {"RANK_TRACKER_RATE_PER_KEY": "6", "RANK_TRACKER_RATE_PER_IP": "12", "RANK_TRACKER_RATE_WINDOW_S": "3"}
+    child = _cli(tmp_path / "retried", env=slow)
+    lists = resume_dir(tmp_path / "retried" / "snapshots", DAY) / "lists.jsonl"
+    try:
+        deadline = time.monotonic() + 180
+        while not (lists.is_file() and len(lists.read_text().splitlines()) >= 3):
+            assert child.poll() is None, f"the extraction ended before the kill: {child.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    checkpointed = len(lists.read_text().splitlines())
+    retry = _completed(_cli(tmp_path / "retried"))
+    assert retry <= full - checkpointed, (retry, full, checkpointed)  # each checkpointed list is one request or more
+    assert _rows(tmp_path / "retried" / "snapshots") == _rows(tmp_path / "full" / "snapshots")
+    assert not resume_dir(tmp_path / "retried" / "snapshots", DAY).exists()  # spent once the day committed

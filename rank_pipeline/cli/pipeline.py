@@ -47,10 +47,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         os.environ.pop("RANK_PIPELINE_ENGINE")  # the demo prints marts from the published DuckDB file
         print("note: the demo builds the models on DuckDB; RANK_PIPELINE_ENGINE is ignored here", file=sys.stderr)
     settings = load_settings()
+    _check_before_a_run(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    from rank_pipeline.extract.source import SANDBOX, check_data_folder
-
-    check_data_folder(settings.data_dir, SANDBOX)
     if args.in_memory:
         import dagster as dg
 
@@ -91,12 +89,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                          "extract` on each worker, then `rank-pipeline rebuild --from D --to D` once all shards "
                          "committed (or unset RANK_PIPELINE_SHARD)")
     day = check_partition(args.date or today())
+    source = _check_before_a_run(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     instance = dagster_instance(settings.data_dir)
     with SESSION.capture():
         from rank_pipeline.defs.definitions import defs
     totals = Totals()
-    print(f"rank-pipeline run: {day} from {_describe_source(settings)} into {settings.data_dir}", flush=True)
+    print(f"rank-pipeline run: {day} from {source.describe()} into {settings.data_dir}", flush=True)
     try:
         run_partition(defs, instance, day, totals)
     except Exception:
@@ -106,36 +105,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe_source(settings) -> str:
+def _check_before_a_run(settings):
+    """The source (:func:`rank_pipeline.steps.extract.check_source`) and the model engine, checked before
+    anything is written or a run starts; returns the source. Raises ConfigurationError or UsageError."""
     from rank_pipeline.extract.source import Source
+    from rank_pipeline.models.engines import EngineSettings
+    from rank_pipeline.steps.extract import check_source
 
-    return Source.from_settings(settings).describe()
+    source = Source.from_settings(settings)
+    check_source(source, settings.paths)
+    try:
+        EngineSettings.from_env(data_dir=settings.data_dir)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return source
+
+
+def _to_stderr():
+    """A one-line writer to the real stderr, even while :meth:`SESSION.capture` redirects it."""
+    err = sys.stderr
+    return lambda message: print(message, file=err)
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from rank_pipeline.extract.day import run_extraction
     from rank_pipeline.extract.source import Source
+    from rank_pipeline.steps.extract import check_source, extract_days
 
     settings = load_settings()
     day = check_partition(args.date or today())
     source = Source.from_settings(settings)
-    opened = source.open(day, settings.data_dir, snapshots_uri=settings.paths.snapshot_store_uri)
+    check_source(source, settings.paths)  # a configuration error: one line, nothing written
     progress = Progress(f"extract {day}", "list")
 
     def on_progress(p) -> None:
         progress.update(p.lists_done, p.lists_total, records=p.records, requests=p.requests, http429=p.rate_limited)
 
-    from rank_pipeline.warehouse.locks import remove_leftovers, writer_lock
-
-    def note(message: str) -> None:
-        print(message, file=sys.stderr)
-
     try:
-        with writer_lock(settings.data_dir, holder="rank-pipeline extract", log=note), SESSION.capture():
-            remove_leftovers(settings.data_dir, log=note)
-            report = run_extraction(opened.base_url, opened.accounts, day, settings.paths.snapshot_store_uri,
-                                    config=source.client_config, on_progress=on_progress,
-                                    shard=settings.shard)
+        note = _to_stderr()  # lock waits and leftovers are for the user; the day's detail for the log
+        with SESSION.capture():
+            (report,) = extract_days(source, settings.paths, day, holder="rank-pipeline extract", log=note,
+                                     detail=lambda message: SESSION.write(message, quiet=True),
+                                     on_progress=on_progress)
     finally:
         progress.close()
     for resource, manifest in report.manifests.items():
@@ -161,11 +171,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from rank_pipeline.models.engines import EngineSettings
     from rank_pipeline.settings import models_dir
-    from rank_pipeline.steps.rebuild import RebuildError, rebuild, rebuild_on_spark
-    from rank_pipeline.warehouse.locks import remove_leftovers, writer_lock
-
-    def note(message: str) -> None:
-        print(message, file=sys.stderr)
+    from rank_pipeline.steps.rebuild import RebuildError, rebuild
 
     settings = load_settings()
     try:
@@ -174,14 +180,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     try:
         # one writer per data folder: a run of the daily job waits for the rebuild, and the other way round
-        with writer_lock(settings.data_dir, holder="rank-pipeline rebuild", log=note):
-            remove_leftovers(settings.data_dir, log=note)
-            if engine.engine == "spark":
-                report = rebuild_on_spark(settings.paths, models_dir(), engine, args.first, args.last,
-                                          full_refresh=args.full_refresh)
-            else:
-                report = rebuild(settings.paths, models_dir(), args.first, args.last,
-                                 full_refresh=args.full_refresh)
+        report = rebuild(settings.paths, models_dir(), args.first, args.last, full_refresh=args.full_refresh,
+                         engine=engine, holder="rank-pipeline rebuild", log=_to_stderr())
     except RebuildError as exc:
         if getattr(exc, "report", None):
             raise RunFailed(str(exc)) from None

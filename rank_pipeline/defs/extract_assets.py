@@ -14,11 +14,13 @@ import dagster as dg
 
 from rank_pipeline.api.endpoints import CATALOG, Endpoint
 from rank_pipeline.defs.partitions import daily_partitions
-from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
-from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport, run_extraction
+from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
+from rank_pipeline.extract.source import Source
 from rank_pipeline.ops.history import reread_passes
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.parquet import partition_dir
+from rank_pipeline.steps.extract import extract_days
 
 SNAPSHOT_KEYS = {r.name: dg.AssetKey(["snapshots", r.name]) for r in CATALOG}
 
@@ -44,23 +46,30 @@ def snapshot_description(resource: Endpoint) -> str:
     partitions_def=daily_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
 )
-def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerResource,
+def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourceParam[Source],
                       warehouse: WarehouseResource):
-    """Extract the run's day(s) from the source into ``data/snapshots`` (see rank_pipeline.extract.day).
+    """Extract the run's day(s) from the source into the snapshots (:func:`rank_pipeline.steps.extract.extract_days`).
 
     A single-run backfill hands a range of days: the sandbox plays each; the vendor API tells only the
     present, so with it a range of several days is refused (rebuild past days from their snapshots with
-    the ``rebuild_from_snapshots`` job instead).
+    the ``rebuild_from_snapshots`` job instead). A retry of a partition resumes from the checkpoints of
+    the failed run (:mod:`rank_pipeline.extract.resume`).
     """
     first, last = (date.fromisoformat(k) for k in (context.partition_key_range.start,
                                                      context.partition_key_range.end))
-    if first != last and not source.uses_sandbox:
-        raise dg.Failure(
-            f"cannot extract {first} .. {last}: the vendor API only tells the present, one day per run. "
-            "To rebuild past days from their snapshots, backfill the job rebuild_from_snapshots "
-            "(or run `rank-pipeline rebuild --from D --to D`)")
-    reports = [_extract_day(context, source, warehouse, first + timedelta(days=i))
-               for i in range((last - first).days + 1)]
+    last_note = [0.0]
+
+    def on_progress(p: ExtractionProgress) -> None:
+        now = time.monotonic()
+        if now - last_note[0] >= 5.0:
+            last_note[0] = now
+            context.log.info(
+                f"lists {p.lists_done}/{p.lists_total}, records {p.records}, requests {p.requests}, "
+                f"retries {p.retries}, 429s {p.rate_limited}"
+            )
+
+    reports = extract_days(source, warehouse.paths, first, last, holder=f"Dagster run {context.run.run_id}",
+                           log=context.log.info, detail=context.log.info, on_progress=on_progress)
     for resource, key in SNAPSHOT_KEYS.items():
         manifests = [r.manifests[resource] for r in reports]
         accounts_meta = [a for m in manifests for a in m.accounts.values()]
@@ -116,36 +125,6 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
         )
 
 
-def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource, warehouse: WarehouseResource,
-                 day: date):
-    base_url, accounts = source.open_source(day, warehouse.data_dir, warehouse.snapshot_store_uri)
-    context.log.info(f"extracting {day} from {source.describe()} for {len(accounts)} account(s)")
-    last = [0.0]
-
-    def on_progress(p: ExtractionProgress) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 5.0:
-            last[0] = now
-            context.log.info(
-                f"lists {p.lists_done}/{p.lists_total}, records {p.records}, requests {p.requests}, "
-                f"retries {p.retries}, 429s {p.rate_limited}"
-            )
-
-    # a retry of this partition resumes from the checkpoints of the failed run (rank_pipeline.extract.resume)
-    report = run_extraction(base_url, accounts, day, warehouse.snapshot_store_uri,
-                            config=source.client_config(), on_progress=on_progress,
-                            source_id="sandbox" if source.uses_sandbox else None,
-                            shard=source.shard_setting())
-    if report.resumed_lists:
-        context.log.info(f"resumed {report.resumed_lists} list(s) from the checkpoints of an earlier run of {day}")
-    requests = sum(a.requests for a in report.accounts.values())
-    context.log.info(
-        f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, complete={report.complete}; "
-        f"per account: { {n: a.model_dump() for n, a in report.accounts.items()} }"
-    )
-    return report
-
-
 def _day_figures(report: ExtractionReport) -> dict[str, int]:
     """One day's ``requests``, ``rate_limited`` (429s), ``retries`` over every account, and its
     ``reread_passes`` (:func:`rank_pipeline.ops.history.reread_passes` of the lists read, not those
@@ -168,6 +147,6 @@ def incomplete_message(resource: str, day: date, incomplete: dict[str, list[str]
         f"{lists} list(s) of {resource} on {day} could not be proven complete ({where}): records kept "
         "being added and deleted between pages, so the ids read may not be the ids that exist. The "
         "warehouse was not loaded from this snapshot. Run the partition again when the account's "
-        "keywords are not being edited, or give lists a larger settle budget (RankTrackerResource "
+        "keywords are not being edited, or give lists a larger settle budget (the source's ClientConfig "
         "settle_budget_requests, max_passes)."
     )

@@ -59,10 +59,12 @@ def relation_key(qualified: str) -> dg.AssetKey:
     return dg.AssetKey([schema, name])
 
 
-def table_name(qualified: str, engine: str, catalog: str = "warehouse") -> str:
-    """``warehouse.marts.agg_domain_daily`` (DuckDB: ``catalog`` is the published file's name without
-    ``.duckdb``) or ``spark_catalog.marts.agg_domain_daily`` (Spark)."""
-    return f"{'spark_catalog' if engine == 'spark' else catalog}.{qualified}"
+def table_name(qualified: str, catalog: str) -> str:
+    """``warehouse.marts.agg_domain_daily`` (DuckDB: the catalog is the published file's name without
+    ``.duckdb``) or ``spark_catalog.marts.agg_domain_daily`` (Spark): ``<catalog>.<schema>.<name>``, the
+    catalog from the open engine (``ModelEngine.catalog``) or, before one is open, from
+    :data:`rank_pipeline.models.engines.ENGINES`."""
+    return f"{catalog}.{qualified}"
 
 
 def _constraints(tests: Iterable[TestSpec]) -> dg.TableColumnConstraints | None:

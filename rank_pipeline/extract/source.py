@@ -1,7 +1,7 @@
 """The source of a run, resolved in one place: the vendor API or the embedded sandbox, and its keys.
 
-Used by the command line (``rank-pipeline extract``) and by the Dagster resource
-(:class:`rank_pipeline.defs.resources.RankTrackerResource`) alike; no Dagster here.
+Used by the extraction step (:mod:`rank_pipeline.steps.extract`), which the command line and the
+Dagster asset both call; no Dagster here.
 
 - **Which source.** The vendor API when ``RANK_TRACKER_BASE_URL`` is set (:mod:`rank_pipeline.settings`),
   the embedded sandbox otherwise.
@@ -29,16 +29,18 @@ import asyncio
 import ipaddress
 import json
 import os
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from rank_pipeline.api import ClientConfig, RankTrackerClient
+from rank_pipeline.api import ClientConfig, RankTrackerClient, check_base_url
 from rank_pipeline.extract.concurrency import run_all
 from rank_pipeline.extract.day import AccountSource
 from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings, key_variable
+from rank_pipeline.snapshots.shards import Shard
 
 __all__ = [
     "SANDBOX",
@@ -170,6 +172,19 @@ def source_label(base_url: str) -> str:
     return base_url
 
 
+def _check_resolves(base_url: str) -> None:
+    """Refuse a base URL whose host name does not resolve (one line, before any request)."""
+    parts = urlsplit(base_url)
+    try:
+        socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80),
+                           type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConfigurationError(
+            f"RANK_TRACKER_BASE_URL={base_url}: the host name {parts.hostname} does not resolve "
+            f"({getattr(exc, 'strerror', None) or exc}); check the address (unset it for the embedded sandbox)"
+        ) from None
+
+
 def _describe(label: str) -> str:
     return "the embedded sandbox" if label == SANDBOX else f"the API at {label}"
 
@@ -242,14 +257,17 @@ class OpenedSource:
 
 @dataclass(frozen=True)
 class Source:
-    """A run's source: ``base_url`` None is the embedded sandbox; ``accounts`` name the key variables.
+    """A run's source: ``base_url`` None is the embedded sandbox; ``accounts`` name the key variables
+    (the settings' :class:`~rank_pipeline.settings.AccountConfig`, as they are); ``shard`` restricts the
+    extraction to the accounts of one shard (:mod:`rank_pipeline.snapshots.shards`; None: all).
 
-    Build with :meth:`from_settings`; open per run with :meth:`open`.
+    Build with :meth:`from_settings`; check before a run with :meth:`validate`; open per day with :meth:`open`.
     """
 
     base_url: str | None
     accounts: tuple[AccountConfig, ...]
     client_config: ClientConfig = ClientConfig()  # noqa: RUF009 - frozen dataclass, safe as default
+    shard: Shard | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, **client_overrides) -> Source:
@@ -258,40 +276,76 @@ class Source:
         config = ClientConfig(per_key_limit=settings.per_key_limit, per_ip_limit=settings.per_ip_limit,
                               window_s=settings.window_s, max_in_flight=settings.max_in_flight,
                               max_retry_s=max(180.0, settings.window_s), **client_overrides)
-        return cls(settings.base_url, settings.accounts, config)
+        return cls(settings.base_url, settings.accounts, config, settings.shard)
+
+    @property
+    def uses_sandbox(self) -> bool:
+        """True for the embedded sandbox (no base URL)."""
+        return self.base_url is None
 
     @property
     def label(self) -> str:
         """What ``source.json`` records: :data:`SANDBOX`, or the API's base address (:func:`source_label`)."""
         return SANDBOX if self.base_url is None else source_label(self.base_url)
 
+    @property
+    def checkpoint_id(self) -> str:
+        """What an extraction's resume checkpoints are valid for (:mod:`rank_pipeline.extract.resume`):
+        :data:`SANDBOX` for the embedded sandbox, whose port changes with every process, so a retry in
+        a new process reuses them; the base address for the API. Never a key."""
+        return SANDBOX if self.base_url is None else self.base_url
+
     def describe(self) -> str:
-        """A log-safe description (no key)."""
+        """A log-safe description (no key), with the shard when there is one."""
         if self.base_url is None:
-            return "the embedded sandbox (RANK_TRACKER_BASE_URL is not set)"
-        return f"{self.base_url} (accounts: {', '.join(a.name for a in self.accounts)})"
+            text = "the embedded sandbox (RANK_TRACKER_BASE_URL is not set)"
+        else:
+            text = f"{self.base_url} (accounts: {', '.join(a.name for a in self.accounts)})"
+        return text + (f", shard {self.shard}" if self.shard is not None else "")
+
+    def validate(self, data_dir: Path | None = None, env: Mapping[str, str] | None = None, *,
+                 resolve: bool = True) -> None:
+        """Refuse a source that cannot work, before anything is written or requested: the checks of
+        :meth:`open` that need no request to the API.
+
+        For the vendor API: the base URL (``https://``, or plain ``http://`` to a loopback host only:
+        :func:`rank_pipeline.api.check_base_url`), its host name resolving (DNS), every account's key
+        (:func:`read_keys`). For both: the data folder's recorded source (:func:`check_data_folder`,
+        nothing recorded here). ``resolve`` False skips the host name lookup.
+
+        Raises:
+            ConfigurationError: one line naming the variable to fix (never a key's value).
+        """
+        if self.base_url is not None:
+            try:
+                check_base_url(self.base_url)
+            except ValueError as exc:
+                raise ConfigurationError(f"RANK_TRACKER_BASE_URL: {exc}") from None
+            if resolve:
+                _check_resolves(self.base_url)
+            read_keys(self.accounts, env)
+        if data_dir is not None:
+            check_data_folder(data_dir, self.label, record=False)
 
     def open(self, snapshot_date: date, data_dir: Path | None = None,
-             env: Mapping[str, str] | None = None, keys: Mapping[str, str] | None = None,
-             snapshots_uri: Path | str | None = None) -> OpenedSource:
+             env: Mapping[str, str] | None = None, snapshots_uri: Path | str | None = None) -> OpenedSource:
         """Check the data folder and the accounts, then return what to extract ``snapshot_date`` from.
 
         The embedded sandbox is started if needed and its clock set to ``snapshot_date``. For the vendor
-        API the keys are read (:func:`read_keys`) and page 1 of each account's domains is read to check
+        API the checks of :meth:`validate` run, then page 1 of each account's domains is read to check
         the accounts' identity against the data folder (module docstring).
 
         Args:
             snapshot_date: the partition (UTC day).
             data_dir: the data folder; None skips the folder checks (tests of the extraction alone).
-            env: the environment (default ``os.environ``).
-            keys: account name -> key given directly instead of through the environment (tests only).
+            env: the environment the keys are read from (default ``os.environ``).
             snapshots_uri: where the snapshots live (a folder or an object-store URI), read for the
                 account-identity check; default ``RANK_PIPELINE_SNAPSHOTS_URI`` in ``env``, else
                 ``<data_dir>/snapshots``.
 
         Raises:
-            ConfigurationError: a malformed key, another source recorded in the folder, a renamed or
-                repeated account.
+            ConfigurationError: a refused base URL or host name, a malformed key, another source
+                recorded in the folder, a renamed or repeated account.
             rank_pipeline.api.RankTrackerError: the API refused a key or could not be reached.
         """
         if self.base_url is None:
@@ -301,10 +355,7 @@ class Source:
 
             sandbox = EmbeddedSandbox.get().at(snapshot_date)
             return OpenedSource(sandbox.base_url, sandbox.accounts(), SANDBOX)
-        if data_dir is not None:
-            check_data_folder(data_dir, self.label, record=False)
-        if keys is not None:
-            env = {a.api_key_env: keys[a.name] for a in self.accounts if a.name in keys}
+        self.validate(data_dir, env, resolve=data_dir is not None)
         accounts = read_keys(self.accounts, env)
         if data_dir is not None:
             observed = asyncio.run(_domains_page(self.base_url, accounts, self.client_config))

@@ -67,7 +67,7 @@ from rank_pipeline.warehouse.sql import quote_ident as _qi
 from rank_pipeline.warehouse.sql import relation_kind as _relation_kind
 from rank_pipeline.warehouse.sql import table_columns
 
-__all__ = ["BuildResult", "build", "build_all", "build_seed", "full_build_sql", "incremental_sql", "seed_sql"]
+__all__ = ["BuildResult", "DuckDBEngine", "build", "build_all", "build_seed", "full_build_sql", "incremental_sql", "seed_sql"]
 
 
 @dataclass(frozen=True)
@@ -405,3 +405,114 @@ def build_all(
         first, last = ranges.get(model.qualified_name, (partition_date, until))
         results[model.qualified_name] = build(con, model, first, until=last, full_refresh=full_refresh)
     return results
+
+
+class DuckDBEngine:
+    """The models on DuckDB: one writer connection to the warehouse's build file
+    (:class:`rank_pipeline.models.engines.ModelEngine`, made by :func:`rank_pipeline.models.engines.open_engine`).
+
+    Incremental: a build of days rebuilds those days (and, in :meth:`build_all`, every later loaded day
+    within the horizon); tests read the rows rebuilt. :meth:`publish` copies the build file over the
+    published one atomically.
+
+    Args:
+        con: the open writer connection (:meth:`rank_pipeline.warehouse.database.Warehouse.connect`).
+        warehouse: the :class:`~rank_pipeline.warehouse.database.Warehouse` it belongs to.
+    """
+
+    name = "duckdb"
+    incremental = True
+    con: duckdb.DuckDBPyConnection
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, warehouse: Any):
+        self.con = con
+        self.warehouse = warehouse
+
+    @property
+    def catalog(self) -> str:
+        """The catalog readers see the tables in: the published file's name (``warehouse``)."""
+        return self.warehouse.published_path.stem
+
+    @property
+    def written_to(self) -> str:
+        """Where the tables are written: the build file."""
+        return str(self.warehouse.build_path)
+
+    def location(self, schema: str, name: str) -> str:
+        """Where ``schema.name`` is stored: the build file (until :meth:`publish`)."""
+        return str(self.warehouse.build_path)
+
+    def prepare(self, snapshots_uri: Any, project: Project | None = None) -> None:
+        """Nothing to do: the raw tables and earlier builds are in the build file."""
+
+    def load_partitions(self, snapshots_uri: Any, first: date, last: date) -> dict[date, dict[str, int]]:
+        """Replace the raw rows of ``first .. last`` from their committed snapshots, one transaction
+        (:func:`rank_pipeline.warehouse.database.load_partitions`; every day must be committed).
+        Returns ``{day: {endpoint: rows}}``."""
+        from rank_pipeline.warehouse.database import load_partitions
+
+        return load_partitions(self.con, snapshots_uri, first, last)
+
+    def reload_raw(self, snapshots_uri: Any, first: date | None = None,
+                   last: date | None = None) -> dict[date, dict[str, int]]:
+        """Make the raw rows of ``first .. last`` (None: open bound; both None: every table dropped and
+        reloaded) exactly the committed snapshots of those days
+        (:func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`). Returns ``{day: {endpoint: rows}}``."""
+        from rank_pipeline.warehouse.database import reload_raw_from_snapshots
+
+        return reload_raw_from_snapshots(self.con, snapshots_uri, first, last)
+
+    def build_seed(self, seed: Seed) -> BuildResult:
+        """:func:`build_seed` on this connection."""
+        return build_seed(self.con, seed)
+
+    def build(self, model: Model, partition_date: date | None = None, *, until: date | None = None,
+              full_refresh: bool = False) -> BuildResult:
+        """:func:`build` on this connection."""
+        return build(self.con, model, partition_date, until=until, full_refresh=full_refresh)
+
+    def build_all(self, project: Project, partition_date: date | None = None, *, until: date | None = None,
+                  full_refresh: bool = False) -> dict[str, BuildResult]:
+        """:func:`build_all` on this connection."""
+        return build_all(self.con, project, partition_date, until=until, full_refresh=full_refresh)
+
+    def affected_ranges(self, project: Project, first: date, last: date) -> dict[str, tuple[date, date]]:
+        """``{incremental model: (first day, last day)}`` a load of ``first .. last`` makes it rebuild
+        (:func:`rank_pipeline.models.horizon.affected_ranges`)."""
+        return affected_ranges(project, first, last, last_loaded_date(self.con, project))
+
+    def run_tests(self, relation: Model | Seed, partition_date: date | None = None, *,
+                  until: date | None = None) -> list:
+        """:func:`rank_pipeline.models.testing.run_tests` on this connection."""
+        from rank_pipeline.models.testing import run_tests
+
+        return run_tests(self.con, relation, partition_date, until=until)
+
+    def failing_rows(self, duckdb_sql: str, sample_size: int = 5) -> tuple[int, list[dict]]:
+        """``(rows, the first sample_size rows as JSON-safe dicts)`` of a SELECT."""
+        from rank_pipeline.models.testing import json_safe
+
+        (rows,) = self.con.execute(f"select count(*) from ({duckdb_sql})").fetchone()
+        cur = self.con.execute(f"{duckdb_sql} limit {int(sample_size)}")
+        names = [d[0] for d in cur.description]
+        return int(rows), [json_safe(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
+
+    def column_types(self, qualified: str) -> list[tuple[str, str]]:
+        """``[(column, DuckDB type)]`` of ``schema.name`` in the build file, in table order."""
+        schema, name = qualified.split(".", 1)
+        rows = self.con.execute(
+            "select column_name, data_type from information_schema.columns where table_catalog = "
+            "current_database() and table_schema = ? and table_name = ? order by ordinal_position",
+            [schema, name]).fetchall()
+        return [(str(c), str(t)) for c, t in rows]
+
+    def row_count(self, qualified: str) -> int:
+        """Rows of ``schema.name`` (the whole relation)."""
+        schema, name = qualified.split(".", 1)
+        (rows,) = self.con.execute(f"select count(*) from {_rel(schema, name)}").fetchone()
+        return int(rows)
+
+    def publish(self):
+        """Copy the build file over the published one atomically; returns the published path
+        (:meth:`rank_pipeline.warehouse.database.Warehouse.publish`)."""
+        return self.warehouse.publish(self.con)

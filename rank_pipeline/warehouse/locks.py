@@ -1,8 +1,9 @@
 """Run housekeeping for one data folder: locks the OS releases when a run dies, and leftovers' removal.
 
 Implements docs/architecture.md, "Operations: one writer per data folder" (DESIGN.md, "One writer").
-No Dagster here: ``rank_pipeline/defs/resources.py`` takes :func:`writer_lock` when a run starts using
-the data folder, and the command line takes it around ``extract``.
+No Dagster here: :func:`hold_writer` (the lock, then the leftovers) is entered by the step functions
+of :mod:`rank_pipeline.steps` and, for a whole Dagster run, by the ``warehouse`` resource
+(:class:`rank_pipeline.defs.resources.WarehouseResource`).
 
 Locks
     A lock is an exclusive ``fcntl.flock`` on a file under ``<data_dir>/.locks/``. The kernel drops it
@@ -39,7 +40,8 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +55,7 @@ __all__ = [
     "DataFolderLock",
     "LockTimeout",
     "lock_timeout_from_env",
+    "hold_writer",
     "remove_leftovers",
     "writer_lock",
 ]
@@ -148,6 +151,8 @@ class DataFolderLock:
         self._log = log or _default_log
         self.poll_s = poll_s
         self._acquired = False
+        self.reentered = False
+        """True when this thread already held the lock (an outer holder took care of the leftovers)."""
 
     @property
     def purpose(self) -> str:
@@ -160,7 +165,7 @@ class DataFolderLock:
             held = _held.get(key)
             if held is not None and held.thread == me:
                 held.depth += 1
-                self._acquired = True
+                self._acquired = self.reentered = True
                 return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -175,7 +180,7 @@ class DataFolderLock:
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         with _held_guard:
             _held[key] = _Held(fd, me, 1)
-        self._acquired = True
+        self._acquired, self.reentered = True, False
         return self
 
     def _wait_for(self, fd: int) -> None:
@@ -249,6 +254,22 @@ def writer_lock(data_dir: Path | str, *, holder: str = "", log: Callable[[str], 
                 timeout_s: float | None = None) -> DataFolderLock:
     """The data folder's ``writer`` lock (see the module docstring); enter it before writing anything."""
     return DataFolderLock(data_dir, WRITER, holder=holder, log=log, timeout_s=timeout_s)
+
+
+@contextmanager
+def hold_writer(data_dir: Path | str, *, holder: str = "", log: Callable[[str], object] | None = None,
+                timeout_s: float | None = None) -> Iterator[DataFolderLock]:
+    """Hold the data folder's ``writer`` lock for the ``with`` block and, when this is the outermost
+    hold in this thread, first remove what dead runs left (:func:`remove_leftovers`). What every step
+    that writes the data folder enters (:mod:`rank_pipeline.steps`, the Dagster ``warehouse`` resource).
+
+    Raises:
+        LockTimeout: still held by another process after ``timeout_s`` (one line).
+    """
+    with writer_lock(data_dir, holder=holder, log=log, timeout_s=timeout_s) as lock:
+        if not lock.reentered:
+            remove_leftovers(data_dir, log=log)
+        yield lock
 
 
 def instance_lock(data_dir: Path | str, *, log: Callable[[str], object] | None = None,

@@ -73,14 +73,16 @@ def test_daily_job_schedule_and_partitions_include_today():
 def test_keys_never_reach_dagster_only_their_variable_names():
     env = {"RANK_TRACKER_BASE_URL": "https://api.example.com", "RANK_TRACKER_ACCOUNTS": "acme,globex",
            "RANK_TRACKER_API_KEY_ACME": "secret-acme-123", "RANK_TRACKER_API_KEY_GLOBEX": "secret-globex-456"}
-    resource = source_from_env(Settings.from_env(env))
-    text = repr(resource) + str(resource.accounts) + repr(resource.source())
+    settings = Settings.from_env(env)
+    resource = source_from_env(settings)
+    text = repr(resource) + str(resource.accounts) + resource.describe()
     assert "secret" not in text
+    # the settings' accounts reach the source as they are: names and key variables, no key
+    assert resource.accounts == settings.accounts
     assert [a.name for a in resource.accounts] == ["acme", "globex"]
     assert [a.api_key_env for a in resource.accounts] == ["RANK_TRACKER_API_KEY_ACME", "RANK_TRACKER_API_KEY_GLOBEX"]
-    assert all(a.api_key == "" for a in resource.accounts)
     # the keys are read when a run opens the source, from the environment (the one place)
-    opened = resource.source().open(date(2026, 11, 22), env=env)
+    opened = resource.open(date(2026, 11, 22), env=env)
     assert {a.name: a.api_key for a in opened.accounts} == {"acme": "secret-acme-123", "globex": "secret-globex-456"}
     assert "secret" not in repr(opened)
 
@@ -90,7 +92,7 @@ def test_the_model_engine_is_a_resource_setting_read_from_the_environment(tmp_pa
     resource's settings; a bad value is one line naming what to set."""
     import pytest
 
-    from rank_pipeline.defs.resources import ModelEngineResource, model_engine_from_env
+    from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource, model_engine_from_env
     from rank_pipeline.settings import ConfigurationError
 
     env = {"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_ENGINE": "Spark",
@@ -98,11 +100,11 @@ def test_the_model_engine_is_a_resource_setting_read_from_the_environment(tmp_pa
     resource = model_engine_from_env(env=env)
     assert (resource.engine, resource.spark_master, resource.spark_warehouse_uri) == (
         "spark", "spark://host:7077", str(tmp_path / "spark_warehouse"))
-    assert resource.uses_spark and "spark on spark://host:7077" in resource.describe()
-    assert not model_engine_from_env(env={"RANK_PIPELINE_DATA_DIR": str(tmp_path)}).uses_spark
+    assert resource.settings().engine == "spark" and "spark on spark://host:7077" in resource.describe()
+    assert model_engine_from_env(env={"RANK_PIPELINE_DATA_DIR": str(tmp_path)}).settings().engine == "duckdb"
     with pytest.raises(ConfigurationError, match="RANK_PIPELINE_ENGINE='sparkk' is not one of duckdb, spark"):
         model_engine_from_env(env={**env, "RANK_PIPELINE_ENGINE": "sparkk"})
     with pytest.raises(ConfigurationError, match="RANK_PIPELINE_SPARK_WAREHOUSE_URI"):
         ModelEngineResource(engine="spark").settings()
     with pytest.raises(RuntimeError, match="open run"):
-        ModelEngineResource(engine="spark", spark_warehouse_uri="x").spark(tmp_path)
+        ModelEngineResource(engine="spark", spark_warehouse_uri="x").open(WarehouseResource(data_dir=str(tmp_path)))

@@ -25,8 +25,9 @@ from test_any_order import assert_equals_full_rebuild
 from rank_pipeline.defs.extract_assets import extract_snapshots
 from rank_pipeline.defs.jobs import daily_job, rebuild_job
 from rank_pipeline.defs.model_assets import build_model_assets
-from rank_pipeline.defs.resources import ModelEngineResource, RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+from rank_pipeline.extract.source import Source
 from rank_pipeline.settings import DataPaths
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.steps.rebuild import rebuild
@@ -43,7 +44,7 @@ def _defs(data_dir: Path) -> dg.Definitions:
     return dg.Definitions(
         assets=[extract_snapshots, load_raw_tables, *model_assets, build_publish_asset(model_keys)],
         jobs=[daily_job, rebuild_job],
-        resources={"source": RankTrackerResource(), "warehouse": WarehouseResource(data_dir=str(data_dir)),
+        resources={"source": Source(None, ()), "warehouse": WarehouseResource(data_dir=str(data_dir)),
                    "model_engine": ModelEngineResource()},
     )
 
@@ -273,7 +274,8 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     proc = _dagster_job(spark, home, "rebuild_full_refresh", DAYS[2], env=spark_env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
     log = proc.stdout + proc.stderr
-    assert log.count("starting one Spark session for this run") == 1, log[-4000:]
+    assert log.count("model engine: spark on local[2], seeds and models as Parquet tables under "
+                     f"{uri}: opening it once for this run") == 1, log[-4000:]  # one Spark session per run
     assert "spark: nothing to publish" in log
     # nothing was published to DuckDB: Spark's tables are the warehouse. The build file holds only the
     # run history (ops.run_history is a DuckDB table whatever the engine): no raw table, seed or model
