@@ -447,11 +447,13 @@ def _run_partition(defs, instance, day: date, totals: _Totals) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if os.environ.pop("RANK_TRACKER_BASE_URL", None):
+    from rank_pipeline.settings import BASE_URL_ENV, ENGINE_ENV, unset_for_demo
+
+    ignored = unset_for_demo()  # from the environment, which the Dagster definitions read
+    if BASE_URL_ENV in ignored:
         print("note: the demo always uses the embedded sandbox; RANK_TRACKER_BASE_URL is ignored here",
               file=sys.stderr)
-    if os.environ.get("RANK_PIPELINE_ENGINE", "").strip().lower() not in ("", "duckdb"):
-        os.environ.pop("RANK_PIPELINE_ENGINE")  # the demo prints marts from the published DuckDB file
+    if ENGINE_ENV in ignored:  # the demo prints marts from the published DuckDB file
         print("note: the demo builds the models on DuckDB; RANK_PIPELINE_ENGINE is ignored here", file=sys.stderr)
     settings = _settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ run configuration, the UI and run metadata never see a key.
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, fields
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -18,17 +19,11 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from rank_pipeline.api import ClientConfig
-from rank_pipeline.api.config import (
-    DEFAULT_MAX_IN_FLIGHT,
-    SPEC_PER_IP_LIMIT,
-    SPEC_PER_KEY_LIMIT,
-    SPEC_WINDOW_S,
-)
 from rank_pipeline.defs.instance import record_process_tags
 from rank_pipeline.extract.day import AccountSource
 from rank_pipeline.extract.source import Source
 from rank_pipeline.models.engines import ENGINES, EngineSettings, open_spark_engine
-from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings
+from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, RateSettings, Settings
 from rank_pipeline.snapshots.shards import Shard, parse_shard
 from rank_pipeline.warehouse.locks import remove_leftovers, writer_lock
 
@@ -53,7 +48,8 @@ class RankTrackerResource(dg.ConfigurableResource):
 
     ``base_url`` None means the embedded sandbox (started on 127.0.0.1 in the run's process, its clock
     set to the partition date). Rates follow the spec's "Limits" section (per key and per IP address,
-    per ``window_s`` seconds; defaults in :mod:`rank_pipeline.api.config`); ``per_page`` (at most 1000),
+    per ``window_s`` seconds; defaults and meaning: :class:`rank_pipeline.settings.RateSettings`, whose
+    fields these are, as Dagster configuration); ``per_page`` (at most 1000),
     ``max_passes`` and ``settle_budget_requests`` (re-reads of a list whose records shift between pages;
     None: the ClientConfig defaults) go to
     :class:`rank_pipeline.api.ClientConfig`.
@@ -61,10 +57,10 @@ class RankTrackerResource(dg.ConfigurableResource):
 
     base_url: str | None = None
     accounts: list[AccountKey] = []
-    per_key_limit: int = SPEC_PER_KEY_LIMIT
-    per_ip_limit: int = SPEC_PER_IP_LIMIT
-    window_s: float = SPEC_WINDOW_S
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    per_key_limit: int = RateSettings.per_key_limit
+    per_ip_limit: int = RateSettings.per_ip_limit
+    window_s: float = RateSettings.window_s
+    max_in_flight: int = RateSettings.max_in_flight
     per_page: int = 1000
     max_passes: int | None = None
     settle_budget_requests: int | None = None
@@ -79,9 +75,8 @@ class RankTrackerResource(dg.ConfigurableResource):
         """The extractor's pacing and pagination settings (:class:`rank_pipeline.api.ClientConfig`)."""
         optional = {k: v for k, v in (("max_passes", self.max_passes),
                                       ("settle_budget_requests", self.settle_budget_requests)) if v is not None}
-        return ClientConfig(per_key_limit=self.per_key_limit, per_ip_limit=self.per_ip_limit,
-                            window_s=self.window_s, max_in_flight=self.max_in_flight,
-                            per_page=self.per_page, max_retry_s=max(180.0, self.window_s), **optional)
+        rates = RateSettings(**{f.name: getattr(self, f.name) for f in fields(RateSettings)})
+        return ClientConfig.from_rates(rates, per_page=self.per_page, **optional)
 
     def source(self) -> Source:
         """The plain :class:`rank_pipeline.extract.source.Source` this resource describes."""
@@ -162,9 +157,7 @@ def source_from_env(settings: Settings | None = None) -> RankTrackerResource:
     Holds the key variables' names only; the keys are read when a run opens the source.
     """
     settings = settings or Settings.from_env()
-    common = dict(per_key_limit=settings.per_key_limit, per_ip_limit=settings.per_ip_limit,
-                  window_s=settings.window_s, max_in_flight=settings.max_in_flight,
-                  shard=str(settings.shard) if settings.shard is not None else "")
+    common = dict(asdict(settings.rates), shard=str(settings.shard) if settings.shard is not None else "")
     if settings.uses_sandbox:
         return RankTrackerResource(**common)
     return RankTrackerResource(
@@ -295,10 +288,6 @@ def model_engine_from_env(settings: Settings | None = None, env=None) -> ModelEn
     Raises:
         ConfigurationError: ``RANK_PIPELINE_ENGINE`` is not ``duckdb`` or ``spark``.
     """
-    settings = settings or Settings.from_env(env)
-    try:
-        engine = EngineSettings.from_env(env, data_dir=settings.data_dir)
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
+    engine = (settings or Settings.from_env(env)).engine
     return ModelEngineResource(engine=engine.engine, spark_master=engine.spark_master,
                                spark_warehouse_uri=engine.spark_warehouse_uri)

@@ -23,7 +23,6 @@ so in one log line.
 """
 
 
-import os
 from datetime import date
 
 import dagster as dg
@@ -43,6 +42,7 @@ from rank_pipeline.defs.table_metadata import (
     table_name,
 )
 from rank_pipeline.models.testing import json_safe
+from rank_pipeline.settings import dashboard_url_from_env
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.warehouse.database import load_partitions, reload_raw_from_snapshots
 
@@ -72,9 +72,6 @@ def repeated_records(con, resource: str, day: date, sample_size: int = 5) -> tup
     sample = [json_safe(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
     return int(rows), sample
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
-DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
-DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
-"""Where the Superset dashboards over the published file are served (``make dashboard``)."""
 
 
 def raw_table_metadata(resource: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
@@ -209,7 +206,7 @@ def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None
         path = warehouse.warehouse().publish()
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")
-        dashboards = (os.environ.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
+        dashboards = dashboard_url_from_env()
         return dg.MaterializeResult(metadata={
             "path": dg.MetadataValue.path(str(path)),
             "size_bytes": dg.MetadataValue.int(size),

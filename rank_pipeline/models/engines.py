@@ -20,39 +20,13 @@ the session with :func:`open_spark_engine`.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+
+# the engine is a setting: EngineSettings reads the variables above (rank_pipeline.settings)
+from rank_pipeline.settings import ENGINES, EngineSettings
 
 __all__ = ["ENGINES", "EngineSettings", "open_spark_engine", "spark_engine"]
-
-ENGINES = ("duckdb", "spark")
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    """The model engine and its Spark settings (module docstring)."""
-
-    engine: str = "duckdb"
-    spark_master: str = "local[2]"
-    spark_warehouse_uri: str = "data/spark_warehouse"
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, data_dir: str | Path | None = None) -> EngineSettings:
-        """Read the settings; raises ValueError (one line, naming the variable) for an unknown engine."""
-        env = os.environ if env is None else env
-        engine = env.get("RANK_PIPELINE_ENGINE", "duckdb").strip().lower() or "duckdb"
-        if engine not in ENGINES:
-            raise ValueError(f"RANK_PIPELINE_ENGINE={engine!r} is not one of {', '.join(ENGINES)}; unset it for duckdb")
-        data = Path(data_dir if data_dir is not None else env.get("RANK_PIPELINE_DATA_DIR", "data"))
-        return cls(
-            engine=engine,
-            spark_master=env.get("RANK_PIPELINE_SPARK_MASTER", "local[2]").strip() or "local[2]",
-            spark_warehouse_uri=env.get("RANK_PIPELINE_SPARK_WAREHOUSE_URI", "").strip()
-            or str(data / "spark_warehouse"),
-        )
 
 
 def spark_engine(settings: EngineSettings):
