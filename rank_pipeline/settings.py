@@ -53,10 +53,12 @@ Key pool: a key variable may hold a comma-separated list of the account's keys (
 valid keys at once, "Authentication" 5): requests spread over the keys, each paced to the per-key
 ceiling, and a key rejected mid-run is dropped (named by its position, never its value).
 
-This module is the only one that reads these variables. :meth:`Settings.from_env` reads them all, at
-the door of a command or of the Dagster definitions; the readers it is made of are called directly where
-a value is read at the moment of use: :func:`lock_timeout_from_env` (a lock about to be waited for),
-:func:`storage_version_from_env` and :func:`dashboard_url_from_env` (a publish), :func:`models_dir`,
+This module is the only one that reads these variables. :meth:`Settings.from_env` reads and checks
+them all, at the door of a command or of the Dagster definitions, except two read where they are used:
+the models folder (:func:`models_dir`, which a command's ``--models-dir`` replaces) and the keys' values
+(:func:`api_key`). The readers :meth:`Settings.from_env` is made of are also called where a value is
+read at the moment of use: :func:`lock_timeout_from_env` (a lock about to be waited for),
+:func:`storage_version_from_env` and :func:`dashboard_url_from_env` (a publish),
 :meth:`EngineSettings.from_env`, :meth:`OpsSettings.from_env`.
 
 The rate defaults are declared once, here (:class:`RateSettings`; the client's
