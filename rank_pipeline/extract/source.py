@@ -76,7 +76,8 @@ def _bad_key_character(key: str) -> str | None:
 
 
 def read_keys(accounts: Sequence[AccountConfig], env: Mapping[str, str] | None = None) -> list[AccountSource]:
-    """Read each account's key from its environment variable (the only place keys are read).
+    """Read each account's key from its environment variable (through :func:`rank_pipeline.settings.api_key`,
+    the one reader of keys) and check it.
 
     Returns:
         one :class:`~rank_pipeline.extract.day.AccountSource` per account, in order.
