@@ -607,7 +607,13 @@ class OpsSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved settings. Build with :meth:`from_env`; see the module docstring for the variables."""
+    """Resolved settings. Build with :meth:`from_env`; see the module docstring for the variables.
+
+    ``rates`` paces the client (:class:`RateSettings`), ``engine`` builds the models
+    (:class:`EngineSettings`), ``lock_timeout_s`` is in seconds, ``storage_version`` is a DuckDB release
+    (``v1.0.0``) or ``latest`` (checked when the warehouse is opened), ``dashboard_url`` has no trailing
+    ``/``; ``ops`` holds the schedule, freshness, alerts and Dagster's storage (:class:`OpsSettings`).
+    """
 
     base_url: str | None
     accounts: tuple[AccountConfig, ...]
