@@ -4,7 +4,6 @@ without Dagster), ``rebuild`` (raw tables and models from the snapshots, then pu
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import timedelta
 
@@ -40,11 +39,13 @@ order by account, metric
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if os.environ.pop("RANK_TRACKER_BASE_URL", None):
+    from rank_pipeline.settings import BASE_URL_ENV, ENGINE_ENV, unset_for_demo
+
+    ignored = unset_for_demo()  # from the environment, which the Dagster definitions read
+    if BASE_URL_ENV in ignored:
         print("note: the demo always uses the embedded sandbox; RANK_TRACKER_BASE_URL is ignored here",
               file=sys.stderr)
-    if os.environ.get("RANK_PIPELINE_ENGINE", "").strip().lower() not in ("", "duckdb"):
-        os.environ.pop("RANK_PIPELINE_ENGINE")  # the demo prints marts from the published DuckDB file
+    if ENGINE_ENV in ignored:  # the demo prints marts from the published DuckDB file
         print("note: the demo builds the models on DuckDB; RANK_PIPELINE_ENGINE is ignored here", file=sys.stderr)
     settings = load_settings()
     _check_before_a_run(settings)

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import dagster as dg
 
 from rank_pipeline.defs.sqlite_storage import PooledSqliteEventLogStorage, sqlite_storage_config
-from rank_pipeline.settings import ConfigurationError, Settings
+from rank_pipeline.settings import DAGSTER_PG_URL_ENV, ConfigurationError, Settings
 from rank_pipeline.warehouse.locks import instance_lock
 
 __all__ = [
@@ -67,8 +67,6 @@ def dagster_home(data_dir: Path, env: dict[str, str] | None = None) -> Path:
     return Path(env.get("DAGSTER_HOME") or Path(data_dir) / "dagster_home").resolve()
 
 
-PG_URL_VARIABLE = "RANK_PIPELINE_DAGSTER_PG_URL"
-
 RUN_MONITORING_CONFIG = """run_monitoring:
   enabled: true
   start_timeout_seconds: 180
@@ -86,7 +84,7 @@ failed by the code server that launched it, or, when that server died too, by th
 _POSTGRES_STORAGE = f"""storage:
   postgres:
     postgres_url:
-      env: {PG_URL_VARIABLE}
+      env: {DAGSTER_PG_URL_ENV}
 """
 
 
@@ -97,7 +95,7 @@ def instance_config(home: Path, *, postgres: bool = False) -> str:
     Dagster's PostgreSQL storage at the URL in ``RANK_PIPELINE_DAGSTER_PG_URL`` (referenced, not copied).
     """
     storage = _POSTGRES_STORAGE if postgres else sqlite_storage_config(home)
-    kind = "PostgreSQL at $" + PG_URL_VARIABLE if postgres else "SQLite storage in this folder"
+    kind = "PostgreSQL at $" + DAGSTER_PG_URL_ENV if postgres else "SQLite storage in this folder"
     return f"""{_MARKER}: {kind}; see rank_pipeline/defs/instance.py
 {storage}telemetry:
   enabled: false
@@ -109,7 +107,7 @@ def _check_postgres_extra() -> None:
         import dagster_postgres  # noqa: F401 - only whether the extra is installed
     except ImportError:
         raise ConfigurationError(
-            f"{PG_URL_VARIABLE} is set but dagster-postgres is not installed: pip install "
+            f"{DAGSTER_PG_URL_ENV} is set but dagster-postgres is not installed: pip install "
             "'rank-pipeline[postgres]' (make env does), or unset it to keep SQLite"
         ) from None
 
@@ -127,7 +125,7 @@ def _postgres_failure(url: str, exc: BaseException) -> ConfigurationError:
     for secret in {parts.password, url} - {None, ""}:
         detail = detail.replace(secret, "***")
     return ConfigurationError(
-        f"cannot open Dagster's PostgreSQL storage at {where} ({PG_URL_VARIABLE}): {detail}; check that the "
+        f"cannot open Dagster's PostgreSQL storage at {where} ({DAGSTER_PG_URL_ENV}): {detail}; check that the "
         "server is up and the URL's user, password and database, or unset it to keep SQLite"
     )
 

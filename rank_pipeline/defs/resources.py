@@ -25,6 +25,8 @@ from rank_pipeline.models.engines import (
     ENGINES,
     EngineSettings,
     ModelEngine,
+    describe,
+    needs_warehouse_uri,
     open_engine,
 )
 from rank_pipeline.settings import ConfigurationError, DataPaths, Settings
@@ -133,14 +135,14 @@ class ModelEngineResource(dg.ConfigurableResource):
                                      "(RANK_PIPELINE_ENGINE); unset it for duckdb")
         settings = EngineSettings(engine=engine, spark_master=self.spark_master.strip() or DEFAULT_SPARK_MASTER,
                                   spark_warehouse_uri=self.spark_warehouse_uri.strip())
-        if settings.needs_warehouse_uri and not settings.spark_warehouse_uri:
+        if needs_warehouse_uri(settings) and not settings.spark_warehouse_uri:
             raise ConfigurationError("ModelEngineResource.spark_warehouse_uri is empty: set "
                                      "RANK_PIPELINE_SPARK_WAREHOUSE_URI (where Spark writes the model tables)")
         return settings
 
     def describe(self) -> str:
         """One log line: the engine, and on Spark the master and the warehouse URI."""
-        return self.settings().describe()
+        return describe(self.settings())
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["ModelEngineResource"]:
@@ -175,10 +177,6 @@ def model_engine_from_env(settings: Settings | None = None, env=None) -> ModelEn
     Raises:
         ConfigurationError: ``RANK_PIPELINE_ENGINE`` is not ``duckdb`` or ``spark``.
     """
-    settings = settings or Settings.from_env(env)
-    try:
-        engine = EngineSettings.from_env(env, data_dir=settings.data_dir)
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
+    engine = (settings or Settings.from_env(env)).engine
     return ModelEngineResource(engine=engine.engine, spark_master=engine.spark_master,
                                spark_warehouse_uri=engine.spark_warehouse_uri)

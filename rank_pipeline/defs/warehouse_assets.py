@@ -17,7 +17,7 @@ record was written twice, and its metadata lists the repeated records with their
 against the manifest needs no check: the load itself refuses a snapshot that disagrees with its manifest.)
 """
 
-import os
+
 from datetime import date
 
 import dagster as dg
@@ -37,6 +37,7 @@ from rank_pipeline.defs.table_metadata import (
     table_name,
 )
 from rank_pipeline.models.engines import ENGINES
+from rank_pipeline.settings import dashboard_url_from_env
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.steps.load import PER_ACCOUNT_ENDPOINTS, load_raw
 from rank_pipeline.steps.publish import publish
@@ -44,9 +45,6 @@ from rank_pipeline.steps.publish import publish
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in ENDPOINTS}
 UNIQUE_RECORD_CHECK = "one_row_per_record"
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
-DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
-DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
-"""Where the Superset dashboards over the published file are served (``make dashboard``)."""
 
 
 def raw_table_metadata(resource: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
@@ -144,7 +142,7 @@ def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None
             })
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")
-        dashboards = (os.environ.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
+        dashboards = dashboard_url_from_env()
         return dg.MaterializeResult(metadata={
             "path": dg.MetadataValue.path(str(path)),
             "size_bytes": dg.MetadataValue.int(size),

@@ -5,7 +5,8 @@ Dagster asset both call; no Dagster here.
 
 - **Which source.** The vendor API when ``RANK_TRACKER_BASE_URL`` is set (:mod:`rank_pipeline.settings`),
   the embedded sandbox otherwise.
-- **Keys.** Read from the environment by :func:`read_keys` only, when a run opens the source, never
+- **Keys.** Read from the environment by :func:`read_keys` only (through
+  :func:`rank_pipeline.settings.api_key`), when a run opens the source, never
   stored in settings, resources, run configuration or logs. A key holding a control character (a
   trailing newline from ``echo`` or a file), whitespace or a non-ASCII character is refused before any
   request, and the message names the variable, never the value. The same key under two names is refused.
@@ -28,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import os
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,8 +39,16 @@ from urllib.parse import urlsplit, urlunsplit
 from rank_pipeline.api import ClientConfig, RankTrackerClient, check_base_url
 from rank_pipeline.extract.concurrency import run_all
 from rank_pipeline.extract.day import AccountSource
-from rank_pipeline.settings import AccountConfig, ConfigurationError, DataPaths, Settings, key_variable
-from rank_pipeline.snapshots.shards import Shard
+from rank_pipeline.settings import (
+    AccountConfig,
+    ConfigurationError,
+    DataPaths,
+    Settings,
+    Shard,
+    api_key,
+    key_variable,
+    snapshots_uri_from_env,
+)
 
 __all__ = [
     "SANDBOX",
@@ -70,7 +78,8 @@ def _bad_key_character(key: str) -> str | None:
 
 
 def read_keys(accounts: Sequence[AccountConfig], env: Mapping[str, str] | None = None) -> list[AccountSource]:
-    """Read each account's key from its environment variable (the only place keys are read).
+    """Read each account's key from its environment variable (through :func:`rank_pipeline.settings.api_key`,
+    the one reader of keys) and check it.
 
     Returns:
         one :class:`~rank_pipeline.extract.day.AccountSource` per account, in order.
@@ -80,13 +89,10 @@ def read_keys(accounts: Sequence[AccountConfig], env: Mapping[str, str] | None =
             a non-ASCII character (an HTTP header cannot carry it); two accounts hold the same key. The
             message names the variables, never the key.
     """
-    import os
-
-    env = os.environ if env is None else env
     sources: list[AccountSource] = []
     by_key: dict[str, str] = {}
     for account in accounts:
-        value = env.get(account.api_key_env) or ""
+        value = api_key(account, env)
         if not value.strip(", "):
             raise ConfigurationError(
                 f"{account.api_key_env} is not set: export the API key of account {account.name!r} in it"
@@ -273,9 +279,7 @@ class Source:
     def from_settings(cls, settings: Settings | None = None, **client_overrides) -> Source:
         """The source the environment describes, with its pacing from the rate settings."""
         settings = settings or Settings.from_env()
-        config = ClientConfig(per_key_limit=settings.per_key_limit, per_ip_limit=settings.per_ip_limit,
-                              window_s=settings.window_s, max_in_flight=settings.max_in_flight,
-                              max_retry_s=max(180.0, settings.window_s), **client_overrides)
+        config = ClientConfig.from_rates(settings.rates, **client_overrides)
         return cls(settings.base_url, settings.accounts, config, settings.shard)
 
     @property
@@ -360,8 +364,7 @@ class Source:
         if data_dir is not None:
             observed = asyncio.run(_domains_page(self.base_url, accounts, self.client_config))
             if snapshots_uri is None:
-                snapshots_uri = (os.environ if env is None else env).get("RANK_PIPELINE_SNAPSHOTS_URI") or None
-                snapshots_uri = DataPaths(data_dir, snapshots_uri).snapshot_store_uri
+                snapshots_uri = DataPaths(data_dir, snapshots_uri_from_env(env)).snapshot_store_uri
             check_account_identity(observed, known_account_domains(snapshots_uri))
             check_data_folder(data_dir, self.label)
         return OpenedSource(self.base_url, accounts, self.label)

@@ -17,8 +17,7 @@ in full whatever days it is asked for, and its tests read the whole relations.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -29,10 +28,13 @@ from rank_pipeline.models.project import Model, Project, Seed
 from rank_pipeline.models.runner import BuildResult
 from rank_pipeline.models.testing import TestResult
 
-__all__ = ["DEFAULT_SPARK_MASTER", "ENGINES", "EngineKind", "EngineSettings", "ModelEngine", "open_engine"]
+# the engine is a setting: EngineSettings reads RANK_PIPELINE_ENGINE and the Spark variables
+from rank_pipeline.settings import DEFAULT_SPARK_MASTER, EngineSettings
+from rank_pipeline.settings import ENGINES as ENGINE_NAMES
 
-DEFAULT_SPARK_MASTER = "local[2]"
-"""The Spark master when none is set: a local session with two worker threads."""
+__all__ = ["DEFAULT_SPARK_MASTER", "ENGINES", "EngineKind", "EngineSettings", "ModelEngine", "describe",
+           "needs_warehouse_uri", "open_engine"]
+
 
 
 
@@ -119,39 +121,18 @@ class ModelEngine(Protocol):
     def publish(self) -> Path | None:
         """Make the build visible to readers; the published file, or None when nothing needs copying."""
 
+assert set(ENGINES) == set(ENGINE_NAMES), "every engine the settings accept has its EngineKind"
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """The model engine and its Spark settings (module docstring)."""
 
-    engine: str = "duckdb"
-    spark_master: str = DEFAULT_SPARK_MASTER
-    spark_warehouse_uri: str = "data/spark_warehouse"
+def needs_warehouse_uri(settings: EngineSettings) -> bool:
+    """True when the engine writes its tables under ``settings.spark_warehouse_uri`` (which is then required)."""
+    return ENGINES[settings.engine].writes_under_uri
 
-    @property
-    def needs_warehouse_uri(self) -> bool:
-        """True when the engine writes its tables under :attr:`spark_warehouse_uri`."""
-        return ENGINES[self.engine].writes_under_uri
 
-    def describe(self) -> str:
-        """One log line: the engine, and where it writes (no secret)."""
-        return ENGINES[self.engine].description.format(spark_master=self.spark_master,
-                                           spark_warehouse_uri=self.spark_warehouse_uri)
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, data_dir: str | Path | None = None) -> EngineSettings:
-        """Read the settings; raises ValueError (one line, naming the variable) for an unknown engine."""
-        env = os.environ if env is None else env
-        engine = env.get("RANK_PIPELINE_ENGINE", "duckdb").strip().lower() or "duckdb"
-        if engine not in ENGINES:
-            raise ValueError(f"RANK_PIPELINE_ENGINE={engine!r} is not one of {', '.join(ENGINES)}; unset it for duckdb")
-        data = Path(data_dir if data_dir is not None else env.get("RANK_PIPELINE_DATA_DIR", "data"))
-        return cls(
-            engine=engine,
-            spark_master=env.get("RANK_PIPELINE_SPARK_MASTER", "").strip() or DEFAULT_SPARK_MASTER,
-            spark_warehouse_uri=env.get("RANK_PIPELINE_SPARK_WAREHOUSE_URI", "").strip()
-            or str(data / "spark_warehouse"),
-        )
+def describe(settings: EngineSettings) -> str:
+    """One log line: the engine, and where it writes (no secret)."""
+    return ENGINES[settings.engine].description.format(spark_master=settings.spark_master,
+                                                       spark_warehouse_uri=settings.spark_warehouse_uri)
 
 
 @contextmanager

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,18 +36,18 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.fs as pafs
 
+# the URI's forms are checked, without connecting, where the setting is read
+from rank_pipeline.settings import (
+    PYARROW_SCHEMES,
+    S3_SCHEMES,
+    SNAPSHOTS_URI_ENV,
+    StorageError,
+    check_uri,
+    redact_uri,
+    uri_scheme,
+)
+
 __all__ = ["SNAPSHOTS_URI_ENV", "Store", "StorageError", "check_uri", "store_for"]
-
-SNAPSHOTS_URI_ENV = "RANK_PIPELINE_SNAPSHOTS_URI"
-"""The environment variable naming where snapshots live (module docstring)."""
-
-_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_S3_OPTIONS = {"endpoint_override", "region", "scheme"}
-_PYARROW_SCHEMES = {"gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"}
-
-
-class StorageError(ValueError):
-    """A snapshots URI is malformed or names an unsupported store; the message says what to set."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,100 +139,49 @@ class Store:
         self.fs.move(src, dest)
 
 
-def check_uri(raw: str) -> None:
-    """Validate a snapshots URI without connecting anywhere.
-
-    Raises:
-        StorageError: an empty bucket, an unknown scheme, an unknown S3 option (one line naming it).
-    """
-    _build(raw, os.environ, connect=False)
-
-
 def store_for(location: Store | Path | str, env: Mapping[str, str] | None = None) -> Store:
     """The :class:`Store` for a snapshots location: a :class:`Store` (returned as is), a local path, or a URI.
 
+    ``env`` (default ``os.environ``) gives the ``AWS_*`` variables of an ``s3://`` store.
+
     Raises:
-        StorageError: as :func:`check_uri`.
+        StorageError: as :func:`rank_pipeline.settings.check_uri`, or a store that cannot be opened.
     """
     if isinstance(location, Store):
         return location
-    store = _build(str(location) if isinstance(location, str) else location, os.environ if env is None else env,
-                   connect=True)
-    assert store is not None
-    return store
+    return _build(str(location) if isinstance(location, str) else location, os.environ if env is None else env)
 
 
-def _bad(raw: str, why: str) -> StorageError:
-    shown = _redact(raw)
-    return StorageError(f"{SNAPSHOTS_URI_ENV}={shown!r} {why}; set it to a local folder or s3://bucket/prefix "
-                        "(or unset it for <data folder>/snapshots)")
-
-
-def _redact(raw: str) -> str:
-    parts = urlsplit(raw)
-    if not parts.scheme:
-        return raw
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return f"{parts.scheme}://{host}{parts.path}"
-
-
-def _build(location: Path | str, env: Mapping[str, str], *, connect: bool) -> Store | None:
+def _build(location: Path | str, env: Mapping[str, str]) -> Store:
     if isinstance(location, Path):
         path = location.expanduser().resolve()
         return Store(pafs.LocalFileSystem(), path.as_posix(), str(path))
+    check_uri(location)
     raw = location.strip()
-    if not raw:
-        raise _bad(location, "is empty")
-    match = _SCHEME_RE.match(raw)
-    if not match:
-        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\\/]", raw) and not re.match(r"^[A-Za-z]:", raw):
-            raise _bad(raw, "looks like a URI without '//'")
-        path = Path(raw).expanduser().resolve()
-        if path.exists() and not path.is_dir():
-            raise _bad(raw, "is a file, not a folder")
-        return Store(pafs.LocalFileSystem(), path.as_posix(), str(path))
-    scheme = match.group(1).lower()
+    scheme = uri_scheme(raw)
     parts = urlsplit(raw)
+    if scheme is None:
+        path = Path(raw).expanduser().resolve()
+        return Store(pafs.LocalFileSystem(), path.as_posix(), str(path))
     if scheme == "file":
         path = Path(parts.path or "/").resolve()
         return Store(pafs.LocalFileSystem(), path.as_posix(), str(path))
-    if scheme in {"s3", "s3a"}:
-        bucket = parts.hostname or ""
-        if not bucket or parts.username or parts.password:
-            raise _bad(raw, "names no bucket" if not bucket else "holds credentials (use the AWS_* variables)")
-        options = dict(parse_qsl(parts.query))
-        unknown = sorted(set(options) - _S3_OPTIONS)
-        if unknown:
-            raise _bad(raw, f"has unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(_S3_OPTIONS))})")
-        root = posixpath.join(bucket, parts.path.strip("/")).rstrip("/")
-        uri = f"s3://{root}"
-        if not connect:
-            return None
-        return Store(_s3(options, env), root, uri)
-    if scheme in _PYARROW_SCHEMES:
-        if not connect:
-            return None
+    if scheme in S3_SCHEMES:
+        root = posixpath.join(parts.hostname or "", parts.path.strip("/")).rstrip("/")
+        return Store(_s3(dict(parse_qsl(parts.query)), env), root, f"s3://{root}")
+    if scheme in PYARROW_SCHEMES:
         try:
             fs, path = pafs.FileSystem.from_uri(raw)
         except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a URI it cannot open
-            raise _bad(raw, f"cannot be opened by pyarrow ({_first_line(exc)})") from None
-        return Store(fs, path.rstrip("/"), _redact(raw))
-    try:
-        import fsspec
-        from fsspec.registry import known_implementations
-    except ImportError:  # pragma: no cover - fsspec is a dependency
-        raise _bad(raw, f"uses the scheme {scheme!r}, which pyarrow does not support") from None
-    if scheme not in known_implementations and scheme not in fsspec.available_protocols():
-        raise _bad(raw, f"uses the scheme {scheme!r}, which neither pyarrow nor fsspec supports")
-    if not connect:
-        return None
+            raise StorageError.bad_uri(raw, f"cannot be opened by pyarrow ({_first_line(exc)})") from None
+        return Store(fs, path.rstrip("/"), redact_uri(raw))
+    import fsspec
+
     try:
         fs, path = fsspec.core.url_to_fs(raw)
     except (ImportError, ValueError) as exc:
-        raise _bad(raw, f"needs a file system fsspec cannot load ({_first_line(exc)})") from None
-    return Store(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path.rstrip("/"), _redact(raw))
+        raise StorageError.bad_uri(raw, f"needs a file system fsspec cannot load ({_first_line(exc)})") from None
+    return Store(pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path.rstrip("/"), redact_uri(raw))
 
 
 def _s3(options: Mapping[str, str], env: Mapping[str, str]) -> pafs.S3FileSystem:

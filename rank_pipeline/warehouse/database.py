@@ -85,6 +85,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rank_pipeline.settings import DEFAULT_STORAGE_VERSION, STORAGE_VERSION_ENV, storage_version_from_env
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.parquet import (
     ENDPOINTS,
@@ -148,12 +149,6 @@ def ensure_keywords_file_table(con: duckdb.DuckDBPyConnection) -> None:
     columns = ", ".join(f"{name} {kind}" for name, kind in KEYWORDS_FILE_COLUMNS)
     con.execute(f"create table if not exists {KEYWORDS_FILE_TABLE} ({columns})")
 """Qualified names of the raw tables, one per snapshot resource."""
-
-STORAGE_VERSION_ENV = "RANK_PIPELINE_STORAGE_VERSION"
-"""Environment variable naming the storage version of the published file (module docstring)."""
-
-DEFAULT_STORAGE_VERSION = "v1.0.0"
-"""The oldest DuckDB release whose storage format our warehouse fits in: readable by DuckDB 1.0 and later."""
 
 
 class WarehouseError(RuntimeError):
@@ -469,7 +464,7 @@ class Warehouse:
     def __init__(self, build_path: Path | str, published_path: Path | str, storage_version: str | None = None):
         self.build_path = Path(build_path)
         self.published_path = Path(published_path)
-        version = storage_version or os.environ.get(STORAGE_VERSION_ENV, "").strip() or DEFAULT_STORAGE_VERSION
+        version = storage_version or storage_version_from_env()
         if not re.fullmatch(r"latest|v\d+\.\d+\.\d+", version):
             raise WarehouseError(
                 f"{STORAGE_VERSION_ENV}={version!r} is not a DuckDB release: set it to one such as "

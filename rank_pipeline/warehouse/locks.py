@@ -13,8 +13,9 @@ Locks
     process the lock is re-entrant for the thread that holds it.
 
     A process that finds the lock held logs one line saying what it waits for and who holds it, polls,
-    and gives up after ``timeout_s`` (default :data:`DEFAULT_TIMEOUT_S`, environment variable
-    :data:`TIMEOUT_ENV`; ``0`` refuses at once) with :class:`LockTimeout`, whose message is one line.
+    and gives up after ``timeout_s`` (default 3600, environment variable ``RANK_PIPELINE_LOCK_TIMEOUT_S``,
+    read by :func:`rank_pipeline.settings.lock_timeout_from_env`; ``0`` refuses at once) with
+    :class:`LockTimeout`, whose message is one line.
 
     Two locks exist: ``writer`` (the snapshots and the DuckDB files of the data folder: extraction,
     load, models, publish; one run at a time) and ``instance`` (creating the Dagster instance's SQLite
@@ -34,24 +35,21 @@ import errno
 import fcntl
 import json
 import logging
-import math
 import os
 import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rank_pipeline.settings import ConfigurationError, DataPaths
+from rank_pipeline.settings import LOCK_TIMEOUT_ENV, DataPaths, lock_timeout_from_env
 
 __all__ = [
-    "DEFAULT_TIMEOUT_S",
     "LOCK_DIR_NAME",
-    "TIMEOUT_ENV",
     "DataFolderLock",
     "LockTimeout",
     "lock_timeout_from_env",
@@ -65,10 +63,6 @@ log = logging.getLogger(__name__)
 LOCK_DIR_NAME = ".locks"
 """Folder of the lock files, under the data folder."""
 
-TIMEOUT_ENV = "RANK_PIPELINE_LOCK_TIMEOUT_S"
-DEFAULT_TIMEOUT_S = 3600.0
-"""How long a run waits for another run of the same data folder before giving up (seconds)."""
-
 WRITER = "writer"
 INSTANCE = "instance"
 
@@ -80,28 +74,6 @@ _PURPOSES = {
 
 class LockTimeout(RuntimeError):
     """The lock stayed held by another process for longer than the timeout; the message is one line."""
-
-
-def lock_timeout_from_env(env: Mapping[str, str] | None = None) -> float:
-    """Seconds to wait for a held lock: :data:`TIMEOUT_ENV` or :data:`DEFAULT_TIMEOUT_S`.
-
-    Raises:
-        ConfigurationError: the variable is not a finite number of at least 0.
-    """
-    env = os.environ if env is None else env
-    raw = (env.get(TIMEOUT_ENV) or "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise ConfigurationError(
-            f"{TIMEOUT_ENV}={raw!r} is not a number of seconds; set it to 0 (refuse at once) or more "
-            f"(default {DEFAULT_TIMEOUT_S:.0f})"
-        )
-    return value
 
 
 @dataclass
@@ -130,7 +102,7 @@ class DataFolderLock:
 
     Raises:
         LockTimeout: on :meth:`acquire`, still held elsewhere after ``timeout_s``.
-        ConfigurationError: a malformed :data:`TIMEOUT_ENV`.
+        ConfigurationError: a malformed ``RANK_PIPELINE_LOCK_TIMEOUT_S``.
     """
 
     def __init__(
@@ -199,16 +171,16 @@ class DataFolderLock:
                 if self.timeout_s == 0:
                     raise LockTimeout(
                         f"{self.data_dir} is in use by {who}: another run holds {self.purpose}; "
-                        f"retry when it has finished (or set {TIMEOUT_ENV} to wait for it)"
+                        f"retry when it has finished (or set {LOCK_TIMEOUT_ENV} to wait for it)"
                     )
                 raise LockTimeout(
                     f"gave up after {self.timeout_s:g} s waiting for {self.purpose} on {self.data_dir}, "
-                    f"held by {who}; let that run finish (or end it) and retry, or raise {TIMEOUT_ENV}"
+                    f"held by {who}; let that run finish (or end it) and retry, or raise {LOCK_TIMEOUT_ENV}"
                 )
             if now >= next_note:
                 self._log(
                     f"waiting for {self.purpose} on {self.data_dir}, held by {who} "
-                    f"(giving up after {self.timeout_s:g} s; {TIMEOUT_ENV})"
+                    f"(giving up after {self.timeout_s:g} s; {LOCK_TIMEOUT_ENV})"
                 )
                 next_note = now + 60.0
             time.sleep(min(self.poll_s, max(deadline - now, 0.0)))
