@@ -25,7 +25,7 @@ from rank_pipeline.sandbox import AccountSpec, Faults, SandboxServer, World, Wor
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("keywords")]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 

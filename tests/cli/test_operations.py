@@ -29,7 +29,7 @@ import pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("ops")]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 300  # generous: a run takes well under a minute even on a busy 2-core machine
 RUN_TIME_COLUMNS = {"extracted_at", "loaded_at", "captured_at"}  # when, not what: differ between runs
 

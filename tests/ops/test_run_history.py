@@ -37,7 +37,7 @@ from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _BIN = Path(sys.executable).parent
 D1, D2, D3, D4, D5, D6 = (date(2026, 11, 1) + timedelta(days=i) for i in range(6))
 SUMMARY = re.compile(r"(Completed|Failed): 1 day\(s\), (\d+) snapshot rows, checks (\d+) passed / (\d+) failed, "
