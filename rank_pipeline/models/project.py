@@ -1,4 +1,4 @@
-"""Discover and validate a dbt-like SQL project (DESIGN.md and docs/architecture.md, "SQL models").
+"""Discover and validate a dbt-like SQL project (docs/architecture.md, "Warehouse and the dbt-like runner").
 
 Layout of a project directory (``dbt_like_sql/``)::
 

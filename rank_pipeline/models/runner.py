@@ -1,4 +1,4 @@
-"""Build models and load seeds into DuckDB (DESIGN.md, "SQL models"; docs/architecture.md, "Warehouse").
+"""Build models and load seeds into DuckDB (docs/architecture.md, "Warehouse and the dbt-like runner").
 
 Materializations
     view

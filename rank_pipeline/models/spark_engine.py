@@ -1,4 +1,4 @@
-"""Run the SQL model graph on a Spark session (issue 13 item 2): the same ``dbt_like_sql/`` files.
+"""Run the SQL model graph on a Spark session: the same ``dbt_like_sql/`` files.
 
 Engine choice and settings (read by :meth:`rank_pipeline.models.engines.EngineSettings.from_env`):
 

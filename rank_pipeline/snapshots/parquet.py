@@ -20,7 +20,7 @@ so memory does not grow with the size of an account. Files are written into a hi
 moved into place by :meth:`SnapshotWriter.commit`; a failed run calls :meth:`SnapshotWriter.abort` and
 leaves the previous snapshot of that day (if any) untouched.
 
-Where (issue 13): ``root`` is a local folder or any store of :mod:`rank_pipeline.snapshots.storage`
+Where: ``root`` is a local folder or any store of :mod:`rank_pipeline.snapshots.storage`
 (``RANK_PIPELINE_SNAPSHOTS_URI=s3://bucket/prefix``). Commit: where renames are not atomic (object
 stores) and for shard workers (:mod:`rank_pipeline.snapshots.shards`), data files go straight into the day's
 folder under unique names and the manifest is written last; readers (:func:`read_manifest`,
@@ -303,7 +303,7 @@ class SnapshotWriter:
         writer.set_report("acme", {"complete": True, "expected": 120, "delivered": 120, ...})
         manifest = writer.commit()          # or writer.abort() on failure
 
-    Commit (issue 13, item 1). On local disk (one writer), the files go to a hidden staging folder that
+    Commit. On local disk (one writer), the files go to a hidden staging folder that
     :meth:`commit` renames into place (an atomic rename). Where renames are not atomic (an object
     store, :attr:`rank_pipeline.snapshots.storage.Store.atomic_rename`) or when several shard workers share the
     day's folder (``shard``), the data files are written straight into the day's folder under names no

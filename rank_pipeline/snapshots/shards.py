@@ -1,7 +1,6 @@
-"""Extraction sharded across workers: which accounts one worker extracts (issue 13, item 4).
+"""Extraction sharded across workers: which accounts one worker extracts.
 
-``RANK_PIPELINE_SHARD=i/n`` (0 <= i < n <= 1024; :mod:`rank_pipeline.settings`, or the
-``shard`` setting of the Dagster ``RankTrackerResource``) makes a worker extract only the accounts of
+``RANK_PIPELINE_SHARD=i/n`` (0 <= i < n <= 1024; read by :mod:`rank_pipeline.settings`) makes a worker extract only the accounts of
 shard ``i`` out of ``n``. An account belongs to shard ``blake2b(account name) mod n``: a stable hash of
 the account's identity (its name, which snapshots and the warehouse key it by; never its key, which is
 a secret and may rotate), so every worker computes the same assignment without talking to the others,

@@ -1,4 +1,4 @@
-"""Where the snapshots live: a local folder or an object store, resolved from one URI (issue 13, item 1).
+"""Where the snapshots live: a local folder or an object store, resolved from one URI.
 
 ``RANK_PIPELINE_SNAPSHOTS_URI`` (:mod:`rank_pipeline.settings`) is one of:
 

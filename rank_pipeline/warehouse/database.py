@@ -1,7 +1,7 @@
 """DuckDB warehouse: the raw layer loaded from Parquet snapshots, and atomic publishing.
 
-Implements docs/architecture.md, "Warehouse" (and DESIGN.md, "One writer", "Snapshots are the system of
-record"). No Dagster here; ``rank_pipeline/defs`` wires these functions into assets.
+Implements docs/architecture.md, "Warehouse and the dbt-like runner": one writer, and the snapshots as the
+system of record. No Dagster here; ``rank_pipeline/defs`` wires these functions into assets.
 
 Raw layer
     One table per resource in schema ``raw`` (``raw.domains``, ``raw.keywords``, ``raw.competitors``,
