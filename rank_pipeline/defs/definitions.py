@@ -2,8 +2,8 @@
 
 Assets (all daily-partitioned, UTC):
 
-- ``snapshots/<resource>``: the day's Parquet snapshots (one extraction step for all resources);
-- ``raw/<resource>``: the raw DuckDB tables;
+- ``snapshots/<endpoint>``: the day's Parquet snapshots (one extraction step for all endpoints);
+- ``raw/<endpoint>``: the raw DuckDB tables;
 - ``raw/keywords_file``: the keywords file (``RANK_PIPELINE_KEYWORDS_FILE``) planned against the day's
   snapshot, with the asset check ``matches_tracked_keywords`` when the file is set;
 - ``seeds/*``, ``staging/*``, ``marts/*``: the SQL models of ``dbt_like_sql/``, each test an asset check;

@@ -1,8 +1,8 @@
-"""Extraction: one multi-asset writes the day's Parquet snapshot of every resource.
+"""Extraction: one multi-asset writes the day's Parquet snapshot of every endpoint.
 
 One step, one asyncio loop, one pacer per key and one per IP address: extraction assets in separate
-processes would each pace to the ceiling and together exceed it (docs/architecture.md). Each resource
-is still its own asset (``snapshots/<resource>``) with its own metadata and a blocking asset check,
+processes would each pace to the ceiling and together exceed it (docs/architecture.md). Each endpoint
+is still its own asset (``snapshots/<endpoint>``) with its own metadata and a blocking asset check,
 ``complete``, that fails when a list could not be read completely.
 """
 
@@ -25,10 +25,10 @@ from rank_pipeline.steps.extract import extract_days
 SNAPSHOT_KEYS = {r.name: dg.AssetKey(["snapshots", r.name]) for r in CATALOG}
 
 
-def snapshot_description(resource: Endpoint) -> str:
-    """The ``snapshots/<resource>`` asset's description, from the resource's declaration."""
-    parent = f", per {resource.parent} record" if resource.parent else ""
-    return f"{resource.description} {resource.endpoint}{parent}; one Parquet snapshot per day."
+def snapshot_description(declared: Endpoint) -> str:
+    """The ``snapshots/<endpoint>`` asset's description, from the endpoint's declaration."""
+    parent = f", per {declared.parent} record" if declared.parent else ""
+    return f"{declared.description} {declared.endpoint}{parent}; one Parquet snapshot per day."
 
 
 @dg.multi_asset(
@@ -40,7 +40,7 @@ def snapshot_description(resource: Endpoint) -> str:
     ],
     check_specs=[
         dg.AssetCheckSpec("complete", asset=key, blocking=True,
-                          description="Every list of this resource was read completely (ids == X-Total-Count).")
+                          description="Every list of this endpoint was read completely (ids == X-Total-Count).")
         for key in SNAPSHOT_KEYS.values()
     ],
     partitions_def=daily_partitions,
@@ -70,8 +70,8 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourcePara
 
     reports = extract_days(source, warehouse.paths, first, last, holder=f"Dagster run {context.run.run_id}",
                            log=context.log.info, detail=context.log.info, on_progress=on_progress)
-    for resource, key in SNAPSHOT_KEYS.items():
-        manifests = [r.manifests[resource] for r in reports]
+    for endpoint, key in SNAPSHOT_KEYS.items():
+        manifests = [r.manifests[endpoint] for r in reports]
         accounts_meta = [a for m in manifests for a in m.accounts.values()]
         expected = sum(a.expected for a in accounts_meta)
         delivered = sum(a.delivered for a in accounts_meta)
@@ -86,13 +86,13 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourcePara
                 "delivered_records": delivered,
                 "pages": sum(a.pages for a in accounts_meta),
                 "missing_parents": dg.MetadataValue.json(missing),
-                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshot_store_uri, resource, last))),
+                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshot_store_uri, endpoint, last))),
                 "requests_total": sum(a.requests for a in run_accounts),
                 "rate_limited_total": sum(a.rate_limited for a in run_accounts),
                 "retries_total": sum(a.retries for a in run_accounts),
                 "reread_passes_total": sum(_day_figures(r)["reread_passes"] for r in reports),
-                # per day: this resource's rows and the day's request figures (ops.run_history reads them)
-                "by_day": dg.MetadataValue.json({str(r.snapshot_date): {"rows": r.manifests[resource].row_count,
+                # per day: this endpoint's rows and the day's request figures (ops.run_history reads them)
+                "by_day": dg.MetadataValue.json({str(r.snapshot_date): {"rows": r.manifests[endpoint].row_count,
                                                                         **_day_figures(r)}
                                                  for r in reports}),
                 "achieved_rate_per_min": dg.MetadataValue.json(
@@ -107,7 +107,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourcePara
             check_name="complete",
             passed=all(m.complete for m in manifests),
             description=None if all(m.complete for m in manifests) else " ".join(
-                incomplete_message(resource, first + timedelta(days=i), _incomplete_lists(m))
+                incomplete_message(endpoint, first + timedelta(days=i), _incomplete_lists(m))
                 for i, m in enumerate(manifests) if not m.complete),
             metadata={"partition": context.partition_key_range.start if first == last
                       else f"{first}..{last}",
@@ -139,12 +139,12 @@ def _incomplete_lists(manifest: SnapshotManifest) -> dict[str, list[str]]:
     return {n: a.incomplete_lists for n, a in manifest.accounts.items() if a.incomplete_lists}
 
 
-def incomplete_message(resource: str, day: date, incomplete: dict[str, list[str]]) -> str:
+def incomplete_message(endpoint: str, day: date, incomplete: dict[str, list[str]]) -> str:
     """The failed ``complete`` check's one-line message: what was not proven and what to do."""
     lists = sum(len(v) for v in incomplete.values())
     where = "; ".join(f"{n}: {', '.join(v[:5])}{' ...' if len(v) > 5 else ''}" for n, v in incomplete.items())
     return (
-        f"{lists} list(s) of {resource} on {day} could not be proven complete ({where}): records kept "
+        f"{lists} list(s) of {endpoint} on {day} could not be proven complete ({where}): records kept "
         "being added and deleted between pages, so the ids read may not be the ids that exist. The "
         "warehouse was not loaded from this snapshot. Run the partition again when the account's "
         "keywords are not being edited, or give lists a larger settle budget (the source's ClientConfig "

@@ -10,7 +10,7 @@ place, every committed day, as Spark builds every model in full) and there is no
 tables are already where readers find them); the published DuckDB file is left as it was.
 
 Each raw table has one blocking asset check, ``one_row_per_record``: in the partition, no record (``id``
-under its ``parent_id``) appears twice, across accounts for the resources an account owns (domains,
+under its ``parent_id``) appears twice, across accounts for the endpoints an account owns (domains,
 keywords, competitors, tags, usage) and within an account for the reference rows every account reads
 (locations, languages). It fails when one vendor account was extracted under two configured names, or a
 record was written twice, and its metadata lists the repeated records with their date. (The row count
@@ -47,18 +47,18 @@ UNIQUE_RECORD_CHECK = "one_row_per_record"
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
 
 
-def raw_table_metadata(resource: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
-    """Materialization metadata of ``raw.<resource>`` (:mod:`rank_pipeline.defs.table_metadata`): its
+def raw_table_metadata(endpoint: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
+    """Materialization metadata of ``raw.<endpoint>`` (:mod:`rank_pipeline.defs.table_metadata`): its
     column schema (descriptions from :mod:`rank_pipeline.api.endpoints`), row count of the whole table, and its
     table name."""
-    meta = {COLUMN_SCHEMA: column_schema(None, types, raw_column_descriptions(resource)), ROW_COUNT: int(rows)}
+    meta = {COLUMN_SCHEMA: column_schema(None, types, raw_column_descriptions(endpoint)), ROW_COUNT: int(rows)}
     if table is not None:
         meta[TABLE_NAME] = table
     return meta
 
 
 def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
-    """The ``load_raw_tables`` multi-asset: one ``raw/<resource>`` asset per resource, kinds naming
+    """The ``load_raw_tables`` multi-asset: one ``raw/<endpoint>`` asset per endpoint, kinds naming
     ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
     engine = engine or engine_in_use()
     kinds = set(ENGINES[engine].raw_kinds)
@@ -93,12 +93,12 @@ def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
         engine = model_engine.open(warehouse)
         loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
         context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
-        for resource, key in RAW_KEYS.items():
-            failures, sample = loaded.repeated[resource]
-            qualified = f"raw.{resource}"
+        for endpoint, key in RAW_KEYS.items():
+            failures, sample = loaded.repeated[endpoint]
+            qualified = f"raw.{endpoint}"
             yield dg.MaterializeResult(asset_key=key, metadata={
-                "rows": dg.MetadataValue.int(loaded.rows(resource)), "engine": engine.name,
-                **raw_table_metadata(resource, engine.column_types(qualified), engine.row_count(qualified),
+                "rows": dg.MetadataValue.int(loaded.rows(endpoint)), "engine": engine.name,
+                **raw_table_metadata(endpoint, engine.column_types(qualified), engine.row_count(qualified),
                                      table_name(qualified, engine.catalog))})
             yield _unique_record_result(key, first, last, failures, sample)
 

@@ -24,13 +24,13 @@ PER_ACCOUNT_ENDPOINTS = frozenset(r.name for r in CATALOG if not r.account_scope
 same record may appear once per account (docs/architecture.md)."""
 
 
-def repeated_records_sql(resource: str, first: date, last: date) -> str:
-    """The DuckDB SELECT of the records of ``raw.<resource>`` appearing more than once on one day of
+def repeated_records_sql(endpoint: str, first: date, last: date) -> str:
+    """The DuckDB SELECT of the records of ``raw.<endpoint>`` appearing more than once on one day of
     ``first .. last`` (one row per repeated record: ``snapshot_date``, its key, ``n_rows``, ``accounts``);
     Spark runs it transpiled (:func:`rank_pipeline.models.spark_engine.to_spark_sql`)."""
-    key = "account, id, parent_id" if resource in PER_ACCOUNT_ENDPOINTS else "id, parent_id"
+    key = "account, id, parent_id" if endpoint in PER_ACCOUNT_ENDPOINTS else "id, parent_id"
     return (f"select snapshot_date, {key}, count(*) as n_rows, list_sort(list(distinct account)) as accounts "
-            f"from raw.{resource} where snapshot_date between date '{first.isoformat()}' and "
+            f"from raw.{endpoint} where snapshot_date between date '{first.isoformat()}' and "
             f"date '{last.isoformat()}' group by snapshot_date, {key} having count(*) > 1 order by all")
 
 
