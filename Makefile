@@ -2,17 +2,28 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-dev
+# two installs into one venv, each once: the package alone (what the pipeline needs at run time: make demo,
+# dev, sandbox, docs), then its dev, spark and postgres extras on top (make env: tests, lint, benchmarks)
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+STAMP         := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: env demo test test-fast dev sandbox bench bench-extract bench-models bench-scale lint lock docs clean \
-        dashboard dashboard-env dashboard-env-try browser lock-dashboards \
+.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-scale lint lock \
+        docs clean dashboard dashboard-env dashboard-env-try browser lock-dashboards \
         postgres-server postgres-server-try
 
+## The development venv: the package with its dev, spark and postgres extras (make test, lint, bench).
 env: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+## The run-time venv: the package alone, no extras (no pyspark, no test tools).
+env-runtime: $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -c constraints.txt -e .
+	@touch $@
+
+$(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,spark,postgres]'
 	@touch $@
 
@@ -21,7 +32,7 @@ $(VENV)/.installed-bench: $(STAMP)
 	@touch $@
 
 ## Run the daily job for 7 simulated days against the embedded sandbox.
-demo: env
+demo: env-runtime
 	$(BIN)/rank-pipeline demo --days 7
 
 ## The whole test suite (installs the dashboards' Superset venv and chromium first, for the browser test).
@@ -34,12 +45,12 @@ test: env dashboard-env-try postgres-server-try
 ## makes `dagster dev` take SIGTERM even when started in the background).
 DEV_HOST ?= 127.0.0.1
 DEV_PORT ?= 3000
-dev: env
+dev: env-runtime
 	export DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/data/dagster_home} && $(BIN)/python -m rank_pipeline.defs.instance \
 	  && exec $(BIN)/python -m rank_pipeline.ops.services $(BIN)/dagster dev -w workspace.yaml -h $(DEV_HOST) -p $(DEV_PORT)
 
 ## Serve the sandbox API on http://127.0.0.1:8765 for trying by hand.
-sandbox: env
+sandbox: env-runtime
 	$(BIN)/rank-pipeline sandbox --port 8765
 
 bench: bench-extract bench-models
@@ -57,12 +68,12 @@ bench-scale: env
 lint: env
 	$(BIN)/ruff check .
 
-docs: env
+docs: env-runtime
 	$(BIN)/rank-pipeline docs --dictionary docs/data_dictionary.md
 
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet -e '.[dev,spark,postgres,bench]' \
-	  && { echo "# Pinned versions used by every install (make env / make bench). Regenerate with 'make lock'."; \
+	  && { echo "# Pinned versions used by every install (make demo, make env, make bench). Regenerate with 'make lock'."; \
 	       .venv-lock/bin/pip freeze --exclude-editable; } > constraints.txt && rm -rf .venv-lock
 
 clean:

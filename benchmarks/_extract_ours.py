@@ -5,16 +5,16 @@ Run as a script, one process per benchmark run, so its peak RSS is its own::
     python benchmarks/_extract_ours.py <job.json> <result.json>
 
 ``job.json``: ``{"base_url", "accounts": [{"name", "api_key"}], "snapshot_date": "YYYY-MM-DD",
-"snapshots_dir", "config": {<ClientConfig fields>}}``. The run is
-:func:`rank_pipeline.extract.run_extraction` (every resource of every account, Parquet snapshots and
-manifests under ``snapshots_dir``) with ``allow_other_day=True`` (the sandbox's clock is fixed by the
+"snapshots_uri", "config": {<ClientConfig fields>}}``. The run is
+:func:`rank_pipeline.extract.day.run_extraction` (every resource of every account, Parquet snapshots and
+manifests under ``snapshots_uri``) with ``allow_other_day=True`` (the sandbox's clock is fixed by the
 benchmark).
 
 ``result.json``: ``{"tool": "rank-pipeline", "wall_s", "peak_rss_mb", "client": {"requests",
 "rate_limited", "retries"}, "accounts": <ExtractionReport.accounts>, "manifests": {resource:
 {"complete", "accounts": {name: {"expected", "delivered", "complete", "lists", "pages", "passes"}}}},
 "complete", "resumed_lists", "passes_max", "error"}``: ``complete`` is ``ExtractionReport.complete``,
-``resumed_lists`` the lists taken from the day's checkpoints (a retried run, :mod:`rank_pipeline.resume`),
+``resumed_lists`` the lists taken from the day's checkpoints (a retried run, :mod:`rank_pipeline.extract.resume`),
 ``passes_max`` the most passes any list took to prove its id set (adaptive settling). ``wall_s`` is the time of ``run_extraction`` (seconds, ``time.perf_counter``);
 ``peak_rss_mb`` is ``getrusage(RUSAGE_SELF).ru_maxrss`` right after it (MiB); ``cpu_s`` the
 process's CPU seconds (user + system) during it; ``client`` sums what
@@ -52,7 +52,7 @@ def _cpu_s() -> float:
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """One extraction run; returns the result dict (module docstring). Never raises: ``error`` says."""
     from rank_pipeline.api import ClientConfig
-    from rank_pipeline.extract import AccountSource, run_extraction
+    from rank_pipeline.extract.day import AccountSource, run_extraction
 
     config = ClientConfig(**job.get("config", {}))
     accounts = [AccountSource(a["name"], a["api_key"]) for a in job["accounts"]]
@@ -62,7 +62,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     cpu_started = _cpu_s()
     try:
         report = run_extraction(job["base_url"], accounts, date.fromisoformat(job["snapshot_date"]),
-                                Path(job["snapshots_dir"]), config=config, allow_other_day=True)
+                                Path(job["snapshots_uri"]), config=config, allow_other_day=True)
     except Exception as exc:  # report it: the benchmark prints the failure beside the figures
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
         traceback.print_exc(file=sys.stderr)

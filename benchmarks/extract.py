@@ -414,7 +414,7 @@ def _tool_job(tool: str, sandbox: _Sandbox, settings: BenchSettings, workdir: Pa
         script = HERE / "_extract_ours.py"
         job = {
             "base_url": sandbox.base_url, "accounts": sandbox.accounts, "snapshot_date": SNAPSHOT_DAY,
-            "snapshots_dir": str(workdir / "snapshots"),
+            "snapshots_uri": str(workdir / "snapshots"),
             "config": {"per_key_limit": settings.per_key, "per_ip_limit": settings.per_ip,
                        "window_s": settings.window_s, "per_page": settings.per_page, **(client or {})},
         }

@@ -6,13 +6,13 @@ What it does
        "Snapshots": the common columns, the spec's flattened fields, the full ``attributes`` JSON in the
        sandbox's invented keyword shape) with numpy and pyarrow, plus a ``_manifest.json`` per partition.
        Keywords are vectorised (no per-record Python); the small resources (domains, competitors, tags,
-       usage, locations, languages) go through :class:`rank_pipeline.snapshots.SnapshotWriter`.
+       usage, locations, languages) go through :class:`rank_pipeline.snapshots.parquet.SnapshotWriter`.
        Positions drift, oscillate and cross the top-100 boundary; some ranking URLs flip; keywords are
        added through the year, so every mart has work to do.
-    2. Loads every day but the last into the raw tables (:func:`rank_pipeline.warehouse.rebuild_from_snapshots`).
+    2. Loads every day but the last into the raw tables (:func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`).
     3. Full rebuild: seeds and every model of ``dbt_like_sql/`` with the runner
-       (:func:`rank_pipeline.sql_models.build_all` with ``full_refresh=True``).
-    4. Loads the last day with :func:`rank_pipeline.warehouse.load_partition` and, in the same run, the
+       (:func:`rank_pipeline.models.build_all` with ``full_refresh=True``).
+    4. Loads the last day with :func:`rank_pipeline.warehouse.database.load_partition` and, in the same run, the
        same files with a bare ``create table ... as select * from read_parquet([...])`` per resource (the
        reference: the least a load can do). The warehouse is checkpointed first, as the daily job's publish
        leaves it; the pair is repeated ``--load-repeats`` times interleaved (each repeat deletes the day
@@ -22,7 +22,7 @@ What it does
        best position to date and dim_keywords carry their state forward; views are re-created; the
        small dimension tables, one row per domain or competitor, are rebuilt in full).
     6. A late day: re-loads the day 30 days back and rebuilds every model row depending on it (the later
-       days within each model's horizon, :mod:`rank_pipeline.sql_models.horizon`).
+       days within each model's horizon, :mod:`rank_pipeline.models.horizon`).
 
 Output
     Times of each step, then the ratios: incremental / full rebuild, raw load / bare read_parquet, and
@@ -59,15 +59,15 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rank_pipeline.snapshots import (  # noqa: E402
+from rank_pipeline.models import build_all, load_project  # noqa: E402
+from rank_pipeline.snapshots.parquet import (  # noqa: E402
     MANIFEST_NAME,
     SCHEMA_VERSION,
     SnapshotWriter,
     arrow_schema,
     partition_dir,
 )
-from rank_pipeline.sql_models import build_all, load_project  # noqa: E402
-from rank_pipeline.warehouse import SCHEMAS, load_partition, rebuild_from_snapshots  # noqa: E402
+from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 
 ACCOUNT = "bench"
 ENGINES = np.array(["google", "bing", "yahoo"])
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     con = duckdb.connect(str(args.workdir / "warehouse.duckdb"))
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
-    _, history_s = _timed(lambda: rebuild_from_snapshots(con, history))
+    _, history_s = _timed(lambda: reload_raw_from_snapshots(con, history))
     print(f"  load history (raw, {args.days - 1} days): {history_s:8.2f} s")
 
     project = load_project(ROOT / "dbt_like_sql")

@@ -51,7 +51,7 @@ def main() -> None:
     args.workdir.mkdir(parents=True)
     import dagster as dg
 
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
     from rank_pipeline.defs.instance import instance_config
     from rank_pipeline.defs.jobs import DAILY_JOB_NAME
     from rank_pipeline.defs.resources import source_from_env

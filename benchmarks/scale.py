@@ -8,7 +8,7 @@ contract). For each size:
   last day and build it incrementally (the daily job).
 * Spark (``--master``, default ``local[2]``): register the history's files, full rebuild of every model;
   then register the last day too and build again (on Spark a day is a full rebuild, see
-  rank_pipeline/sql_models/spark_engine.py).
+  rank_pipeline/models/spark_engine.py).
 
 Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what to compare. Usage::
 
@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from models import Generator, write_keywords, write_small  # noqa: E402
 
-from rank_pipeline.sql_models import build_all, load_project  # noqa: E402
-from rank_pipeline.sql_models.spark_engine import SparkEngine, spark_session  # noqa: E402
-from rank_pipeline.warehouse import SCHEMAS, load_partition, rebuild_from_snapshots  # noqa: E402
+from rank_pipeline.models import build_all, load_project  # noqa: E402
+from rank_pipeline.models.spark_engine import SparkEngine, spark_session  # noqa: E402
+from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 
 
 def _timed(fn):
@@ -83,7 +83,7 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     con = duckdb.connect(str(workdir / "warehouse.duckdb"))
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
-    _, out["duckdb_load_history"] = _timed(lambda: rebuild_from_snapshots(con, history))
+    _, out["duckdb_load_history"] = _timed(lambda: reload_raw_from_snapshots(con, history))
     _, out["duckdb_full"] = _timed(lambda: build_all(con, project, None, full_refresh=True))
     _, out["duckdb_load_day"] = _timed(lambda: load_partition(con, recent, last_day))
     _, out["duckdb_day"] = _timed(lambda: build_all(con, project, last_day))

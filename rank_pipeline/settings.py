@@ -13,9 +13,9 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_PIPELINE_SNAPSHOTS_URI``    where the Parquet snapshots live (default ``<data dir>/snapshots``):
                                    a folder, or ``s3://bucket/prefix`` (credentials and endpoint from
                                    the ``AWS_*`` variables) or another pyarrow/fsspec scheme; see
-                                   :mod:`rank_pipeline.storage`.
+                                   :mod:`rank_pipeline.snapshots.storage`.
 ``RANK_PIPELINE_SHARD``            ``i/n``: this worker extracts only the accounts of shard ``i`` of ``n``
-                                   (:mod:`rank_pipeline.sharding`); unset: every account.
+                                   (:mod:`rank_pipeline.snapshots.shards`); unset: every account.
 ``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: the ``dbt_like_sql/`` shipped with
                                    the package); see :func:`models_dir`.
 ``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300), 1..100000.
@@ -23,9 +23,9 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16), 1..1024.
 ``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
-                                   (default 3600; read by :mod:`rank_pipeline.runlock`).
+                                   (default 3600; used by :mod:`rank_pipeline.warehouse.locks`).
 ``RANK_PIPELINE_STORAGE_VERSION``  DuckDB storage version of the published warehouse (default
-                                   ``v1.0.0``: DuckDB 1.0+ opens it; read by ``warehouse.Warehouse``).
+                                   ``v1.0.0``: DuckDB 1.0+ opens it; checked by ``warehouse.Warehouse``).
 ``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
                                    (default http://127.0.0.1:8088; ``make dashboard``).
 ``RANK_PIPELINE_SCHEDULE_CRON``    when the daily schedule ticks (5-field cron, default ``15 6 * * *``).
@@ -39,6 +39,11 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    planned rows to ``raw.keywords_file`` and its asset check
                                    ``matches_tracked_keywords`` fails when the file and the tracked
                                    keywords differ; unset: no check, an empty table.
+``RANK_PIPELINE_ENGINE``           which engine builds the SQL models: ``duckdb`` (default) or ``spark``
+                                   (:mod:`rank_pipeline.models.engines`).
+``RANK_PIPELINE_SPARK_MASTER``     the Spark master URL (default ``local[2]``).
+``RANK_PIPELINE_SPARK_WAREHOUSE_URI`` where Spark writes the model tables as Parquet (default
+                                   ``<data dir>/spark_warehouse``).
 ``RANK_PIPELINE_DAGSTER_PG_URL``   Dagster's instance storage on PostgreSQL
                                    (``postgresql+psycopg2://user:password@host:5432/db``); unset: SQLite
                                    under ``DAGSTER_HOME``. Secret, like keys.
@@ -48,33 +53,62 @@ Key pool: a key variable may hold a comma-separated list of the account's keys (
 valid keys at once, "Authentication" 5): requests spread over the keys, each paced to the per-key
 ceiling, and a key rejected mid-run is dropped (named by its position, never its value).
 
-The rate defaults are declared once, in :mod:`rank_pipeline.api.config`. Keys are never held by
-:class:`Settings`: :attr:`AccountConfig.api_key_env` names the variable, and
-:func:`rank_pipeline.source.read_keys` reads it when a run opens the source (the one place keys are read).
+This module is the only one that reads these variables. :meth:`Settings.from_env` reads and checks
+them all, at the door of a command or of the Dagster definitions, except two read where they are used:
+the models folder (:func:`models_dir`, which a command's ``--models-dir`` replaces) and the keys' values
+(:func:`api_key`). The readers :meth:`Settings.from_env` is made of are also called where a value is
+read at the moment of use: :func:`lock_timeout_from_env` (a lock about to be waited for),
+:func:`storage_version_from_env` and :func:`dashboard_url_from_env` (a publish),
+:meth:`EngineSettings.from_env`, :meth:`OpsSettings.from_env`.
+
+The rate defaults are declared once, here (:class:`RateSettings`; the client's
+:class:`rank_pipeline.api.ClientConfig` extends it). Keys are never held by :class:`Settings`:
+:attr:`AccountConfig.api_key_env` names the variable, and :func:`api_key` reads it when a run opens the
+source (:func:`rank_pipeline.extract.source.read_keys`); a key is never logged.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from rank_pipeline.api.config import (
-    DEFAULT_MAX_IN_FLIGHT,
-    SPEC_PER_IP_LIMIT,
-    SPEC_PER_KEY_LIMIT,
-    SPEC_WINDOW_S,
-)
-from rank_pipeline.sharding import SHARD_ENV, Shard, parse_shard
-from rank_pipeline.storage import SNAPSHOTS_URI_ENV, StorageError, check_uri
-
-__all__ = ["AccountConfig", "ConfigurationError", "DataPaths", "OpsSettings", "Settings", "models_dir"]
+__all__ = [
+    "DAGSTER_PG_URL_ENV",
+    "DEFAULT_MAX_IN_FLIGHT",
+    "ENGINES",
+    "SHARD_ENV",
+    "SNAPSHOTS_URI_ENV",
+    "SPEC_PER_IP_LIMIT",
+    "SPEC_PER_KEY_LIMIT",
+    "SPEC_WINDOW_S",
+    "AccountConfig",
+    "ConfigurationError",
+    "DataPaths",
+    "EngineSettings",
+    "OpsSettings",
+    "RateSettings",
+    "Settings",
+    "Shard",
+    "StorageError",
+    "api_key",
+    "check_uri",
+    "dashboard_url_from_env",
+    "lock_timeout_from_env",
+    "models_dir",
+    "parse_shard",
+    "shard_of",
+    "storage_version_from_env",
+    "unset_for_demo",
+]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -115,6 +149,330 @@ class ConfigurationError(ValueError):
     """A setting is missing or malformed; the message says which variable and what to set."""
 
 
+BASE_URL_ENV = "RANK_TRACKER_BASE_URL"
+"""The vendor's base address; unset: the embedded sandbox."""
+
+
+# --- the client's pace (spec "Limits") ------------------------------------------------------------
+
+SPEC_PER_KEY_LIMIT = 300
+"""Requests per API key per window (spec "Limits": 300 per minute, REST and GraphQL combined)."""
+SPEC_PER_IP_LIMIT = 600
+"""Requests per IP address per window, across keys (spec "Limits": 600 per minute)."""
+SPEC_WINDOW_S = 60.0
+"""The ceilings' window in seconds (spec "Limits": one minute)."""
+DEFAULT_MAX_IN_FLIGHT = 16
+"""Requests in flight at once per client (and per key of its pool)."""
+
+
+@dataclass(frozen=True)
+class RateSettings:
+    """How fast a run may call the vendor API: the ceilings it paces itself to and its concurrency.
+
+    Read from ``RANK_TRACKER_RATE_PER_KEY``, ``RANK_TRACKER_RATE_PER_IP``, ``RANK_TRACKER_RATE_WINDOW_S``
+    and ``RANK_TRACKER_MAX_IN_FLIGHT`` (:meth:`from_env`); :class:`rank_pipeline.api.ClientConfig`
+    extends this class with the client's other settings, so the rate fields and their defaults are
+    declared here only.
+
+    Attributes:
+        per_key_limit: the server's ceiling per API key per window (requests).
+        per_ip_limit: the server's ceiling per IP address per window, across keys (requests).
+        window_s: the ceilings' window in seconds.
+        max_in_flight: requests in flight at once per client (also the connection-pool size).
+    """
+
+    per_key_limit: int = SPEC_PER_KEY_LIMIT
+    per_ip_limit: int = SPEC_PER_IP_LIMIT
+    window_s: float = SPEC_WINDOW_S
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RateSettings:
+        """Read the rate variables: per key and per IP 1..100000, window 1..86400 s, in flight 1..1024.
+
+        Raises:
+            ConfigurationError: a value that is not a finite number within its range (``nan``, ``inf``,
+                ``1e-9``).
+        """
+        env = os.environ if env is None else env
+        return cls(
+            per_key_limit=int(_number(env, "RANK_TRACKER_RATE_PER_KEY", SPEC_PER_KEY_LIMIT, int, 1, 100_000)),
+            per_ip_limit=int(_number(env, "RANK_TRACKER_RATE_PER_IP", SPEC_PER_IP_LIMIT, int, 1, 100_000)),
+            window_s=float(_number(env, "RANK_TRACKER_RATE_WINDOW_S", SPEC_WINDOW_S, float, 1.0, 86_400.0)),
+            max_in_flight=int(_number(env, "RANK_TRACKER_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, int, 1, 1024)),
+        )
+
+
+# --- shards ---------------------------------------------------------------------------------------
+
+SHARD_ENV = "RANK_PIPELINE_SHARD"
+"""``i/n``: the shard of the accounts this worker extracts (:mod:`rank_pipeline.snapshots.shards`)."""
+MAX_SHARDS = 1024
+_SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def shard_of(account: str, count: int) -> int:
+    """The shard (``0 .. count-1``) of an account name: ``blake2b(name, 8 bytes) mod count``."""
+    digest = hashlib.blake2b(account.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` (0-based); what a shard means: :mod:`rank_pipeline.snapshots.shards`."""
+
+    index: int
+    count: int
+
+    def owns(self, account: str) -> bool:
+        """True when ``account`` (its name) belongs to this shard."""
+        return shard_of(account, self.count) == self.index
+
+    def select(self, names: Iterable[str]) -> list[str]:
+        """The names of ``names`` this shard owns, in order."""
+        return [n for n in names if self.owns(n)]
+
+    @property
+    def manifest_name(self) -> str:
+        """``_manifest.shard-<i>-of-<n>.json``: the manifest this shard commits in a day's folder."""
+        return f"_manifest.shard-{self.index}-of-{self.count}.json"
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(raw: str | None, *, name: str = SHARD_ENV) -> Shard | None:
+    """``"i/n"`` as a :class:`Shard`; None when unset or empty.
+
+    Raises:
+        ValueError: not ``i/n`` with ``0 <= i < n <= 1024`` (one line naming ``name`` and what to set).
+    """
+    if raw is None or not raw.strip():
+        return None
+    match = _SHARD_RE.match(raw)
+    if not match or not (0 <= int(match.group(1)) < int(match.group(2)) <= MAX_SHARDS):
+        raise ValueError(f"{name}={raw!r} is not a shard: set it to i/n with 0 <= i < n <= {MAX_SHARDS} "
+                         "(e.g. 0/2 and 1/2 for two workers), or unset it to extract every account")
+    return Shard(int(match.group(1)), int(match.group(2)))
+
+
+# --- where the snapshots live ---------------------------------------------------------------------
+
+SNAPSHOTS_URI_ENV = "RANK_PIPELINE_SNAPSHOTS_URI"
+"""The environment variable naming where snapshots live (:mod:`rank_pipeline.snapshots.storage`)."""
+S3_SCHEMES = frozenset({"s3", "s3a"})
+S3_OPTIONS = frozenset({"endpoint_override", "region", "scheme"})
+"""Query parameters an ``s3://`` snapshots URI may carry."""
+PYARROW_SCHEMES = frozenset({"gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
+"""Schemes opened by :func:`pyarrow.fs.FileSystem.from_uri` (others go through fsspec)."""
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+class StorageError(ValueError):
+    """A snapshots URI is malformed or names an unsupported store; the message says what to set."""
+
+    @classmethod
+    def bad_uri(cls, raw: str, why: str) -> StorageError:
+        """One line: the URI (without credentials: :func:`redact_uri`), ``why`` it is refused, what to set."""
+        return cls(f"{SNAPSHOTS_URI_ENV}={redact_uri(raw)!r} {why}; set it to a local folder or "
+                   "s3://bucket/prefix (or unset it for <data folder>/snapshots)")
+
+
+def uri_scheme(raw: str) -> str | None:
+    """The scheme of ``scheme://...`` in lower case, or None for a path."""
+    match = _SCHEME_RE.match(raw)
+    return match.group(1).lower() if match else None
+
+
+def redact_uri(raw: str) -> str:
+    """``raw`` without user info, query or fragment (they may hold secrets); a path is returned as is."""
+    parts = urlsplit(raw)
+    if not parts.scheme:
+        return raw
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return f"{parts.scheme}://{host}{parts.path}"
+
+
+def check_uri(raw: str) -> None:
+    """Validate a snapshots URI without connecting anywhere (the forms: :mod:`rank_pipeline.snapshots.storage`).
+
+    Raises:
+        StorageError: an empty value, a URI without ``//``, a path to a file, an ``s3://`` URI without a
+            bucket, with credentials or with an unknown option, a scheme neither pyarrow nor fsspec
+            supports (one line naming it).
+    """
+    text = raw.strip()
+    if not text:
+        raise StorageError.bad_uri(raw, "is empty")
+    scheme = uri_scheme(text)
+    if scheme is None:
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\\/]", text) and not re.match(r"^[A-Za-z]:", text):
+            raise StorageError.bad_uri(text, "looks like a URI without '//'")
+        path = Path(text).expanduser().resolve()
+        if path.exists() and not path.is_dir():
+            raise StorageError.bad_uri(text, "is a file, not a folder")
+        return
+    if scheme == "file" or scheme in PYARROW_SCHEMES:
+        return
+    parts = urlsplit(text)
+    if scheme in S3_SCHEMES:
+        bucket = parts.hostname or ""
+        if not bucket or parts.username or parts.password:
+            raise StorageError.bad_uri(
+                text, "names no bucket" if not bucket else "holds credentials (use the AWS_* variables)")
+        unknown = sorted(set(dict(parse_qsl(parts.query))) - S3_OPTIONS)
+        if unknown:
+            raise StorageError.bad_uri(
+                text, f"has unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(S3_OPTIONS))})")
+        return
+    try:
+        import fsspec
+        from fsspec.registry import known_implementations
+    except ImportError:  # pragma: no cover - fsspec is a dependency
+        raise StorageError.bad_uri(text, f"uses the scheme {scheme!r}, which pyarrow does not support") from None
+    if scheme not in known_implementations and scheme not in fsspec.available_protocols():
+        raise StorageError.bad_uri(text, f"uses the scheme {scheme!r}, which neither pyarrow nor fsspec supports")
+
+
+def snapshots_uri_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """``RANK_PIPELINE_SNAPSHOTS_URI`` stripped, None when unset or empty.
+
+    Raises:
+        ConfigurationError: a malformed URI (:func:`check_uri`; same message).
+    """
+    env = os.environ if env is None else env
+    raw = (env.get(SNAPSHOTS_URI_ENV) or "").strip() or None
+    if raw is not None:
+        try:
+            check_uri(raw)
+        except StorageError as exc:
+            raise ConfigurationError(str(exc)) from None
+    return raw
+
+
+# --- the model engine -----------------------------------------------------------------------------
+
+ENGINE_ENV = "RANK_PIPELINE_ENGINE"
+ENGINES = ("duckdb", "spark")
+"""The engines that can build the SQL models (:mod:`rank_pipeline.models.engines`)."""
+DEFAULT_SPARK_MASTER = "local[2]"
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The model engine and its Spark settings (``RANK_PIPELINE_ENGINE``, ``RANK_PIPELINE_SPARK_MASTER``,
+    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``; :mod:`rank_pipeline.models.engines`)."""
+
+    engine: str = "duckdb"
+    spark_master: str = DEFAULT_SPARK_MASTER
+    spark_warehouse_uri: str = "data/spark_warehouse"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, data_dir: str | Path | None = None) -> EngineSettings:
+        """Read the engine variables; the Spark warehouse defaults to ``<data_dir>/spark_warehouse``
+        (``data_dir`` default: ``RANK_PIPELINE_DATA_DIR``, else ``data``).
+
+        Raises:
+            ConfigurationError: an unknown engine (a ValueError; one line naming the variable).
+        """
+        env = os.environ if env is None else env
+        engine = env.get(ENGINE_ENV, "duckdb").strip().lower() or "duckdb"
+        if engine not in ENGINES:
+            raise ConfigurationError(f"{ENGINE_ENV}={engine!r} is not one of {', '.join(ENGINES)}; "
+                                     "unset it for duckdb")
+        data = Path(data_dir if data_dir is not None else env.get("RANK_PIPELINE_DATA_DIR", "data"))
+        return cls(
+            engine=engine,
+            spark_master=env.get("RANK_PIPELINE_SPARK_MASTER", DEFAULT_SPARK_MASTER).strip() or DEFAULT_SPARK_MASTER,
+            spark_warehouse_uri=env.get("RANK_PIPELINE_SPARK_WAREHOUSE_URI", "").strip()
+            or str(data / "spark_warehouse"),
+        )
+
+
+# --- values read at the moment of use -------------------------------------------------------------
+
+LOCK_TIMEOUT_ENV = "RANK_PIPELINE_LOCK_TIMEOUT_S"
+DEFAULT_LOCK_TIMEOUT_S = 3600.0
+"""How long a run waits for another run of the same data folder before giving up (seconds)."""
+
+
+def lock_timeout_from_env(env: Mapping[str, str] | None = None) -> float:
+    """Seconds to wait for a held lock: ``RANK_PIPELINE_LOCK_TIMEOUT_S`` or :data:`DEFAULT_LOCK_TIMEOUT_S`.
+
+    Raises:
+        ConfigurationError: the variable is not a finite number of at least 0.
+    """
+    env = os.environ if env is None else env
+    raw = (env.get(LOCK_TIMEOUT_ENV) or "").strip()
+    if not raw:
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigurationError(
+            f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds; set it to 0 (refuse at once) or more "
+            f"(default {DEFAULT_LOCK_TIMEOUT_S:.0f})"
+        )
+    return value
+
+
+STORAGE_VERSION_ENV = "RANK_PIPELINE_STORAGE_VERSION"
+"""Environment variable naming the storage version of the published file (:mod:`rank_pipeline.warehouse.database`)."""
+DEFAULT_STORAGE_VERSION = "v1.0.0"
+"""The oldest DuckDB release whose storage format our warehouse fits in: readable by DuckDB 1.0 and later."""
+
+
+def storage_version_from_env(env: Mapping[str, str] | None = None) -> str:
+    """``RANK_PIPELINE_STORAGE_VERSION`` stripped, or :data:`DEFAULT_STORAGE_VERSION`; not checked here
+    (``rank_pipeline.warehouse.database.Warehouse`` refuses a value that is not a DuckDB release)."""
+    env = os.environ if env is None else env
+    return (env.get(STORAGE_VERSION_ENV) or "").strip() or DEFAULT_STORAGE_VERSION
+
+
+DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
+DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
+"""Where the Superset dashboards over the published file are served (``make dashboard``)."""
+
+
+def dashboard_url_from_env(env: Mapping[str, str] | None = None) -> str:
+    """``RANK_PIPELINE_DASHBOARD_URL`` without a trailing ``/``, or :data:`DEFAULT_DASHBOARD_URL`."""
+    env = os.environ if env is None else env
+    return (env.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
+
+
+def api_key(account: AccountConfig, env: Mapping[str, str] | None = None) -> str:
+    """The value of ``account``'s key variable (:attr:`AccountConfig.api_key_env`), ``""`` when unset.
+
+    The one place a key is read from the environment, when a run opens the source
+    (:func:`rank_pipeline.extract.source.read_keys` checks it). The value is a secret: never log, store
+    or repeat it in a message.
+    """
+    env = os.environ if env is None else env
+    return env.get(account.api_key_env) or ""
+
+
+def unset_for_demo(env: MutableMapping[str, str] | None = None) -> list[str]:
+    """Remove from ``env`` (default ``os.environ``, so the Dagster definitions see it) the settings the demo
+    replaces: ``RANK_TRACKER_BASE_URL`` (the demo always extracts from the embedded sandbox) and a
+    ``RANK_PIPELINE_ENGINE`` other than ``duckdb`` (it prints marts from the published DuckDB file).
+
+    Returns:
+        the names of the variables that were set and are now removed, in that order.
+    """
+    env = os.environ if env is None else env
+    removed = []
+    if env.pop(BASE_URL_ENV, None):
+        removed.append(BASE_URL_ENV)
+    if env.get(ENGINE_ENV, "").strip().lower() not in ("", "duckdb"):
+        env.pop(ENGINE_ENV)
+        removed.append(ENGINE_ENV)
+    return removed
+
+
 @dataclass(frozen=True)
 class AccountConfig:
     """One account to extract: its name (used in snapshots and the warehouse) and its key's variable."""
@@ -135,9 +493,9 @@ class DataPaths:
     snapshots_uri: str | None = None
 
     @property
-    def snapshots_dir(self) -> Path | str:
+    def snapshot_store_uri(self) -> Path | str:
         """The Parquet snapshots, the system of record: a local :class:`Path`, or a URI string for an
-        object store (every reader and writer takes either, through :func:`rank_pipeline.storage.store_for`)."""
+        object store (every reader and writer takes either, through :func:`rank_pipeline.snapshots.storage.store_for`)."""
         raw = (self.snapshots_uri or "").strip()
         if not raw:
             return self.data_dir / "snapshots"
@@ -157,7 +515,7 @@ class DataPaths:
 
     @property
     def source_record(self) -> Path:
-        """``source.json``: which source the folder's snapshots come from (``rank_pipeline.source``)."""
+        """``source.json``: which source the folder's snapshots come from (``rank_pipeline.extract.source``)."""
         return self.data_dir / "source.json"
 
     @property
@@ -176,6 +534,10 @@ class DataPaths:
         safe to delete."""
         return self.data_dir / "cache"
 
+
+DAGSTER_PG_URL_ENV = "RANK_PIPELINE_DAGSTER_PG_URL"
+"""The PostgreSQL URL of Dagster's storage; ``dagster.yaml`` names this variable (Dagster reads it when
+the instance loads) so the URL, a secret, is never copied into a file."""
 
 DEFAULT_SCHEDULE_CRON = "15 6 * * *"
 DEFAULT_SCHEDULE_TIMEZONE = "UTC"
@@ -232,7 +594,7 @@ class OpsSettings:
                     f"RANK_PIPELINE_ALERT_URLS: entry {i} is not a notification URL (scheme://...); give "
                     "comma-separated Apprise URLs such as mailto://... or json://host:port/path"
                 )
-        pg = (env.get("RANK_PIPELINE_DAGSTER_PG_URL") or "").strip() or None
+        pg = (env.get(DAGSTER_PG_URL_ENV) or "").strip() or None
         if pg is not None and not re.match(r"^postgresql\+psycopg2://\S", pg):
             raise ConfigurationError(  # SQLAlchemy 2.1 reads a plain postgresql:// as psycopg 3, which
                 # dagster-postgres does not support; its psycopg2 driver must be named
@@ -245,19 +607,26 @@ class OpsSettings:
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved settings. Build with :meth:`from_env`; see the module docstring for the variables."""
+    """Resolved settings. Build with :meth:`from_env`; see the module docstring for the variables.
+
+    ``rates`` paces the client (:class:`RateSettings`), ``engine`` builds the models
+    (:class:`EngineSettings`), ``lock_timeout_s`` is in seconds, ``storage_version`` is a DuckDB release
+    (``v1.0.0``) or ``latest`` (checked when the warehouse is opened), ``dashboard_url`` has no trailing
+    ``/``; ``ops`` holds the schedule, freshness, alerts and Dagster's storage (:class:`OpsSettings`).
+    """
 
     base_url: str | None
     accounts: tuple[AccountConfig, ...]
     data_dir: Path
-    per_key_limit: int = SPEC_PER_KEY_LIMIT
-    per_ip_limit: int = SPEC_PER_IP_LIMIT
-    window_s: float = SPEC_WINDOW_S
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    rates: RateSettings = field(default_factory=RateSettings)
     snapshots_uri: str | None = None
     shard: Shard | None = None
     ops: OpsSettings = field(default_factory=OpsSettings)
     keywords_file: Path | None = None
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+    storage_version: str = DEFAULT_STORAGE_VERSION
+    dashboard_url: str = DEFAULT_DASHBOARD_URL
 
     @property
     def uses_sandbox(self) -> bool:
@@ -278,12 +647,14 @@ class Settings:
                 a malformed ``RANK_PIPELINE_SNAPSHOTS_URI`` or ``RANK_PIPELINE_SHARD``,
                 a malformed or repeated account name (``acme,acme``; ``a-b,a_b`` share one variable),
                 a rate setting that is not a finite number within its range (``nan``, ``inf``,
-                ``1e-9``), a data folder that is a file, a keywords file that is a folder, or a bad
-                operations setting
-                (:meth:`OpsSettings.from_env`).
+                ``1e-9``; :meth:`RateSettings.from_env`), a data folder that is a file, a keywords file
+                that is a folder, an unknown engine (:meth:`EngineSettings.from_env`), a lock timeout
+                that is not a number of seconds (:func:`lock_timeout_from_env`), or a bad operations
+                setting (:meth:`OpsSettings.from_env`). The storage version is checked where the
+                warehouse is opened.
         """
         env = os.environ if env is None else env
-        base_url = normalise_base_url(env.get("RANK_TRACKER_BASE_URL"))
+        base_url = normalise_base_url(env.get(BASE_URL_ENV))
         names = [n.strip() for n in (env.get("RANK_TRACKER_ACCOUNTS") or "").split(",") if n.strip()]
         if names:
             for name in names:
@@ -315,12 +686,7 @@ class Settings:
                 f"the data folder {data_dir} is a file: set RANK_PIPELINE_DATA_DIR to a folder (it is created "
                 "if missing)"
             )
-        snapshots_uri = (env.get(SNAPSHOTS_URI_ENV) or "").strip() or None
-        if snapshots_uri is not None:
-            try:
-                check_uri(snapshots_uri)
-            except StorageError as exc:
-                raise ConfigurationError(str(exc)) from None
+        snapshots_uri = snapshots_uri_from_env(env)
         try:
             shard = parse_shard(env.get(SHARD_ENV))
         except ValueError as exc:
@@ -337,14 +703,15 @@ class Settings:
             base_url=base_url,
             accounts=accounts,
             data_dir=data_dir,
-            per_key_limit=int(_number(env, "RANK_TRACKER_RATE_PER_KEY", SPEC_PER_KEY_LIMIT, int, 1, 100_000)),
-            per_ip_limit=int(_number(env, "RANK_TRACKER_RATE_PER_IP", SPEC_PER_IP_LIMIT, int, 1, 100_000)),
-            window_s=float(_number(env, "RANK_TRACKER_RATE_WINDOW_S", SPEC_WINDOW_S, float, 1.0, 86_400.0)),
-            max_in_flight=int(_number(env, "RANK_TRACKER_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, int, 1, 1024)),
+            rates=RateSettings.from_env(env),
             snapshots_uri=snapshots_uri,
             shard=shard,
             ops=OpsSettings.from_env(env),
             keywords_file=keywords_path if keywords_file is not None else None,
+            engine=EngineSettings.from_env(env, data_dir=data_dir),
+            lock_timeout_s=lock_timeout_from_env(env),
+            storage_version=storage_version_from_env(env),
+            dashboard_url=dashboard_url_from_env(env),
         )
 
 

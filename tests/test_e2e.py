@@ -14,12 +14,7 @@ import duckdb
 import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
-from rank_pipeline.defs.resources import (
-    AccountKey,
-    ModelEngineResource,
-    RankTrackerResource,
-    WarehouseResource,
-)
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -30,34 +25,32 @@ DAYS = [START + timedelta(days=i) for i in range(4)]
 
 def _assets():
     """Every asset of the daily job, as ``workspace.yaml`` loads them (run history and keywords file included)."""
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
 
     return list(defs.assets)
 
 
-def _materialize(world: World, base_url: str, data_dir: Path, day: date, keys: dict[str, str] | None = None,
+
+def _materialize(served_source, world: World, base_url: str, data_dir: Path, day: date, keys: dict[str, str] | None = None,
                  instance: dg.DagsterInstance | None = None):
     world.set_today(day)
     accounts = keys or {a.name: a.api_key for a in world.accounts if a.api_enabled}
-    resources = {
-        "source": RankTrackerResource(base_url=base_url,
-                                      accounts=[AccountKey(name=n, api_key=k) for n, k in accounts.items()]),
-        "warehouse": WarehouseResource(data_dir=str(data_dir)),
-        "model_engine": ModelEngineResource(),
-    }
-    return dg.materialize(_assets(), partition_key=day.isoformat(), resources=resources,
-                          instance=instance, raise_on_error=False)
+    with served_source(base_url, accounts) as source:
+        resources = {"source": source, "warehouse": WarehouseResource(data_dir=str(data_dir)),
+                     "model_engine": ModelEngineResource()}
+        return dg.materialize(_assets(), partition_key=day.isoformat(), resources=resources,
+                              instance=instance, raise_on_error=False)
 
 
 @pytest.fixture(scope="module")
-def pipeline_run(tmp_path_factory):
+def pipeline_run(tmp_path_factory, served_source):
     """Run every asset for 4 consecutive days; yields (world, data_dir, base_url, instance)."""
     data_dir = tmp_path_factory.mktemp("e2e")
     world = World(today=DAYS[0])
     instance = dg.DagsterInstance.ephemeral()
     with SandboxServer(create_app(world)) as server:
         for day in DAYS:
-            result = _materialize(world, server.base_url, data_dir, day, instance=instance)
+            result = _materialize(served_source, world, server.base_url, data_dir, day, instance=instance)
             assert result.success, f"daily run failed for {day}"
         yield world, data_dir, server.base_url, instance
 
@@ -146,7 +139,7 @@ def test_api_key_never_reaches_snapshots_warehouse_or_run_metadata(pipeline_run)
             assert key.decode() not in text
 
 
-def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run):
+def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run, served_source):
     world, data_dir, base_url, _ = pipeline_run
 
     def fingerprint():
@@ -162,7 +155,7 @@ def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run):
 
     before = fingerprint()
     requests_before = _served(base_url)
-    result = _materialize(world, base_url, data_dir, DAYS[-1], keys={"acme": "not-a-real-key"})
+    result = _materialize(served_source, world, base_url, data_dir, DAYS[-1], keys={"acme": "not-a-real-key"})
     assert not result.success
     # fails on the first answer: a 401 is never retried (no stack of retries, so within seconds)
     assert _served(base_url) - requests_before == 1
@@ -176,7 +169,7 @@ def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run):
 def test_past_date_is_refused_by_a_source_whose_today_differs(pipeline_run, tmp_path):
     world, _, base_url, _ = pipeline_run
     world.set_today(DAYS[-1])
-    from rank_pipeline.extract import AccountSource, PastDateError, run_extraction
+    from rank_pipeline.extract.day import AccountSource, PastDateError, run_extraction
 
     account = _api_accounts(world)[0]
     with pytest.raises(PastDateError, match="only tells the present"):
@@ -186,7 +179,7 @@ def test_past_date_is_refused_by_a_source_whose_today_differs(pipeline_run, tmp_
 
 def test_unknown_host_is_a_clear_connection_error(tmp_path):
     from rank_pipeline.api import TransportError
-    from rank_pipeline.extract import AccountSource, run_extraction
+    from rank_pipeline.extract.day import AccountSource, run_extraction
 
     url = "https://rank-tracker.invalid"
     with pytest.raises(TransportError) as info:
@@ -198,7 +191,7 @@ def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
     """The README's example SQL and the demo's two answers stay in step with the marts."""
     import re
 
-    from rank_pipeline.cli import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
+    from rank_pipeline.cli.pipeline import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
 
     _, data_dir, _, _ = pipeline_run
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -211,7 +204,7 @@ def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
         assert [row[0] for row in trends] == DAYS
 
 
-def test_the_account_identity_check_reads_the_warehouse_resources_snapshots_location(tmp_path):
+def test_the_account_identity_check_reads_the_warehouse_resources_snapshots_location(tmp_path, served_source):
     """The snapshots live where the ``warehouse`` resource says (``snapshots_uri``, set in the launchpad,
     not in the environment): a renamed account is refused against THOSE snapshots, and nothing is written."""
     world = World(today=DAYS[0])
@@ -219,10 +212,11 @@ def test_the_account_identity_check_reads_the_warehouse_resources_snapshots_loca
     elsewhere = tmp_path / "lake"
 
     def extract(name: str):
-        resources = {"source": RankTrackerResource(base_url=base_url, accounts=[AccountKey(name=name, api_key=key)]),
-                     "warehouse": WarehouseResource(data_dir=str(tmp_path / "data"), snapshots_uri=str(elsewhere))}
-        return dg.materialize([extract_snapshots], partition_key=DAYS[0].isoformat(), resources=resources,
-                              raise_on_error=False)
+        with served_source(base_url, {name: key}) as source:
+            resources = {"source": source,
+                         "warehouse": WarehouseResource(data_dir=str(tmp_path / "data"), snapshots_uri=str(elsewhere))}
+            return dg.materialize([extract_snapshots], partition_key=DAYS[0].isoformat(), resources=resources,
+                                  raise_on_error=False)
 
     with SandboxServer(create_app(world)) as server:
         base_url = server.base_url

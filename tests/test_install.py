@@ -1,13 +1,15 @@
-"""``pip install .`` (not editable) into a fresh venv, then ``rank-pipeline demo --days 1`` from another folder.
+"""``pip install .`` (not editable) into a fresh venv, then ``rank-pipeline demo --days 1`` from another folder;
+and what ``make demo`` and ``make test`` install.
 
 The venv sees the project venv's site-packages through a ``.pth`` (the dependencies are not reinstalled),
 and only our package is installed, non-editable, with ``--no-deps``: what it ships (the SQL models as
-package data) is what the demo finds.
+package data, mapped by the build backend's configuration in ``pyproject.toml``) is what the demo finds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +29,7 @@ def installed(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("install")
     src = base / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+    for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
     for name in ("rank_pipeline", "dbt_like_sql"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -79,7 +81,7 @@ def test_models_dir_setting_points_at_a_users_own_project(installed, tmp_path):
         "select snapshot_date, count(*) as domains from staging.stg_domains group by snapshot_date\n")
     (own / "marts" / "my_domain_count.yml").write_text(
         "models:\n  - name: my_domain_count\n    description: Domains per day.\n")
-    code = ("from rank_pipeline.settings import models_dir\nfrom rank_pipeline.sql_models import load_project\n"
+    code = ("from rank_pipeline.settings import models_dir\nfrom rank_pipeline.models import load_project\n"
             "p = load_project(models_dir())\nprint(models_dir()); print('marts.my_domain_count' in "
             "{m.qualified_name for m in p.models.values()})")
     done = subprocess.run([str(installed / "python"), "-c", code], env=_env(RANK_PIPELINE_MODELS_DIR=str(own)),
@@ -91,3 +93,32 @@ def test_models_dir_setting_points_at_a_users_own_project(installed, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.strip().startswith("error: RANK_PIPELINE_MODELS_DIR=")
+
+
+def _make_dry_run(folder: Path, *targets: str, installed: tuple[str, ...] = ()) -> list[str]:
+    """The ``pip install`` lines ``make -n TARGETS`` would run in a copy of the Makefile whose venv holds the
+    stamps ``installed`` (newer than pyproject.toml); nothing is installed."""
+    folder.mkdir()
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy2(ROOT / name, folder / name)
+    (folder / ".venv").mkdir()
+    later = os.stat(folder / "pyproject.toml").st_mtime + 60
+    for stamp in installed:
+        (folder / ".venv" / stamp).touch()
+        os.utime(folder / ".venv" / stamp, (later, later))
+    done = subprocess.run(["make", "-n", *targets], cwd=folder, capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line for line in done.stdout.splitlines() if re.search(r"\bpip install\b", line)]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_installs_the_package_alone_and_make_env_adds_the_extras_once(tmp_path):
+    # a fresh `make demo`: one install, the package without extras (no pyspark, no test tools)
+    fresh = _make_dry_run(tmp_path / "fresh", "demo")
+    assert len(fresh) == 1 and re.search(r" -e \.$", fresh[0]), fresh
+    # `make test`'s env after `make demo`: the dev, spark and postgres extras on top, the package not again
+    after = _make_dry_run(tmp_path / "after", "env", installed=(".installed-runtime",))
+    assert len(after) == 1 and after[0].endswith(" -e '.[dev,spark,postgres]'"), after
+    # both done: nothing installed again
+    assert _make_dry_run(tmp_path / "both", "env", "demo", installed=(".installed-runtime", ".installed-dev")) == []

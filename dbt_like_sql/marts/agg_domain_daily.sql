@@ -12,10 +12,7 @@ domains as (
 ),
 
 aggregated as (
-    select
-        *,
-        group_id as domain_id
-    from grouped
+    select * from grouped
     where grouping_level = 'domain'
 ),
 
@@ -26,7 +23,7 @@ windowed as (
             / nullif(sum(ranking_both_days_keywords) over last_7_days, 0) as volatility_7d
     from aggregated
     window last_7_days as (
-        partition by domain_id order by snapshot_date
+        partition by group_id order by snapshot_date
         range between interval 6 days preceding and current row
     )
 ),
@@ -34,52 +31,17 @@ windowed as (
 final as (
     select
         a.account,
-        a.domain_id,
+        a.group_id as domain_id,
         d.domain,
         a.snapshot_date,
-        a.tracked_keywords,
-        a.ranking_keywords,
-        a.average_position,
-        a.penalised_average_position,
-        a.keywords_position_1_3,
-        a.keywords_position_4_10,
-        a.keywords_position_11_20,
-        a.keywords_position_21_50,
-        a.keywords_position_51_100,
-        a.keywords_not_ranking,
-        a.visibility,
-        a.volume_weighted_visibility,
-        a.estimated_clicks,
-        a.ctr_curve_version,
-        a.comparable_keywords_1d,
-        a.winners_1d,
-        a.losers_1d,
-        a.significant_winners_1d,
-        a.significant_losers_1d,
-        a.comparable_keywords_7d,
-        a.winners_7d,
-        a.losers_7d,
-        a.significant_winners_7d,
-        a.significant_losers_7d,
-        a.comparable_keywords_30d,
-        a.winners_30d,
-        a.losers_30d,
-        a.significant_winners_30d,
-        a.significant_losers_30d,
-        a.comparable_keywords_previous,
-        a.winners_previous,
-        a.losers_previous,
-        a.significant_winners_previous,
-        a.significant_losers_previous,
-        a.entered_top_3,
-        a.exited_top_3,
-        a.entered_top_10,
-        a.exited_top_10,
-        a.volatility_1d,
-        a.volatility_7d
+        -- the metrics, in the rollup's order, then volatility_7d; the rollup's keys and helpers left out
+        a.* exclude (
+            grouping_level, account, group_id, search_engine, device, location_code, language_code, snapshot_date,
+            absolute_change_1d_sum, ranking_both_days_keywords
+        )
     from windowed as a
     left join domains as d
-        on d.domain_id = a.domain_id and d.snapshot_date = a.snapshot_date
+        on d.domain_id = a.group_id and d.snapshot_date = a.snapshot_date
 )
 
 select * from final

@@ -1,4 +1,7 @@
--- One row per domain x competitor ever listed: current attributes, first and last day seen.
+-- One row per domain x competitor ever listed: current attributes, first and last day seen. Whether it
+-- is active comes from its domain's row in dim_domains: competitors are listed per listed domain, so a
+-- competitor is listed on the account's latest snapshot day exactly when its domain is active and the
+-- competitor was listed on the domain's last day.
 with
 
 competitors as (
@@ -6,13 +9,7 @@ competitors as (
 ),
 
 domains as (
-    select * from staging.stg_domains
-),
-
-latest_account_snapshot as (
-    select account, max(snapshot_date) as latest_snapshot_date
-    from domains
-    group by account
+    select * from marts.dim_domains
 ),
 
 summarised as (
@@ -47,12 +44,12 @@ final as (
         s.first_seen_date,
         s.last_seen_date,
         s.days_listed,
-        s.last_seen_date = l.latest_snapshot_date as is_active
+        coalesce(d.is_active and s.last_seen_date = d.last_seen_date, false) as is_active
     from summarised as s
     inner join latest as c
         on c.domain_id = s.domain_id and c.competitor_id = s.competitor_id
-    left join latest_account_snapshot as l
-        on l.account = s.account
+    left join domains as d
+        on d.domain_id = s.domain_id
 )
 
 select * from final

@@ -7,6 +7,7 @@ Public surface (see docs/architecture.md, "API client")::
     RankTrackerClient(base_url, api_key, *, config, ip_limiter, transport, on_event)
         await client.get(path, params=None) -> data
         await client.list_records(path, params, sink) -> ListResult
+        client.paginate(path, params, sink) -> Paginator   # async for list_pass in it; then .result
         client.server_date, client.stats (RequestStats)
     errors: RankTrackerError and its subclasses (rank_pipeline.api.errors)
 
@@ -17,7 +18,7 @@ and used in one event loop; each client paces its own key.
 No Dagster, no DuckDB here.
 """
 
-from .client import RankTrackerClient, check_base_url, parse_keys, parse_retry_after
+from .client import RankTrackerClient
 from .config import ClientConfig, KeyStats, ListResult, RequestStats
 from .errors import (
     AuthenticationError,
@@ -31,7 +32,10 @@ from .errors import (
     TransportError,
     ValidationError,
 )
+from .keys import parse_keys
+from .listing import ListPass, Paginator
 from .pacing import LimiterCounts, SlidingWindowLimiter, effective_limit
+from .transport import check_base_url, parse_retry_after
 
 __all__ = [
     "AuthenticationError",
@@ -39,8 +43,10 @@ __all__ = [
     "ClientConfig",
     "KeyStats",
     "LimiterCounts",
+    "ListPass",
     "ListResult",
     "NotFoundError",
+    "Paginator",
     "PermissionDeniedError",
     "QuotaExceededError",
     "RankTrackerClient",

@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
-# The spec's "Limits" (300 per key and 600 per IP address per minute) and our concurrency default:
-# declared once here, read by ClientConfig, rank_pipeline.settings, the Dagster resource and the sandbox.
-SPEC_PER_KEY_LIMIT = 300
-SPEC_PER_IP_LIMIT = 600
-SPEC_WINDOW_S = 60.0
-DEFAULT_MAX_IN_FLIGHT = 16
+# The spec's "Limits" (300 per key and 600 per IP address per minute) and the concurrency default are
+# declared with the rate settings (rank_pipeline.settings.RateSettings); the sandbox reads them here too.
+from rank_pipeline.settings import (
+    DEFAULT_MAX_IN_FLIGHT,
+    SPEC_PER_IP_LIMIT,
+    SPEC_PER_KEY_LIMIT,
+    SPEC_WINDOW_S,
+    RateSettings,
+)
+
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "DEFAULT_MAX_RETRY_S", "SPEC_PER_IP_LIMIT", "SPEC_PER_KEY_LIMIT",
+           "SPEC_WINDOW_S", "ClientConfig", "KeyStats", "ListResult", "RequestStats"]
+
+DEFAULT_MAX_RETRY_S = 180.0
+"""Default bound on the time one request may spend retrying, in seconds (:attr:`ClientConfig.max_retry_s`)."""
 
 
 @dataclass(frozen=True)
-class ClientConfig:
+class ClientConfig(RateSettings):
     """Settings of ``RankTrackerClient``. Units are in the names: ``_s`` seconds, limits per window.
 
+    The rate fields ``per_key_limit``, ``per_ip_limit``, ``window_s`` and ``max_in_flight`` (and their
+    defaults, the spec's "Limits") come from :class:`rank_pipeline.settings.RateSettings`; build a
+    run's configuration from its settings with :meth:`from_rates`. Tests use a short window.
+
     Attributes:
-        per_key_limit: the server's ceiling per API key per window (spec "Limits": 300 per minute,
-            REST and GraphQL combined).
-        per_ip_limit: the server's ceiling per IP address per window, across keys (spec: 600 per minute).
-        window_s: the ceiling's window in seconds (spec: one minute). Tests use a short window.
         safety_margin: fraction of each ceiling left unused for requests in flight, in ``[0, 1)``; the
             pacer allows ``floor(ceiling * (1 - safety_margin))`` (see ``rank_pipeline.api.pacing``).
-        max_in_flight: requests in flight at once per client (also the connection-pool size).
         per_page: ``per_page`` sent to list endpoints (spec maximum 1000; larger values are capped).
         timeout_s: per-request timeout in seconds (read, write, pool).
         connect_timeout_s: timeout for opening a connection, in seconds.
@@ -47,15 +55,11 @@ class ClientConfig:
         first_contact_backoff_s: delay between those tries, in seconds.
     """
 
-    per_key_limit: int = SPEC_PER_KEY_LIMIT
-    per_ip_limit: int = SPEC_PER_IP_LIMIT
-    window_s: float = SPEC_WINDOW_S
     safety_margin: float = 0.02
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     per_page: int = 1000
     timeout_s: float = 30.0
     max_attempts: int = 6
-    max_retry_s: float = 180.0
+    max_retry_s: float = DEFAULT_MAX_RETRY_S
     max_passes: int = 64
     settle_budget_requests: int | None = None
     backoff_base_s: float = 0.5
@@ -63,6 +67,19 @@ class ClientConfig:
     connect_timeout_s: float = 10.0
     first_contact_attempts: int = 2
     first_contact_backoff_s: float = 0.5
+
+    @classmethod
+    def from_rates(cls, rates: RateSettings, **overrides) -> ClientConfig:
+        """The client configuration of a run paced by ``rates`` (a :class:`RateSettings`, e.g.
+        ``Settings.rates``): its four rate fields, and ``max_retry_s`` raised to one window when the
+        window is longer than :data:`DEFAULT_MAX_RETRY_S`. ``overrides`` set any other field (or win
+        over those).
+
+        Raises:
+            ValueError: as the constructor.
+        """
+        values = {f.name: getattr(rates, f.name) for f in fields(RateSettings)}
+        return cls(**{**values, "max_retry_s": max(DEFAULT_MAX_RETRY_S, rates.window_s), **overrides})
 
     def __post_init__(self) -> None:
         problems = []

@@ -297,10 +297,6 @@ class SlidingWindowLimiter:
             self._recover_at = until + self._recover_interval
         return True
 
-    def pause_until(self, t: float) -> bool:
-        """Pause every acquisition until clock time ``t`` (seconds); same rules as ``note_rate_limited``."""
-        return self.note_rate_limited(t - self._clock())
-
     def _recover(self, now: float) -> None:
         step = max(1, self.base_limit // 10)
         while self._recover_at is not None and now >= self._recover_at:

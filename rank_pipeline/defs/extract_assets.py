@@ -1,8 +1,8 @@
-"""Extraction: one multi-asset writes the day's Parquet snapshot of every resource.
+"""Extraction: one multi-asset writes the day's Parquet snapshot of every endpoint.
 
 One step, one asyncio loop, one pacer per key and one per IP address: extraction assets in separate
-processes would each pace to the ceiling and together exceed it (docs/architecture.md). Each resource
-is still its own asset (``snapshots/<resource>``) with its own metadata and a blocking asset check,
+processes would each pace to the ceiling and together exceed it (docs/architecture.md). Each endpoint
+is still its own asset (``snapshots/<endpoint>``) with its own metadata and a blocking asset check,
 ``complete``, that fails when a list could not be read completely.
 """
 
@@ -12,21 +12,23 @@ from datetime import date, timedelta
 
 import dagster as dg
 
-from rank_pipeline.catalog import CATALOG, ApiResource
+from rank_pipeline.api.endpoints import CATALOG, Endpoint
 from rank_pipeline.defs.partitions import daily_partitions
-from rank_pipeline.defs.resources import RankTrackerResource, WarehouseResource
-from rank_pipeline.extract import ExtractionProgress, ExtractionReport, run_extraction
+from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
+from rank_pipeline.extract.source import Source
 from rank_pipeline.ops.history import reread_passes
-from rank_pipeline.reports import SnapshotManifest
-from rank_pipeline.snapshots import partition_dir
+from rank_pipeline.snapshots.manifest import SnapshotManifest
+from rank_pipeline.snapshots.parquet import partition_dir
+from rank_pipeline.steps.extract import extract_days
 
 SNAPSHOT_KEYS = {r.name: dg.AssetKey(["snapshots", r.name]) for r in CATALOG}
 
 
-def snapshot_description(resource: ApiResource) -> str:
-    """The ``snapshots/<resource>`` asset's description, from the resource's declaration."""
-    parent = f", per {resource.parent} record" if resource.parent else ""
-    return f"{resource.description} {resource.endpoint}{parent}; one Parquet snapshot per day."
+def snapshot_description(declared: Endpoint) -> str:
+    """The ``snapshots/<endpoint>`` asset's description, from the endpoint's declaration."""
+    parent = f", per {declared.parent} record" if declared.parent else ""
+    return f"{declared.description} {declared.endpoint}{parent}; one Parquet snapshot per day."
 
 
 @dg.multi_asset(
@@ -38,31 +40,38 @@ def snapshot_description(resource: ApiResource) -> str:
     ],
     check_specs=[
         dg.AssetCheckSpec("complete", asset=key, blocking=True,
-                          description="Every list of this resource was read completely (ids == X-Total-Count).")
+                          description="Every list of this endpoint was read completely (ids == X-Total-Count).")
         for key in SNAPSHOT_KEYS.values()
     ],
     partitions_def=daily_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
 )
-def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerResource,
+def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourceParam[Source],
                       warehouse: WarehouseResource):
-    """Extract the run's day(s) from the source into ``data/snapshots`` (see rank_pipeline.extract).
+    """Extract the run's day(s) from the source into the snapshots (:func:`rank_pipeline.steps.extract.extract_days`).
 
     A single-run backfill hands a range of days: the sandbox plays each; the vendor API tells only the
     present, so with it a range of several days is refused (rebuild past days from their snapshots with
-    the ``rebuild_from_snapshots`` job instead).
+    the ``rebuild_from_snapshots`` job instead). A retry of a partition resumes from the checkpoints of
+    the failed run (:mod:`rank_pipeline.extract.resume`).
     """
     first, last = (date.fromisoformat(k) for k in (context.partition_key_range.start,
                                                      context.partition_key_range.end))
-    if first != last and not source.uses_sandbox:
-        raise dg.Failure(
-            f"cannot extract {first} .. {last}: the vendor API only tells the present, one day per run. "
-            "To rebuild past days from their snapshots, backfill the job rebuild_from_snapshots "
-            "(or run `rank-pipeline rebuild --from D --to D`)")
-    reports = [_extract_day(context, source, warehouse, first + timedelta(days=i))
-               for i in range((last - first).days + 1)]
-    for resource, key in SNAPSHOT_KEYS.items():
-        manifests = [r.manifests[resource] for r in reports]
+    last_note = [0.0]
+
+    def on_progress(p: ExtractionProgress) -> None:
+        now = time.monotonic()
+        if now - last_note[0] >= 5.0:
+            last_note[0] = now
+            context.log.info(
+                f"lists {p.lists_done}/{p.lists_total}, records {p.records}, requests {p.requests}, "
+                f"retries {p.retries}, 429s {p.rate_limited}"
+            )
+
+    reports = extract_days(source, warehouse.paths, first, last, holder=f"Dagster run {context.run.run_id}",
+                           log=context.log.info, detail=context.log.info, on_progress=on_progress)
+    for endpoint, key in SNAPSHOT_KEYS.items():
+        manifests = [r.manifests[endpoint] for r in reports]
         accounts_meta = [a for m in manifests for a in m.accounts.values()]
         expected = sum(a.expected for a in accounts_meta)
         delivered = sum(a.delivered for a in accounts_meta)
@@ -77,13 +86,13 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
                 "delivered_records": delivered,
                 "pages": sum(a.pages for a in accounts_meta),
                 "missing_parents": dg.MetadataValue.json(missing),
-                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshots_dir, resource, last))),
+                "path": dg.MetadataValue.path(str(partition_dir(warehouse.snapshot_store_uri, endpoint, last))),
                 "requests_total": sum(a.requests for a in run_accounts),
                 "rate_limited_total": sum(a.rate_limited for a in run_accounts),
                 "retries_total": sum(a.retries for a in run_accounts),
                 "reread_passes_total": sum(_day_figures(r)["reread_passes"] for r in reports),
-                # per day: this resource's rows and the day's request figures (ops.run_history reads them)
-                "by_day": dg.MetadataValue.json({str(r.snapshot_date): {"rows": r.manifests[resource].row_count,
+                # per day: this endpoint's rows and the day's request figures (ops.run_history reads them)
+                "by_day": dg.MetadataValue.json({str(r.snapshot_date): {"rows": r.manifests[endpoint].row_count,
                                                                         **_day_figures(r)}
                                                  for r in reports}),
                 "achieved_rate_per_min": dg.MetadataValue.json(
@@ -98,7 +107,7 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
             check_name="complete",
             passed=all(m.complete for m in manifests),
             description=None if all(m.complete for m in manifests) else " ".join(
-                incomplete_message(resource, first + timedelta(days=i), _incomplete_lists(m))
+                incomplete_message(endpoint, first + timedelta(days=i), _incomplete_lists(m))
                 for i, m in enumerate(manifests) if not m.complete),
             metadata={"partition": context.partition_key_range.start if first == last
                       else f"{first}..{last}",
@@ -116,36 +125,6 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: RankTrackerReso
         )
 
 
-def _extract_day(context: dg.AssetExecutionContext, source: RankTrackerResource, warehouse: WarehouseResource,
-                 day: date):
-    base_url, accounts = source.open_source(day, warehouse.data_dir, warehouse.snapshots_dir)
-    context.log.info(f"extracting {day} from {source.describe()} for {len(accounts)} account(s)")
-    last = [0.0]
-
-    def on_progress(p: ExtractionProgress) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 5.0:
-            last[0] = now
-            context.log.info(
-                f"lists {p.lists_done}/{p.lists_total}, records {p.records}, requests {p.requests}, "
-                f"retries {p.retries}, 429s {p.rate_limited}"
-            )
-
-    # a retry of this partition resumes from the checkpoints of the failed run (rank_pipeline.resume)
-    report = run_extraction(base_url, accounts, day, warehouse.snapshots_dir,
-                            config=source.client_config(), on_progress=on_progress,
-                            source_id="sandbox" if source.uses_sandbox else None,
-                            shard=source.shard_setting())
-    if report.resumed_lists:
-        context.log.info(f"resumed {report.resumed_lists} list(s) from the checkpoints of an earlier run of {day}")
-    requests = sum(a.requests for a in report.accounts.values())
-    context.log.info(
-        f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, complete={report.complete}; "
-        f"per account: { {n: a.model_dump() for n, a in report.accounts.items()} }"
-    )
-    return report
-
-
 def _day_figures(report: ExtractionReport) -> dict[str, int]:
     """One day's ``requests``, ``rate_limited`` (429s), ``retries`` over every account, and its
     ``reread_passes`` (:func:`rank_pipeline.ops.history.reread_passes` of the lists read, not those
@@ -160,14 +139,14 @@ def _incomplete_lists(manifest: SnapshotManifest) -> dict[str, list[str]]:
     return {n: a.incomplete_lists for n, a in manifest.accounts.items() if a.incomplete_lists}
 
 
-def incomplete_message(resource: str, day: date, incomplete: dict[str, list[str]]) -> str:
+def incomplete_message(endpoint: str, day: date, incomplete: dict[str, list[str]]) -> str:
     """The failed ``complete`` check's one-line message: what was not proven and what to do."""
     lists = sum(len(v) for v in incomplete.values())
     where = "; ".join(f"{n}: {', '.join(v[:5])}{' ...' if len(v) > 5 else ''}" for n, v in incomplete.items())
     return (
-        f"{lists} list(s) of {resource} on {day} could not be proven complete ({where}): records kept "
+        f"{lists} list(s) of {endpoint} on {day} could not be proven complete ({where}): records kept "
         "being added and deleted between pages, so the ids read may not be the ids that exist. The "
         "warehouse was not loaded from this snapshot. Run the partition again when the account's "
-        "keywords are not being edited, or give lists a larger settle budget (RankTrackerResource "
+        "keywords are not being edited, or give lists a larger settle budget (the source's ClientConfig "
         "settle_budget_requests, max_passes)."
     )

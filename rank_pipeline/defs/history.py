@@ -3,7 +3,7 @@
 Each run's figures are read through Dagster's public instance API: the run record
 (``DagsterInstance.get_run_records``: tags, status, start and end) and the run's event log
 (``DagsterInstance.all_logs``): step starts and ends (seconds per stage), asset check evaluations, the
-``snapshots/*`` materializations' metadata (``by_day``: rows per resource and the day's requests, 429s,
+``snapshots/*`` materializations' metadata (``by_day``: rows per endpoint and the day's requests, 429s,
 retries and re-read passes; written by :mod:`rank_pipeline.defs.extract_assets`) and the first step
 failure.
 
@@ -25,9 +25,9 @@ import dagster as dg
 from rank_pipeline.defs.instance import error_line
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.models import SourceTable, load_project, run_tests
 from rank_pipeline.ops import history
 from rank_pipeline.settings import models_dir
-from rank_pipeline.sql_models import SourceTable, load_project, run_tests
 
 __all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_HISTORY_KEY",
            "build_run_history_asset", "run_facts", "stage_of"]
@@ -118,12 +118,12 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
 
 
 def _add_snapshot_figures(by_day: dict[date, history.DayFigures], materialization, days: list[date]) -> None:
-    """Fold one ``snapshots/<resource>`` materialization's metadata into ``by_day`` (once per resource:
+    """Fold one ``snapshots/<endpoint>`` materialization's metadata into ``by_day`` (once per endpoint:
     a range run records the same metadata on each partition)."""
     path = materialization.asset_key.path
     if len(path) != 2 or path[0] != "snapshots":
         return
-    resource, meta = path[1], materialization.metadata
+    endpoint, meta = path[1], materialization.metadata
     per_day = getattr(meta.get("by_day"), "value", None)
     if not isinstance(per_day, dict):  # written before by_day existed: the run's totals, one-day runs only
         if len(days) != 1:
@@ -135,9 +135,9 @@ def _add_snapshot_figures(by_day: dict[date, history.DayFigures], materializatio
     for day_text, figures in per_day.items():
         day = date.fromisoformat(day_text)
         fig = by_day.setdefault(day, history.DayFigures())
-        if resource in fig.rows:
+        if endpoint in fig.rows:
             continue
-        fig.rows[resource] = int(figures.get("rows") or 0)
+        fig.rows[endpoint] = int(figures.get("rows") or 0)
         fig.requests = int(figures.get("requests") or 0)
         fig.rate_limited = int(figures.get("rate_limited") or 0)
         fig.retries = int(figures.get("retries") or 0)

@@ -2,7 +2,7 @@
 
 :func:`open_instance` writes ``dagster.yaml`` when missing (or when it is one this project wrote
 earlier) and opens the instance under the data folder's ``instance`` lock
-(:mod:`rank_pipeline.runlock`), so two first runs at once do not both create the SQLite tables.
+(:mod:`rank_pipeline.warehouse.locks`), so two first runs at once do not both create the SQLite tables.
 The same ``dagster.yaml`` is read by ``dagster dev`` / ``dagster-webserver`` (``make dev``), so runs of
 ``rank-pipeline run`` and ``demo`` are listed in the UI.
 
@@ -25,7 +25,7 @@ line's next start and by the daemon's sensor. Dagster's run monitoring is on (:d
 
 No pool concurrency is configured: nothing in the pipeline depends on a Dagster pool slot being freed
 (a killed run used to keep its slot and wedge every later run); runs serialize on an OS lock instead
-(:func:`rank_pipeline.runlock.writer_lock`, taken by the ``warehouse`` resource).
+(:func:`rank_pipeline.warehouse.locks.writer_lock`, taken by the ``warehouse`` resource).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from urllib.parse import urlsplit
 import dagster as dg
 
 from rank_pipeline.defs.sqlite_storage import PooledSqliteEventLogStorage, sqlite_storage_config
-from rank_pipeline.runlock import instance_lock
-from rank_pipeline.settings import ConfigurationError, Settings
+from rank_pipeline.settings import DAGSTER_PG_URL_ENV, ConfigurationError, Settings
+from rank_pipeline.warehouse.locks import instance_lock
 
 __all__ = [
     "PooledSqliteEventLogStorage",
@@ -67,8 +67,6 @@ def dagster_home(data_dir: Path, env: dict[str, str] | None = None) -> Path:
     return Path(env.get("DAGSTER_HOME") or Path(data_dir) / "dagster_home").resolve()
 
 
-PG_URL_VARIABLE = "RANK_PIPELINE_DAGSTER_PG_URL"
-
 RUN_MONITORING_CONFIG = """run_monitoring:
   enabled: true
   start_timeout_seconds: 180
@@ -86,7 +84,7 @@ failed by the code server that launched it, or, when that server died too, by th
 _POSTGRES_STORAGE = f"""storage:
   postgres:
     postgres_url:
-      env: {PG_URL_VARIABLE}
+      env: {DAGSTER_PG_URL_ENV}
 """
 
 
@@ -97,7 +95,7 @@ def instance_config(home: Path, *, postgres: bool = False) -> str:
     Dagster's PostgreSQL storage at the URL in ``RANK_PIPELINE_DAGSTER_PG_URL`` (referenced, not copied).
     """
     storage = _POSTGRES_STORAGE if postgres else sqlite_storage_config(home)
-    kind = "PostgreSQL at $" + PG_URL_VARIABLE if postgres else "SQLite storage in this folder"
+    kind = "PostgreSQL at $" + DAGSTER_PG_URL_ENV if postgres else "SQLite storage in this folder"
     return f"""{_MARKER}: {kind}; see rank_pipeline/defs/instance.py
 {storage}telemetry:
   enabled: false
@@ -109,7 +107,7 @@ def _check_postgres_extra() -> None:
         import dagster_postgres  # noqa: F401 - only whether the extra is installed
     except ImportError:
         raise ConfigurationError(
-            f"{PG_URL_VARIABLE} is set but dagster-postgres is not installed: pip install "
+            f"{DAGSTER_PG_URL_ENV} is set but dagster-postgres is not installed: pip install "
             "'rank-pipeline[postgres]' (make env does), or unset it to keep SQLite"
         ) from None
 
@@ -127,7 +125,7 @@ def _postgres_failure(url: str, exc: BaseException) -> ConfigurationError:
     for secret in {parts.password, url} - {None, ""}:
         detail = detail.replace(secret, "***")
     return ConfigurationError(
-        f"cannot open Dagster's PostgreSQL storage at {where} ({PG_URL_VARIABLE}): {detail}; check that the "
+        f"cannot open Dagster's PostgreSQL storage at {where} ({DAGSTER_PG_URL_ENV}): {detail}; check that the "
         "server is up and the URL's user, password and database, or unset it to keep SQLite"
     )
 
@@ -141,7 +139,7 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
     set), all under the ``instance`` lock of ``data_dir``.
 
     Raises:
-        rank_pipeline.runlock.LockTimeout: another process held the instance lock past the timeout.
+        rank_pipeline.warehouse.locks.LockTimeout: another process held the instance lock past the timeout.
         rank_pipeline.settings.ConfigurationError: the PostgreSQL URL is set but ``dagster-postgres`` is
             not installed, or its server cannot be reached or refuses the login (one line, no password).
     """
@@ -266,7 +264,7 @@ def error_line(error: Any, *, whole: bool = False) -> str:
 
 
 def lock_timeout_message(result: dg.ExecuteInProcessResult) -> str | None:
-    """The one-line :class:`rank_pipeline.runlock.LockTimeout` message that failed ``result``, if any."""
+    """The one-line :class:`rank_pipeline.warehouse.locks.LockTimeout` message that failed ``result``, if any."""
     for event in result.all_events:
         if event.event_type not in (dg.DagsterEventType.RESOURCE_INIT_FAILURE, dg.DagsterEventType.STEP_FAILURE):
             continue

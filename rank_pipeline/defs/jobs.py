@@ -66,7 +66,7 @@ rebuild_job = dg.define_asset_job(
     description="Rebuild the raw tables and models of the selected days from the Parquet snapshots "
                 "(no API call), later days within each model's horizon included, then publish. Launch it "
                 "as a backfill over a range of days (one run). Same as `rank-pipeline rebuild --from D1 "
-                "--to D2` (rank_pipeline.rebuild).",
+                "--to D2` (rank_pipeline.steps.rebuild).",
     executor_def=dg.in_process_executor,
 )
 

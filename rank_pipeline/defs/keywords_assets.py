@@ -30,8 +30,8 @@ from rank_pipeline.keywords import (
     planned_rows,
     write_planned_rows,
 )
-from rank_pipeline.snapshots import list_snapshot_dates
-from rank_pipeline.warehouse import KEYWORDS_FILE_TABLE
+from rank_pipeline.snapshots.parquet import list_snapshot_dates
+from rank_pipeline.warehouse.database import KEYWORDS_FILE_TABLE
 
 KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"
@@ -53,18 +53,18 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
     def keywords_file_asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
                             model_engine: ModelEngineResource):
         _, last = partition_days(context)
+        engine = model_engine.open(warehouse)
         if keywords_file is None:
             table = {}
-            if not model_engine.uses_spark:
-                with warehouse.warehouse().connect() as con:
-                    write_planned_rows(con, [])
-                    table = _table_metadata(con)
+            if engine.con is not None:
+                write_planned_rows(engine.con, [])
+                table = _table_metadata(engine)
             yield dg.MaterializeResult(metadata={"rows": 0, "file": "(RANK_PIPELINE_KEYWORDS_FILE not set)", **table})
             return
         try:
             loaded = load_keywords_file(keywords_file)
-            dates = [d for d in list_snapshot_dates(warehouse.snapshots_dir, "keywords") if d <= last]
-            plan = plan_offline(loaded, warehouse.snapshots_dir, day=dates[-1] if dates else None)
+            dates = [d for d in list_snapshot_dates(warehouse.snapshot_store_uri, "keywords") if d <= last]
+            plan = plan_offline(loaded, warehouse.snapshot_store_uri, day=dates[-1] if dates else None)
         except (KeywordsFileError, FileNotFoundError) as exc:
             context.log.warning(f"keywords file not planned: {exc}")
             yield dg.MaterializeResult(metadata={"rows": 0, "file": str(keywords_file), "error": str(exc)})
@@ -73,12 +73,11 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
             return
         rows = planned_rows(plan)
         table = {}
-        if model_engine.uses_spark:
-            context.log.info("spark: raw.keywords_file is not written on the Spark engine")
+        if engine.con is None:
+            context.log.info(f"{engine.name}: raw.keywords_file is written in the DuckDB warehouse only")
         else:
-            with warehouse.warehouse().connect() as con:
-                write_planned_rows(con, rows)
-                table = _table_metadata(con)
+            write_planned_rows(engine.con, rows)
+            table = _table_metadata(engine)
         context.log.info(plan.summary())
         yield dg.MaterializeResult(metadata={"rows": len(rows), "file": dg.MetadataValue.path(str(keywords_file)),
                                              "planned_against": plan.source, **table})
@@ -99,9 +98,8 @@ def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition
     return keywords_file_asset
 
 
-def _table_metadata(con) -> dict:
+def _table_metadata(engine) -> dict:
     """Dagster's standard table metadata of ``raw.keywords_file`` (:mod:`rank_pipeline.defs.table_metadata`)."""
-    from rank_pipeline.defs.model_assets import duckdb_types
     from rank_pipeline.defs.table_metadata import (
         COLUMN_SCHEMA,
         ROW_COUNT,
@@ -110,6 +108,6 @@ def _table_metadata(con) -> dict:
         table_name,
     )
 
-    (rows,) = con.execute(f"select count(*) from {KEYWORDS_FILE_TABLE}").fetchone()
-    return {COLUMN_SCHEMA: column_schema(None, duckdb_types(con, KEYWORDS_FILE_TABLE)), ROW_COUNT: int(rows),
-            TABLE_NAME: table_name(KEYWORDS_FILE_TABLE, "duckdb")}
+    return {COLUMN_SCHEMA: column_schema(None, engine.column_types(KEYWORDS_FILE_TABLE)),
+            ROW_COUNT: engine.row_count(KEYWORDS_FILE_TABLE),
+            TABLE_NAME: table_name(KEYWORDS_FILE_TABLE, engine.catalog)}

@@ -3,7 +3,7 @@
 The project is loaded (and its dependency graph checked: a cycle or a reference to a missing model is
 an error here) when the definitions load. Each model asset builds its model for the run's partitions
 (views and tables rebuild; an incremental model replaces the rows of those days AND of every later
-loaded day within its look-back horizon, :mod:`rank_pipeline.sql_models.horizon`, so a backfill leaves
+loaded day within its look-back horizon, :mod:`rank_pipeline.models.horizon`, so a backfill leaves
 no stale row) and then runs the tests from the model's ``.yml`` on the rows it rebuilt, reporting each
 as an asset check; checks marked blocking stop downstream models and the publication of the warehouse
 when they fail.
@@ -12,13 +12,14 @@ Backfills: every asset here has ``BackfillPolicy.single_run()``: a backfill of m
 which each asset receives the partition key range and builds it at once. With the run
 tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model is rebuilt from scratch.
 
-Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`):
-on ``duckdb`` (default) the above. On ``spark`` each seed and model asset builds its relation on the run's
-Spark session (:class:`rank_pipeline.sql_models.spark_engine.SparkEngine`) from the committed snapshots
-under the ``warehouse`` resource's snapshots location, always in full whatever the partitions, written as
-Parquet under the resource's ``spark_warehouse_uri``; the DuckDB files are not touched. The asset checks
-are the same (same names, blocking and severity; metadata ``partition`` is ``all``, ``sql`` the Spark SQL
-that ran), built from the test results by one function for both engines (:func:`check_results`).
+Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`): each
+asset builds through the run's :class:`rank_pipeline.models.engines.ModelEngine` and the step
+:func:`rank_pipeline.steps.models.build_relation`. On ``duckdb`` (default) the above. On ``spark`` each
+seed and model is built on the run's Spark session from the committed snapshots under the ``warehouse``
+resource's snapshots location, always in full whatever the partitions, written as Parquet under the
+resource's ``spark_warehouse_uri``; the DuckDB files are not touched. The asset checks are the same
+(same names, blocking and severity; metadata ``partition`` is ``all`` there, ``sql`` the SQL that ran),
+built from the test results by one function for both engines (:func:`check_results`).
 """
 
 
@@ -43,11 +44,12 @@ from rank_pipeline.defs.table_metadata import (
     relation_key,
     table_name,
 )
+from rank_pipeline.models import Model, Project, Seed, load_project
+from rank_pipeline.models.engines import ENGINES, ModelEngine
+from rank_pipeline.models.lineage import project_lineage
+from rank_pipeline.models.testing import TestResult
 from rank_pipeline.settings import DataPaths, models_dir
-from rank_pipeline.sql_models import Model, Project, Seed, build, build_seed, load_project, run_tests
-from rank_pipeline.sql_models.horizon import affected_ranges, last_loaded_date
-from rank_pipeline.sql_models.lineage import project_lineage
-from rank_pipeline.sql_models.testing import TestResult
+from rank_pipeline.steps.models import build_relation
 
 FULL_REFRESH_TAG = "rank_pipeline/full_refresh"
 """Run tag: ``true`` reloads every raw table from all committed snapshots and builds every model from
@@ -66,21 +68,14 @@ def partition_days(context: dg.AssetExecutionContext) -> tuple[date, date]:
     return date.fromisoformat(keys.start), date.fromisoformat(keys.end)
 
 
-def duckdb_types(con, qualified: str) -> list[tuple[str, str]]:
-    """``[(column, DuckDB type)]`` of ``qualified`` in the connection's own database, in table order."""
-    schema, name = qualified.split(".", 1)
-    rows = con.execute("select column_name, data_type from information_schema.columns where table_catalog = "
-                       "current_database() and table_schema = ? and table_name = ? order by ordinal_position",
-                       [schema, name]).fetchall()
-    return [(str(c), str(t)) for c, t in rows]
-
-
-def table_metadata(relation: Model | Seed, project: Project, warehouse: WarehouseResource, engine: str,
-                   types: list[tuple[str, str]], rows: int) -> dict:
+def table_metadata(relation: Model | Seed, project: Project, warehouse: WarehouseResource,
+                   engine: ModelEngine) -> dict:
     """Materialization metadata of a seed or model (:mod:`rank_pipeline.defs.table_metadata`): table name,
     column schema typed by the engine, row count of the whole table, and a model's column lineage."""
-    meta = {TABLE_NAME: table_name(relation.qualified_name, engine, warehouse.warehouse().published_path.stem),
-            COLUMN_SCHEMA: column_schema(relation, types), ROW_COUNT: int(rows)}
+    qualified = relation.qualified_name
+    meta = {TABLE_NAME: table_name(qualified, engine.catalog),
+            COLUMN_SCHEMA: column_schema(relation, engine.column_types(qualified)),
+            ROW_COUNT: engine.row_count(qualified)}
     if isinstance(relation, Model):
         lineage = column_lineage(project_lineage(project, DataPaths(Path(warehouse.data_dir)).cache_dir),
                                  relation.qualified_name)
@@ -90,7 +85,7 @@ def table_metadata(relation: Model | Seed, project: Project, warehouse: Warehous
 
 
 def _definition_metadata(relation: Model | Seed, engine: str) -> dict:
-    return {TABLE_NAME: table_name(relation.qualified_name, engine), COLUMN_SCHEMA: column_schema(relation),
+    return {TABLE_NAME: table_name(relation.qualified_name, ENGINES[engine].catalog), COLUMN_SCHEMA: column_schema(relation),
             CODE_REFERENCES: code_reference(relation.path)}
 
 
@@ -126,26 +121,25 @@ def check_results(key: dg.AssetKey, results: Iterable[TestResult], first: date |
         )
 
 
-def _results(key: dg.AssetKey, relation: Model | Seed, con, first: date | None, last: date | None = None):
-    yield from check_results(key, run_tests(con, relation, partition_date=first, until=last), first, last)
-
-
-def _spark_build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model | Seed, project: Project,
-                 model_engine: ModelEngineResource, warehouse: WarehouseResource):
-    """The Spark path of a seed or model asset: a full build, then every test on the whole relation."""
-    engine = model_engine.spark(warehouse.snapshots_dir, project)
-    built = engine.build_seed(relation) if isinstance(relation, Seed) else engine.build(relation)
-    location = engine.location(relation.schema, relation.name)
-    context.log.info(f"spark: built {relation.qualified_name} in full ({built.rows} rows) as Parquet at {location}")
-    types = [(f.name, f.dataType.simpleString()) for f in engine.spark.table(
-        f"`{relation.schema}`.`{relation.name}`").schema.fields]
-    meta = {"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3), "engine": "spark",
-            "mode": built.mode, "location": dg.MetadataValue.path(location),
-            **table_metadata(relation, project, warehouse, "spark", types, built.rows)}
+def _build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model | Seed, project: Project,
+           model_engine: ModelEngineResource, warehouse: WarehouseResource):
+    """A seed or model asset's body: build it for the run's days on the run's engine
+    (:func:`rank_pipeline.steps.models.build_relation`), report it, then its tests as asset checks."""
+    first, last = partition_days(context)
+    engine = model_engine.open(warehouse)
+    done = build_relation(engine, project, relation, first, last, full_refresh=full_refresh(context),
+                          snapshots_uri=warehouse.snapshot_store_uri)
+    built = done.built
+    context.log.info(f"{engine.name}: built {relation.qualified_name} ({built.mode}, {built.rows} rows)")
+    meta = {"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3), "engine": engine.name,
+            "mode": built.mode, "location": dg.MetadataValue.path(engine.location(relation.schema, relation.name))}
     if isinstance(relation, Model):
         meta["materialized"] = relation.materialized
+    if built.partition_date is not None:
+        meta["rebuilt_days"] = f"{built.partition_date} .. {built.until}"
+    meta.update(table_metadata(relation, project, warehouse, engine))
     yield dg.MaterializeResult(asset_key=key, metadata=meta)
-    yield from check_results(key, engine.run_tests(relation))
+    yield from check_results(key, done.tests, done.first, done.last)
 
 
 def _seed_asset(seed: Seed, project: Project, engine: str) -> dg.AssetsDefinition:
@@ -157,16 +151,7 @@ def _seed_asset(seed: Seed, project: Project, engine: str) -> dg.AssetsDefinitio
               metadata={"version": seed.version or "", "checksum": seed.checksum,
                         **_definition_metadata(seed, engine)})
     def _seed(context: dg.AssetExecutionContext, warehouse: WarehouseResource, model_engine: ModelEngineResource):
-        if model_engine.uses_spark:
-            yield from _spark_build(context, key, seed, project, model_engine, warehouse)
-            return
-        with warehouse.warehouse().connect() as con:
-            built = build_seed(con, seed)
-            (count,) = con.execute(f"select count(*) from {seed.qualified_name}").fetchone()
-            yield dg.MaterializeResult(asset_key=key, metadata={
-                "rows": dg.MetadataValue.int(built.rows),
-                **table_metadata(seed, project, warehouse, "duckdb", duckdb_types(con, seed.qualified_name), count)})
-            yield from _results(key, seed, con, None)
+        yield from _build(context, key, seed, project, model_engine, warehouse)
 
     return _seed
 
@@ -184,29 +169,7 @@ def _model_asset(model: Model, project: Project, engine: str) -> dg.AssetsDefini
               metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path)),
                         **_definition_metadata(model, engine)})
     def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource, model_engine: ModelEngineResource):
-        if model_engine.uses_spark:
-            yield from _spark_build(context, key, model, project, model_engine, warehouse)
-            return
-        first, last = partition_days(context)
-        with warehouse.warehouse().connect() as con:
-            if full_refresh(context):
-                built = build(con, model, full_refresh=True)
-            else:
-                start, until = affected_ranges(project, first, last, last_loaded_date(con, project)).get(
-                    model.qualified_name, (first, last))
-                built = build(con, model, start, until=until)
-            meta = {"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3),
-                    "materialized": model.materialized, "mode": built.mode}
-            if built.partition_date is not None:
-                meta["rebuilt_days"] = f"{built.partition_date} .. {built.until}"
-            (count,) = con.execute(f"select count(*) from {model.qualified_name}").fetchone()
-            meta.update(table_metadata(model, project, warehouse, "duckdb",
-                                       duckdb_types(con, model.qualified_name), count))
-            yield dg.MaterializeResult(asset_key=key, metadata=meta)
-            # tests read the rows rebuilt (incremental), the run's days (views, tables), or everything
-            scope = ((None, None) if full_refresh(context) else
-                     (built.partition_date, built.until) if built.partition_date is not None else (first, last))
-            yield from _results(key, model, con, *scope)
+        yield from _build(context, key, model, project, model_engine, warehouse)
 
     return _model
 
@@ -220,7 +183,7 @@ def build_model_assets(project_dir: Path | None = None, engine: str | None = Non
     ``RANK_PIPELINE_ENGINE`` selects (:func:`rank_pipeline.defs.table_metadata.engine_in_use`).
 
     Raises:
-        rank_pipeline.sql_models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
+        rank_pipeline.models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
     project = load_project(project_dir if project_dir is not None else models_dir())
     engine = engine or engine_in_use()

@@ -109,7 +109,7 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
 
 def _secrets(settings: Settings) -> list[str]:
     """The API keys (every key of every configured account) and Dagster's PostgreSQL URL."""
-    from rank_pipeline.source import read_keys
+    from rank_pipeline.extract.source import read_keys
 
     secrets = [settings.ops.dagster_pg_url or ""]
     try:

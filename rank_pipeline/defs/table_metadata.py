@@ -6,7 +6,7 @@ key                            value
 ``dagster/table_name``         where the table lives for the engine in use: ``warehouse.marts.x`` (the
                                published DuckDB file's catalog), ``spark_catalog.marts.x`` on Spark
 ``dagster/column_schema``      :class:`dagster.TableSchema`: every column with its type, its description
-                               from the ``.yml`` (raw tables: from :mod:`rank_pipeline.catalog`) and the
+                               from the ``.yml`` (raw tables: from :mod:`rank_pipeline.api.endpoints`) and the
                                constraints its tests state (``not_null`` -> not nullable, ``unique``,
                                others by their description; model-level tests as table constraints). On
                                the definition: the documented columns, typed where the ``.yml`` says;
@@ -14,7 +14,7 @@ key                            value
 ``dagster/row_count``          on each materialization: ``count(*)`` of the whole table after the build
 ``dagster/column_lineage``     on each materialization of a model: per column, the upstream columns it
                                derives from, then the raw and seed columns at its origin
-                               (:mod:`rank_pipeline.sql_models.lineage`)
+                               (:mod:`rank_pipeline.models.lineage`)
 ``dagster/code_references``    on the definition of a seed or model: its ``.sql`` or ``.csv`` file, labelled
                                with its path relative to the repository holding it
 =============================  =============================================================================
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from rank_pipeline.sql_models.engines import EngineSettings
-from rank_pipeline.sql_models.lineage import ProjectLineage
-from rank_pipeline.sql_models.project import ColumnSpec, Model, Seed, TestSpec
+from rank_pipeline.models.engines import EngineSettings
+from rank_pipeline.models.lineage import ProjectLineage
+from rank_pipeline.models.project import ColumnSpec, Model, Seed, TestSpec
 
 __all__ = ["TABLE_NAME", "column_lineage", "column_schema", "code_reference", "engine_in_use",
            "relation_key", "table_name"]
@@ -59,10 +59,12 @@ def relation_key(qualified: str) -> dg.AssetKey:
     return dg.AssetKey([schema, name])
 
 
-def table_name(qualified: str, engine: str, catalog: str = "warehouse") -> str:
-    """``warehouse.marts.agg_domain_daily`` (DuckDB: ``catalog`` is the published file's name without
-    ``.duckdb``) or ``spark_catalog.marts.agg_domain_daily`` (Spark)."""
-    return f"{'spark_catalog' if engine == 'spark' else catalog}.{qualified}"
+def table_name(qualified: str, catalog: str) -> str:
+    """``warehouse.marts.agg_domain_daily`` (DuckDB: the catalog is the published file's name without
+    ``.duckdb``) or ``spark_catalog.marts.agg_domain_daily`` (Spark): ``<catalog>.<schema>.<name>``, the
+    catalog from the open engine (``ModelEngine.catalog``) or, before one is open, from
+    :data:`rank_pipeline.models.engines.ENGINES`."""
+    return f"{catalog}.{qualified}"
 
 
 def _constraints(tests: Iterable[TestSpec]) -> dg.TableColumnConstraints | None:

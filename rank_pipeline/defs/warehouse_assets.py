@@ -1,37 +1,31 @@
-"""Warehouse assets: raw tables loaded from the snapshots, and the published warehouse file.
+"""Warehouse assets: raw tables loaded from the snapshots, and the published warehouse.
 
-Every asset here writes DuckDB under the data folder's writer lock, held by the ``warehouse``
-resource (DuckDB takes one writing process; :mod:`rank_pipeline.runlock`). The raw load replaces one
-partition in one transaction; ``warehouse/published`` copies the build file over
-``data/warehouse.duckdb`` atomically once the models are built, so readers never block the load nor
-see a half-built state.
+Every asset here writes under the data folder's writer lock, held by the ``warehouse`` resource, through
+the run's model engine (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`)
+and the step functions of :mod:`rank_pipeline.steps`. On DuckDB the raw load replaces the run's
+partitions in one transaction and ``warehouse/published`` copies the build file over
+``data/warehouse.duckdb`` atomically once the models are built, so readers never block the load nor see
+a half-built state. On Spark the raw tables are views over the committed snapshots' files (read in
+place, every committed day, as Spark builds every model in full) and there is nothing to publish (the
+tables are already where readers find them); the published DuckDB file is left as it was.
 
 Each raw table has one blocking asset check, ``one_row_per_record``: in the partition, no record (``id``
-under its ``parent_id``) appears twice, across accounts for the resources an account owns (domains,
+under its ``parent_id``) appears twice, across accounts for the endpoints an account owns (domains,
 keywords, competitors, tags, usage) and within an account for the reference rows every account reads
 (locations, languages). It fails when one vendor account was extracted under two configured names, or a
 record was written twice, and its metadata lists the repeated records with their date. (The row count
 against the manifest needs no check: the load itself refuses a snapshot that disagrees with its manifest.)
-
-With the ``model_engine`` resource on ``spark`` (:class:`rank_pipeline.defs.resources.ModelEngineResource`)
-the DuckDB files are not touched: ``load_raw_tables`` registers ``raw.<resource>`` in the run's Spark
-session over the Parquet files the committed manifests list (read in place, nothing copied; every
-committed day, as Spark builds every model in full), reports the run's days' rows, and runs the same
-``one_row_per_record`` check on Spark over those days; ``warehouse/published`` publishes nothing (Spark's
-tables are already where readers find them) and reports the Parquet location of every model. Each says
-so in one log line.
 """
 
 
-import os
 from datetime import date
 
 import dagster as dg
 
-from rank_pipeline.catalog import CATALOG, raw_column_descriptions
+from rank_pipeline.api.endpoints import raw_column_descriptions
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.history import RUN_HISTORY_KEY
-from rank_pipeline.defs.model_assets import duckdb_types, full_refresh, partition_days
+from rank_pipeline.defs.model_assets import full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.table_metadata import (
@@ -42,56 +36,32 @@ from rank_pipeline.defs.table_metadata import (
     engine_in_use,
     table_name,
 )
-from rank_pipeline.snapshots import RESOURCES
-from rank_pipeline.sql_models.testing import json_safe
-from rank_pipeline.warehouse import load_partitions, rebuild_from_snapshots
+from rank_pipeline.models.engines import ENGINES
+from rank_pipeline.settings import dashboard_url_from_env
+from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.steps.load import PER_ACCOUNT_ENDPOINTS, load_raw
+from rank_pipeline.steps.publish import publish
 
-RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in RESOURCES}
+RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in ENDPOINTS}
 UNIQUE_RECORD_CHECK = "one_row_per_record"
-PER_ACCOUNT_RESOURCES = frozenset(r.name for r in CATALOG if not r.account_scoped)
-"""Catalogue rows (declared ``account_scoped=False``), read once per account that points to them: the
-same record may appear once per account (docs/architecture.md)."""
-
-
-def repeated_records_sql(resource: str, first: date, last: date) -> str:
-    """The DuckDB SELECT of the records of ``raw.<resource>`` appearing more than once on one day of
-    ``first .. last`` (one row per repeated record: ``snapshot_date``, its key, ``n_rows``, ``accounts``);
-    Spark runs it transpiled (:func:`rank_pipeline.sql_models.spark_engine.to_spark_sql`)."""
-    key = "account, id, parent_id" if resource in PER_ACCOUNT_RESOURCES else "id, parent_id"
-    return (f"select snapshot_date, {key}, count(*) as n_rows, list_sort(list(distinct account)) as accounts "
-            f"from raw.{resource} where snapshot_date between date '{first.isoformat()}' and "
-            f"date '{last.isoformat()}' group by snapshot_date, {key} having count(*) > 1 order by all")
-
-
-def repeated_records(con, resource: str, day: date, sample_size: int = 5) -> tuple[int, list[dict]]:
-    """``(records repeated, sample)`` in ``raw.<resource>`` for ``day`` (see the module docstring)."""
-    sql = repeated_records_sql(resource, day, day)
-    rows = con.execute(f"select count(*) from ({sql})").fetchone()[0]
-    cur = con.execute(f"{sql} limit {int(sample_size)}")
-    names = [d[0] for d in cur.description]
-    sample = [json_safe(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
-    return int(rows), sample
 PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
-DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
-DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
-"""Where the Superset dashboards over the published file are served (``make dashboard``)."""
 
 
-def raw_table_metadata(resource: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
-    """Materialization metadata of ``raw.<resource>`` (:mod:`rank_pipeline.defs.table_metadata`): its
-    column schema (descriptions from :mod:`rank_pipeline.catalog`), row count of the whole table, and its
-    table name (None on Spark, where it is a view of the run's session only)."""
-    meta = {COLUMN_SCHEMA: column_schema(None, types, raw_column_descriptions(resource)), ROW_COUNT: int(rows)}
+def raw_table_metadata(endpoint: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
+    """Materialization metadata of ``raw.<endpoint>`` (:mod:`rank_pipeline.defs.table_metadata`): its
+    column schema (descriptions from :mod:`rank_pipeline.api.endpoints`), row count of the whole table, and its
+    table name."""
+    meta = {COLUMN_SCHEMA: column_schema(None, types, raw_column_descriptions(endpoint)), ROW_COUNT: int(rows)}
     if table is not None:
         meta[TABLE_NAME] = table
     return meta
 
 
 def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
-    """The ``load_raw_tables`` multi-asset: one ``raw/<resource>`` asset per resource, kinds naming
+    """The ``load_raw_tables`` multi-asset: one ``raw/<endpoint>`` asset per endpoint, kinds naming
     ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
     engine = engine or engine_in_use()
-    kinds = {"duckdb"} if engine == "duckdb" else {engine, "parquet"}
+    kinds = set(ENGINES[engine].raw_kinds)
 
     @dg.multi_asset(
         name="load_raw_tables",
@@ -101,13 +71,13 @@ def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
                                      "flattened spec fields plus the full attributes JSON.",
                          metadata={COLUMN_SCHEMA: column_schema(None, [(c, "") for c in raw_column_descriptions(r)],
                                                                 raw_column_descriptions(r)),
-                                   **({TABLE_NAME: table_name(f"raw.{r}", engine)} if engine == "duckdb" else {})})
+                                   TABLE_NAME: table_name(f"raw.{r}", ENGINES[engine].catalog)})
             for r, key in RAW_KEYS.items()
         ],
         check_specs=[
             dg.AssetCheckSpec(UNIQUE_RECORD_CHECK, asset=key, blocking=True,
                               description="No record (id under its parent) appears twice in the partition"
-                                          + (" for one account." if r in PER_ACCOUNT_RESOURCES else
+                                          + (" for one account." if r in PER_ACCOUNT_ENDPOINTS else
                                              ", whichever account it was read with (one account, one name)."))
             for r, key in RAW_KEYS.items()
         ],
@@ -116,32 +86,20 @@ def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
     )
     def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
                         model_engine: ModelEngineResource):
-        """Replace the run's days of every raw table from their Parquet snapshots (one transaction; a
-        single-run backfill loads its whole partition range). With ``full_refresh(context)``: reload
-        every raw table from all committed snapshots. On Spark: :func:`_register_raw_on_spark`."""
+        """Replace the run's days of every raw table from their Parquet snapshots
+        (:func:`rank_pipeline.steps.load.load_raw`; a single-run backfill loads its whole partition
+        range). With ``full_refresh(context)``: reload every raw table from all committed snapshots."""
         first, last = partition_days(context)
-        if model_engine.uses_spark:
-            yield from _register_raw_on_spark(context, warehouse, model_engine, first, last)
-            return
-        catalog = warehouse.warehouse().published_path.stem
-        with warehouse.warehouse().connect() as con:
-            if full_refresh(context):
-                loaded = rebuild_from_snapshots(con, warehouse.snapshots_dir)
-                loaded = {d: c for d, c in loaded.items() if first <= d <= last}
-            else:
-                loaded = load_partitions(con, warehouse.snapshots_dir, first, last)
-            repeated = {r: [repeated_records(con, r, d) for d in sorted(loaded)] for r in RAW_KEYS}
-            tables = {r: (duckdb_types(con, f"raw.{r}"), con.execute(f"select count(*) from raw.{r}").fetchone()[0])
-                      for r in RAW_KEYS}
-        context.log.info(f"loaded raw partitions {first} .. {last}: {len(loaded)} day(s)")
-        for resource, key in RAW_KEYS.items():
-            count = sum(c.get(resource, 0) for c in loaded.values())
-            failures = sum(f for f, _ in repeated[resource])
-            sample = [row for _, rows in repeated[resource] for row in rows][:5]
-            types, total = tables[resource]
+        engine = model_engine.open(warehouse)
+        loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
+        context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
+        for endpoint, key in RAW_KEYS.items():
+            failures, sample = loaded.repeated[endpoint]
+            qualified = f"raw.{endpoint}"
             yield dg.MaterializeResult(asset_key=key, metadata={
-                "rows": dg.MetadataValue.int(count),
-                **raw_table_metadata(resource, types, total, table_name(f"raw.{resource}", "duckdb", catalog))})
+                "rows": dg.MetadataValue.int(loaded.rows(endpoint)), "engine": engine.name,
+                **raw_table_metadata(endpoint, engine.column_types(qualified), engine.row_count(qualified),
+                                     table_name(qualified, engine.catalog))})
             yield _unique_record_result(key, first, last, failures, sample)
 
     return load_raw_tables
@@ -158,32 +116,6 @@ def _unique_record_result(key: dg.AssetKey, first: date, last: date, failures: i
                                          "failing_rows": failures, "sample": dg.MetadataValue.json(sample)})
 
 
-def _register_raw_on_spark(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
-                           model_engine: ModelEngineResource, first: date, last: date):
-    """Spark: register every raw table over the committed snapshots' files, then report the rows of the
-    run's days and run ``one_row_per_record`` over them (module docstring)."""
-    from rank_pipeline.sql_models.spark_engine import raw_view, to_spark_sql
-
-    files = model_engine.load_raw(warehouse.snapshots_dir)  # re-read the manifests: this run may have added days
-    engine = model_engine.spark(warehouse.snapshots_dir)
-    context.log.info(f"spark: raw tables registered over {sum(files.values())} committed snapshot file(s) under "
-                     f"{warehouse.snapshots_dir} (read in place; the DuckDB raw tables are not touched)")
-    span = f"snapshot_date between date '{first.isoformat()}' and date '{last.isoformat()}'"
-    for resource, key in RAW_KEYS.items():
-        (count,) = engine.spark.sql(f"select count(*) from {raw_view(resource)} where {span}").first()
-        repeated = engine.spark.sql(to_spark_sql(repeated_records_sql(resource, first, last)))
-        failures = repeated.count()
-        sample = [json_safe(row.asDict()) for row in repeated.limit(5).collect()] if failures else []
-        frame = engine.spark.table(raw_view(resource))
-        types = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
-        yield dg.MaterializeResult(asset_key=key, metadata={"rows": dg.MetadataValue.int(int(count)),
-                                                            "files": dg.MetadataValue.int(files[resource]),
-                                                            "engine": "spark",
-                                                            **raw_table_metadata(resource, types,
-                                                                                 engine.raw_rows(resource), None)})
-        yield _unique_record_result(key, first, last, int(failures), sample)
-
-
 def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None) -> dg.AssetsDefinition:
     """``warehouse/published``: depends on every model and on ``ops/run_history`` (the run's own row is
     written just before: :mod:`rank_pipeline.defs.history`), copies the build file to the published path
@@ -197,19 +129,20 @@ def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None
                           "atomically after every successful daily build.")
     def published(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
                   model_engine: ModelEngineResource) -> dg.MaterializeResult:
-        if model_engine.uses_spark:
-            uri = model_engine.settings().spark_warehouse_uri.rstrip("/")
-            context.log.info(f"spark: nothing to publish, the models are Parquet tables under {uri} "
-                             f"(<schema>/<name>); {warehouse.warehouse().published_path} was left as it was")
+        engine = model_engine.open(warehouse)
+        path = publish(engine)
+        if path is None:
+            uri = engine.written_to
+            context.log.info(f"{engine.name}: nothing to publish, the models are tables under {uri} "
+                             f"(<schema>/<name>); {warehouse.paths.published_db} was left as it was")
             return dg.MaterializeResult(metadata={
-                "engine": "spark", "warehouse_uri": dg.MetadataValue.path(uri),
-                "tables": dg.MetadataValue.json({k.to_user_string(): f"{uri}/{'/'.join(k.path)}"
+                "engine": engine.name, "warehouse_uri": dg.MetadataValue.path(uri),
+                "tables": dg.MetadataValue.json({k.to_user_string(): engine.location(k.path[0], k.path[-1])
                                                  for k in model_keys}),
             })
-        path = warehouse.warehouse().publish()
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")
-        dashboards = (os.environ.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
+        dashboards = dashboard_url_from_env()
         return dg.MaterializeResult(metadata={
             "path": dg.MetadataValue.path(str(path)),
             "size_bytes": dg.MetadataValue.int(size),

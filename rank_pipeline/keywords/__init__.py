@@ -6,7 +6,7 @@ Public surface::
     load_keywords_file(path) -> LoadedFile          # schema + line numbers; KeywordsFileError
     json_schema() -> dict                           # examples/keywords.schema.json
     await plan_online(loaded, clients, source) -> Plan
-    plan_offline(loaded, snapshots_dir) -> Plan     # the latest snapshot, no request
+    plan_offline(loaded, snapshots_uri) -> Plan     # the latest snapshot, no request
     await apply_plan(plan, clients) -> ApplyResult  # ApplyFailed
     planned_rows(plan) -> list[dict]                # the file's rows for raw.keywords_file
 

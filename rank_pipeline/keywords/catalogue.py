@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from rank_pipeline.api import RankTrackerClient, RankTrackerError, TransportError, ValidationError
 from rank_pipeline.api.errors import ServerError
-from rank_pipeline.vendor_fields import SEARCH_ENGINES
+from rank_pipeline.api.fields import SEARCH_ENGINES
 
 __all__ = ["GLOBAL_LANGUAGE", "Allowed", "Catalogue"]
 

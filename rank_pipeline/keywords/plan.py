@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from rank_pipeline.api import RankTrackerClient
+from rank_pipeline.api.fields import SEARCH_ENGINES, keyword_combination
 from rank_pipeline.keywords.catalogue import GLOBAL_LANGUAGE, Allowed, Catalogue
 from rank_pipeline.keywords.schema import LoadedFile
-from rank_pipeline.vendor_fields import SEARCH_ENGINES, keyword_combination
 
 __all__ = ["DomainPlan", "Plan", "Problem", "Quota", "Wanted", "plan_offline", "plan_online", "wanted_of"]
 
@@ -407,29 +407,29 @@ async def _none() -> dict:
 # -- offline -------------------------------------------------------------------------------------------
 
 
-def plan_offline(loaded: LoadedFile, snapshots_dir: Path | str, accounts: Iterable[str] | None = None,
+def plan_offline(loaded: LoadedFile, snapshots_uri: Path | str, accounts: Iterable[str] | None = None,
                  day: date | None = None) -> Plan:
     """Plan ``loaded`` against the latest committed snapshot (or that of ``day``) without any request
     (module docstring). ``accounts`` limits the accounts considered (default: every account in it).
 
     Raises:
-        FileNotFoundError: there is no committed ``keywords`` snapshot under ``snapshots_dir``.
+        FileNotFoundError: there is no committed ``keywords`` snapshot under ``snapshots_uri``.
     """
     import json
 
-    from rank_pipeline.snapshots import list_snapshot_dates, read_snapshot
+    from rank_pipeline.snapshots.parquet import list_snapshot_dates, read_snapshot
 
-    dates = list_snapshot_dates(snapshots_dir, "keywords")
+    dates = list_snapshot_dates(snapshots_uri, "keywords")
     if day is None:
         if not dates:
-            raise FileNotFoundError(f"no committed keywords snapshot under {snapshots_dir}: run `rank-pipeline "
+            raise FileNotFoundError(f"no committed keywords snapshot under {snapshots_uri}: run `rank-pipeline "
                                     "extract` (or the daily job) first, or plan without --offline")
         day = dates[-1]
 
     def rows(resource: str) -> list[dict]:
-        if day not in list_snapshot_dates(snapshots_dir, resource):
+        if day not in list_snapshot_dates(snapshots_uri, resource):
             return []
-        table = read_snapshot(snapshots_dir, resource, day)
+        table = read_snapshot(snapshots_uri, resource, day)
         return table.select([c for c in ("account", "id", "parent_id", "attributes")
                              if c in table.column_names]).to_pylist()
 
@@ -466,4 +466,4 @@ def plan_offline(loaded: LoadedFile, snapshots_dir: Path | str, accounts: Iterab
             a = usage.get(account, {})
             quotas.append(Quota(account, needed, a.get("keywords", {}).get("remaining"), needed,
                                 a.get("dataRows", {}).get("remaining"), as_of=f"snapshot of {day}"))
-    return Plan(loaded, domains, problems, quotas, f"the snapshot of {day} in {snapshots_dir}", offline=True)
+    return Plan(loaded, domains, problems, quotas, f"the snapshot of {day} in {snapshots_uri}", offline=True)

@@ -22,7 +22,7 @@ Who writes it (``rank_pipeline/defs/history.py`` reads Dagster's records and cal
     row (rewritten from Dagster's record of the finished run, ``final`` true). So a failed run's row
     appears in the published file at the next successful publish; Dagster's run storage is the ledger
     in between. No sensor opens the build file: it is written only by a run holding the data folder's
-    writer lock (:mod:`rank_pipeline.runlock`).
+    writer lock (:mod:`rank_pipeline.warehouse.locks`).
 
 Kept across rebuilds
     The table is not derived from the snapshots: ``rank-pipeline rebuild`` (also ``--full-refresh``) and
@@ -40,8 +40,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import duckdb
 
-from rank_pipeline.duckdb_helpers import quote_ident, table_columns
-from rank_pipeline.snapshots import RESOURCES
+from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.warehouse.sql import quote_ident, table_columns
 
 __all__ = [
     "COLUMNS",
@@ -94,7 +94,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("ended_at", "TIMESTAMP WITH TIME ZONE"),
     ("duration_s", "DOUBLE"),
     ("partitions_in_run", "INTEGER"),
-    *((f"rows_{r}", "BIGINT") for r in RESOURCES),
+    *((f"rows_{r}", "BIGINT") for r in ENDPOINTS),
     ("snapshot_rows", "BIGINT"),
     ("requests", "BIGINT"),
     ("rate_limited", "BIGINT"),
@@ -164,7 +164,7 @@ class RunFacts:
         out = []
         for day in self.days:
             fig = self.figures.get(day)
-            per_resource = [fig.rows.get(r) if fig is not None else None for r in RESOURCES]
+            per_resource = [fig.rows.get(r) if fig is not None else None for r in ENDPOINTS]
             out.append((
                 self.run_id, day, self.job_name, self.launched_by, self.status, self.started_at, self.ended_at,
                 duration, len(self.days), *per_resource,

@@ -27,6 +27,7 @@ from rank_pipeline.api import (
     RankTrackerClient,
     RankTrackerError,
     RateLimitedError,
+    RequestStats,
     ServerError,
     SlidingWindowLimiter,
     TransportError,
@@ -92,6 +93,12 @@ def test_get_returns_data_sends_the_raw_key_and_records_server_date_and_stats(vr
     assert client.stats.requests == 1 and client.stats.responses_by_status == {200: 1}
     assert client.stats.bytes == len(httpx.Response(200, json=USAGE).content)
     assert client.stats.started_at is not None
+
+
+def test_requests_per_minute_is_requests_over_elapsed_seconds_times_60_and_zero_before_time_passed():
+    assert RequestStats(requests=30, elapsed=15.0).requests_per_minute == 120.0
+    assert RequestStats(requests=7, elapsed=0.0).requests_per_minute == 0.0
+    assert RequestStats().requests_per_minute == 0.0
 
 
 # -- errors that are never retried ------------------------------------------------------------------

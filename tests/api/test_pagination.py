@@ -175,6 +175,30 @@ def test_records_shifting_between_pages_are_recovered_by_a_second_pass_each_deli
     assert [e for e in events if e["event"] == "list_done"][0]["complete"] is True
 
 
+def test_the_paginator_is_iterated_pass_by_pass_and_holds_the_reading_state(vrun):
+    server = ShiftOnce(2500)
+    ids: list[str] = []
+
+    async def main():
+        async with make_client(server) as client:
+            paginator = client.paginate("/v1/domains", {"page": 7}, collect(ids))
+            seen = []
+            async for list_pass in paginator:
+                seen.append((list_pass.number, list_pass.consistent, list_pass.repeated, len(list_pass.ids),
+                             list_pass.total_count, paginator.pages, paginator.complete))
+            return seen, paginator.result
+
+    passes, result = vrun(main())
+    truth = {r["id"] for r in server.records}
+    # pass 1 served page 1, then pages 2-3 with the last 7 records moved to the front: 7 seen twice, 7 missed
+    assert passes == [(1, False, True, 2493, 2500, 3, False),
+                      (2, True, False, 2500, 2500, 6, False),  # consistent, but nothing to agree with yet
+                      (3, True, False, 2500, 2500, 9, True)]   # agrees with pass 2: proven
+    assert {r["page"] for r in server.requests} == {1, 2, 3}  # the caller's page=7 is not sent
+    assert (result.complete, result.passes, result.pages, result.delivered, result.duplicates) == (True, 3, 9, 2500, 7)
+    assert set(ids) == truth and len(ids) == 2500
+
+
 class HideOne(FakeList):
     """An adversary: one record always sits on a page other than the one being read."""
 

@@ -1,5 +1,5 @@
 """Smoke test of benchmarks/scale.py on a tiny workload, DuckDB only (the Spark side of the same code is
-what tests/sql_models/test_spark_equality.py proves equal; a Spark session here would add minutes)."""
+what tests/models/test_spark_equality.py proves equal; a Spark session here would add minutes)."""
 
 from __future__ import annotations
 

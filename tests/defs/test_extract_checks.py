@@ -8,12 +8,7 @@ import dagster as dg
 import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
-from rank_pipeline.defs.resources import (
-    AccountKey,
-    ModelEngineResource,
-    RankTrackerResource,
-    WarehouseResource,
-)
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import load_raw_tables
 from rank_pipeline.sandbox import Faults, SandboxServer, World, create_app
 
@@ -21,15 +16,13 @@ DAY = date(2026, 11, 21)
 
 
 @pytest.mark.parametrize("shifting", [False, True])
-def test_complete_check_follows_the_manifest_and_blocks_the_load(tmp_path, shifting):
+def test_complete_check_follows_the_manifest_and_blocks_the_load(tmp_path, shifting, served_source):
     world = World(today=DAY)
     faults = Faults(seed=3, shift_rate=1.0 if shifting else 0.0, shift_inserts=2, shift_deletes=1)
     account = world.account("acme")
     with SandboxServer(create_app(world, faults=faults)) as server:
-        source = RankTrackerResource(base_url=server.base_url,
-                                     accounts=[AccountKey(name="acme", api_key=account.api_key)],
-                                     per_page=10, max_passes=2)
-        result = dg.materialize([extract_snapshots, load_raw_tables], partition_key=DAY.isoformat(),
+        with served_source(server.base_url, {"acme": account.api_key}, per_page=10, max_passes=2) as source:
+            result = dg.materialize([extract_snapshots, load_raw_tables], partition_key=DAY.isoformat(),
                                 resources={"source": source, "warehouse": WarehouseResource(data_dir=str(tmp_path)),
                                            "model_engine": ModelEngineResource()},
                                 raise_on_error=False)

@@ -16,10 +16,10 @@ import duckdb
 import pytest
 import yaml
 
+from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.defs.keywords_assets import DRIFT_CHECK, build_keywords_file_asset
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.sandbox import SandboxServer, World, create_app
-from rank_pipeline.vendor_fields import keyword_combination
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("keywords")]
 

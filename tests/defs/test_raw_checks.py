@@ -9,7 +9,7 @@ import pytest
 
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import UNIQUE_RECORD_CHECK, load_raw_tables
-from rank_pipeline.extract import AccountSource, run_extraction
+from rank_pipeline.extract.day import AccountSource, run_extraction
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 
 DAY = date(2026, 11, 20)

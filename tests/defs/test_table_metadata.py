@@ -28,9 +28,10 @@ from rank_pipeline.defs.history import build_run_history_asset
 from rank_pipeline.defs.jobs import daily_job
 from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
-from rank_pipeline.defs.resources import ModelEngineResource, RankTrackerResource, WarehouseResource
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
-from rank_pipeline.sql_models import load_project
+from rank_pipeline.extract.source import Source
+from rank_pipeline.models import load_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -47,7 +48,7 @@ def runs(tmp_path_factory):
         assets=[extract_snapshots, load_raw_tables, build_keywords_file_asset(None), *model_assets,
                 build_run_history_asset(model_keys, list(RAW_KEYS.values())), build_publish_asset(model_keys)],
         jobs=[daily_job],
-        resources={"source": RankTrackerResource(), "warehouse": WarehouseResource(data_dir=str(data_dir)),
+        resources={"source": Source(None, ()), "warehouse": WarehouseResource(data_dir=str(data_dir)),
                    "model_engine": ModelEngineResource()})
     instance = dg.DagsterInstance.ephemeral()
     job = defs.resolve_job_def(daily_job.name)
@@ -137,7 +138,7 @@ def test_definitions_carry_code_references_and_kinds_of_the_engine_in_use(runs, 
     [ref] = spec.metadata["dagster/code_references"].code_references
     assert ref.label == "dbt_like_sql/marts/agg_domain_daily.sql"
     assert Path(ref.file_path).read_text() == (ROOT / ref.label).read_text()
-    script = ("import json, rank_pipeline.definitions as d\n"
+    script = ("import json, rank_pipeline.defs.definitions as d\n"
               "print(json.dumps({s.key.to_user_string(): sorted(s.kinds) for s in d.defs.resolve_all_asset_specs()}))")
     kinds = {}
     for engine in ("duckdb", "spark"):

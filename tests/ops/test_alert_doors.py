@@ -28,7 +28,7 @@ def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.Com
     full = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
     full.update(env)
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli"]
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout)
 
 

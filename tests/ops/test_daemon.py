@@ -154,7 +154,7 @@ def test_a_scheduled_run_materializes_every_asset_and_publishes(daemon):
     assert run.tags[SCHEDULE_TAG] == DAILY_SCHEDULE_NAME
 
     # every asset of the daily job, materialized by this run for that partition
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
 
     job_keys = set(defs.resolve_job_def(DAILY_JOB_NAME).asset_layer.selected_asset_keys)
     assert len(job_keys) > 20

@@ -76,7 +76,7 @@ def test_daemon_evaluates_freshness_and_its_sensors_send_the_digests(tmp_path, h
                               capture_output=True, text=True, timeout=600)
         assert demo.returncode == 0, demo.stdout + demo.stderr
         finished = time.time()
-        from rank_pipeline.definitions import defs
+        from rank_pipeline.defs.definitions import defs
         from rank_pipeline.defs.freshness import is_watched
 
         watched = [k for k in defs.resolve_asset_graph().get_all_asset_keys() if is_watched(k)]

@@ -108,7 +108,7 @@ def pg_run(pg_server, tmp_path_factory):
 def test_a_run_stores_its_run_events_and_checks_in_postgresql_not_sqlite(pg_server, pg_run, monkeypatch):
     import dagster as dg
 
-    from rank_pipeline.definitions import defs
+    from rank_pipeline.defs.definitions import defs
     from rank_pipeline.defs.jobs import DAILY_JOB_NAME
 
     data, done = pg_run

@@ -19,7 +19,7 @@ import json, sys
 from datetime import datetime
 from zoneinfo import ZoneInfo
 import dagster as dg
-from rank_pipeline.definitions import defs
+from rank_pipeline.defs.definitions import defs
 repo = defs.get_repository_def()
 schedule = repo.get_schedule_def("daily_rank_pipeline_schedule")
 ticks = [datetime.fromisoformat(t) for t in sys.argv[1:]]

@@ -261,7 +261,7 @@ def _digest_runs(bodies: list[dict]) -> int:
 
 def _assert_marts_equal(published: Path, rebuilt: Path) -> None:
     """Every raw, staging and mart relation of ``published`` equals the full rebuild's (floats within 1e-9)."""
-    sys.path.insert(0, str(REPO / "tests" / "sql_models"))
+    sys.path.insert(0, str(REPO / "tests" / "models"))
     from test_any_order import assert_equals_full_rebuild
 
     with duckdb.connect(str(published), read_only=True) as con:

@@ -1,0 +1,141 @@
+"""The key pool of one account (spec "Authentication" 5: an account can hold two valid keys at once).
+
+An account's key may be a comma-separated list (or a sequence). Each key gets its own pacer at
+``per_key_limit``; every request takes the active key that can send soonest, then the IP address's pacer
+(shared by every client of the run), so the keys together run up to the per-IP ceiling. A key answered
+401 (deleted mid-run, a rotation) is dropped for the rest of the run with a warning naming its position in
+the list, never its value, and the request goes to another key; only when every key was rejected is
+``AuthenticationError`` raised. ``RequestStats.keys`` counts per key position. With one key a 401 is
+raised at once, as for any other client error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from .config import ClientConfig, KeyStats
+from .errors import AuthenticationError, RankTrackerError, safe_url
+from .pacing import SlidingWindowLimiter
+
+logger = logging.getLogger("rank_pipeline.api")
+
+
+def parse_keys(value: str | Sequence[str] | None) -> list[str]:
+    """The keys of one account: a comma-separated list (``RANK_TRACKER_API_KEY=k1,k2``) or a sequence.
+
+    Whitespace around each key is stripped and empty items dropped. Raises ValueError naming the
+    positions (never the values) when a key is listed twice.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    keys = [str(k).strip() for k in items if str(k).strip()]
+    seen: dict[str, int] = {}
+    for n, key in enumerate(keys, start=1):
+        if key in seen:
+            raise ValueError(f"the key list repeats a key (positions {seen[key]} and {n}); list each key once")
+        seen[key] = n
+    return keys
+
+
+@dataclass(eq=False)
+class KeySlot:
+    """One key of the pool: its position (1-based, for messages), the key, its pacer and counters."""
+
+    position: int
+    key: str = field(repr=False)
+    limiter: SlidingWindowLimiter = field(repr=False)
+    stats: KeyStats = field(repr=False)
+    active: bool = True
+    queued: int = 0
+
+
+class KeyPool:
+    """The keys of one account, each with its pacer, and the run's IP pacer they all go through.
+
+    Args:
+        keys: the account's keys (at least one; see :func:`parse_keys`).
+        config: ``ClientConfig`` (``per_key_limit``, ``per_ip_limit``, ``window_s``, ``safety_margin``).
+        base_url: the API address, named (without credentials) in the error when every key was rejected.
+        ip_limiter: the run's per-IP limiter; None makes a private one.
+        clock, sleep: monotonic clock (s) and async sleep (s) of the pacers.
+        label: the account's name, for messages (never a key).
+        emit: called with ``{"event": "key_dropped", "position", "keys_left"}`` when a key is dropped.
+    """
+
+    def __init__(self, keys: Sequence[str], config: ClientConfig, *, base_url: str,
+                 ip_limiter: SlidingWindowLimiter | None, clock: Callable[[], float],
+                 sleep: Callable[[float], Awaitable[None]], label: str | None,
+                 emit: Callable[[dict], None]) -> None:
+        self.keys = tuple(keys)
+        self.slots = [
+            KeySlot(n, key, SlidingWindowLimiter.for_ceiling(
+                config.per_key_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep),
+                KeyStats(position=n))
+            for n, key in enumerate(keys, start=1)
+        ]
+        self.ip_limiter = ip_limiter or SlidingWindowLimiter.for_ceiling(
+            config.per_ip_limit, config.window_s, config.safety_margin, clock=clock, sleep=sleep
+        )
+        self._base_url = base_url
+        self._clock = clock
+        self._label = label
+        self._emit = emit
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    @property
+    def active_keys(self) -> int:
+        """Keys still in use (not dropped after a 401)."""
+        return sum(slot.active for slot in self.slots)
+
+    def choose(self) -> KeySlot:
+        """The active key that can send soonest: its pacer's wait plus the requests queued on it.
+
+        Raises AuthenticationError when every key was dropped."""
+        active = [slot for slot in self.slots if slot.active]
+        if not active:
+            raise self.no_key_left()
+        if len(active) == 1:
+            return active[0]
+        now = self._clock()
+        return min(active, key=lambda slot: (
+            slot.limiter.wait_s(now) + slot.queued * slot.limiter.window_s / max(1, slot.limiter.limit),
+            slot.stats.requests))
+
+    async def acquire(self) -> KeySlot:
+        """Wait for a slot of the chosen key's pacer, then of the IP pacer; the key to send with."""
+        while True:
+            slot = self.choose()
+            slot.queued += 1
+            try:
+                stamp = await slot.limiter.acquire()
+            finally:
+                slot.queued -= 1
+            if slot.active:  # else dropped while this request waited: take another key
+                break
+        await self.ip_limiter.acquire()
+        slot.limiter.restamp(stamp)  # no-op unless the IP limiter made this request wait
+        return slot
+
+    def drop(self, slot: KeySlot) -> bool:
+        """A 401 for ``slot``'s key: drop it for the rest of the run; True while another key is left."""
+        slot.stats.rejected += 1
+        if slot.active:
+            slot.active = False
+            slot.stats.dropped = True
+            left = self.active_keys
+            logger.warning(
+                "%s: API key %d of %d was rejected (401: deleted or rotated?); dropped for the rest of the "
+                "run, %d key(s) left%s", self._label or "account", slot.position, len(self.slots), left,
+                "" if left else "; every key of this account has now been rejected")
+            self._emit({"event": "key_dropped", "position": slot.position, "keys_left": left})
+        return self.active_keys > 0
+
+    def no_key_left(self, method: str | None = None, url: str | None = None) -> RankTrackerError:
+        """The ``AuthenticationError`` (401) for an account whose every key was rejected."""
+        return AuthenticationError(
+            f"every API key of {self._label or 'the account'} ({len(self.slots)} in its list) was rejected "
+            f"with 401. {AuthenticationError.advice} [{method or 'GET'} {url or safe_url(self._base_url)} -> 401]",
+            status=401, method=method, url=url)

@@ -1,0 +1,303 @@
+"""Reading a paginated list until its set of ids is proven (spec "Limits" rules 4-6).
+
+:class:`Paginator` holds one list's reading state (ids seen, pages, passes, the previous pass) and is
+iterated pass by pass. Pass 1 fetches page 1 with ``per_page=config.per_page``; its ``X-Total-Pages`` and
+``X-Total-Count`` tell the rest, and pages 2..N are fetched concurrently (bounded by ``max_in_flight``).
+Each record whose ``id`` was not delivered before goes to the sink (a sync or async callable taking
+``list[dict]``; not called for a page with nothing new) as its page arrives, so records stream and only
+ids are kept in memory.
+
+When is a list complete? Inserts and deletes between pages (rule 6) can keep ``X-Total-Count``
+unchanged while ids go missing, so a count proves nothing. A pass is *consistent* when every page of it
+reported the same ``X-Total-Count`` T and ``X-Total-Pages`` and it saw exactly T distinct ids, none
+twice. The list is *proven* when
+
+- it fits in one page (one response is one moment: a consistent single page is the set), or
+- two consecutive consistent passes saw the same id set and the same T.
+
+Passes after the first fetch all pages 1..N at once (N from the previous pass), which keeps each
+verification pass as short as the pacer allows. Re-reading goes on, adaptively, while the list is
+unproven and its request budget lasts: ``settle_budget_requests`` requests per list (default: one window
+of the key's ceiling, ``per_key_limit``), never more than ``max_passes`` passes. A list whose records
+shift on most requests thus gets as many passes as the rate budget allows, and a quiet list costs one
+pass (one page) or two (several pages).
+
+The result's ``excluded`` holds the ids delivered in an earlier pass that are not in the proven set:
+they were deleted during the read, and the caller must drop them. When the list is not proven,
+``complete`` is False, ``excluded`` is empty and every id ever delivered stays (nothing is lost; the
+caller flags the list). A page beyond the last (empty ``data``) is fine. Without pagination headers the
+pages are read one by one until an empty page and the result is not ``complete``.
+
+What the proof shows: the proven set is the set that existed at one instant during the final pass
+(``ListResult.proven_at`` is when that pass began): a write between the two agreeing passes would show
+in the second, and a write during the first would make the two differ. What no reader of a multi-page
+list can show is the set at the very end of the read: an insert plus a delete that land during the final
+pass, both on pages that pass had already read, are invisible. Fetching the final pass all at once
+narrows that window to the server's handling of one batch of requests; the next day's snapshot has such
+records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .config import ClientConfig, ListResult, RequestStats
+from .errors import RankTrackerError
+from .transport import Transport, header_int
+
+logger = logging.getLogger("rank_pipeline.api")
+
+Sink = Callable[[list[dict]], Awaitable[None] | None]
+
+
+@dataclass
+class Page:
+    """One page of a list: its records and the ``X-Total-Count`` / ``X-Total-Pages`` headers (None if absent)."""
+
+    records: list[dict]
+    total_count: int | None
+    total_pages: int | None
+
+
+@dataclass
+class ListPass:
+    """What one pass over a list saw: ids, the X-Total-Count and X-Total-Pages values, repeats.
+
+    ``number`` counts from 1; ``started`` is the paginator's clock when the pass began."""
+
+    number: int
+    started: float
+    ids: set = field(default_factory=set)
+    totals: set = field(default_factory=set)
+    page_counts: set = field(default_factory=set)
+    repeated: bool = False
+
+    @property
+    def total_count(self) -> int | None:
+        """The largest ``X-Total-Count`` seen in the pass; None when no page had one."""
+        known = [t for t in self.totals if t is not None]
+        return max(known) if known else None
+
+    @property
+    def consistent(self) -> bool:
+        """Every page reported the same count and page count, and exactly that many ids came, none twice."""
+        return (len(self.totals) == 1 and len(self.page_counts) == 1 and self.total_count is not None
+                and not self.repeated and len(self.ids) == self.total_count)
+
+
+def _record_id(record: Any) -> Any:
+    """A record's identity for deduplication: its ``id`` as text, else its JSON content."""
+    if isinstance(record, dict) and record.get("id") is not None:
+        return str(record["id"])
+    # no id (the spec says records have one): deduplicate by content
+    return json.dumps(record, sort_keys=True, default=str)
+
+
+class Paginator:
+    """One paginated list, read until its id set is proven (see the module docstring).
+
+    Iterate it (``async for list_pass in paginator``): each step reads one pass over the list's pages,
+    delivering the new records of each page to ``sink`` as it arrives, and yields that :class:`ListPass`.
+    Iteration ends when the set is proven, the list has no pagination headers, or the request budget or
+    ``max_passes`` is spent; :attr:`result` then holds the ``ListResult``. :meth:`read` does both.
+
+    Args:
+        transport: the account's :class:`~rank_pipeline.api.transport.Transport`.
+        path: list path, e.g. ``/v1/domains/<uuid>/keywords``.
+        params: extra query parameters (``page`` and ``per_page`` are set here).
+        config: ``ClientConfig`` (``per_page``, ``max_in_flight``, ``max_passes``, ``settle_budget_requests``).
+        stats: the client's ``RequestStats`` (``pages``, ``records``).
+        sink: receives the new records of each page; None discards them (counts only).
+        clock: monotonic clock (s) stamping when each pass began.
+        emit: called with ``{"event": "page" | "list_done", ...}``.
+    Raises (while iterating):
+        RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
+    """
+
+    def __init__(self, transport: Transport, path: str, params: Mapping[str, Any] | None, *,
+                 config: ClientConfig, stats: RequestStats, sink: Sink | None,
+                 clock: Callable[[], float], emit: Callable[[dict], None]) -> None:
+        self.path = path
+        self._query = {k: v for k, v in dict(params or {}).items() if k not in ("page", "per_page")}
+        self._query["per_page"] = config.per_page
+        self._transport = transport
+        self._config = config
+        self._budget = config.settle_budget_requests or config.per_key_limit
+        self._stats = stats
+        self._sink = sink
+        self._clock = clock
+        self._emit = emit
+        self._deliver_lock = asyncio.Lock()
+        # the cursor: what has been read so far
+        self.pages = self.passes = self.duplicates = 0
+        self.total_count: int | None = None
+        self.complete = False
+        self.proven_at: float | None = None
+        self._seen: set[Any] = set()
+        self._n_pages = 1
+        self._paginated = True
+        self._previous: ListPass | None = None
+        self._final_ids: set[Any] | None = None
+        self._done = False
+
+    def __aiter__(self) -> Paginator:
+        return self
+
+    async def __anext__(self) -> ListPass:
+        if self._done:
+            raise StopAsyncIteration
+        current = await self._read_pass()
+        self._settle(current)
+        return current
+
+    async def read(self) -> ListResult:
+        """Read passes until the list is proven or the budget is spent, and return :attr:`result`.
+
+        Logs a warning when the list was left unproven and emits ``{"event": "list_done", ...}`` (the
+        result's fields, ``excluded`` as a count)."""
+        async for _ in self:
+            pass
+        result = self.result
+        if not result.complete and result.total_count is not None:
+            logger.warning(
+                "list %s not proven complete after %d passes (%d requests): records kept moving between "
+                "pages; %d distinct ids delivered, X-Total-Count %s", self.path, self.passes, self.pages,
+                len(self._seen), self.total_count)
+        self._emit({"event": "list_done", **{k: v for k, v in asdict(result).items() if k != "excluded"},
+                    "excluded": len(result.excluded)})
+        return result
+
+    @property
+    def result(self) -> ListResult:
+        """The outcome of the passes read so far (final once iteration has ended)."""
+        final = self._final_ids
+        excluded = tuple(sorted(self._seen - final, key=str)) if final is not None else ()
+        return ListResult(path=self.path, total_count=self.total_count,
+                          delivered=len(final) if final is not None else len(self._seen), pages=self.pages,
+                          passes=self.passes, complete=self.complete, duplicates=self.duplicates,
+                          excluded=excluded, proven_at=self.proven_at)
+
+    # -- one pass ------------------------------------------------------------------------------------
+
+    async def _read_pass(self) -> ListPass:
+        self.passes += 1
+        current = ListPass(number=self.passes, started=self._clock())
+        if self.passes == 1:
+            first = await self._read_page(1, current)
+            if first.total_pages is None or first.total_count is None:
+                await self._walk_unpaginated(first, current)
+                self._paginated = False
+                return current
+            self._n_pages = max(1, first.total_pages)
+            todo = list(range(2, self._n_pages + 1))
+        else:
+            todo = list(range(1, self._n_pages + 1))
+        await self._fan_out(todo, current)
+        # the list grew during the pass: read the new last pages too (the pass is not consistent)
+        grown = max((p for p in current.page_counts if p is not None), default=self._n_pages)
+        if grown > self._n_pages:
+            await self._fan_out(list(range(self._n_pages + 1, grown + 1)), current)
+        return current
+
+    def _settle(self, current: ListPass) -> None:
+        """After a pass: is the list proven, out of budget, or to be read again?"""
+        if not self._paginated:
+            self._done = True
+            return
+        self.total_count = current.total_count
+        self._n_pages = max([1] + [p for p in current.page_counts if p is not None])
+        consistent = current.consistent
+        previous = self._previous
+        if consistent and (self._n_pages == 1 or (previous is not None and previous.ids == current.ids
+                                                  and previous.totals == current.totals)):
+            self.complete, self._final_ids, self.proven_at = True, current.ids, current.started
+            self._done = True
+            return
+        if self.passes >= self._config.max_passes or self.pages + self._n_pages > self._budget:
+            self._done = True
+            return
+        logger.info("list %s: pass %d not proven (X-Total-Count %s, %d distinct ids%s); reading again",
+                    self.path, self.passes, sorted(t for t in current.totals if t is not None),
+                    len(current.ids), ", differs from the previous pass" if previous is not None and consistent
+                    else "")
+        self._previous = current if consistent else None
+
+    async def _fan_out(self, page_numbers: list[int], current: ListPass) -> None:
+        """Read ``page_numbers`` with up to ``max_in_flight`` pages at a time."""
+        if not page_numbers:
+            return
+        todo = iter(page_numbers)
+
+        async def worker() -> None:
+            for page_no in todo:  # a shared iterator: each page is taken by one worker
+                await self._read_page(page_no, current)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(self._config.max_in_flight, len(page_numbers))):
+                group.create_task(worker())
+
+    async def _walk_unpaginated(self, first: Page, current: ListPass) -> None:
+        """No pagination headers: read the pages after ``first`` one by one until an empty one."""
+        page_no, page = 1, first
+        while page.records:
+            page_no += 1
+            page = await self._read_page(page_no, current)
+
+    # -- one page ------------------------------------------------------------------------------------
+
+    async def _read_page(self, page_no: int, current: ListPass) -> Page:
+        page = await self._get_page(page_no)
+        self.pages += 1
+        current.totals.add(page.total_count)
+        current.page_counts.add(page.total_pages)
+        new = await self._deliver(page.records, current)
+        self._emit({
+            "event": "page", "path": self.path, "page": page_no, "total_pages": page.total_pages,
+            "total_count": page.total_count, "pass": current.number, "records": len(page.records),
+            "new_records": new, "delivered": len(self._seen),
+        })
+        return page
+
+    async def _get_page(self, page_no: int) -> Page:
+        params = {**self._query, "page": page_no}
+        body, headers = await self._transport.request("GET", self.path, params, with_headers=True)
+        data = body.get("data")
+        if not isinstance(data, list):
+            raise RankTrackerError(
+                f"expected a list under `data` from {self.path} (a paginated list endpoint) but got "
+                f"{type(data).__name__}; use get() for single resources",
+                method="GET", url=self._transport.url(self.path),
+            )
+        self._stats.pages += 1
+        return Page(
+            records=data,
+            total_count=header_int(headers, "X-Total-Count"),
+            total_pages=header_int(headers, "X-Total-Pages"),
+        )
+
+    async def _deliver(self, records: list[dict], current: ListPass) -> int:
+        """Hand the records not delivered before to the sink; how many were new."""
+        async with self._deliver_lock:  # dedupe and sink calls in arrival order, one at a time
+            new = []
+            for record in records:
+                rid = _record_id(record)
+                if rid in current.ids:  # seen twice in one pass: it moved between pages
+                    self.duplicates += 1
+                    current.repeated = True
+                current.ids.add(rid)
+                if rid in self._seen:
+                    continue
+                self._seen.add(rid)
+                new.append(record)
+            if new and self._sink is not None:
+                result = self._sink(new)
+                if inspect.isawaitable(result):
+                    await result
+            self._stats.records += len(new)
+            return len(new)

@@ -1,0 +1,163 @@
+"""The argument parser of ``rank-pipeline``: every command, its options and help, and the function it runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rank_pipeline.cli.args import package_version, parse_date, positive_int
+from rank_pipeline.cli.keywords import KEYWORDS_EXIT_REFUSED, cmd_keywords_apply, cmd_keywords_plan
+from rank_pipeline.cli.models import DOCS_PORT, cmd_diff, cmd_docs, cmd_query, cmd_test
+from rank_pipeline.cli.pipeline import cmd_demo, cmd_extract, cmd_rebuild, cmd_run, cmd_sandbox
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from rank_pipeline.api.config import SPEC_WINDOW_S
+
+    parser = argparse.ArgumentParser(
+        prog="rank-pipeline",
+        description="Bring a rank-tracking API into a DuckDB warehouse every day (snapshots, models, Dagster). "
+                    "Settings come from the environment: RANK_TRACKER_BASE_URL (unset: the embedded sandbox), "
+                    "RANK_TRACKER_API_KEY, RANK_TRACKER_ACCOUNTS, RANK_PIPELINE_DATA_DIR (default ./data); "
+                    "see the README.",
+        epilog="Exit status: 0 success, 1 failed run, 2 bad usage or configuration, 3 the data folder cannot be "
+               "written (read-only, not writable, full). Failures print one line; details go to a log file "
+               "under <data folder>/logs/ (to stderr when it cannot be written).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    date_help = "the partition (UTC day) as YYYY-MM-DD, from 2026-01-01 to today; default today"
+
+    p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox",
+                       description="Run the daily Dagster job for N consecutive simulated days ending today "
+                                   "against the embedded sandbox (RANK_TRACKER_BASE_URL is ignored), then print "
+                                   "two example answers from the warehouse.")
+    p.add_argument("--days", type=positive_int, default=7, help="how many days to play (default 7)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also print the Dagster log on stderr (it is always in the log file)")
+    p.add_argument("--in-memory", action="store_true",
+                   help="do not record the runs in DAGSTER_HOME (default data/dagster_home) for the UI")
+    p.add_argument("--persist", action="store_true", help=argparse.SUPPRESS)  # the default now
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("run", help="run the daily job for one partition against the configured source",
+                       description="Run the daily Dagster job (extract, load, models, checks, publish) for one "
+                                   "partition. Against the vendor API only today's partition can be extracted "
+                                   "(the API tells only the present).")
+    p.add_argument("--date", type=parse_date, help=date_help)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("extract", help="extract one day into Parquet snapshots (no Dagster)",
+                       description="Extract one day from the configured source into Parquet snapshots under "
+                                   "<data folder>/snapshots, without Dagster, the warehouse or the models.")
+    p.add_argument("--date", type=parse_date, help=date_help)
+    p.set_defaults(func=cmd_extract)
+
+    p = sub.add_parser("sandbox", help="serve the sandbox API on loopback",
+                       description="Serve the sandbox (a spec-faithful stand-in for the vendor API) and print "
+                                   "its base URL and demo keys; stop with Ctrl-C.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
+    p.add_argument("--window-s", type=float, default=SPEC_WINDOW_S,
+                   help=f"rate-limit window in seconds (spec: {SPEC_WINDOW_S:g})")
+    p.set_defaults(func=cmd_sandbox)
+
+    p = sub.add_parser("rebuild", help="rebuild raw tables and models from the snapshots (no API call), then publish",
+                       description="Rebuild the raw tables and every model from the Parquet snapshots, without "
+                                   "calling the API, then publish the warehouse. Use it after restoring "
+                                   "snapshots, changing a model, or to repair a warehouse.")
+    p.add_argument("--from", dest="first", type=parse_date, help="first day to rebuild (default: first snapshot)")
+    p.add_argument("--to", dest="last", type=parse_date, help="last day to rebuild (default: last snapshot)")
+    p.add_argument("--full-refresh", action="store_true", help="drop and rebuild every raw table and model")
+    p.set_defaults(func=cmd_rebuild)
+
+    p = sub.add_parser("docs", help="write the models' documentation site (and the Markdown dictionary)",
+                       description="Write the documentation site of the models (the model graph, every raw table, "
+                                   "seed and model with its columns, types, tests, SQL and column-level lineage, "
+                                   "and a search) from the models folder (--models-dir, else "
+                                   "RANK_PIPELINE_MODELS_DIR, else the shipped one) and the API resource "
+                                   "declarations. Plain HTML: open index.html, or --serve it.")
+    p.add_argument("--out", default="docs/site", help="the site's folder (default docs/site under the current folder)")
+    p.add_argument("--dictionary", metavar="PATH",
+                   help="also write the Markdown data dictionary there (the repository's is docs/data_dictionary.md)")
+    p.add_argument("--models-dir", help="the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped "
+                                        "dbt_like_sql)")
+    p.add_argument("--serve", action="store_true", help=f"then serve the site on http://127.0.0.1:{DOCS_PORT}/ "
+                                                        "until interrupted")
+    p.add_argument("--port", type=int, help=f"port for --serve (default {DOCS_PORT}; 0: any free port)")
+    p.set_defaults(func=cmd_docs)
+
+    models_dir_help = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "
+                       "a copy of it with your changes")
+    p = sub.add_parser("test", help="run the models' unit tests and data tests",
+                       description="Run the SQL unit tests of the models (the unit_tests of their .yml: given "
+                                   "rows in, expected rows out, on DuckDB in memory, nothing built) and the data "
+                                   "tests (the tests of their .yml) on the published warehouse. A failing unit "
+                                   "test prints the rows that differ; a failing data test a sample of its "
+                                   "failing rows. Exit 1 when a test fails.")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--unit", action="store_true", help="run only the unit tests (no warehouse needed)")
+    which.add_argument("--data", action="store_true", help="run only the data tests on the published warehouse")
+    p.add_argument("--select", nargs="+", metavar="MODEL", help="only these models (or seeds)")
+    p.add_argument("--models-dir", help=models_dir_help)
+    p.add_argument("--verbose", action="store_true", help="also print the tests that pass")
+    p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("diff", help="compare a models folder's build with the published warehouse",
+                       description="Build the models folder into a scratch warehouse from the current Parquet "
+                                   "snapshots (no API call; nothing published) and compare every model with the "
+                                   "published warehouse: rows added, removed and changed per table, changed "
+                                   "values per column, 5 examples each. Exit 0 when equal, 1 when different.")
+    p.add_argument("--models-dir", help=models_dir_help)
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("query", help="run one SQL statement on the published warehouse",
+                       description="Run exactly one SQL statement on the published warehouse, read-only.")
+    p.add_argument("sql", help='one SQL statement, e.g. "select * from marts.fct_quota_cycle_daily"')
+    p.add_argument("--limit", type=positive_int, default=20, help="print at most N rows (default 20)")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="output format (default table)")
+    p.set_defaults(func=cmd_query)
+
+    _keywords_parser(sub)
+    return parser
+
+
+def _keywords_parser(sub) -> None:
+    """``keywords plan FILE [--offline]`` and ``keywords apply FILE [--yes]``; a usage error exits 3, as
+    2 means "changes pending" for plan."""
+    def usage_error_exits_3(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        def error(message: str):
+            parser.print_usage(sys.stderr)
+            parser.exit(KEYWORDS_EXIT_REFUSED, f"{parser.prog}: error: {message}\n")
+        parser.error = error
+        return parser
+
+    epilog = ("Exit status of plan: 0 no changes, 2 changes pending, 3 an error in the file, the settings or "
+              "the plan (nothing sent), 1 the API failed. apply: 0 applied (or nothing to do), 3 refused before "
+              "sending anything, 1 failed while applying (what was created is summarised).")
+    p = usage_error_exits_3(sub.add_parser(
+        "keywords", help="plan and apply a keywords file (tracked keywords as code)",
+        description="Tracked keywords as code: a YAML file of keywords per domain, planned against the "
+                    "account's keywords, catalogues and quota, and applied all-or-nothing per create call.",
+        epilog=epilog))
+    ksub = p.add_subparsers(dest="keywords_command", required=True, metavar="ACTION",
+                           help="plan: what apply would do (exit 0 none, 2 changes); apply: create what is missing")
+    kp = usage_error_exits_3(ksub.add_parser(
+        "plan", help="show what apply would create, what exists, what is tracked but not in the file",
+        description="Read the account's keywords (or the latest snapshot with --offline) and print what would "
+                    "be created, what already exists and what is tracked but not in the file, with catalogue "
+                    "problems (file lines) and the quota forecast.", epilog=epilog))
+    kp.add_argument("file", help="the keywords YAML file (see examples/keywords.yml)")
+    kp.add_argument("--offline", action="store_true",
+                    help="plan against the latest snapshot in the data folder: no API request, catalogues unchecked")
+    kp.set_defaults(func=cmd_keywords_plan)
+    ka = usage_error_exits_3(ksub.add_parser(
+        "apply", help="create the missing keywords (re-plans first; refuses when the plan has errors)",
+        description="Re-plan, then create only the missing combinations, grouped into create calls that are "
+                    "each all-or-nothing. Refuses before sending anything when the plan has errors or exceeds "
+                    "the quota. A lost response is never retried blind: the domain is read back and re-planned.",
+        epilog=epilog))
+    ka.add_argument("file", help="the keywords YAML file")
+    ka.add_argument("--yes", action="store_true", help="do not ask (required when stdin is not a terminal)")
+    ka.set_defaults(func=cmd_keywords_apply)

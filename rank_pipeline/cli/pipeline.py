@@ -1,0 +1,191 @@
+"""The pipeline's commands: ``demo``, ``run`` (the daily Dagster job), ``extract`` (one day into snapshots,
+without Dagster), ``rebuild`` (raw tables and models from the snapshots, then publish) and ``sandbox``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import timedelta
+
+from rank_pipeline.cli.args import check_partition, today
+from rank_pipeline.cli.errors import RunFailed, UsageError
+from rank_pipeline.cli.output import SESSION, Progress, load_settings, print_query
+from rank_pipeline.cli.runs import Totals, dagster_instance, run_partition
+
+RANKING_TRENDS_QUERY = """
+select snapshot_date, count(*) as keywords,
+       count(position) as ranking,
+       round(avg(position), 1) as avg_position,
+       count(*) filter (where movement_1d = 'improved') as improved,
+       count(*) filter (where movement_1d = 'declined') as declined,
+       count(*) filter (where movement_1d = 'entered') as entered,
+       count(*) filter (where movement_1d = 'dropped_out') as dropped_out
+from marts.fct_keyword_rankings_daily
+group by snapshot_date
+order by snapshot_date
+"""
+
+QUOTA_BURN_QUERY = """
+select account, metric, metric_kind, usage, quota_limit,
+       round(utilisation_pct, 1) as utilisation_pct,
+       cycle_start, cycle_end,
+       round(burn_rate_median_7d, 1) as burn_per_day_median_7d,
+       round(projected_usage_at_cycle_end) as projected_at_cycle_end,
+       runs_out_before_reset, projected_exhaustion_date
+from marts.fct_quota_cycle_daily
+where snapshot_date = (select max(snapshot_date) from marts.fct_quota_cycle_daily)
+order by account, metric
+"""
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from rank_pipeline.settings import BASE_URL_ENV, ENGINE_ENV, unset_for_demo
+
+    ignored = unset_for_demo()  # from the environment, which the Dagster definitions read
+    if BASE_URL_ENV in ignored:
+        print("note: the demo always uses the embedded sandbox; RANK_TRACKER_BASE_URL is ignored here",
+              file=sys.stderr)
+    if ENGINE_ENV in ignored:  # the demo prints marts from the published DuckDB file
+        print("note: the demo builds the models on DuckDB; RANK_PIPELINE_ENGINE is ignored here", file=sys.stderr)
+    settings = load_settings()
+    _check_before_a_run(settings)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if args.in_memory:
+        import dagster as dg
+
+        instance = dg.DagsterInstance.ephemeral()
+    else:  # the runs are recorded in DAGSTER_HOME, so `make dev` shows them
+        instance = dagster_instance(settings.data_dir)
+    with SESSION.capture():
+        from rank_pipeline.defs.definitions import defs
+
+    end = today()
+    days = [end - timedelta(days=i) for i in range(args.days - 1, -1, -1)]
+    print(f"rank-pipeline demo: {len(days)} simulated days ({days[0]} .. {days[-1]}) "
+          f"from the embedded sandbox into {settings.data_dir}")
+    totals = Totals()
+    progress = Progress("daily job", "day", total=len(days))
+    try:
+        for i, day in enumerate(days):
+            run_partition(defs, instance, day, totals)
+            progress.update(i + 1, len(days), day=day.isoformat())
+    finally:
+        progress.close()
+    import duckdb
+
+    with duckdb.connect(str(settings.paths.published_db), read_only=True) as con:
+        print(f"\nwarehouse: {settings.paths.published_db}")
+        print(f"snapshots: {settings.paths.snapshot_store_uri}")
+        print_query(con, "ranking trends (marts.fct_keyword_rankings_daily, per day)", RANKING_TRENDS_QUERY)
+        print_query(con, "quota per billing cycle (marts.fct_quota_cycle_daily, latest day)", QUOTA_BURN_QUERY)
+    print(f"\nopen it: duckdb -readonly {settings.paths.published_db}   or the UI: make dev")
+    print(totals.line("Completed"))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    if settings.shard is not None:
+        raise UsageError(f"RANK_PIPELINE_SHARD={settings.shard} is for extraction workers: run `rank-pipeline "
+                         "extract` on each worker, then `rank-pipeline rebuild --from D --to D` once all shards "
+                         "committed (or unset RANK_PIPELINE_SHARD)")
+    day = check_partition(args.date or today())
+    source = _check_before_a_run(settings)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    instance = dagster_instance(settings.data_dir)
+    with SESSION.capture():
+        from rank_pipeline.defs.definitions import defs
+    totals = Totals()
+    print(f"rank-pipeline run: {day} from {source.describe()} into {settings.data_dir}", flush=True)
+    try:
+        run_partition(defs, instance, day, totals)
+    except Exception:
+        print(totals.line("Failed"), file=sys.stderr)
+        raise
+    print(totals.line("Completed"))
+    return 0
+
+
+def _check_before_a_run(settings):
+    """The source (:func:`rank_pipeline.steps.extract.check_source`) and the model engine, checked before
+    anything is written or a run starts; returns the source. Raises ConfigurationError or UsageError."""
+    from rank_pipeline.extract.source import Source
+    from rank_pipeline.models.engines import EngineSettings
+    from rank_pipeline.steps.extract import check_source
+
+    source = Source.from_settings(settings)
+    check_source(source, settings.paths)
+    try:
+        EngineSettings.from_env(data_dir=settings.data_dir)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return source
+
+
+def _to_stderr():
+    """A one-line writer to the real stderr, even while :meth:`SESSION.capture` redirects it."""
+    err = sys.stderr
+    return lambda message: print(message, file=err)
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from rank_pipeline.extract.source import Source
+    from rank_pipeline.steps.extract import check_source, extract_days
+
+    settings = load_settings()
+    day = check_partition(args.date or today())
+    source = Source.from_settings(settings)
+    check_source(source, settings.paths)  # a configuration error: one line, nothing written
+    progress = Progress(f"extract {day}", "list")
+
+    def on_progress(p) -> None:
+        progress.update(p.lists_done, p.lists_total, records=p.records, requests=p.requests, http429=p.rate_limited)
+
+    try:
+        note = _to_stderr()  # lock waits and leftovers are for the user; the day's detail for the log
+        with SESSION.capture():
+            (report,) = extract_days(source, settings.paths, day, holder="rank-pipeline extract", log=note,
+                                     detail=lambda message: SESSION.write(message, quiet=True),
+                                     on_progress=on_progress)
+    finally:
+        progress.close()
+    for resource, manifest in report.manifests.items():
+        print(f"{resource:12s} rows={manifest.row_count:>8d} complete={manifest.complete}")
+    requests = sum(a.requests for a in report.accounts.values())
+    limited = sum(a.rate_limited for a in report.accounts.values())
+    rows = sum(m.row_count for m in report.manifests.values())
+    if not report.complete:
+        incomplete = ", ".join(r for r, m in report.manifests.items() if not m.complete)
+        raise RunFailed(f"the snapshot of {day} is incomplete ({incomplete}): records shifted between pages "
+                        "faster than they could be re-read; run `rank-pipeline extract` again")
+    print(f"Completed: 1 day(s), {rows} snapshot rows, {requests} requests, {limited} 429s")
+    return 0
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    from rank_pipeline.sandbox import serve
+
+    serve(host=args.host, port=args.port, window_s=args.window_s)
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from rank_pipeline.models.engines import EngineSettings
+    from rank_pipeline.settings import models_dir
+    from rank_pipeline.steps.rebuild import RebuildError, rebuild
+
+    settings = load_settings()
+    try:
+        engine = EngineSettings.from_env(data_dir=settings.data_dir)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        # one writer per data folder: a run of the daily job waits for the rebuild, and the other way round
+        report = rebuild(settings.paths, models_dir(), args.first, args.last, full_refresh=args.full_refresh,
+                         engine=engine, holder="rank-pipeline rebuild", log=_to_stderr())
+    except RebuildError as exc:
+        if getattr(exc, "report", None):
+            raise RunFailed(str(exc)) from None
+        raise UsageError(str(exc)) from None
+    print(report.summary())
+    return 0

@@ -1,0 +1,109 @@
+"""In-process runs of the daily Dagster job for ``run`` and ``demo``: the instance, one partition's run, its
+totals for the summary line, the one-line reason of a failure, and the alert digest sent at the end."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from rank_pipeline.cli.errors import RunFailed
+from rank_pipeline.cli.output import SESSION
+
+
+@dataclass
+class Totals:
+    """What a ``run`` or ``demo`` did, for its summary line."""
+
+    days: int = 0
+    rows: int = 0
+    checks_passed: int = 0
+    checks_failed: int = 0
+    requests: int = 0
+    rate_limited: int = 0
+
+    def add(self, result) -> None:
+        self.days += 1
+        for event in result.get_asset_materialization_events():
+            materialization = event.event_specific_data.materialization
+            meta = materialization.metadata
+            if materialization.asset_key.path[0] == "snapshots":
+                self.rows += int(getattr(meta.get("rows"), "value", 0) or 0)
+                if materialization.asset_key.path[-1] == "usage":  # the run's totals are on every snapshot
+                    self.requests += int(getattr(meta.get("requests_total"), "value", 0) or 0)
+                    self.rate_limited += int(getattr(meta.get("rate_limited_total"), "value", 0) or 0)
+        for evaluation in result.get_asset_check_evaluations():
+            if evaluation.passed:
+                self.checks_passed += 1
+            else:
+                self.checks_failed += 1
+
+    def line(self, verdict: str) -> str:
+        return (f"{verdict}: {self.days} day(s), {self.rows} snapshot rows, checks {self.checks_passed} passed / "
+                f"{self.checks_failed} failed, {self.requests} requests, {self.rate_limited} 429s")
+
+
+def dagster_instance(data_dir: Path):
+    from rank_pipeline.defs.instance import open_instance
+
+    err = sys.stderr  # lock waits are for the user; storage warnings (PostgreSQL retries) for the log file
+    with SESSION.capture():
+        return open_instance(data_dir, log=lambda message: print(message, file=err))
+
+
+def _failure_reason(result) -> tuple[str, bool]:
+    """``(one line, is_configuration)`` explaining why a Dagster run failed."""
+    import dagster as dg
+
+    from rank_pipeline.defs.instance import error_line, innermost_error
+
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            error = innermost_error(event.event_specific_data.error)
+            message = error_line(error)
+            return f"step {event.step_key}: {message}", error is not None and error.cls_name == "ConfigurationError"
+    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    if failed:
+        names = ", ".join(f"{e.check_name} on {e.asset_key.to_user_string()}" for e in failed[:3])
+        return f"{len(failed)} check(s) failed ({names})", False
+    return "the run did not succeed", False
+
+
+def _send_alerts(instance, run_id: str) -> None:
+    """The run's alert digest to ``RANK_PIPELINE_ALERT_URLS`` (:func:`rank_pipeline.defs.sensors.send_run_digest`);
+    a failing destination is one warning on stderr, never a failed command."""
+    from rank_pipeline.defs.sensors import send_run_digest
+
+    warnings: list[str] = []
+    with SESSION.capture():
+        send_run_digest(instance, run_id, warn=warnings.append)
+    for message in warnings:
+        SESSION.write(f"warning: {message}")
+        print(f"warning: {message}", file=sys.stderr)
+
+
+def run_partition(defs, instance, day: date, totals: Totals) -> None:
+    """Run the daily job for ``day``; its log goes to the session's log file. Raises RunFailed."""
+    from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+    from rank_pipeline.settings import ConfigurationError
+
+    job = defs.resolve_job_def(DAILY_JOB_NAME)
+    run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    from rank_pipeline.defs.instance import lock_timeout_message, process_tags
+    from rank_pipeline.ops.history import LAUNCHED_BY_TAG
+
+    tags = {**process_tags(), LAUNCHED_BY_TAG: "cli"}  # ops.run_history's launched_by
+    with SESSION.capture():
+        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance, tags=tags,
+                                        run_config=run_config, raise_on_error=False)
+    totals.add(result)
+    _send_alerts(instance, result.run_id)
+    if not result.success:
+        if message := lock_timeout_message(result):
+            raise RunFailed(message)
+        reason, configuration = _failure_reason(result)
+        message = f"the daily job failed for {day}: {reason}"
+        if configuration:
+            raise ConfigurationError(message)
+        raise RunFailed(message)

@@ -1,0 +1,55 @@
+"""The one Dagster ``Definitions`` object, loaded by ``workspace.yaml`` (``dagster dev -w workspace.yaml``).
+
+Assets (all daily-partitioned, UTC):
+
+- ``snapshots/<endpoint>``: the day's Parquet snapshots (one extraction step for all endpoints);
+- ``raw/<endpoint>``: the raw DuckDB tables;
+- ``raw/keywords_file``: the keywords file (``RANK_PIPELINE_KEYWORDS_FILE``) planned against the day's
+  snapshot, with the asset check ``matches_tracked_keywords`` when the file is set;
+- ``seeds/*``, ``staging/*``, ``marts/*``: the SQL models of ``dbt_like_sql/``, each test an asset check;
+- ``ops/run_history``: the warehouse's record of its own runs (``ops.run_history``, kept across rebuilds);
+- ``warehouse/published``: the file analysts open.
+
+Every mart and ``warehouse/published`` carries a freshness policy (``RANK_PIPELINE_FRESHNESS_HOURS``,
+:mod:`rank_pipeline.defs.freshness`); the alert sensors ``alerts_on_run_success``,
+``alerts_on_run_failure`` and ``alerts_on_stale_assets`` send digests to ``RANK_PIPELINE_ALERT_URLS``
+(:mod:`rank_pipeline.defs.sensors`).
+
+The schedule ``daily_rank_pipeline_schedule`` is on (cron and time zone are settings,
+:func:`rank_pipeline.defs.jobs.build_daily_schedule`); the sensor ``fail_dead_runs_sensor`` marks killed
+runs failed (:mod:`rank_pipeline.defs.run_monitoring`). Schedule and sensors need ``dagster-daemon``.
+
+The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
+(:mod:`rank_pipeline.settings`). The ``model_engine`` resource says which engine builds the seeds and
+models: DuckDB, or Spark with ``RANK_PIPELINE_ENGINE=spark`` (its master and warehouse URI are resource
+settings too, shown in the UI; :class:`rank_pipeline.defs.resources.ModelEngineResource`).
+"""
+
+import dagster as dg
+
+from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.freshness import is_watched, with_freshness_policies
+from rank_pipeline.defs.history import build_run_history_asset
+from rank_pipeline.defs.jobs import daily_job, daily_schedule, rebuild_full_refresh_job, rebuild_job
+from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
+from rank_pipeline.defs.model_assets import build_model_assets
+from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
+from rank_pipeline.defs.run_monitoring import fail_dead_runs_sensor
+from rank_pipeline.defs.sensors import build_alert_sensors
+from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
+from rank_pipeline.settings import Settings
+
+_model_assets, _model_keys = build_model_assets()
+_assets = with_freshness_policies([
+    extract_snapshots, load_raw_tables, build_keywords_file_asset(Settings.from_env().keywords_file),
+    *_model_assets, build_run_history_asset(_model_keys, list(RAW_KEYS.values())), build_publish_asset(_model_keys),
+])
+_watched = [key for a in _assets for key in a.keys if is_watched(key)]
+
+defs = dg.Definitions(
+    assets=_assets,
+    jobs=[daily_job, rebuild_job, rebuild_full_refresh_job],
+    schedules=[daily_schedule],
+    sensors=[*build_alert_sensors(_watched), fail_dead_runs_sensor],
+    resources={"source": source_from_env(), "warehouse": warehouse_from_env(), "model_engine": model_engine_from_env()},
+)

@@ -1,0 +1,108 @@
+"""Typed records of what an extraction did: the snapshot manifest and the extraction report's parts.
+
+- :class:`ListsReport`: one account's lists of one resource on one day (what was expected, delivered,
+  excluded, which parents were missing, which lists could not be proven complete), written into the
+  manifest under ``accounts``;
+- :class:`SnapshotManifest`: ``_manifest.json`` of one committed snapshot (docs/architecture.md,
+  "Snapshots");
+- :class:`AccountStats` / :class:`KeyStats`: one account's request statistics in
+  :class:`~rank_pipeline.extract.day.ExtractionReport` (never a key's value: keys are named by position).
+
+The manifest is written as the same JSON as before these types existed (``indent=2``, sorted keys, the
+date and time as ISO strings, only the fields that were set), and any manifest ever written is read
+back, unknown keys included (``extra="allow"``), so existing snapshot folders stay readable.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+__all__ = ["AccountStats", "KeyStats", "ListsReport", "SnapshotManifest"]
+
+
+class ListsReport(BaseModel):
+    """One account's lists of one resource on one day (spec "Limits" rules 4-6 for completeness).
+
+    Counts are records; ``passes`` is the largest number of passes one list needed;
+    ``missing_parents``: parent ids whose child list answered 404 (deleted during the run);
+    ``incomplete_lists``: parent ids (or paths, for top-level lists) of the lists not proven complete;
+    ``rows``: rows written to the snapshot for this account (set at commit).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    complete: bool = True
+    expected: int = 0
+    delivered: int = 0
+    lists: int = 0
+    pages: int = 0
+    passes: int = 0
+    excluded: int = 0
+    missing_parents: list[str] = Field(default_factory=list)
+    incomplete_lists: list[str] = Field(default_factory=list)
+    rows: int | None = None
+
+
+class SnapshotManifest(BaseModel):
+    """``_manifest.json``: what one committed snapshot of one resource and day holds.
+
+    ``files`` are the Parquet file names in the snapshot folder; ``row_count`` all accounts' rows;
+    ``complete`` is true when every account's lists were proven complete; ``accounts`` maps each account
+    name to its :class:`ListsReport`.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    resource: str
+    snapshot_date: date
+    schema_version: int
+    row_count: int
+    files: list[str]
+    written_at: datetime
+    complete: bool
+    accounts: dict[str, ListsReport] = Field(default_factory=dict)
+    shard: str | None = None
+    """``"i/n"`` in the manifest one shard worker wrote (:mod:`rank_pipeline.snapshots.shards`); unset otherwise."""
+    shards: int | None = None
+    """How many shard manifests a day's manifest was merged from (set only by :func:`read_manifest`)."""
+
+    @field_serializer("written_at")
+    def _iso(self, value: datetime) -> str:  # datetime.isoformat(), as manifests were always written
+        return value.isoformat()
+
+    def to_json(self) -> str:
+        """The manifest as written to disk (sorted keys, two-space indent, only the fields set)."""
+        return json.dumps(self.model_dump(mode="json", exclude_unset=True), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SnapshotManifest:
+        """Parse a manifest (any version written so far).
+
+        Raises:
+            pydantic.ValidationError: the text is not a manifest.
+        """
+        return cls.model_validate_json(text)
+
+
+class KeyStats(BaseModel):
+    """One key of an account's key list, by position (1-based), never by value."""
+
+    position: int
+    requests: int
+    rate_limited: int
+    rejected: int
+    dropped: bool
+
+
+class AccountStats(BaseModel):
+    """One account's requests in a run: totals, time spent (seconds) and the rate achieved per minute."""
+
+    requests: int
+    retries: int
+    rate_limited: int
+    elapsed_s: float
+    achieved_rate_per_min: float
+    keys: list[KeyStats] = Field(default_factory=list)

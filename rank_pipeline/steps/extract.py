@@ -1,0 +1,87 @@
+"""Extract days from the source into the snapshots: the step behind ``rank-pipeline extract`` and the
+Dagster asset ``extract_snapshots`` alike.
+
+:func:`extract_days` holds the data folder's writer lock (:func:`rank_pipeline.warehouse.locks.hold_writer`:
+re-entrant, so a Dagster run that already holds it for the whole run just goes on), and per day opens the
+source (:meth:`rank_pipeline.extract.source.Source.open`: the data folder's recorded source, the keys,
+the accounts' identity) and runs the extraction (:func:`rank_pipeline.extract.day.run_extraction`) with
+the source's shard and its checkpoint id, so a retry in a new process resumes from the checkpoints of
+the failed one (:mod:`rank_pipeline.extract.resume`). :func:`check_source` is what a caller runs before
+starting anything: every configuration error of the source, in one line, before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, timedelta
+
+from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport, run_extraction
+from rank_pipeline.extract.source import Source
+from rank_pipeline.settings import ConfigurationError, DataPaths
+from rank_pipeline.warehouse.locks import hold_writer
+
+__all__ = ["check_source", "extract_days"]
+
+
+def check_source(source: Source, paths: DataPaths) -> None:
+    """Refuse a source that cannot work, before a run starts (:meth:`Source.validate`: base URL, host
+    name, keys, the data folder's recorded source). Nothing is written and no request is sent.
+
+    Raises:
+        ConfigurationError: one line naming what to set.
+    """
+    source.validate(paths.data_dir)
+
+
+def _days(source: Source, first: date, last: date) -> list[date]:
+    if last < first:
+        raise ConfigurationError(f"cannot extract {first} .. {last}: the first day is after the last; swap them")
+    if first != last and not source.uses_sandbox:
+        raise ConfigurationError(
+            f"cannot extract {first} .. {last}: the vendor API only tells the present, one day per run. "
+            "To rebuild past days from their snapshots, backfill the job rebuild_from_snapshots "
+            "(or run `rank-pipeline rebuild --from D --to D`)")
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def extract_days(source: Source, paths: DataPaths, first: date, last: date | None = None, *,
+                 holder: str = "an extraction", log: Callable[[str], object] | None = None,
+                 detail: Callable[[str], object] | None = None,
+                 on_progress: Callable[[ExtractionProgress], None] | None = None) -> list[ExtractionReport]:
+    """Extract ``first .. last`` (default: the one day ``first``) from ``source`` into the snapshots.
+
+    Args:
+        source: the source (:meth:`Source.from_settings`), its accounts, pacing and shard.
+        paths: the data folder and where its snapshots live.
+        first, last: the days (UTC); a range only from the embedded sandbox, which plays each day.
+        holder: who holds the writer lock, shown to a run that waits for it.
+        log: where a wait for the writer lock and the removal of leftovers are told (the user).
+        detail: a few lines per day (what is extracted, lists resumed, the outcome per account); None: silent.
+        on_progress: the running counters of the day being extracted.
+
+    Returns:
+        One :class:`~rank_pipeline.extract.day.ExtractionReport` per day, in order.
+
+    Raises:
+        ConfigurationError: a range of days from the vendor API, or a source refused when opened.
+        rank_pipeline.warehouse.locks.LockTimeout: another run holds the data folder.
+        rank_pipeline.api.RankTrackerError, rank_pipeline.extract.day.ExtractionError: the day failed;
+            nothing of it was committed, its finished lists stay checkpointed for a retry.
+    """
+    say = detail or (lambda message: None)
+    days = _days(source, first, last or first)
+    reports = []
+    with hold_writer(paths.data_dir, holder=holder, log=log):
+        for day in days:
+            opened = source.open(day, paths.data_dir, snapshots_uri=paths.snapshot_store_uri)
+            say(f"extracting {day} from {source.describe()} for {len(opened.accounts)} account(s)")
+            report = run_extraction(opened.base_url, opened.accounts, day, paths.snapshot_store_uri,
+                                    config=source.client_config, on_progress=on_progress,
+                                    source_id=source.checkpoint_id, shard=source.shard)
+            if report.resumed_lists:
+                say(f"resumed {report.resumed_lists} list(s) from the checkpoints of an earlier run of {day}")
+            requests = sum(a.requests for a in report.accounts.values())
+            say(f"extracted {day} in {report.elapsed_s:.1f} s: {requests} requests, complete={report.complete}; "
+                f"per account: { {n: a.model_dump() for n, a in report.accounts.items()} }")
+            reports.append(report)
+    return reports

@@ -1,0 +1,24 @@
+"""Publish the build: the step behind the Dagster asset ``warehouse/published`` and the end of a rebuild.
+
+DuckDB copies the build file over the published one atomically
+(:meth:`rank_pipeline.warehouse.database.Warehouse.publish`); Spark has nothing to copy (its tables are
+written where readers find them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rank_pipeline.models.engines import ModelEngine
+
+__all__ = ["publish"]
+
+
+def publish(engine: ModelEngine) -> Path | None:
+    """Make the engine's build visible to readers; the published file, or None when the tables are
+    already in place (``engine.written_to``).
+
+    Raises:
+        rank_pipeline.warehouse.database.PublishError: the copy failed; the published file is untouched.
+    """
+    return engine.publish()

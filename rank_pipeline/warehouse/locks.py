@@ -1,0 +1,290 @@
+"""Run housekeeping for one data folder: locks the OS releases when a run dies, and leftovers' removal.
+
+Implements docs/architecture.md, "Operations: one writer per data folder".
+No Dagster here: :func:`hold_writer` (the lock, then the leftovers) is entered by the step functions
+of :mod:`rank_pipeline.steps` and, for a whole Dagster run, by the ``warehouse`` resource
+(:class:`rank_pipeline.defs.resources.WarehouseResource`).
+
+Locks
+    A lock is an exclusive ``fcntl.flock`` on a file under ``<data_dir>/.locks/``. The kernel drops it
+    when the holding process exits, however it exits (``kill -9``, OOM, a pre-empted container), so a
+    dead run never blocks the next one and nothing has to be "freed". While held, the file holds one
+    JSON line describing the holder (pid, host, purpose, since); it is emptied on release. Within one
+    process the lock is re-entrant for the thread that holds it.
+
+    A process that finds the lock held logs one line saying what it waits for and who holds it, polls,
+    and gives up after ``timeout_s`` (default 3600, environment variable ``RANK_PIPELINE_LOCK_TIMEOUT_S``,
+    read by :func:`rank_pipeline.settings.lock_timeout_from_env`; ``0`` refuses at once) with
+    :class:`LockTimeout`, whose message is one line.
+
+    Two locks exist: ``writer`` (the snapshots and the DuckDB files of the data folder: extraction,
+    load, models, publish; one run at a time) and ``instance`` (creating the Dagster instance's SQLite
+    storage, held for a moment by the command line).
+
+Leftovers (:func:`remove_leftovers`)
+    A run killed mid-way can leave ``<snapshots>/<resource>/.staging-snapshot_date=*`` (a snapshot being
+    written), ``.replaced-snapshot_date=*`` (the previous snapshot of a day being replaced: restored
+    when the day's folder is missing, as a kill between the two renames of a commit leaves it) and
+    ``.warehouse.duckdb.<id>.tmp`` (a publication being copied). They are removed at the next start,
+    by the process holding the ``writer`` lock, so none of them can belong to a live run.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rank_pipeline.settings import LOCK_TIMEOUT_ENV, DataPaths, lock_timeout_from_env
+
+__all__ = [
+    "LOCK_DIR_NAME",
+    "DataFolderLock",
+    "LockTimeout",
+    "lock_timeout_from_env",
+    "hold_writer",
+    "remove_leftovers",
+    "writer_lock",
+]
+
+log = logging.getLogger(__name__)
+
+LOCK_DIR_NAME = ".locks"
+"""Folder of the lock files, under the data folder."""
+
+WRITER = "writer"
+INSTANCE = "instance"
+
+_PURPOSES = {
+    WRITER: "the data folder's writer lock (one run at a time extracts, loads, builds and publishes)",
+    INSTANCE: "the Dagster instance lock (creating its SQLite storage)",
+}
+
+
+class LockTimeout(RuntimeError):
+    """The lock stayed held by another process for longer than the timeout; the message is one line."""
+
+
+@dataclass
+class _Held:
+    fd: int
+    thread: int
+    depth: int
+
+
+_held: dict[str, _Held] = {}
+_held_guard = threading.Lock()
+
+
+class DataFolderLock:
+    """An exclusive, OS-released lock named ``name`` on the data folder ``data_dir``.
+
+    Use as a context manager (or :meth:`acquire` / :meth:`release`).
+
+    Args:
+        data_dir: the data folder (``RANK_PIPELINE_DATA_DIR``); created if missing.
+        name: ``"writer"`` or ``"instance"`` (any other name is allowed: ``<data_dir>/.locks/<name>.lock``).
+        timeout_s: seconds to wait when held elsewhere; None reads :func:`lock_timeout_from_env`.
+        holder: a short description of this process's purpose, shown to processes that wait.
+        log: called with the one-line message when waiting (default: this module's logger, INFO).
+        poll_s: seconds between attempts while waiting.
+
+    Raises:
+        LockTimeout: on :meth:`acquire`, still held elsewhere after ``timeout_s``.
+        ConfigurationError: a malformed ``RANK_PIPELINE_LOCK_TIMEOUT_S``.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        name: str = WRITER,
+        *,
+        timeout_s: float | None = None,
+        holder: str = "",
+        log: Callable[[str], object] | None = None,
+        poll_s: float = 0.2,
+    ) -> None:
+        self.data_dir = Path(data_dir).resolve()
+        self.name = name
+        self.path = self.data_dir / LOCK_DIR_NAME / f"{name}.lock"
+        self.timeout_s = lock_timeout_from_env() if timeout_s is None else float(timeout_s)
+        self.holder = holder
+        self._log = log or _default_log
+        self.poll_s = poll_s
+        self._acquired = False
+        self.reentered = False
+        """True when this thread already held the lock (an outer holder took care of the leftovers)."""
+
+    @property
+    def purpose(self) -> str:
+        return _PURPOSES.get(self.name, f"the {self.name} lock")
+
+    def acquire(self) -> DataFolderLock:
+        key = str(self.path)
+        me = threading.get_ident()
+        with _held_guard:
+            held = _held.get(key)
+            if held is not None and held.thread == me:
+                held.depth += 1
+                self._acquired = self.reentered = True
+                return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._wait_for(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "holder": self.holder,
+                "since": datetime.now(UTC).isoformat(timespec="seconds")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        with _held_guard:
+            _held[key] = _Held(fd, me, 1)
+        self._acquired, self.reentered = True, False
+        return self
+
+    def _wait_for(self, fd: int) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        next_note = 0.0
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise
+            now = time.monotonic()
+            who = self._describe_holder(fd)
+            if now >= deadline:
+                if self.timeout_s == 0:
+                    raise LockTimeout(
+                        f"{self.data_dir} is in use by {who}: another run holds {self.purpose}; "
+                        f"retry when it has finished (or set {LOCK_TIMEOUT_ENV} to wait for it)"
+                    )
+                raise LockTimeout(
+                    f"gave up after {self.timeout_s:g} s waiting for {self.purpose} on {self.data_dir}, "
+                    f"held by {who}; let that run finish (or end it) and retry, or raise {LOCK_TIMEOUT_ENV}"
+                )
+            if now >= next_note:
+                self._log(
+                    f"waiting for {self.purpose} on {self.data_dir}, held by {who} "
+                    f"(giving up after {self.timeout_s:g} s; {LOCK_TIMEOUT_ENV})"
+                )
+                next_note = now + 60.0
+            time.sleep(min(self.poll_s, max(deadline - now, 0.0)))
+
+    def _describe_holder(self, fd: int) -> str:
+        try:
+            info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+        except (OSError, ValueError):
+            info = {}
+        if not isinstance(info, dict) or "pid" not in info:
+            return "another process"
+        what = f" ({info['holder']})" if info.get("holder") else ""
+        return f"pid {info['pid']} on {info.get('host', '?')}{what} since {info.get('since', '?')}"
+
+    def release(self) -> None:
+        if not self._acquired:
+            return
+        self._acquired = False
+        with _held_guard:
+            held = _held[str(self.path)]
+            held.depth -= 1
+            if held.depth:
+                return
+            del _held[str(self.path)]
+        try:
+            os.ftruncate(held.fd, 0)
+            fcntl.flock(held.fd, fcntl.LOCK_UN)
+        finally:
+            os.close(held.fd)
+
+    def __enter__(self) -> DataFolderLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _default_log(message: str) -> None:
+    log.info(message)
+
+
+def writer_lock(data_dir: Path | str, *, holder: str = "", log: Callable[[str], object] | None = None,
+                timeout_s: float | None = None) -> DataFolderLock:
+    """The data folder's ``writer`` lock (see the module docstring); enter it before writing anything."""
+    return DataFolderLock(data_dir, WRITER, holder=holder, log=log, timeout_s=timeout_s)
+
+
+@contextmanager
+def hold_writer(data_dir: Path | str, *, holder: str = "", log: Callable[[str], object] | None = None,
+                timeout_s: float | None = None) -> Iterator[DataFolderLock]:
+    """Hold the data folder's ``writer`` lock for the ``with`` block and, when this is the outermost
+    hold in this thread, first remove what dead runs left (:func:`remove_leftovers`). What every step
+    that writes the data folder enters (:mod:`rank_pipeline.steps`, the Dagster ``warehouse`` resource).
+
+    Raises:
+        LockTimeout: still held by another process after ``timeout_s`` (one line).
+    """
+    with writer_lock(data_dir, holder=holder, log=log, timeout_s=timeout_s) as lock:
+        if not lock.reentered:
+            remove_leftovers(data_dir, log=log)
+        yield lock
+
+
+def instance_lock(data_dir: Path | str, *, log: Callable[[str], object] | None = None,
+                  timeout_s: float | None = None) -> DataFolderLock:
+    """The ``instance`` lock: hold it while creating or opening the Dagster instance's storage."""
+    return DataFolderLock(data_dir, INSTANCE, holder="opening the Dagster instance", log=log, timeout_s=timeout_s)
+
+
+def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | None = None) -> list[Path]:
+    """Remove (or restore) what dead runs left in ``data_dir``; returns the paths handled.
+
+    Call only while holding the ``writer`` lock (:func:`writer_lock`), so nothing found belongs to a
+    live run. See the module docstring for what is removed; a ``.replaced-`` folder whose day has no
+    committed snapshot any more is renamed back to that day instead of being removed.
+    """
+    say = log or _default_log
+    paths = DataPaths(Path(data_dir))
+    handled: list[Path] = []
+    snapshots = paths.snapshot_store_uri
+    if isinstance(snapshots, Path) and snapshots.is_dir():  # on an object store nothing is staged to remove
+        for resource_dir in sorted(p for p in snapshots.iterdir() if p.is_dir()):
+            for child in sorted(resource_dir.iterdir()):
+                if child.name.startswith(".replaced-snapshot_date="):
+                    day = child.name[len(".replaced-"):].rsplit("-", 1)[0]
+                    final = resource_dir / day
+                    if not final.exists() and child.is_dir():
+                        os.replace(child, final)
+                        say(f"restored {final} from {child.name} (a run died while replacing it)")
+                        handled.append(child)
+                        continue
+                elif not child.name.startswith(".staging-snapshot_date="):
+                    continue
+                if child.is_dir():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+                handled.append(child)
+    published = paths.published_db
+    if published.parent.is_dir():
+        for tmp in sorted(published.parent.glob(f".{published.name}.*.tmp")):
+            tmp.unlink(missing_ok=True)
+            handled.append(tmp)
+    if handled:
+        say(f"removed {len(handled)} leftover(s) of interrupted runs in {data_dir}: "
+            + ", ".join(p.name for p in handled[:5]) + (" ..." if len(handled) > 5 else ""))
+    return handled

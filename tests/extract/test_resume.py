@@ -1,0 +1,190 @@
+"""Resume (issue 12 item 2): an extraction killed with ``kill -9`` at about 80 % of its requests,
+retried for the same day, re-fetches only the lists it did not finish.
+
+The extraction runs in a child process against the sandbox served over real HTTP by this process;
+the sandbox counts the requests (``/_sandbox/stats``), the referee of the cost of the retry, and its
+``World`` is the referee of the records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import date
+
+import httpx
+import pytest
+
+from rank_pipeline.api import ClientConfig
+from rank_pipeline.extract.day import AccountSource, extract_day
+from rank_pipeline.extract.resume import ResumeArea, resume_dir
+from rank_pipeline.sandbox import AccountSpec, RateLimits, SandboxServer, World, WorldConfig, create_app
+from rank_pipeline.snapshots.parquet import ENDPOINTS, read_snapshot
+
+pytestmark = pytest.mark.xdist_group("resume")
+
+DAY = date(2026, 11, 21)
+RATE = 150  # per 1-second window
+CONFIG = dict(per_key_limit=RATE, per_ip_limit=2 * RATE, window_s=1.0, max_retry_s=5.0, max_in_flight=4)
+
+_CHILD = textwrap.dedent("""
+    import os, sys
+    from datetime import date
+    from rank_pipeline.api import ClientConfig
+    from rank_pipeline.extract.day import AccountSource, run_extraction
+    config = ClientConfig(**eval(os.environ["TEST_CONFIG"]))
+    run_extraction(sys.argv[1], [AccountSource("acme", os.environ["TEST_KEY"])], date.fromisoformat(sys.argv[2]),
+                   sys.argv[3], config=config, source_id="sandbox-under-test")
+""")
+
+
+def _world(domains: int = 100) -> World:
+    spec = AccountSpec("acme", domains=domains, keywords_per_domain=(5, 15))
+    return World(WorldConfig(seed=31, accounts=(spec,)), today=DAY)
+
+
+def _requests(base_url: str) -> int:
+    stats = httpx.get(f"{base_url}/_sandbox/stats").json()
+    return sum(ip["requests"] for ip in stats["ips"].values())
+
+
+def _reset(base_url: str) -> None:
+    httpx.post(f"{base_url}/_sandbox/stats/reset?limits=true")
+
+
+def _extract(base_url: str, key: str, data_dir, resume: bool = True):
+    return asyncio.run(extract_day(base_url, [AccountSource("acme", key)], DAY, data_dir, resume=resume,
+                                   config=ClientConfig(**CONFIG), source_id="sandbox-under-test"))
+
+
+def _rows(data_dir) -> set[tuple]:
+    return {(resource, r["account"], r["parent_id"], r["id"])
+            for resource in ENDPOINTS for r in read_snapshot(data_dir, resource, DAY).to_pylist()}
+
+
+def _kill_at(base_url: str, key: str, data_dir, threshold: int) -> int:
+    env = {**os.environ, "TEST_KEY": key, "TEST_CONFIG": repr(CONFIG)}
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, base_url, DAY.isoformat(), str(data_dir)], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while _requests(base_url) < threshold:
+            assert child.poll() is None, f"the child ended before the kill: {child.stderr.read().decode()[-2000:]}"
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    return _requests(base_url)
+
+
+def test_a_run_killed_at_80_percent_is_retried_for_at_most_25_percent_of_the_requests(tmp_path):
+    world = _world()
+    key = world.account("acme").api_key
+    app = create_app(world, limits=RateLimits(per_key=RATE, per_ip=2 * RATE, window_s=1.0))
+    with SandboxServer(app) as server:
+        full = _extract(server.base_url, key, tmp_path / "full", resume=False)  # the same requests, faster
+        full_requests = _requests(server.base_url)
+        _reset(server.base_url)
+
+        killed_at = _kill_at(server.base_url, key, tmp_path / "resumed", int(0.8 * full_requests))
+        assert resume_dir(tmp_path / "resumed", DAY).is_dir()  # the checkpoints outlive the kill
+        _reset(server.base_url)
+
+        retry = _extract(server.base_url, key, tmp_path / "resumed")
+        retry_requests = _requests(server.base_url)
+    assert full.complete and retry.complete and full.resumed_lists == 0
+    assert killed_at < full_requests  # it really died before the end
+    assert retry.resumed_lists > 0
+    assert retry_requests <= 0.25 * full_requests, (retry_requests, full_requests, killed_at)
+    # the combined result is the full run's, and the world's
+    assert _rows(tmp_path / "resumed") == _rows(tmp_path / "full")
+    domains = world.domains(world.account("acme").account_id)
+    keywords = {r["id"] for r in read_snapshot(tmp_path / "resumed", "keywords", DAY).to_pylist()}
+    assert keywords == {k for d in domains for k in world.keyword_ids(d["id"])}
+    # the day committed: its checkpoints are gone, nothing else is left behind
+    assert not resume_dir(tmp_path / "resumed", DAY).exists()
+
+
+def test_a_list_whose_parent_changed_is_read_again_and_checkpoints_serve_one_source_and_day(tmp_path):
+    world = _world(domains=30)
+    key = world.account("acme").api_key
+    account_id = world.account("acme").account_id
+    app = create_app(world, limits=RateLimits(per_key=RATE, per_ip=2 * RATE, window_s=1.0))
+    with SandboxServer(app) as server:
+        _kill_at(server.base_url, key, tmp_path, 40)
+        area = ResumeArea(tmp_path, DAY, "sandbox-under-test")
+        finished = [e for e in area.finished.values() if '"keywords"' in e["key"]]
+        assert finished
+        changed = next(d["id"] for d in world.domains(account_id) if d["id"] in finished[0]["key"])
+        original = world.domains
+
+        def domains(account, day=None):  # the domain was renamed between the kill and the retry
+            out = original(account, day)
+            for d in out:
+                if d["id"] == changed:
+                    d["attributes"]["projectName"] = "renamed"
+            return out
+
+        world.domains = domains
+        retry = _extract(server.base_url, key, tmp_path)
+    lists = {r.path: r for r in retry.lists["acme"]}
+    assert lists[f"/v1/domains/{changed}/keywords"].pages > 0  # read again, not taken from the checkpoint
+    assert retry.resumed_lists > 0 and retry.complete
+
+    # another source (or schema) empties the folder: nothing of it is reused
+    other = ResumeArea(tmp_path / "x", DAY, "https://api.one.example")
+    other.finish("k", other.spool("keywords"), {"parent": None, "total_count": 0, "delivered": 0, "passes": 1})
+    assert ResumeArea(tmp_path / "x", DAY, "https://api.one.example").finished
+    assert not ResumeArea(tmp_path / "x", DAY, "https://api.two.example").finished
+    assert not ResumeArea(tmp_path / "x", date(2026, 11, 22), "https://api.one.example").finished
+
+
+def _cli(data_dir, *args: str, env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
+    """``rank-pipeline extract`` (the installed command) on the embedded sandbox, settings in the environment."""
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "rank-pipeline"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
+    full.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
+    return subprocess.Popen([*cmd, "extract", "--date", DAY.isoformat(), *args], env=full, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+
+
+def _completed(child: subprocess.Popen) -> int:
+    """The requests of a finished ``rank-pipeline extract`` (its last line), asserting it succeeded."""
+    out, err = child.communicate(timeout=240)
+    assert child.returncode == 0, out + err
+    line = out.strip().splitlines()[-1]
+    assert line.startswith("Completed: 1 day(s), "), line
+    return int(line.split(" snapshot rows, ")[1].split(" requests")[0])
+
+
+def test_the_extract_command_retried_in_a_new_process_reuses_the_checkpoints_of_the_killed_one(tmp_path):
+    """On the embedded sandbox, whose port changes with every process, ``rank-pipeline extract`` killed
+    mid-way and run again re-fetches only the lists the first process did not finish."""
+    full = _completed(_cli(tmp_path / "full"))
+    # the same day, paced slowly enough to be killed once a few lists are checkpointed
+    slow = {"RANK_TRACKER_RATE_PER_KEY": "6", "RANK_TRACKER_RATE_PER_IP": "12", "RANK_TRACKER_RATE_WINDOW_S": "3"}
+    child = _cli(tmp_path / "retried", env=slow)
+    lists = resume_dir(tmp_path / "retried" / "snapshots", DAY) / "lists.jsonl"
+    try:
+        deadline = time.monotonic() + 180
+        while not (lists.is_file() and len(lists.read_text().splitlines()) >= 3):
+            assert child.poll() is None, f"the extraction ended before the kill: {child.stderr.read()[-2000:]}"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait()
+    checkpointed = len(lists.read_text().splitlines())
+    retry = _completed(_cli(tmp_path / "retried"))
+    assert retry <= full - checkpointed, (retry, full, checkpointed)  # each checkpointed list is one request or more
+    assert _rows(tmp_path / "retried" / "snapshots") == _rows(tmp_path / "full" / "snapshots")
+    assert not resume_dir(tmp_path / "retried" / "snapshots", DAY).exists()  # spent once the day committed

@@ -1,0 +1,114 @@
+"""Snapshot writer and reader (docs/architecture.md, "Snapshots")."""
+
+from datetime import date
+
+import pyarrow.parquet as pq
+import pytest
+
+from rank_pipeline.snapshots.parquet import (
+    SnapshotError,
+    SnapshotWriter,
+    list_snapshot_dates,
+    partition_dir,
+    read_manifest,
+    read_snapshot,
+)
+
+DAY = date(2026, 11, 21)
+
+
+def _domain(i):
+    return {
+        "id": f"d-{i}",
+        "type": "domain",
+        "attributes": {"domain": f"ex{i}.com", "host": f"www.ex{i}.com", "matchType": "any",
+                       "projectName": f"P{i}", "unshownField": {"nested": i}},
+    }
+
+
+def test_write_commit_read_roundtrip_keeps_full_attributes(tmp_path):
+    w = SnapshotWriter(tmp_path, "domains", DAY, row_group_size=3)
+    w.write("acme", [_domain(i) for i in range(7)])
+    w.write("globex", [_domain(100)])
+    w.set_report("acme", {"complete": True, "expected": 7, "delivered": 7})
+    manifest = w.commit()
+    table = read_snapshot(tmp_path, "domains", DAY)
+    assert table.num_rows == 8 == manifest.row_count
+    rows = {r["id"]: r for r in table.to_pylist()}
+    assert rows["d-3"]["match_type"] == "any" and rows["d-3"]["host"] == "www.ex3.com"
+    assert '"unshownField":{"nested":3}' in rows["d-3"]["attributes"]
+    assert rows["d-100"]["account"] == "globex"
+    assert manifest.accounts["acme"].rows == 7 and manifest.complete is True
+    # row groups bound memory: 7 acme rows at 3 per group -> at least 3 row groups
+    acme_file = partition_dir(tmp_path, "domains", DAY) / manifest.files[0]
+    assert pq.ParquetFile(acme_file).num_row_groups >= 3
+    assert list_snapshot_dates(tmp_path, "domains") == [DAY]
+
+
+def test_abort_leaves_previous_snapshot_intact(tmp_path):
+    first = SnapshotWriter(tmp_path, "domains", DAY)
+    first.write("acme", [_domain(1)])
+    first.commit()
+    second = SnapshotWriter(tmp_path, "domains", DAY)
+    second.write("acme", [_domain(2), _domain(3)])
+    second.abort()
+    assert [r["id"] for r in read_snapshot(tmp_path, "domains", DAY).to_pylist()] == ["d-1"]
+    assert not [p for p in (tmp_path / "domains").iterdir() if p.name.startswith(".")]
+
+
+def test_recommit_same_day_replaces_whole_snapshot(tmp_path):
+    for ids in ([1, 2, 3], [4]):
+        w = SnapshotWriter(tmp_path, "domains", DAY)
+        w.write("acme", [_domain(i) for i in ids])
+        w.commit()
+    assert [r["id"] for r in read_snapshot(tmp_path, "domains", DAY).to_pylist()] == ["d-4"]
+
+
+def test_incomplete_account_marks_manifest_incomplete(tmp_path):
+    w = SnapshotWriter(tmp_path, "keywords", DAY)
+    w.write("acme", [{"id": "k1", "type": "keyword", "attributes": {"location": {"code": "2840"}}}], parent_id="d-1")
+    w.set_report("acme", {"complete": False, "expected": 2, "delivered": 1})
+    w.commit()
+    manifest = read_manifest(tmp_path, "keywords", DAY)
+    assert manifest.complete is False
+    row = read_snapshot(tmp_path, "keywords", DAY).to_pylist()[0]
+    assert row["location_code"] == "2840" and row["parent_id"] == "d-1"
+
+
+def test_account_without_records_still_has_a_file(tmp_path):
+    w = SnapshotWriter(tmp_path, "tags", DAY)
+    w.set_report("acme", {"complete": True, "expected": 0, "delivered": 0})
+    manifest = w.commit()
+    assert manifest.files == ["part-acme-0000.parquet"]
+    assert read_snapshot(tmp_path, "tags", DAY).num_rows == 0
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    with pytest.raises(SnapshotError, match="unknown resource"):
+        SnapshotWriter(tmp_path, "serps", DAY)
+    w = SnapshotWriter(tmp_path, "tags", DAY)
+    with pytest.raises(SnapshotError, match="account name"):
+        w.write("../etc", [])
+    with pytest.raises(SnapshotError, match="extract that day first"):
+        read_manifest(tmp_path, "tags", date(2020, 1, 1))
+
+
+def test_excluded_ids_are_dropped_at_commit_across_row_groups_and_accounts(tmp_path):
+    from datetime import date as _date
+
+    from rank_pipeline.snapshots.parquet import SnapshotWriter, read_snapshot
+
+    day = _date(2026, 11, 21)
+    writer = SnapshotWriter(tmp_path, "keywords", day, row_group_size=3)
+    rows = [{"id": f"k{i}", "type": "keyword", "attributes": {}} for i in range(10)]
+    writer.write("acme", rows, parent_id="d1")
+    writer.write("acme", rows[:2], parent_id="d2")  # same ids under another parent stay
+    writer.write("globex", rows, parent_id="d1")
+    writer.exclude("acme", ["k1", "k7"], parent_id="d1")
+    writer.set_report("acme", {"complete": True})
+    manifest = writer.commit()
+    table = read_snapshot(tmp_path, "keywords", day).to_pylist()
+    acme = sorted((r["parent_id"], r["id"]) for r in table if r["account"] == "acme")
+    assert acme == sorted([("d1", f"k{i}") for i in range(10) if i not in (1, 7)] + [("d2", "k0"), ("d2", "k1")])
+    assert sum(r["account"] == "globex" for r in table) == 10
+    assert manifest.accounts["acme"].rows == 10 and manifest.row_count == 20

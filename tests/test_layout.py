@@ -1,0 +1,79 @@
+"""The package tree reads as the pipeline's stages, and imports only go down (docs/architecture.md).
+
+Stages, lowest first: ``settings`` < ``api`` < ``sandbox`` < ``snapshots`` < ``extract`` < ``warehouse`` <
+``models`` < ``steps`` < ``ops``, ``keywords`` < ``defs`` < ``cli``. A module may import its own package
+and any lower stage, never a higher one nor a sibling of the same rank; no module lies loose in
+``rank_pipeline/`` but ``settings.py``. Imports inside functions count as much as those at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rank_pipeline"
+STAGES: dict[str, int] = {
+    "settings": 0, "api": 1, "sandbox": 2, "snapshots": 3, "extract": 4, "warehouse": 5, "models": 6,
+    "steps": 7, "ops": 8, "keywords": 8, "defs": 9, "cli": 10,
+}
+
+
+def _imported_stages(source: str) -> list[tuple[int, str]]:
+    """``(line, stage)`` for every ``rank_pipeline.<stage>`` import in ``source``, nested ones included."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] if node.module != "rank_pipeline" else [f"rank_pipeline.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "rank_pipeline" and len(parts) > 1:
+                found.append((node.lineno, parts[1]))
+    return found
+
+
+def _violations(package: Path = PACKAGE) -> list[str]:
+    bad = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package)
+        if rel == Path("__init__.py"):
+            continue
+        stage = rel.parts[0].removesuffix(".py")
+        if stage not in STAGES:
+            bad.append(f"{rel}: lies outside the stage packages {sorted(STAGES)}")
+            continue
+        for line, target in _imported_stages(path.read_text()):
+            if target == stage:
+                continue
+            if target not in STAGES:
+                bad.append(f"{rel}:{line}: imports rank_pipeline.{target}, which is no stage")
+            elif STAGES[target] >= STAGES[stage]:
+                bad.append(f"{rel}:{line}: {stage} (rank {STAGES[stage]}) imports {target} (rank {STAGES[target]})")
+    return bad
+
+
+def test_imports_only_go_from_a_higher_stage_to_a_lower_one():
+    assert _violations() == []
+
+
+def test_the_check_catches_an_upward_import(tmp_path):
+    pkg = tmp_path / "rank_pipeline"
+    (pkg / "api").mkdir(parents=True)
+    (pkg / "api" / "client.py").write_text("def f():\n    from rank_pipeline.defs import jobs\n")
+    (pkg / "loose.py").write_text("")
+    assert _violations(pkg) == [
+        "api/client.py:2: api (rank 1) imports defs (rank 9)",
+        "loose.py: lies outside the stage packages " + str(sorted(STAGES)),
+    ]
+
+
+def test_the_architecture_page_names_every_stage_package():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(STAGES) - {"settings"}
+    for name in sorted(packages):
+        assert re.search(rf"`{name}/`", page), f"docs/architecture.md does not describe {name}/"
