@@ -4,7 +4,7 @@ Engine choice and settings (read by :meth:`rank_pipeline.models.engines.EngineSe
 
 =========================================  ============================================================
 ``RANK_PIPELINE_ENGINE``                   ``duckdb`` (default) or ``spark``
-``RANK_PIPELINE_SPARK_MASTER``             the Spark master URL (default :data:`.engines.DEFAULT_SPARK_MASTER`; a cluster:
+``RANK_PIPELINE_SPARK_MASTER``             the Spark master URL (default :data:`rank_pipeline.settings.DEFAULT_SPARK_MASTER`; a cluster:
                                            ``spark://host:7077``, ``yarn``, ``k8s://...``)
 ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``      where model tables are written as Parquet (default
                                            ``<data dir>/spark_warehouse``; any URI the session's Hadoop
@@ -56,11 +56,11 @@ import sqlglot
 from sqlglot import exp
 
 from rank_pipeline.models.dependencies import MODEL_SCHEMAS
-from rank_pipeline.models.engines import DEFAULT_SPARK_MASTER
 from rank_pipeline.models.errors import BuildError, TestExecutionError
 from rank_pipeline.models.project import Model, Project, Seed
 from rank_pipeline.models.runner import BuildResult, full_build_sql
 from rank_pipeline.models.testing import TestResult, json_safe, test_sql
+from rank_pipeline.settings import DEFAULT_SPARK_MASTER
 from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
 
 __all__ = ["MIN_JAVA", "SparkEngine", "java_home", "spark_session", "to_spark_sql"]
