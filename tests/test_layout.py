@@ -1,4 +1,4 @@
-"""The package tree reads as the pipeline's stages, and imports only go down (docs/architecture.md).
+"""The package tree reads as the pipeline's stages, imports only go down, and no two modules import each other.
 
 Stages, lowest first: ``settings`` < ``api`` < ``sandbox`` < ``snapshots`` < ``extract`` < ``warehouse`` <
 ``models`` < ``steps`` < ``ops``, ``keywords`` < ``defs`` < ``cli``. A module may import its own package
@@ -9,6 +9,7 @@ and any lower stage, never a higher one nor a sibling of the same rank; no modul
 from __future__ import annotations
 
 import ast
+import graphlib
 import re
 from pathlib import Path
 
@@ -77,3 +78,47 @@ def test_the_architecture_page_names_every_stage_package():
     assert packages == set(STAGES) - {"settings"}
     for name in sorted(packages):
         assert re.search(rf"`{name}/`", page), f"docs/architecture.md does not describe {name}/"
+
+
+def _module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """``{module: modules it imports}`` within the package, nested imports included (a module imported
+    as ``from rank_pipeline.pkg import name`` counts as ``pkg.name`` when that is a module, else ``pkg``)."""
+    root = package.name
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith(root):
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name.startswith(root + ".")}
+        graph[name] = {m for m in targets if m in modules and m != name}
+    return graph
+
+
+def test_no_import_cycles_between_modules():
+    try:
+        graphlib.TopologicalSorter(_module_graph()).prepare()
+    except graphlib.CycleError as exc:
+        raise AssertionError(f"import cycle: {' -> '.join(exc.args[1])}") from None
+
+
+def test_the_cycle_check_sees_a_nested_import(tmp_path):
+    pkg = tmp_path / "rank_pipeline" / "models"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "engines.py").write_text("def f():\n    from rank_pipeline.models.spark_engine import S\n")
+    (pkg / "spark_engine.py").write_text("from rank_pipeline.models.engines import f\nS = 1\n")
+    graph = _module_graph(tmp_path / "rank_pipeline")
+    assert graph["rank_pipeline.models.engines"] == {"rank_pipeline.models.spark_engine"}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError:
+        return
+    raise AssertionError("the cycle was not seen")
