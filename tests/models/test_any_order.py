@@ -241,7 +241,7 @@ def test_random_history_equals_full_rebuild(seed, roots, scenario, tmp_path):
 
 
 def test_horizons_add_up_along_the_model_graph(scenario):
-    """A change of raw day D reaches each model's days D .. D + reach (sql_models.horizon)."""
+    """A change of raw day D reaches each model's days D .. D + reach (models.horizon)."""
     from rank_pipeline.models.horizon import affected_ranges, propagation_days
 
     project = load_project(scenario.sql_dir)
