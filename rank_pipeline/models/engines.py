@@ -141,7 +141,7 @@ def open_engine(settings: EngineSettings, paths: Any) -> Iterator[ModelEngine]:
     branches on the engine's name).
 
     ``duckdb``: a :class:`.runner.DuckDBEngine` on a writer connection to ``paths.build_db`` (published
-    to ``paths.published_db``; a new build file is created first), closed at the end. ``spark``: a :class:`.spark_engine.SparkEngine` on one
+    to ``paths.published_db``), closed at the end. ``spark``: a :class:`.spark_engine.SparkEngine` on one
     Spark session on ``settings.spark_master``, writing under ``settings.spark_warehouse_uri``; the
     session is stopped at the end unless it was already running in this process when the block began
     (Spark allows one session per process; a caller's session is left to its owner).
@@ -175,9 +175,5 @@ def open_engine(settings: EngineSettings, paths: Any) -> Iterator[ModelEngine]:
     from rank_pipeline.warehouse.database import Warehouse
 
     warehouse = Warehouse(paths.build_db, paths.published_db)
-    if not warehouse.build_path.exists():
-        # created first (in the published storage version), then reopened like any existing file: other
-        # connections of this process meanwhile (the run history) then open it with the same configuration
-        warehouse.connect().close()
     with warehouse.connect() as con:
         yield DuckDBEngine(con, warehouse)
