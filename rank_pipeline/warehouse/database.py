@@ -615,11 +615,12 @@ class Warehouse:
         option = "" if self.storage_version == "latest" else f" (STORAGE_VERSION '{self.storage_version}')"
         con.execute(f"attach '{_sql_str(tmp)}' as {alias}{option}")
         try:
-            same_version = _storage_tag(con, source) == _storage_tag(con, alias)
+            build_version = _storage_tag(con, source)
+            same_version = build_version == _storage_tag(con, alias)
             if not same_version:
                 log.info("publishing %s through COPY FROM DATABASE: it is in storage %s, the setting asks %s "
-                         "(a full rebuild recreates it in the set version)", self.build_path,
-                         _storage_tag(con, source), self.storage_version)
+                         "(a full rebuild recreates it in the set version)", self.build_path, build_version,
+                         self.storage_version)
                 con.execute(f"copy from database {_qi(source)} to {alias}")
         finally:
             con.execute(f"detach {alias}")
