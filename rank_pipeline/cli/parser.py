@@ -10,6 +10,10 @@ from rank_pipeline.cli.keywords import KEYWORDS_EXIT_REFUSED, cmd_keywords_apply
 from rank_pipeline.cli.models import DOCS_PORT, cmd_diff, cmd_docs, cmd_query, cmd_test
 from rank_pipeline.cli.pipeline import cmd_demo, cmd_extract, cmd_rebuild, cmd_run, cmd_sandbox
 
+MODELS_DIR_HELP = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "
+                   "a copy of it with your changes")
+"""The --models-dir help of docs, test and diff."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     from rank_pipeline.api.config import SPEC_WINDOW_S
@@ -75,20 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Write the documentation site of the models (the model graph, every raw table, "
                                    "seed and model with its columns, types, tests, SQL and column-level lineage, "
                                    "and a search) from the models folder (--models-dir, else "
-                                   "RANK_PIPELINE_MODELS_DIR, else the shipped one) and the API resource "
+                                   "RANK_PIPELINE_MODELS_DIR, else the shipped one) and the API endpoint "
                                    "declarations. Plain HTML: open index.html, or --serve it.")
     p.add_argument("--out", default="docs/site", help="the site's folder (default docs/site under the current folder)")
     p.add_argument("--dictionary", metavar="PATH",
                    help="also write the Markdown data dictionary there (the repository's is docs/data_dictionary.md)")
-    p.add_argument("--models-dir", help="the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped "
-                                        "dbt_like_sql)")
+    p.add_argument("--models-dir", help=MODELS_DIR_HELP)
     p.add_argument("--serve", action="store_true", help=f"then serve the site on http://127.0.0.1:{DOCS_PORT}/ "
                                                         "until interrupted")
     p.add_argument("--port", type=int, help=f"port for --serve (default {DOCS_PORT}; 0: any free port)")
     p.set_defaults(func=cmd_docs)
 
-    models_dir_help = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "
-                       "a copy of it with your changes")
     p = sub.add_parser("test", help="run the models' unit tests and data tests",
                        description="Run the SQL unit tests of the models (the unit_tests of their .yml: given "
                                    "rows in, expected rows out, on DuckDB in memory, nothing built) and the data "
@@ -99,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--unit", action="store_true", help="run only the unit tests (no warehouse needed)")
     which.add_argument("--data", action="store_true", help="run only the data tests on the published warehouse")
     p.add_argument("--select", nargs="+", metavar="MODEL", help="only these models (or seeds)")
-    p.add_argument("--models-dir", help=models_dir_help)
+    p.add_argument("--models-dir", help=MODELS_DIR_HELP)
     p.add_argument("--verbose", action="store_true", help="also print the tests that pass")
     p.set_defaults(func=cmd_test)
 
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "snapshots (no API call; nothing published) and compare every model with the "
                                    "published warehouse: rows added, removed and changed per table, changed "
                                    "values per column, 5 examples each. Exit 0 when equal, 1 when different.")
-    p.add_argument("--models-dir", help=models_dir_help)
+    p.add_argument("--models-dir", help=MODELS_DIR_HELP)
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("query", help="run one SQL statement on the published warehouse",
