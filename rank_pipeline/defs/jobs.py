@@ -76,7 +76,9 @@ def build_daily_schedule(ops: OpsSettings | None = None, shards: ShardPlan | Non
         day = tick_partition_key(context.scheduled_execution_time)
         if shards is None:
             return dg.RunRequest(partition_key=day)
-        return [dg.RunRequest(partition_key=shard_partition_key(day, shard)) for shard in shards.shards]
+        # a schedule tick requesting several runs names each with a run key (Dagster requires it)
+        return [dg.RunRequest(run_key=str(key), partition_key=key)
+                for key in (shard_partition_key(day, shard) for shard in shards.shards)]
 
     return _daily
 

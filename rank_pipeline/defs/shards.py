@@ -23,7 +23,7 @@ from collections import defaultdict
 
 import dagster as dg
 
-from rank_pipeline.defs.partitions import DATE_TAG, SHARD_TAG, shard_partitions
+from rank_pipeline.defs.partitions import DATE_TAG, SHARD_TAG
 from rank_pipeline.settings import ShardPlan
 
 __all__ = ["SHARDS_COMMITTED_SENSOR_NAME", "SHARD_JOB_NAME", "build_shard_job", "build_shards_committed_sensor",
@@ -40,11 +40,11 @@ RUNS_LOOKED_AT = 2000
 
 
 def build_shard_job(plan: ShardPlan) -> dg.UnresolvedAssetJobDefinition:
-    """``extract_shards``: the ``snapshots/*`` assets for one day x shard partition per run."""
+    """``extract_shards``: the ``snapshots/*`` assets (partitioned by day x shard,
+    :func:`rank_pipeline.defs.partitions.shard_partitions`) for one partition per run."""
     return dg.define_asset_job(
         SHARD_JOB_NAME,
         selection=dg.AssetSelection.groups("snapshots"),
-        partitions_def=shard_partitions(plan),
         description=f"Extract one shard of {plan.count} for one day (RANK_PIPELINE_SHARDS): the shard's accounts, "
                     "its own budget, its shard manifests. The shards of a day run as parallel runs; the "
                     f"daily run follows once all have committed ({SHARDS_COMMITTED_SENSOR_NAME}).",

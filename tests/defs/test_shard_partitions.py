@@ -15,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -175,3 +175,41 @@ def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds
     assert set(got) == set(want) and any(want.values())
     for name in want:
         assert got[name] == want[name], name
+
+
+def test_the_definitions_load_in_both_modes_from_workspace_yaml(tmp_path):
+    for shards in ("", "2"):
+        env = _env(tmp_path / f"data{shards}", RANK_PIPELINE_SHARDS=shards)
+        Path(env["DAGSTER_HOME"]).mkdir(parents=True)
+        proc = subprocess.run([str(DAGSTER), "definitions", "validate", "-w", "workspace.yaml"], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    from rank_pipeline.defs.definitions import build_definitions
+
+    sharded = build_definitions(Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SHARDS": "2"}))
+    shard_job = sharded.resolve_job_def(SHARD_JOB_NAME)
+    assert {str(k) for k in shard_job.partitions_def.get_partition_keys() if k.startswith(DAY.isoformat())} == \
+        {f"{DAY}|0-of-2", f"{DAY}|1-of-2"}
+    daily = sharded.resolve_job_def(DAILY_JOB_NAME)
+    assert not any(k.path[0] == "snapshots" for k in daily.asset_layer.executable_asset_keys)
+    sensor = sharded.resolve_sensor_def("daily_run_when_shards_committed")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    # the schedule requests one run per shard of the tick's day
+    schedule = sharded.resolve_schedule_def("daily_rank_pipeline_schedule")
+    with dg.build_schedule_context(scheduled_execution_time=datetime(2026, 3, 2, 6, 15, tzinfo=UTC),
+                                   repository_def=sharded.get_repository_def()) as context:
+        requests = list(schedule.evaluate_tick(context).run_requests)
+    assert sorted(r.partition_key for r in requests) == [f"{DAY}|0-of-2", f"{DAY}|1-of-2"]
+    assert {r.job_name for r in requests} <= {None, SHARD_JOB_NAME}
+    unsharded = build_definitions(Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path)}))
+    assert not any(j.name == SHARD_JOB_NAME for j in unsharded.resolve_all_job_defs())
+
+
+def test_a_command_line_run_with_shards_set_is_one_line_exit_2(tmp_path):
+    cmd = Path(sys.executable).parent / "rank-pipeline"
+    done = subprocess.run([str(cmd), "run"], env=_env(tmp_path, RANK_PIPELINE_SHARDS="2"), capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 2, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "RANK_PIPELINE_SHARDS=2" in last and "dagster-daemon" in last
+    assert not (tmp_path / "snapshots").exists()
