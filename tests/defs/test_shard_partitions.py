@@ -25,6 +25,7 @@ import pytest
 from rank_pipeline.defs.instance import dagster_home, open_instance
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME, build_daily_job
 from rank_pipeline.defs.partitions import DATE_TAG, SHARD_TAG, shard_partition_key
+from rank_pipeline.defs.sensors import run_outcome
 from rank_pipeline.defs.shards import SHARD_JOB_NAME, build_shards_committed_sensor
 from rank_pipeline.extract.embedded_sandbox import EmbeddedSandbox
 from rank_pipeline.settings import SPEC_PER_IP_LIMIT, Settings, Shard, ShardPlan, shard_of
@@ -40,7 +41,12 @@ DAGSTER = Path(sys.executable).parent / "dagster"
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
-    return {**base, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(dagster_home(data_dir)), **extra}
+    return {**base, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(_home(data_dir)), **extra}
+
+
+def _home(data_dir: Path) -> Path:
+    """The folder's own ``DAGSTER_HOME`` (``<data_dir>/dagster_home``), whatever this process's is."""
+    return dagster_home(data_dir, {})
 
 
 def _execute(env: dict[str, str], job: str, day: date, shard: Shard | None = None) -> subprocess.Popen:
@@ -108,8 +114,10 @@ def worlds(tmp_path_factory):
     accounts = [a.name for a in EmbeddedSandbox.get().at(DAY).accounts()]
     assert {shard_of(a, 2) for a in accounts} == {0, 1}, "both shards must own an account for this test"
     sharded, whole = tmp_path_factory.mktemp("sharded"), tmp_path_factory.mktemp("unsharded")
-    for folder in (sharded, whole):
-        open_instance(folder)  # writes dagster.yaml under the folder's DAGSTER_HOME, as the command line does
+    for folder in (sharded, whole):  # dagster.yaml under each folder's DAGSTER_HOME, as the command line writes it
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("DAGSTER_HOME", str(_home(folder)))
+            open_instance(folder)
     env = _env(sharded, RANK_PIPELINE_SHARDS="2")
     reference = _execute(_env(whole), DAILY_JOB_NAME, DAY)
     shards = [_execute(env, SHARD_JOB_NAME, DAY, shard) for shard in ShardPlan(2).shards]
@@ -125,7 +133,7 @@ def worlds(tmp_path_factory):
 
 def test_the_shards_of_a_day_run_at_once_each_on_its_own_accounts_and_budget(worlds):
     sharded, _, _ = worlds
-    instance = dg.DagsterInstance.from_config(str(dagster_home(sharded)))
+    instance = dg.DagsterInstance.from_config(str(_home(sharded)))
     runs = [r for r in instance.get_run_records(dg.RunsFilter(job_name=SHARD_JOB_NAME,
                                                               tags={"dagster/partition/date": DAY.isoformat()}))]
     assert sorted(r.dagster_run.tags["dagster/partition/shard"] for r in runs) == ["0-of-2", "1-of-2"]
@@ -142,6 +150,7 @@ def test_the_shards_of_a_day_run_at_once_each_on_its_own_accounts_and_budget(wor
         assert meta["per_ip_limit"].value == SPEC_PER_IP_LIMIT // 2
         assert meta["shard"].value == str(shard)
         assert meta["rate_limited_total"].value == 0
+        assert run_outcome(instance, record.dagster_run.run_id).days == DAY.isoformat()  # alerts name the day
         text = (sharded / "snapshots" / "domains" / f"snapshot_date={DAY}" / shard.manifest_name).read_text()
         assert all(shard_of(a, 2) == shard.index for a in json.loads(text)["accounts"])
 
@@ -150,7 +159,7 @@ def test_one_shard_of_two_gets_no_daily_run_and_a_daily_run_by_hand_refuses(worl
     sharded, _, env = worlds
     plan = Settings.from_env(env).shards
     assert list_snapshot_dates(sharded / "snapshots", "domains") == [DAY]  # LATER has one shard of two
-    instance = dg.DagsterInstance.from_config(str(dagster_home(sharded)))
+    instance = dg.DagsterInstance.from_config(str(_home(sharded)))
     requests, _ = _sensor_requests(instance, plan, None)
     assert [r.partition_key for r in requests] == [DAY.isoformat()]
     code, out = _finish(_execute(env, DAILY_JOB_NAME, LATER))
@@ -162,7 +171,7 @@ def test_one_shard_of_two_gets_no_daily_run_and_a_daily_run_by_hand_refuses(worl
 def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds):
     sharded, whole, env = worlds
     plan = Settings.from_env(env).shards
-    instance = dg.DagsterInstance.from_config(str(dagster_home(sharded)))
+    instance = dg.DagsterInstance.from_config(str(_home(sharded)))
     requests, cursor = _sensor_requests(instance, plan, None)
     assert [r.partition_key for r in requests] == [DAY.isoformat()]
     assert _sensor_requests(instance, plan, cursor)[0] == []  # never twice for one day
@@ -171,6 +180,12 @@ def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds
     for resource in ENDPOINTS:
         assert read_manifest(sharded / "snapshots", resource, DAY).shards == 2
         assert _rows(sharded / "snapshots", resource, DAY) == _rows(whole / "snapshots", resource, DAY), resource
+    with duckdb.connect(str(sharded / "warehouse.duckdb"), read_only=True) as con:
+        history = con.execute("select job_name, requests, rate_limited from ops.run_history "
+                              "where snapshot_date = ? order by job_name", [DAY]).fetchall()
+    # the run history keeps each shard run's extraction figures beside the daily run's row
+    assert [h[0] for h in history] == [DAILY_JOB_NAME, SHARD_JOB_NAME, SHARD_JOB_NAME]
+    assert all(h[1] > 0 and h[2] == 0 for h in history[1:])
     got, want = _marts(sharded / "warehouse.duckdb"), _marts(whole / "warehouse.duckdb")
     assert set(got) == set(want) and any(want.values())
     for name in want:
@@ -180,7 +195,7 @@ def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds
 def test_the_definitions_load_in_both_modes_from_workspace_yaml(tmp_path):
     for shards in ("", "2"):
         env = _env(tmp_path / f"data{shards}", RANK_PIPELINE_SHARDS=shards)
-        Path(env["DAGSTER_HOME"]).mkdir(parents=True)
+        Path(env["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
         proc = subprocess.run([str(DAGSTER), "definitions", "validate", "-w", "workspace.yaml"], cwd=ROOT,
                               env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
