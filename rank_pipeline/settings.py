@@ -15,7 +15,14 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    the ``AWS_*`` variables) or another pyarrow/fsspec scheme; see
                                    :mod:`rank_pipeline.snapshots.storage`.
 ``RANK_PIPELINE_SHARD``            ``i/n``: this worker extracts only the accounts of shard ``i`` of ``n``
-                                   (:mod:`rank_pipeline.snapshots.shards`); unset: every account.
+                                   (:mod:`rank_pipeline.snapshots.shards`); unset: every account. For a
+                                   worker started by hand (``rank-pipeline extract``).
+``RANK_PIPELINE_SHARDS``           ``n`` (2..1024): Dagster runs each day's extraction as ``n`` shard
+                                   partitions (day x shard ``i-of-n``) and the models once all have
+                                   committed (:class:`ShardPlan`); unset or 1: one extraction per day.
+``RANK_PIPELINE_SHARD_ADDRESSES``  ``shared`` (default) or ``own``: with ``RANK_PIPELINE_SHARDS``, whether
+                                   the shard runs of a day leave from one IP address (each paces to 1/n
+                                   of ``RANK_TRACKER_RATE_PER_IP``) or each from its own (full ceiling).
 ``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: the ``dbt_like_sql/`` shipped with
                                    the package); see :func:`models_dir`.
 ``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300), 1..100000.
@@ -85,6 +92,8 @@ __all__ = [
     "DAGSTER_PG_URL_ENV",
     "DEFAULT_MAX_IN_FLIGHT",
     "ENGINES",
+    "SHARDS_ENV",
+    "SHARD_ADDRESSES_ENV",
     "SHARD_ENV",
     "SNAPSHOTS_URI_ENV",
     "SPEC_PER_IP_LIMIT",
@@ -98,6 +107,7 @@ __all__ = [
     "RateSettings",
     "Settings",
     "Shard",
+    "ShardPlan",
     "StorageError",
     "api_key",
     "check_uri",
@@ -233,6 +243,23 @@ class Shard:
         return [n for n in names if self.owns(n)]
 
     @property
+    def key(self) -> str:
+        """``<i>-of-<n>``: the shard's Dagster partition key (:class:`ShardPlan`)."""
+        return f"{self.index}-of-{self.count}"
+
+    @classmethod
+    def from_key(cls, key: str) -> Shard:
+        """The shard of a partition key ``<i>-of-<n>`` (:attr:`key`).
+
+        Raises:
+            ValueError: not ``<i>-of-<n>`` with ``0 <= i < n <= 1024``.
+        """
+        match = re.match(r"^(\d+)-of-(\d+)$", key)
+        if not match or not 0 <= int(match.group(1)) < int(match.group(2)) <= MAX_SHARDS:
+            raise ValueError(f"{key!r} is not a shard partition key: expected <i>-of-<n>, e.g. 0-of-2")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    @property
     def manifest_name(self) -> str:
         """``_manifest.shard-<i>-of-<n>.json``: the manifest this shard commits in a day's folder."""
         return f"_manifest.shard-{self.index}-of-{self.count}.json"
@@ -254,6 +281,71 @@ def parse_shard(raw: str | None, *, name: str = SHARD_ENV) -> Shard | None:
         raise ValueError(f"{name}={raw!r} is not a shard: set it to i/n with 0 <= i < n <= {MAX_SHARDS} "
                          "(e.g. 0/2 and 1/2 for two workers), or unset it to extract every account")
     return Shard(int(match.group(1)), int(match.group(2)))
+
+
+SHARDS_ENV = "RANK_PIPELINE_SHARDS"
+"""``n``: Dagster extracts each day as ``n`` shard partitions (:class:`ShardPlan`)."""
+SHARD_ADDRESSES_ENV = "RANK_PIPELINE_SHARD_ADDRESSES"
+"""``shared`` or ``own``: whether the shard runs of a day share one IP address (:class:`ShardPlan`)."""
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """Extraction sharded under Dagster: ``count`` shards per day, each a partition of its own run.
+
+    ``RANK_PIPELINE_SHARDS=n`` (2..1024) makes the extraction assets partitioned by day x shard
+    (``0-of-n`` .. ``<n-1>-of-n``, :attr:`Shard.key`); shard ``i`` extracts the accounts of
+    :class:`Shard` ``i/n`` and commits its shard manifests, as a ``RANK_PIPELINE_SHARD=i/n`` worker does.
+    ``RANK_PIPELINE_SHARD=i/n`` is for one worker started by hand; the two are not set together.
+
+    Budgets (spec "Limits": per key and per IP address): a shard extracts its own accounts, so per-key
+    budgets never overlap. The per-IP ceiling is per address: with ``own_addresses`` False
+    (``RANK_PIPELINE_SHARD_ADDRESSES=shared``, the default: the runs of one machine leave from one
+    address) each shard paces to ``floor(per_ip_limit / n)`` (at least 1), so the ``n`` shards together
+    stay within one address's ceiling; with ``own`` (each shard run on its own address, e.g. its own
+    machine) each paces to the full ceiling, so ``n`` shards extract up to ``n`` times as fast.
+    """
+
+    count: int
+    own_addresses: bool = False
+
+    @property
+    def shards(self) -> list[Shard]:
+        """Shard ``0/n`` .. ``n-1/n``, in order."""
+        return [Shard(i, self.count) for i in range(self.count)]
+
+    def rates(self, rates: RateSettings) -> RateSettings:
+        """The rate settings one shard run paces to: ``rates`` with the per-IP ceiling divided by
+        :attr:`count` when the shards share an address (requests per window, at least 1)."""
+        if self.own_addresses:
+            return rates
+        return RateSettings(per_key_limit=rates.per_key_limit, per_ip_limit=max(1, rates.per_ip_limit // self.count),
+                            window_s=rates.window_s, max_in_flight=rates.max_in_flight)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ShardPlan | None:
+        """``RANK_PIPELINE_SHARDS`` and ``RANK_PIPELINE_SHARD_ADDRESSES``; None when unset or 1.
+
+        Raises:
+            ConfigurationError: a count that is not a whole number 1..1024, an addresses value other than
+                ``shared`` or ``own``, or ``RANK_PIPELINE_SHARD`` set too (one line each).
+        """
+        env = os.environ if env is None else env
+        count = int(_number(env, SHARDS_ENV, 1, int, 1, MAX_SHARDS))
+        addresses = (env.get(SHARD_ADDRESSES_ENV) or "").strip().lower() or "shared"
+        if addresses not in ("shared", "own"):
+            raise ConfigurationError(
+                f"{SHARD_ADDRESSES_ENV}={env.get(SHARD_ADDRESSES_ENV)!r} is not shared or own: set shared when "
+                "the shard runs leave from one IP address (each paces to 1/n of the per-IP ceiling), own when "
+                "each has its own address, or unset it")
+        if count == 1:
+            return None
+        if (env.get(SHARD_ENV) or "").strip():
+            raise ConfigurationError(
+                f"{SHARD_ENV} and {SHARDS_ENV} are both set: {SHARDS_ENV}={count} makes Dagster run every "
+                f"shard of a day as a partition; {SHARD_ENV}=i/n is for one `rank-pipeline extract` worker "
+                "started by hand. Unset one")
+        return cls(count, own_addresses=addresses == "own")
 
 
 # --- where the snapshots live ---------------------------------------------------------------------
@@ -621,6 +713,7 @@ class Settings:
     rates: RateSettings = field(default_factory=RateSettings)
     snapshots_uri: str | None = None
     shard: Shard | None = None
+    shards: ShardPlan | None = None
     ops: OpsSettings = field(default_factory=OpsSettings)
     keywords_file: Path | None = None
     engine: EngineSettings = field(default_factory=EngineSettings)
@@ -644,7 +737,8 @@ class Settings:
 
         Raises:
             ConfigurationError: a base URL that is not http(s), a base URL without its key variables,
-                a malformed ``RANK_PIPELINE_SNAPSHOTS_URI`` or ``RANK_PIPELINE_SHARD``,
+                a malformed ``RANK_PIPELINE_SNAPSHOTS_URI`` or ``RANK_PIPELINE_SHARD``, a bad shard plan
+                (:meth:`ShardPlan.from_env`),
                 a malformed or repeated account name (``acme,acme``; ``a-b,a_b`` share one variable),
                 a rate setting that is not a finite number within its range (``nan``, ``inf``,
                 ``1e-9``; :meth:`RateSettings.from_env`), a data folder that is a file, a keywords file
@@ -706,6 +800,7 @@ class Settings:
             rates=RateSettings.from_env(env),
             snapshots_uri=snapshots_uri,
             shard=shard,
+            shards=ShardPlan.from_env(env),
             ops=OpsSettings.from_env(env),
             keywords_file=keywords_path if keywords_file is not None else None,
             engine=EngineSettings.from_env(env, data_dir=data_dir),

@@ -82,6 +82,13 @@ def test_the_client_configuration_is_derived_from_the_rate_settings(tmp_path):
     ("RANK_PIPELINE_SNAPSHOTS_URI", "nosuchscheme://x", "RANK_PIPELINE_SNAPSHOTS_URI='nosuchscheme://x' uses the "
      "scheme 'nosuchscheme', which neither pyarrow nor fsspec supports; set it to a local folder or "
      "s3://bucket/prefix (or unset it for <data folder>/snapshots)"),
+    ("RANK_PIPELINE_SHARDS", "0", "RANK_PIPELINE_SHARDS='0' is out of range; set it between 1 and 1024 or unset "
+     "it (default 1)"),
+    ("RANK_PIPELINE_SHARDS", "two", "RANK_PIPELINE_SHARDS='two' is not a whole number; set it between 1 and 1024 "
+     "or unset it (default 1)"),
+    ("RANK_PIPELINE_SHARD_ADDRESSES", "many", "RANK_PIPELINE_SHARD_ADDRESSES='many' is not shared or own: set "
+     "shared when the shard runs leave from one IP address (each paces to 1/n of the per-IP ceiling), own when "
+     "each has its own address, or unset it"),
     ("RANK_PIPELINE_ENGINE", "Sparkk", "RANK_PIPELINE_ENGINE='sparkk' is not one of duckdb, spark; unset it for "
      "duckdb"),
     ("RANK_PIPELINE_LOCK_TIMEOUT_S", "-1", "RANK_PIPELINE_LOCK_TIMEOUT_S='-1' is not a number of seconds; set it "
@@ -112,3 +119,32 @@ def test_the_demo_drops_the_vendor_and_a_non_duckdb_engine():
     env = {"RANK_TRACKER_BASE_URL": "", "RANK_PIPELINE_ENGINE": "DuckDB"}
     assert unset_for_demo(env) == []  # an empty base URL is removed without a note; duckdb is kept
     assert env == {"RANK_PIPELINE_ENGINE": "DuckDB"}
+
+
+def test_shards_under_dagster_and_their_budgets(tmp_path):
+    """``RANK_PIPELINE_SHARDS=n``: n shard partitions; on one shared address each paces to 1/n of the
+    per-IP ceiling, on their own addresses each to the whole ceiling; per-key budgets stay whole."""
+    from rank_pipeline.extract.source import Source
+    from rank_pipeline.settings import Shard, ShardPlan
+
+    folder = {"RANK_PIPELINE_DATA_DIR": str(tmp_path)}
+    assert Settings.from_env(folder).shards is None
+    assert Settings.from_env({**folder, "RANK_PIPELINE_SHARDS": "1"}).shards is None
+    plan = Settings.from_env({**folder, "RANK_PIPELINE_SHARDS": "3", "RANK_TRACKER_RATE_PER_IP": "600"}).shards
+    assert plan == ShardPlan(3, own_addresses=False)
+    assert [s.key for s in plan.shards] == ["0-of-3", "1-of-3", "2-of-3"]
+    assert Shard.from_key("2-of-3") == Shard(2, 3) and Shard(2, 3).manifest_name == "_manifest.shard-2-of-3.json"
+    settings = Settings.from_env({**folder, "RANK_PIPELINE_SHARDS": "3", "RANK_TRACKER_RATE_PER_IP": "600",
+                                  "RANK_TRACKER_RATE_PER_KEY": "250"})
+    source = Source.from_settings(settings).for_shard(Shard(1, 3), settings.shards.rates(settings.rates))
+    assert (source.shard, source.client_config.per_ip_limit, source.client_config.per_key_limit) == (Shard(1, 3), 200, 250)
+    own = Settings.from_env({**folder, "RANK_PIPELINE_SHARDS": "3", "RANK_PIPELINE_SHARD_ADDRESSES": "own"})
+    assert own.shards.rates(own.rates).per_ip_limit == 600
+    with pytest.raises(ValueError, match="is not a shard partition key"):
+        Shard.from_key("3-of-3")
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_env({**folder, "RANK_PIPELINE_SHARDS": "2", "RANK_PIPELINE_SHARD": "0/2"})
+    assert str(caught.value) == (
+        "RANK_PIPELINE_SHARD and RANK_PIPELINE_SHARDS are both set: RANK_PIPELINE_SHARDS=2 makes Dagster run every "
+        "shard of a day as a partition; RANK_PIPELINE_SHARD=i/n is for one `rank-pipeline extract` worker started "
+        "by hand. Unset one")

@@ -113,6 +113,10 @@ def _check_before_a_run(settings):
     from rank_pipeline.models.engines import EngineSettings
     from rank_pipeline.steps.extract import check_source
 
+    if settings.shards is not None:
+        raise UsageError(f"RANK_PIPELINE_SHARDS={settings.shards.count} shards the extraction under Dagster: "
+                         "run dagster-daemon (the schedule extracts every shard, then the daily run follows), "
+                         "or unset RANK_PIPELINE_SHARDS for one run of every account")
     source = Source.from_settings(settings)
     check_source(source, settings.paths)
     try:

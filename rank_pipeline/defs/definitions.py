@@ -19,6 +19,11 @@ The schedule ``daily_rank_pipeline_schedule`` is on (cron and time zone are sett
 :func:`rank_pipeline.defs.jobs.build_daily_schedule`); the sensor ``fail_dead_runs_sensor`` marks killed
 runs failed (:mod:`rank_pipeline.defs.run_monitoring`). Schedule and sensors need ``dagster-daemon``.
 
+With ``RANK_PIPELINE_SHARDS=n`` the ``snapshots/*`` assets are partitioned by day x shard and
+extracted by the job ``extract_shards`` (one run per shard, in parallel), and the sensor
+``daily_run_when_shards_committed`` requests the daily job (everything else) for a day once all its
+shards have committed (:mod:`rank_pipeline.defs.shards`).
+
 The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
 (:mod:`rank_pipeline.settings`). The ``model_engine`` resource says which engine builds the seeds and
 models: DuckDB, or Spark with ``RANK_PIPELINE_ENGINE=spark`` (its master and warehouse URI are resource
@@ -27,29 +32,54 @@ settings too, shown in the UI; :class:`rank_pipeline.defs.resources.ModelEngineR
 
 import dagster as dg
 
-from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.extract_assets import build_extract_snapshots
 from rank_pipeline.defs.freshness import is_watched, with_freshness_policies
 from rank_pipeline.defs.history import build_run_history_asset
-from rank_pipeline.defs.jobs import daily_job, daily_schedule, rebuild_full_refresh_job, rebuild_job
+from rank_pipeline.defs.jobs import (
+    build_daily_job,
+    build_daily_schedule,
+    daily_job,
+    rebuild_full_refresh_job,
+    rebuild_job,
+)
 from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
 from rank_pipeline.defs.run_monitoring import fail_dead_runs_sensor
 from rank_pipeline.defs.sensors import build_alert_sensors
-from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
+from rank_pipeline.defs.shards import build_shard_job, build_shards_committed_sensor
+from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_load_raw_tables, build_publish_asset
 from rank_pipeline.settings import Settings
 
-_model_assets, _model_keys = build_model_assets()
-_assets = with_freshness_policies([
-    extract_snapshots, load_raw_tables, build_keywords_file_asset(Settings.from_env().keywords_file),
-    *_model_assets, build_run_history_asset(_model_keys, list(RAW_KEYS.values())), build_publish_asset(_model_keys),
-])
-_watched = [key for a in _assets for key in a.keys if is_watched(key)]
 
-defs = dg.Definitions(
-    assets=_assets,
-    jobs=[daily_job, rebuild_job, rebuild_full_refresh_job],
-    schedules=[daily_schedule],
-    sensors=[*build_alert_sensors(_watched), fail_dead_runs_sensor],
-    resources={"source": source_from_env(), "warehouse": warehouse_from_env(), "model_engine": model_engine_from_env()},
-)
+def build_definitions(settings: Settings) -> dg.Definitions:
+    """The definitions for ``settings`` (:meth:`Settings.from_env` for ``defs``): unsharded, or with
+    ``settings.shards`` (``RANK_PIPELINE_SHARDS``) the extraction as day x shard partitions
+    (:mod:`rank_pipeline.defs.shards`). The model engine, freshness and alert settings are read from the
+    environment."""
+    shards = settings.shards
+    model_assets, model_keys = build_model_assets()
+    assets = with_freshness_policies([
+        build_extract_snapshots(shards), build_load_raw_tables(shards=shards),
+        build_keywords_file_asset(settings.keywords_file, shards),
+        *model_assets, build_run_history_asset(model_keys, list(RAW_KEYS.values())), build_publish_asset(model_keys),
+    ])
+    watched = [key for a in assets for key in a.keys if is_watched(key)]
+    daily = daily_job if shards is None else build_daily_job(shards)
+    jobs, sensors = [daily, rebuild_job, rebuild_full_refresh_job], [*build_alert_sensors(watched), fail_dead_runs_sensor]
+    shard_job = None
+    if shards is not None:
+        shard_job = build_shard_job(shards)
+        jobs.append(shard_job)
+        sensors.append(build_shards_committed_sensor(shards, daily))
+    return dg.Definitions(
+        assets=assets,
+        jobs=jobs,
+        schedules=[build_daily_schedule(settings.ops, shards, shard_job)],
+        sensors=sensors,
+        resources={"source": source_from_env(settings), "warehouse": warehouse_from_env(settings),
+                   "model_engine": model_engine_from_env(settings)},
+    )
+
+
+defs = build_definitions(Settings.from_env())

@@ -4,6 +4,11 @@ One step, one asyncio loop, one pacer per key and one per IP address: extraction
 processes would each pace to the ceiling and together exceed it (docs/architecture.md). Each endpoint
 is still its own asset (``snapshots/<endpoint>``) with its own metadata and a blocking asset check,
 ``complete``, that fails when a list could not be read completely.
+
+Sharded (``RANK_PIPELINE_SHARDS=n``, :class:`rank_pipeline.settings.ShardPlan`) the multi-asset is
+partitioned by day x shard: each partition is one run extracting one shard's accounts with that shard's
+own budget, so the shards of a day run as parallel runs, each paced to 1/n of the per-IP ceiling when
+they share an address; the daily assets downstream depend on every shard of their day.
 """
 
 
@@ -13,11 +18,12 @@ from datetime import date, timedelta
 import dagster as dg
 
 from rank_pipeline.api.endpoints import CATALOG, Endpoint
-from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.partitions import DATE_DIMENSION, SHARD_DIMENSION, daily_partitions, shard_partitions
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
 from rank_pipeline.extract.source import Source
 from rank_pipeline.ops.history import reread_passes
+from rank_pipeline.settings import Shard, ShardPlan
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.parquet import partition_dir
 from rank_pipeline.steps.extract import extract_days
@@ -31,32 +37,55 @@ def snapshot_description(declared: Endpoint) -> str:
     return f"{declared.description} {declared.endpoint}{parent}; one Parquet snapshot per day."
 
 
-@dg.multi_asset(
-    name="extract_snapshots",
-    specs=[
-        dg.AssetSpec(SNAPSHOT_KEYS[r.name], description=snapshot_description(r), group_name="snapshots",
-                     kinds={"parquet"})
-        for r in CATALOG
-    ],
-    check_specs=[
-        dg.AssetCheckSpec("complete", asset=key, blocking=True,
-                          description="Every list of this endpoint was read completely (ids == X-Total-Count).")
-        for key in SNAPSHOT_KEYS.values()
-    ],
-    partitions_def=daily_partitions,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-)
-def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourceParam[Source],
-                      warehouse: WarehouseResource):
+def build_extract_snapshots(plan: ShardPlan | None = None) -> dg.AssetsDefinition:
+    """The ``extract_snapshots`` multi-asset: daily-partitioned, or with ``plan``
+    (``RANK_PIPELINE_SHARDS``) partitioned by day x shard (:func:`rank_pipeline.defs.partitions.shard_partitions`),
+    each partition one run (a backfill of several is several runs, which may run at once)."""
+
+    @dg.multi_asset(
+        name="extract_snapshots",
+        specs=[
+            dg.AssetSpec(SNAPSHOT_KEYS[r.name], description=snapshot_description(r), group_name="snapshots",
+                         kinds={"parquet"})
+            for r in CATALOG
+        ],
+        check_specs=[
+            dg.AssetCheckSpec("complete", asset=key, blocking=True,
+                              description="Every list of this endpoint was read completely (ids == X-Total-Count).")
+            for key in SNAPSHOT_KEYS.values()
+        ],
+        partitions_def=daily_partitions if plan is None else shard_partitions(plan),
+        backfill_policy=dg.BackfillPolicy.single_run() if plan is None else dg.BackfillPolicy.multi_run(1),
+    )
+    def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourceParam[Source],
+                          warehouse: WarehouseResource):
+        """Extract the run's day(s) from the source into the snapshots (:func:`extract_snapshots_of`)."""
+        yield from extract_snapshots_of(context, source, warehouse, plan)
+
+    return extract_snapshots
+
+
+def extract_snapshots_of(context: dg.AssetExecutionContext, source: Source, warehouse: WarehouseResource,
+                         plan: ShardPlan | None):
     """Extract the run's day(s) from the source into the snapshots (:func:`rank_pipeline.steps.extract.extract_days`).
 
     A single-run backfill hands a range of days: the sandbox plays each; the vendor API tells only the
     present, so with it a range of several days is refused (rebuild past days from their snapshots with
     the ``rebuild_from_snapshots`` job instead). A retry of a partition resumes from the checkpoints of
-    the failed run (:mod:`rank_pipeline.extract.resume`).
+    the failed run (:mod:`rank_pipeline.extract.resume`). Sharded (``plan``), the run's partition is one
+    day and one shard: the source extracts that shard's accounts only, paced to the shard's budget
+    (:meth:`rank_pipeline.settings.ShardPlan.rates`), and commits the shard's manifests.
     """
-    first, last = (date.fromisoformat(k) for k in (context.partition_key_range.start,
-                                                     context.partition_key_range.end))
+    if plan is not None:
+        keys = context.partition_key.keys_by_dimension
+        first = last = date.fromisoformat(keys[DATE_DIMENSION])
+        source = source.for_shard(Shard.from_key(keys[SHARD_DIMENSION]), plan.rates(source.client_config))
+        context.log.info(f"shard {source.shard} of {first}: per-IP pace {source.client_config.per_ip_limit} "
+                         f"requests per {source.client_config.window_s:g} s "
+                         f"({'own address' if plan.own_addresses else f'1/{plan.count} of one shared address'})")
+    else:
+        first, last = (date.fromisoformat(k) for k in (context.partition_key_range.start,
+                                                         context.partition_key_range.end))
     last_note = [0.0]
 
     def on_progress(p: ExtractionProgress) -> None:
@@ -100,6 +129,8 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourcePara
                 # per key position of each account's key list (never a key's value)
                 "keys": dg.MetadataValue.json({n: [k.model_dump() for k in a.keys]
                                                for n, a in reports[-1].accounts.items()}),
+                "shard": str(source.shard) if source.shard is not None else "all accounts",
+                "per_ip_limit": source.client_config.per_ip_limit,
             },
         )
         yield dg.AssetCheckResult(
@@ -109,8 +140,8 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourcePara
             description=None if all(m.complete for m in manifests) else " ".join(
                 incomplete_message(endpoint, first + timedelta(days=i), _incomplete_lists(m))
                 for i, m in enumerate(manifests) if not m.complete),
-            metadata={"partition": context.partition_key_range.start if first == last
-                      else f"{first}..{last}",
+            metadata={"partition": context.partition_key if plan is not None else
+                      context.partition_key_range.start if first == last else f"{first}..{last}",
                       "expected_records": expected, "delivered_records": delivered,
                       # {account: [domain ids]} for one day; {day: {account: [...]}} for a range
                       "incomplete_lists": dg.MetadataValue.json(
@@ -123,6 +154,10 @@ def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourcePara
                           {n: a.model_dump(include={"complete", "expected", "delivered", "excluded", "passes"})
                            for n, a in manifests[-1].accounts.items()})},
         )
+
+
+extract_snapshots = build_extract_snapshots()
+"""The unsharded extraction asset (daily partitions)."""
 
 
 def _day_figures(report: ExtractionReport) -> dict[str, int]:

@@ -1,25 +1,46 @@
-"""The daily job (every asset, one partition per UTC day), its schedule and the rebuild jobs."""
+"""The daily job (every asset, one partition per UTC day), its schedule and the rebuild jobs; sharded
+(``RANK_PIPELINE_SHARDS``), the daily job leaves the extraction to ``extract_shards`` (:mod:`rank_pipeline.defs.shards`)."""
+
+from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import dagster as dg
 
 from rank_pipeline.defs.model_assets import FULL_REFRESH_TAG
-from rank_pipeline.settings import OpsSettings
+from rank_pipeline.defs.partitions import shard_partition_key
+from rank_pipeline.settings import OpsSettings, ShardPlan
 
 DAILY_JOB_NAME = "daily_rank_pipeline"
 
-daily_job = dg.define_asset_job(
-    DAILY_JOB_NAME,
-    selection=dg.AssetSelection.all(),
-    description="Extract today's snapshots, load the raw tables, build and test the models, publish.",
-    executor_def=dg.in_process_executor,
-)
+
+def build_daily_job(shards: ShardPlan | None = None) -> dg.UnresolvedAssetJobDefinition:
+    """``daily_rank_pipeline``: every asset for one day; with ``shards`` (``RANK_PIPELINE_SHARDS``) every
+    asset but the ``snapshots`` group, which the ``extract_shards`` job extracts per day x shard
+    (:mod:`rank_pipeline.defs.shards`)."""
+    if shards is None:
+        return dg.define_asset_job(
+            DAILY_JOB_NAME,
+            selection=dg.AssetSelection.all(),
+            description="Extract today's snapshots, load the raw tables, build and test the models, publish.",
+            executor_def=dg.in_process_executor,
+        )
+    return dg.define_asset_job(
+        DAILY_JOB_NAME,
+        selection=dg.AssetSelection.all() - dg.AssetSelection.groups("snapshots"),
+        description=f"Load the raw tables from the snapshots all {shards.count} shards of the day committed, "
+                    "build and test the models, publish (requested by the sensor daily_run_when_shards_committed).",
+        executor_def=dg.in_process_executor,
+    )
+
+
+daily_job = build_daily_job()
 
 DAILY_SCHEDULE_NAME = "daily_rank_pipeline_schedule"
 
 
-def build_daily_schedule(ops: OpsSettings | None = None) -> dg.ScheduleDefinition:
+def build_daily_schedule(ops: OpsSettings | None = None, shards: ShardPlan | None = None,
+                         shard_job: dg.UnresolvedAssetJobDefinition | None = None) -> dg.ScheduleDefinition:
     """The daily job's schedule, on by default: when ``RANK_PIPELINE_SCHEDULE_CRON`` (5 fields, default
     ``15 6 * * *``) ticks in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (IANA name, default ``UTC``).
 
@@ -27,7 +48,10 @@ def build_daily_schedule(ops: OpsSettings | None = None) -> dg.ScheduleDefinitio
     days, :mod:`rank_pipeline.defs.partitions`; the API tells only the present, spec "Snapshots"), so
     with a time zone ahead of or behind UTC a tick near midnight requests the UTC day, not the local one.
     Dagster tags the run ``dagster/schedule_name`` and ``dagster/partition``. Runs of two ticks never
-    overlap in effect: a run waits for the data folder's writer lock.
+    overlap in effect: a run waits for the data folder's writer lock. With ``shards`` (and their
+    ``shard_job``, :func:`rank_pipeline.defs.shards.build_shard_job`) each tick requests one run per
+    shard of that day instead (partition ``<day>|<i>-of-<n>``); the daily run follows from the sensor
+    ``daily_run_when_shards_committed``.
 
     Raises:
         rank_pipeline.settings.ConfigurationError: a bad cron or time zone setting (one line naming the
@@ -35,9 +59,12 @@ def build_daily_schedule(ops: OpsSettings | None = None) -> dg.ScheduleDefinitio
     """
     ops = ops if ops is not None else OpsSettings.from_env()
 
+    if shards is not None and shard_job is None:
+        raise ValueError("build_daily_schedule: shards need their shard_job")
+
     @dg.schedule(
         name=DAILY_SCHEDULE_NAME,
-        job=daily_job,
+        job=daily_job if shards is None else shard_job,
         cron_schedule=ops.schedule_cron,
         execution_timezone=ops.schedule_timezone,
         default_status=dg.DefaultScheduleStatus.RUNNING,
@@ -45,8 +72,13 @@ def build_daily_schedule(ops: OpsSettings | None = None) -> dg.ScheduleDefinitio
                     "RANK_PIPELINE_SCHEDULE_TIMEZONE): the daily job for the partition of the tick's UTC day "
                     "(the API tells only the present).",
     )
-    def _daily(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-        return dg.RunRequest(partition_key=tick_partition_key(context.scheduled_execution_time))
+    def _daily(context: dg.ScheduleEvaluationContext):
+        day = tick_partition_key(context.scheduled_execution_time)
+        if shards is None:
+            return dg.RunRequest(partition_key=day)
+        # a schedule tick requesting several runs names each with a run key (Dagster requires it)
+        return [dg.RunRequest(run_key=str(key), partition_key=key)
+                for key in (shard_partition_key(day, shard) for shard in shards.shards)]
 
     return _daily
 

@@ -20,7 +20,7 @@ import dagster as dg
 
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.model_assets import partition_days
-from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.partitions import daily_partitions, date_dependency
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.table_metadata import engine_in_use
 from rank_pipeline.keywords import (
@@ -30,6 +30,7 @@ from rank_pipeline.keywords import (
     planned_rows,
     write_planned_rows,
 )
+from rank_pipeline.settings import ShardPlan
 from rank_pipeline.snapshots.parquet import list_snapshot_dates
 from rank_pipeline.warehouse.database import KEYWORDS_FILE_TABLE
 
@@ -37,15 +38,17 @@ KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"
 
 
-def build_keywords_file_asset(keywords_file: Path | None) -> dg.AssetsDefinition:
-    """The ``raw/keywords_file`` asset for ``keywords_file`` (``Settings.keywords_file``; None: no check)."""
+def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | None = None) -> dg.AssetsDefinition:
+    """The ``raw/keywords_file`` asset for ``keywords_file`` (``Settings.keywords_file``; None: no check);
+    with ``shards`` (``Settings.shards``) it depends on every shard of its day's snapshots."""
     checks = [dg.AssetCheckSpec(
         DRIFT_CHECK, asset=KEYWORDS_FILE_KEY, blocking=False,
         description=f"The keywords file {keywords_file} and the keywords tracked on its domains (the day's "
                     "snapshot) agree: nothing to create, nothing tracked that is not in the file.")] \
         if keywords_file is not None else []
 
-    @dg.asset(key=KEYWORDS_FILE_KEY, deps=[SNAPSHOT_KEYS[r] for r in ("domains", "keywords", "locations", "usage")],
+    @dg.asset(key=KEYWORDS_FILE_KEY, deps=[date_dependency(SNAPSHOT_KEYS[r], shards)
+                                         for r in ("domains", "keywords", "locations", "usage")],
               partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(), group_name="raw",
               kinds={engine_in_use(), "yaml"}, check_specs=checks,
               description="raw.keywords_file: the keywords file (RANK_PIPELINE_KEYWORDS_FILE) planned against the "

@@ -1,10 +1,11 @@
-"""Daily partitions keyed by snapshot date (UTC), today included (spec: the API tells only the present)."""
+"""Daily partitions keyed by snapshot date (UTC), today included (spec: the API tells only the present);
+with ``RANK_PIPELINE_SHARDS=n`` the extraction is partitioned by day x shard (:func:`shard_partitions`)."""
 
 import warnings
 
 import dagster as dg
 
-from rank_pipeline.settings import PARTITIONS_START
+from rank_pipeline.settings import PARTITIONS_START, Shard, ShardPlan
 
 daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC", end_offset=1)
 """One partition per UTC day from :data:`PARTITIONS_START`; ``end_offset=1`` includes today."""
@@ -12,3 +13,38 @@ daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, tim
 # Every partitioned asset takes BackfillPolicy.single_run() (a backfill of many days is one run); Dagster
 # marks that parameter beta and warns once per asset. We use it deliberately: silence that one warning.
 warnings.filterwarnings("ignore", message="Parameter `backfill_policy` of function", category=dg.BetaWarning)
+# the same for the mapping of a daily asset onto every shard of its day (date_dependency)
+warnings.filterwarnings("ignore", message="Class `MultiToSingleDimensionPartitionMapping` is currently in beta",
+                        category=dg.BetaWarning)
+
+DATE_DIMENSION = "date"
+"""The day dimension of the shard partitions (:func:`shard_partitions`): the daily partition key."""
+SHARD_DIMENSION = "shard"
+"""The shard dimension of the shard partitions: ``<i>-of-<n>`` (:attr:`rank_pipeline.settings.Shard.key`)."""
+SHARD_TAG = f"dagster/partition/{SHARD_DIMENSION}"
+"""The tag Dagster gives a run of one shard partition (its shard key); a daily run has none."""
+DATE_TAG = f"dagster/partition/{DATE_DIMENSION}"
+"""The tag Dagster gives a run of one shard partition (its day)."""
+
+
+def shard_partitions(plan: ShardPlan) -> dg.MultiPartitionsDefinition:
+    """Day x shard (``RANK_PIPELINE_SHARDS``): the daily partitions and a static dimension ``0-of-n`` ..
+    ``<n-1>-of-n``. A key reads ``2026-03-02|0-of-2`` (dimensions in name order: date, shard)."""
+    return dg.MultiPartitionsDefinition({
+        DATE_DIMENSION: daily_partitions,
+        SHARD_DIMENSION: dg.StaticPartitionsDefinition([s.key for s in plan.shards]),
+    })
+
+
+def shard_partition_key(day: str, shard: Shard) -> dg.MultiPartitionKey:
+    """The partition of ``shard`` on ``day`` (``YYYY-MM-DD``) in :func:`shard_partitions`."""
+    return dg.MultiPartitionKey({DATE_DIMENSION: day, SHARD_DIMENSION: shard.key})
+
+
+def date_dependency(key: dg.AssetKey, plan: ShardPlan | None) -> dg.AssetKey | dg.AssetDep:
+    """A daily asset's dependency on the extraction asset ``key``: as it is unsharded; sharded, on every
+    shard of the same day (``MultiToSingleDimensionPartitionMapping`` on the date dimension)."""
+    if plan is None:
+        return key
+    return dg.AssetDep(key, partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
+        partition_dimension_name=DATE_DIMENSION))

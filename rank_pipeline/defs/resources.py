@@ -19,6 +19,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from rank_pipeline.defs.instance import record_process_tags
+from rank_pipeline.defs.partitions import SHARD_TAG
 from rank_pipeline.extract.source import Source
 from rank_pipeline.models.engines import (
     DEFAULT_SPARK_MASTER,
@@ -29,8 +30,8 @@ from rank_pipeline.models.engines import (
     needs_warehouse_uri,
     open_engine,
 )
-from rank_pipeline.settings import ConfigurationError, DataPaths, Settings
-from rank_pipeline.warehouse.locks import hold_writer
+from rank_pipeline.settings import ConfigurationError, DataPaths, Settings, Shard
+from rank_pipeline.warehouse.locks import hold_shard_writer, hold_writer
 
 __all__ = ["ModelEngineResource", "WarehouseResource", "model_engine_from_env", "source_from_env",
            "warehouse_from_env"]
@@ -51,6 +52,9 @@ class WarehouseResource(dg.ConfigurableResource):
     the process dies, which first removes the leftovers of dead runs): one run at a time extracts, loads,
     builds and publishes; a second one waits, saying so in its log, and fails with a one-line message
     after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. The steps the assets call hold it too (it is re-entrant).
+    A run of one shard partition (``RANK_PIPELINE_SHARDS``, tagged ``dagster/partition/shard``) holds that
+    shard's writer lock instead (:func:`rank_pipeline.warehouse.locks.hold_shard_writer`), so the shards
+    of a day extract at once.
     Before waiting for the lock the run is tagged with its process
     (:func:`rank_pipeline.defs.instance.record_process_tags`), so it is marked failed if that is killed.
     """
@@ -67,7 +71,11 @@ class WarehouseResource(dg.ConfigurableResource):
         holder = f"Dagster run {run.run_id}" if run is not None else "a Dagster step"
         if run is not None and context.instance is not None:
             record_process_tags(context.instance, run)  # before waiting for the lock: a waiting run can die too
-        with hold_writer(self.data_dir, holder=holder, log=log):
+        shard = run.tags.get(SHARD_TAG) if run is not None else None
+        # a shard's run holds its shard's writer lock only: the shards of a day run at once
+        lock = (hold_writer(self.data_dir, holder=holder, log=log) if shard is None else
+                hold_shard_writer(self.data_dir, Shard.from_key(shard), holder=holder, log=log))
+        with lock:
             yield self
 
     @property

@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime
 import dagster as dg
 
 from rank_pipeline.defs.instance import error_line
+from rank_pipeline.defs.partitions import DATE_TAG
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 from rank_pipeline.ops.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
 from rank_pipeline.settings import ConfigurationError, Settings
@@ -76,8 +77,9 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
     if run is None:
         return None
     tags = run.tags
-    first = _day(tags.get(PARTITION_TAG) or tags.get(RANGE_TAGS[0]))
-    last = _day(tags.get(PARTITION_TAG) or tags.get(RANGE_TAGS[1])) or first
+    # a shard run's partition is "<day>|<i>-of-<n>": its day is its date dimension's tag
+    first = _day(tags.get(DATE_TAG) or tags.get(PARTITION_TAG) or tags.get(RANGE_TAGS[0]))
+    last = _day(tags.get(DATE_TAG) or tags.get(PARTITION_TAG) or tags.get(RANGE_TAGS[1])) or first
     outcome = RunOutcome(run_id, run.job_name, run.status.value, first, last)
     kinds = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE,
              dg.DagsterEventType.ASSET_CHECK_EVALUATION, dg.DagsterEventType.ASSET_MATERIALIZATION}

@@ -26,7 +26,7 @@ from rank_pipeline.api.endpoints import raw_column_descriptions
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.history import RUN_HISTORY_KEY
 from rank_pipeline.defs.model_assets import full_refresh, partition_days
-from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.partitions import daily_partitions, date_dependency
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.table_metadata import (
     COLUMN_SCHEMA,
@@ -37,7 +37,7 @@ from rank_pipeline.defs.table_metadata import (
     table_name,
 )
 from rank_pipeline.models.engines import ENGINES
-from rank_pipeline.settings import dashboard_url_from_env
+from rank_pipeline.settings import ShardPlan, dashboard_url_from_env
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.steps.load import PER_ACCOUNT_ENDPOINTS, load_raw
 from rank_pipeline.steps.publish import publish
@@ -57,16 +57,18 @@ def raw_table_metadata(endpoint: str, types: list[tuple[str, str]], rows: int, t
     return meta
 
 
-def build_load_raw_tables(engine: str | None = None) -> dg.AssetsDefinition:
+def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = None) -> dg.AssetsDefinition:
     """The ``load_raw_tables`` multi-asset: one ``raw/<endpoint>`` asset per endpoint, kinds naming
-    ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
+    ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`); with ``shards``
+    (``RANK_PIPELINE_SHARDS``) each depends on every shard of its day's snapshot, and the load refuses a
+    day not every shard has committed (:class:`rank_pipeline.warehouse.database.SnapshotMissingError`)."""
     engine = engine or engine_in_use()
     kinds = set(ENGINES[engine].raw_kinds)
 
     @dg.multi_asset(
         name="load_raw_tables",
         specs=[
-            dg.AssetSpec(key, deps=[SNAPSHOT_KEYS[r]], group_name="raw", kinds=kinds,
+            dg.AssetSpec(key, deps=[date_dependency(SNAPSHOT_KEYS[r], shards)], group_name="raw", kinds=kinds,
                          description=f"raw.{r}: the {r} snapshots, one partition per snapshot_date, "
                                      "flattened spec fields plus the full attributes JSON.",
                          metadata={COLUMN_SCHEMA: column_schema(None, [(c, "") for c in raw_column_descriptions(r)],

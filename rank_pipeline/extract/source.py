@@ -29,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -43,6 +44,7 @@ from rank_pipeline.settings import (
     AccountConfig,
     ConfigurationError,
     DataPaths,
+    RateSettings,
     Settings,
     Shard,
     api_key,
@@ -155,7 +157,7 @@ def check_data_folder(data_dir: Path, label: str, *, record: bool = True) -> Non
         return
     if record:
         data_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # shard runs of one folder may record at once
         tmp.write_text(json.dumps({"source": label, "recorded_at": datetime.now(UTC).isoformat()}) + "\n")
         tmp.replace(path)
 
@@ -281,6 +283,13 @@ class Source:
         settings = settings or Settings.from_env()
         config = ClientConfig.from_rates(settings.rates, **client_overrides)
         return cls(settings.base_url, settings.accounts, config, settings.shard)
+
+    def for_shard(self, shard: Shard, rates: RateSettings) -> Source:
+        """This source restricted to ``shard``'s accounts and paced to ``rates`` (its per-key and per-IP
+        ceilings, window and concurrency; e.g. :meth:`rank_pipeline.settings.ShardPlan.rates`)."""
+        config = replace(self.client_config, per_key_limit=rates.per_key_limit, per_ip_limit=rates.per_ip_limit,
+                         window_s=rates.window_s, max_in_flight=rates.max_in_flight)
+        return replace(self, shard=shard, client_config=config)
 
     @property
     def uses_sandbox(self) -> bool:

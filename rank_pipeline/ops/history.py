@@ -197,12 +197,12 @@ def launched_by(tags: Mapping[str, str]) -> str:
 
 
 def partition_days(tags: Mapping[str, str]) -> list[date]:
-    """The days of a run's partition (``dagster/partition``) or partition range
-    (``dagster/asset_partition_range_start`` .. ``_end``), ascending; empty when it has neither or they
-    are not dates."""
+    """The days of a run's partition (``dagster/partition``; for a day x shard partition its date,
+    ``dagster/partition/date``) or partition range (``dagster/asset_partition_range_start`` .. ``_end``),
+    ascending; empty when it has neither or they are not dates."""
     try:
         if tags.get("dagster/partition"):
-            return [date.fromisoformat(tags["dagster/partition"])]
+            return [date.fromisoformat(tags.get("dagster/partition/date") or tags["dagster/partition"])]
         start, end = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
         if start and end:
             first, last = date.fromisoformat(start), date.fromisoformat(end)

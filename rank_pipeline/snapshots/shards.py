@@ -11,6 +11,10 @@ addresses extract ``n`` times as many accounts in the same window. All workers w
 location (normally ``RANK_PIPELINE_SNAPSHOTS_URI=s3://...``): worker ``i`` commits
 ``_manifest.shard-i-of-n.json`` in each day's folder (:mod:`rank_pipeline.snapshots.parquet`, "Commit"), and
 readers take the day as committed once all ``n`` shard manifests are there, reading their union.
+
+Under Dagster, ``RANK_PIPELINE_SHARDS=n`` (:class:`rank_pipeline.settings.ShardPlan`) runs the shards
+itself: the extraction is partitioned by day x shard, each shard partition a run of its own
+(:mod:`rank_pipeline.defs.shards`), with the same assignment and the same shard manifests.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 Dagster asset ``extract_snapshots`` alike.
 
 :func:`extract_days` holds the data folder's writer lock (:func:`rank_pipeline.warehouse.locks.hold_writer`:
-re-entrant, so a Dagster run that already holds it for the whole run just goes on), and per day opens the
+re-entrant, so a Dagster run that already holds it for the whole run just goes on; a shard's extraction
+holds its shard's writer lock instead, :func:`~rank_pipeline.warehouse.locks.hold_shard_writer`, so the
+shards of a day run at once), and per day opens the
 source (:meth:`rank_pipeline.extract.source.Source.open`: the data folder's recorded source, the keys,
 the accounts' identity) and runs the extraction (:func:`rank_pipeline.extract.day.run_extraction`) with
 the source's shard and its checkpoint id, so a retry in a new process resumes from the checkpoints of
@@ -18,7 +20,7 @@ from datetime import date, timedelta
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport, run_extraction
 from rank_pipeline.extract.source import Source
 from rank_pipeline.settings import ConfigurationError, DataPaths
-from rank_pipeline.warehouse.locks import hold_writer
+from rank_pipeline.warehouse.locks import hold_shard_writer, hold_writer
 
 __all__ = ["check_source", "extract_days"]
 
@@ -64,14 +66,17 @@ def extract_days(source: Source, paths: DataPaths, first: date, last: date | Non
 
     Raises:
         ConfigurationError: a range of days from the vendor API, or a source refused when opened.
-        rank_pipeline.warehouse.locks.LockTimeout: another run holds the data folder.
+        rank_pipeline.warehouse.locks.LockTimeout: another run holds the data folder (or, for a shard, the
+            shard).
         rank_pipeline.api.RankTrackerError, rank_pipeline.extract.day.ExtractionError: the day failed;
             nothing of it was committed, its finished lists stay checkpointed for a retry.
     """
     say = detail or (lambda message: None)
     days = _days(source, first, last or first)
     reports = []
-    with hold_writer(paths.data_dir, holder=holder, log=log):
+    lock = (hold_writer(paths.data_dir, holder=holder, log=log) if source.shard is None else
+            hold_shard_writer(paths.data_dir, source.shard, holder=holder, log=log))
+    with lock:
         for day in days:
             opened = source.open(day, paths.data_dir, snapshots_uri=paths.snapshot_store_uri)
             say(f"extracting {day} from {source.describe()} for {len(opened.accounts)} account(s)")

@@ -19,7 +19,11 @@ Locks
 
     Two locks exist: ``writer`` (the snapshots and the DuckDB files of the data folder: extraction,
     load, models, publish; one run at a time) and ``instance`` (creating the Dagster instance's SQLite
-    storage, held for a moment by the command line).
+    storage, held for a moment by the command line). A shard's extraction
+    (:mod:`rank_pipeline.snapshots.shards`) holds ``writer-shard-<i>-of-<n>`` instead of ``writer``
+    (:func:`hold_shard_writer`): shards write their own files in place under unique names and commit
+    their own manifests, never a staged folder, so the shards of a day run at once, and beside a load of
+    the warehouse (which reads only committed days); one run at a time extracts one shard.
 
 Leftovers (:func:`remove_leftovers`)
     A run killed mid-way can leave ``<snapshots>/<resource>/.staging-snapshot_date=*`` (a snapshot being
@@ -46,13 +50,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rank_pipeline.settings import LOCK_TIMEOUT_ENV, DataPaths, lock_timeout_from_env
+from rank_pipeline.settings import LOCK_TIMEOUT_ENV, DataPaths, Shard, lock_timeout_from_env
 
 __all__ = [
     "LOCK_DIR_NAME",
     "DataFolderLock",
     "LockTimeout",
     "lock_timeout_from_env",
+    "hold_shard_writer",
     "hold_writer",
     "remove_leftovers",
     "writer_lock",
@@ -128,6 +133,8 @@ class DataFolderLock:
 
     @property
     def purpose(self) -> str:
+        if self.name.startswith(f"{WRITER}-shard-"):
+            return f"the writer lock of shard {self.name[len(WRITER) + 7:]} (one run at a time extracts a shard)"
         return _PURPOSES.get(self.name, f"the {self.name} lock")
 
     def acquire(self) -> DataFolderLock:
@@ -241,6 +248,22 @@ def hold_writer(data_dir: Path | str, *, holder: str = "", log: Callable[[str], 
     with writer_lock(data_dir, holder=holder, log=log, timeout_s=timeout_s) as lock:
         if not lock.reentered:
             remove_leftovers(data_dir, log=log)
+        yield lock
+
+
+@contextmanager
+def hold_shard_writer(data_dir: Path | str, shard: Shard, *, holder: str = "",
+                      log: Callable[[str], object] | None = None,
+                      timeout_s: float | None = None) -> Iterator[DataFolderLock]:
+    """Hold shard ``shard``'s writer lock (``writer-shard-<i>-of-<n>``, module docstring) for the ``with``
+    block: what a shard's extraction enters instead of :func:`hold_writer`. Removes no leftovers (a shard
+    stages nothing; the ``writer`` holder's clean-up never touches a shard's files).
+
+    Raises:
+        LockTimeout: still held by another process after ``timeout_s`` (one line).
+    """
+    with DataFolderLock(data_dir, f"{WRITER}-shard-{shard.key}", holder=holder, log=log,
+                        timeout_s=timeout_s) as lock:
         yield lock
 
 

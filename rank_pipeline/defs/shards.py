@@ -1,0 +1,90 @@
+"""Extraction sharded as Dagster partitions (``RANK_PIPELINE_SHARDS=n``, :class:`rank_pipeline.settings.ShardPlan`).
+
+With a shard plan the definitions hold:
+
+- the job ``extract_shards`` (:func:`build_shard_job`): the ``snapshots/*`` assets, partitioned by day x
+  shard (:func:`rank_pipeline.defs.partitions.shard_partitions`). One run per partition: the shards of a
+  day run as parallel runs (separate processes, each holding only its shard's writer lock), each
+  extracting its own accounts with its own budget and committing its shard manifests;
+- the daily job ``daily_rank_pipeline`` without the ``snapshots`` group: raw load, models, publish, for
+  one day, depending on every shard of that day;
+- the schedule (:func:`rank_pipeline.defs.jobs.build_daily_schedule`), which requests one
+  ``extract_shards`` run per shard of the tick's day;
+- the sensor ``daily_run_when_shards_committed`` (:func:`build_shards_committed_sensor`, on by default):
+  it requests the daily run of day D once every shard of D has a successful run, once per day.
+
+Without a plan none of this exists: one daily job extracts every account and builds the models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import dagster as dg
+
+from rank_pipeline.defs.partitions import DATE_TAG, SHARD_TAG
+from rank_pipeline.settings import ShardPlan
+
+__all__ = ["SHARDS_COMMITTED_SENSOR_NAME", "SHARD_JOB_NAME", "build_shard_job", "build_shards_committed_sensor",
+           "committed_days"]
+
+SHARD_JOB_NAME = "extract_shards"
+SHARDS_COMMITTED_SENSOR_NAME = "daily_run_when_shards_committed"
+SENSOR_INTERVAL_S = 30
+"""Seconds between evaluations of the sensor."""
+KEEP_REQUESTED = 400
+"""How many requested days the sensor's cursor remembers (more than a year of days)."""
+RUNS_LOOKED_AT = 2000
+"""How many of the latest successful shard runs a tick reads."""
+
+
+def build_shard_job(plan: ShardPlan) -> dg.UnresolvedAssetJobDefinition:
+    """``extract_shards``: the ``snapshots/*`` assets (partitioned by day x shard,
+    :func:`rank_pipeline.defs.partitions.shard_partitions`) for one partition per run."""
+    return dg.define_asset_job(
+        SHARD_JOB_NAME,
+        selection=dg.AssetSelection.groups("snapshots"),
+        description=f"Extract one shard of {plan.count} for one day (RANK_PIPELINE_SHARDS): the shard's accounts, "
+                    "its own budget, its shard manifests. The shards of a day run as parallel runs; the "
+                    f"daily run follows once all have committed ({SHARDS_COMMITTED_SENSOR_NAME}).",
+        executor_def=dg.in_process_executor,
+    )
+
+
+def committed_days(instance: dg.DagsterInstance, plan: ShardPlan) -> list[str]:
+    """The days (``YYYY-MM-DD``, ascending) every shard of ``plan`` extracted in a successful run
+    (tags ``dagster/partition/date`` and ``dagster/partition/shard``), among the latest
+    :data:`RUNS_LOOKED_AT` successful shard runs. A shard run whose blocking ``complete`` check failed
+    is not successful, so its day waits."""
+    keys = [s.key for s in plan.shards]
+    records = instance.get_run_records(
+        dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS], tags={SHARD_TAG: keys}), limit=RUNS_LOOKED_AT)
+    shards_of: dict[str, set[str]] = defaultdict(set)
+    for record in records:
+        tags = record.dagster_run.tags
+        if tags.get(DATE_TAG):
+            shards_of[tags[DATE_TAG]].add(tags[SHARD_TAG])
+    return sorted(day for day, shards in shards_of.items() if shards >= set(keys))
+
+
+def build_shards_committed_sensor(plan: ShardPlan, daily_job) -> dg.SensorDefinition:
+    """``daily_run_when_shards_committed``: every :data:`SENSOR_INTERVAL_S` s, one run of ``daily_job``
+    for each day of :func:`committed_days` not requested before (the cursor remembers the last
+    :data:`KEEP_REQUESTED` days; the run key ``shards-committed-<day>`` makes the daemon refuse a
+    second run of a day too). A day re-extracted later is not requested again: launch its daily run by
+    hand."""
+
+    @dg.sensor(name=SHARDS_COMMITTED_SENSOR_NAME, job=daily_job, minimum_interval_seconds=SENSOR_INTERVAL_S,
+               default_status=dg.DefaultSensorStatus.RUNNING,
+               description=f"Requests the daily run of a day once all {plan.count} shards of the day have "
+                           f"committed (a successful {SHARD_JOB_NAME} run each); once per day.")
+    def daily_run_when_shards_committed(context: dg.SensorEvaluationContext):
+        requested = json.loads(context.cursor) if context.cursor else []
+        new = [day for day in committed_days(context.instance, plan) if day not in requested]
+        if not new:
+            return dg.SkipReason(f"no day with all {plan.count} shards committed that was not requested yet")
+        context.update_cursor(json.dumps((requested + new)[-KEEP_REQUESTED:]))
+        return [dg.RunRequest(run_key=f"shards-committed-{day}", partition_key=day) for day in new]
+
+    return daily_run_when_shards_committed
