@@ -5,7 +5,8 @@ Engine choice and settings (read by :meth:`rank_pipeline.models.engines.EngineSe
 =========================================  ============================================================
 ``RANK_PIPELINE_ENGINE``                   ``duckdb`` (default) or ``spark``
 ``RANK_PIPELINE_SPARK_MASTER``             the Spark master URL (default :data:`rank_pipeline.settings.DEFAULT_SPARK_MASTER`; a cluster:
-                                           ``spark://host:7077``, ``yarn``, ``k8s://...``)
+                                           ``spark://host:7077``, ``yarn``, ``k8s://...``; a Spark
+                                           Connect server: ``sc://host:15002``)
 ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``      where model tables are written as Parquet (default
                                            ``<data dir>/spark_warehouse``; any URI the session's Hadoop
                                            file systems accept, e.g. ``s3a://bucket/warehouse``)
