@@ -1,7 +1,8 @@
 """Issue 21 item 4: the user's doors on Spark, on a real standalone cluster (two workers, ``spark_cluster``).
 
 ``rank-pipeline run --date D`` as a subprocess over the embedded sandbox, with ``RANK_PIPELINE_ENGINE=spark``
-and ``RANK_PIPELINE_SPARK_MASTER=spark://127.0.0.1:<port>``: the daily job extracts the day, builds every
+and ``RANK_PIPELINE_SPARK_MASTER=spark://127.0.0.1:<port>`` (and again ``sc://127.0.0.1:<port>``, a Spark
+Connect server on that cluster): the daily job extracts the day, builds every
 seed and model on the cluster as Parquet under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, and every model
 equals a DuckDB full rebuild of the same snapshots, row by row. A malformed Spark master is refused by
 ``run`` and ``rebuild`` with exit 2 and one line, before anything is written.
@@ -13,6 +14,7 @@ Dagster instance records the failed check, no model downstream of the failing on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -29,6 +31,7 @@ pytest.importorskip("pyspark")
 from test_backfill_doors import _assert_spark_models_equal, _reference  # noqa: E402
 
 from rank_pipeline.models import load_project  # noqa: E402
+from rank_pipeline.models.spark_cluster import start_connect_server  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
 
@@ -61,9 +64,16 @@ def test_a_malformed_spark_master_exits_2_in_one_line(tmp_path, master):
         assert not (tmp_path / "spark_warehouse").exists() and not (tmp_path / "data" / "snapshots").exists()
 
 
-def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, tmp_path):
+@pytest.mark.parametrize("door", ["spark", "connect"])
+def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, tmp_path, door):
+    """``spark``: the master's ``spark://`` URL; ``connect``: a Spark Connect server's ``sc://`` URL, its
+    application on the same cluster (the run talks to it over gRPC)."""
     data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
-    done = _cli(data, "run", "--date", DAY.isoformat(), **_spark(spark_cluster.master_url, uri))
+    with contextlib.ExitStack() as stack:
+        master = spark_cluster.master_url
+        if door == "connect":
+            master = stack.enter_context(start_connect_server(master, work_dir=tmp_path / "connect")).url
+        done = _cli(data, "run", "--date", DAY.isoformat(), **_spark(master, uri))
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert done.stdout.strip().splitlines()[-1].startswith("Completed: 1 day(s), ")
     assert " 0 failed, " in done.stdout
