@@ -6,8 +6,9 @@ contract). For each size:
 
 * DuckDB: load the history (every day but the last) into raw, full rebuild of every model; then load the
   last day and build it incrementally (the daily job).
-* Spark (``--master``, default ``local[2]``): register the history's files, full rebuild of every model;
-  then register the last day too and build again (on Spark a day is a full rebuild, see
+* Spark (``--master``, default ``local[2]``; ``--cluster N``: a standalone master and N one-core workers
+  started on this machine from the pyspark wheel, rank_pipeline/models/spark_cluster.py): register the
+  history's files, full rebuild of every model; then register the last day too and build again (on Spark a day is a full rebuild, see
   rank_pipeline/models/spark_engine.py).
 
 Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what to compare. Usage::
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from models import Generator, write_keywords, write_small  # noqa: E402
 
 from rank_pipeline.models import build_all, load_project  # noqa: E402
+from rank_pipeline.models.spark_cluster import start_cluster  # noqa: E402
 from rank_pipeline.models.spark_engine import SparkEngine, spark_session  # noqa: E402
 from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 
@@ -105,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keywords", default="50000,300000", help="comma-separated keyword counts")
     parser.add_argument("--domains", type=int, default=50)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--cluster", type=int, default=0, metavar="N",
+                        help="start a standalone master and N one-core workers on this machine and run on it "
+                             "(instead of --master)")
+    parser.add_argument("--executor-memory", default="3g", help="with --cluster: each worker's executor memory")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--driver-memory", default="8g",
                         help="spark.driver.memory (local mode runs in the driver; Spark's default 1g spills early)")
@@ -118,15 +124,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need --days >= 2 and keyword counts >= 1")
     if not engines or set(engines) - {"duckdb", "spark"}:
         parser.error("--engines takes duckdb, spark or both")
-    print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; Spark {args.master} "
+    print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; Spark "
+          f"{f'standalone cluster of {args.cluster} workers' if args.cluster else args.master} "
           f"(driver memory {args.driver_memory}, {args.shuffle_partitions} shuffle partitions); "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, python "
           f"{platform.python_version()}, duckdb {duckdb.__version__}", flush=True)
-    spark = None
+    spark = cluster = None
+    label = {"spark": f"spark {args.master}"}
     if "spark" in engines:
+        conf = {"spark.driver.memory": args.driver_memory}
+        if args.cluster:
+            cluster, cluster_s = _timed(lambda: start_cluster(args.cluster, memory=args.executor_memory))
+            args.master = cluster.master_url
+            conf["spark.executor.memory"] = args.executor_memory
+            label["spark"] = f"spark cluster ({args.cluster} workers x 1 core)"
+            print(f"  standalone cluster {cluster.master_url}: {args.cluster} workers ALIVE in {cluster_s:.1f} s",
+                  flush=True)
         spark, session_s = _timed(lambda: spark_session(
             args.master, shuffle_partitions=args.shuffle_partitions, app_name="rank-pipeline-scale-benchmark",
-            conf={"spark.driver.memory": args.driver_memory}))
+            conf=conf))
         print(f"  Spark {spark.version} session start: {session_s:.1f} s (not counted below)", flush=True)
     rows_out: list[str] = []
 
@@ -149,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(rows_out))
     if spark is not None:
         spark.stop()
+    if cluster is not None:  # its JVMs also stop if this process dies first (spark_cluster's guard)
+        cluster.stop()
     return 0
 
 

@@ -26,3 +26,15 @@ def served_source():
                          ClientConfig(**client))
 
     return source
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A Spark standalone master and two 1-core workers on loopback, started once per test session from
+    the pyspark wheel (:func:`rank_pipeline.models.spark_cluster.start_cluster`) and stopped at its end,
+    every JVM with it. Skipped without pyspark."""
+    pytest.importorskip("pyspark")
+    from rank_pipeline.models.spark_cluster import start_cluster
+
+    with start_cluster(workers=2, cores=1, memory="1g", work_dir=tmp_path_factory.mktemp("spark_cluster")) as cluster:
+        yield cluster

@@ -91,6 +91,9 @@ def test_the_client_configuration_is_derived_from_the_rate_settings(tmp_path):
      "each has its own address, or unset it"),
     ("RANK_PIPELINE_ENGINE", "Sparkk", "RANK_PIPELINE_ENGINE='sparkk' is not one of duckdb, spark; unset it for "
      "duckdb"),
+    ("RANK_PIPELINE_SPARK_MASTER", "spark:/host:7077", "RANK_PIPELINE_SPARK_MASTER='spark:/host:7077' is not a "
+     "Spark master URL; use local[N], spark://host:port (a standalone cluster), sc://host:port (Spark Connect), "
+     "yarn or k8s://..."),
     ("RANK_PIPELINE_LOCK_TIMEOUT_S", "-1", "RANK_PIPELINE_LOCK_TIMEOUT_S='-1' is not a number of seconds; set it "
      "to 0 (refuse at once) or more (default 3600)"),
 ])

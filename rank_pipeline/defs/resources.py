@@ -30,7 +30,7 @@ from rank_pipeline.models.engines import (
     needs_warehouse_uri,
     open_engine,
 )
-from rank_pipeline.settings import ConfigurationError, DataPaths, Settings, Shard
+from rank_pipeline.settings import ConfigurationError, DataPaths, Settings, Shard, check_spark_master
 from rank_pipeline.warehouse.locks import hold_shard_writer, hold_writer
 
 __all__ = ["ModelEngineResource", "WarehouseResource", "model_engine_from_env", "source_from_env",
@@ -135,13 +135,15 @@ class ModelEngineResource(dg.ConfigurableResource):
         """These settings as :class:`rank_pipeline.models.engines.EngineSettings`.
 
         Raises:
-            ConfigurationError: an unknown engine, or ``engine=spark`` without ``spark_warehouse_uri``.
+            ConfigurationError: an unknown engine, a malformed ``spark_master``, or ``engine=spark`` without
+                ``spark_warehouse_uri``.
         """
         engine = self.engine.strip().lower() or "duckdb"
         if engine not in ENGINES:
             raise ConfigurationError(f"ModelEngineResource.engine={self.engine!r} is not one of {', '.join(ENGINES)} "
                                      "(RANK_PIPELINE_ENGINE); unset it for duckdb")
-        settings = EngineSettings(engine=engine, spark_master=self.spark_master.strip() or DEFAULT_SPARK_MASTER,
+        settings = EngineSettings(engine=engine,
+                                  spark_master=check_spark_master(self.spark_master.strip() or DEFAULT_SPARK_MASTER),
                                   spark_warehouse_uri=self.spark_warehouse_uri.strip())
         if needs_warehouse_uri(settings) and not settings.spark_warehouse_uri:
             raise ConfigurationError("ModelEngineResource.spark_warehouse_uri is empty: set "

@@ -5,7 +5,8 @@ Engine choice and settings (read by :meth:`rank_pipeline.models.engines.EngineSe
 =========================================  ============================================================
 ``RANK_PIPELINE_ENGINE``                   ``duckdb`` (default) or ``spark``
 ``RANK_PIPELINE_SPARK_MASTER``             the Spark master URL (default :data:`rank_pipeline.settings.DEFAULT_SPARK_MASTER`; a cluster:
-                                           ``spark://host:7077``, ``yarn``, ``k8s://...``)
+                                           ``spark://host:7077``, ``yarn``, ``k8s://...``; a Spark
+                                           Connect server: ``sc://host:15002``)
 ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``      where model tables are written as Parquet (default
                                            ``<data dir>/spark_warehouse``; any URI the session's Hadoop
                                            file systems accept, e.g. ``s3a://bucket/warehouse``)
@@ -46,6 +47,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
@@ -59,6 +61,7 @@ from rank_pipeline.models.dependencies import MODEL_SCHEMAS
 from rank_pipeline.models.errors import BuildError, TestExecutionError
 from rank_pipeline.models.project import Model, Project, Seed
 from rank_pipeline.models.runner import BuildResult, full_build_sql
+from rank_pipeline.models.spark_files import absolute_uri, file_system
 from rank_pipeline.models.testing import TestResult, json_safe, test_sql
 from rank_pipeline.settings import DEFAULT_SPARK_MASTER
 from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
@@ -114,23 +117,36 @@ def spark_session(master: str = DEFAULT_SPARK_MASTER, *, app_name: str = "rank-p
     """A SparkSession for the models: UTC session time zone, the UI off, ``shuffle_partitions`` shuffle
     partitions (small for ``local[N]``; raise it on a cluster), plus ``conf``.
 
-    Uses :func:`java_home` to pick the JVM. Returns the active session if one exists (Spark allows one
-    per process; its master cannot be changed then).
+    ``master``: ``local[N]``, a cluster's master (``spark://host:port``, ``yarn``, ``k8s://...``), or a
+    Spark Connect server, ``sc://host:port``. On a cluster the executors run in UTC
+    (``-Duser.timezone=UTC``) with this Python (``spark.pyspark.python``, unless ``PYSPARK_PYTHON`` or
+    ``conf`` names another); on a ``spark://`` master on loopback the driver binds to 127.0.0.1 too. A
+    Connect session takes only the runtime ``spark.sql.*`` settings (the server owns the others).
+
+    Uses :func:`java_home` to pick the JVM (not for ``sc://``). Returns the active session if one exists
+    (Spark allows one per process; its master cannot be changed then).
     """
+    from pyspark.sql import SparkSession
+
+    runtime = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": str(shuffle_partitions),
+               "spark.sql.adaptive.enabled": "true"}
+    if master.startswith("sc://"):
+        builder = SparkSession.builder.remote(master).appName(app_name)
+        for key, value in {**runtime, **(conf or {})}.items():
+            builder = builder.config(key, value)  # static settings are ignored by a Connect session
+        return builder.getOrCreate()
     home = java_home()
     if home is not None:
         os.environ["JAVA_HOME"] = home
-    from pyspark.sql import SparkSession
-
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-               .config("spark.sql.adaptive.enabled", "true")
-               .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-               .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC"))
-    for key, value in (conf or {}).items():
+    settings = {**runtime, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+                "spark.executor.extraJavaOptions": "-Duser.timezone=UTC"}
+    if not os.environ.get("PYSPARK_PYTHON"):
+        settings["spark.pyspark.python"] = sys.executable
+    if re.match(r"spark://(127\.0\.0\.1|localhost)[:,/]", master):
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**settings, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -241,7 +257,7 @@ class SparkEngine:
 
     def __init__(self, spark, warehouse_uri: str | Path):
         self.spark = spark
-        self.warehouse_uri = str(warehouse_uri).rstrip("/")
+        self.warehouse_uri = absolute_uri(warehouse_uri)  # executors resolve relative paths elsewhere
         self._raw_files: dict[str, tuple[str, ...]] = {}
         self._prepared: tuple[bool, bool] = (False, False)  # (raw registered, earlier tables attached)
 
@@ -268,9 +284,9 @@ class SparkEngine:
         return f"{self.warehouse_uri}/{schema}/{name}"
 
     def _fs_path(self, uri: str):
-        jvm = self.spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(uri)
-        return path.getFileSystem(self.spark._jsc.hadoopConfiguration()), path
+        """``(fs, path)`` with Hadoop ``FileSystem``'s exists/delete/rename (:func:`.spark_files.file_system`:
+        Hadoop through the JVM, or pyarrow on a Spark Connect session)."""
+        return file_system(self.spark, uri)
 
     def _exists(self, uri: str) -> bool:
         fs, path = self._fs_path(uri)

@@ -252,14 +252,18 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
 
 
 @pytest.mark.timeout(1800)
-def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path):
+@pytest.mark.parametrize("where", ["local[2]", "cluster"])
+def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
     """Issue 13 item 4: with ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
     project's definitions) builds every seed and model on one Spark session as Parquet under
     ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, each equal row by row to the same job on DuckDB over the same
-    snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance."""
+    snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance.
+
+    ``cluster``: the same on a standalone master with two workers (issue 21 item 2; ``spark_cluster``)."""
     pytest.importorskip("pyspark")
     from rank_pipeline.models import load_project
 
+    master = request.getfixturevalue("spark_cluster").master_url if where == "cluster" else where
     data_dir, _, _, _ = backfilled
     home = tmp_path / "dagster_home"
     duck, spark = tmp_path / "duck", tmp_path / "spark"
@@ -269,12 +273,12 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     uri = tmp_path / "spark_warehouse"
-    spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": "local[2]",
+    spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": master,
                  "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri)}
     proc = _dagster_job(spark, home, "rebuild_full_refresh", DAYS[2], env=spark_env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
     log = proc.stdout + proc.stderr
-    assert log.count("model engine: spark on local[2], seeds and models as Parquet tables under "
+    assert log.count(f"model engine: spark on {master}, seeds and models as Parquet tables under "
                      f"{uri}: opening it once for this run") == 1, log[-4000:]  # one Spark session per run
     assert "spark: nothing to publish" in log
     # nothing was published to DuckDB: Spark's tables are the warehouse. The build file holds only the

@@ -1,0 +1,97 @@
+"""The few file-system calls the Spark engine makes on its warehouse (exists, delete, rename), on any session.
+
+A classic session (``local[N]``, ``spark://``, ``yarn``) has a JVM in the driver: the calls go to Hadoop's
+``FileSystem`` for the path, so they reach every file system the session has a connector for
+(``file:``, ``hdfs://``, ``s3a://`` with hadoop-aws). A Spark Connect session (``sc://``) has no JVM in
+this process (``spark._jvm`` does not exist); the calls then go to a pyarrow file system for the URI:
+local paths and ``file:`` URIs (the Connect server must see the same disk), ``s3://`` and ``s3a://``
+(read as ``s3://``), ``gs://``, ``hdfs://`` as pyarrow opens them.
+
+:func:`file_system` returns ``(fs, path)`` with the calls of Hadoop's ``FileSystem``: ``fs.exists(path)``,
+``fs.delete(path, recursive)`` and ``fs.rename(source, target)`` (True when renamed), whichever backs it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["ArrowFileSystem", "absolute_uri", "file_system", "is_connect"]
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (no JVM in this process)."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # the connect client's dependencies are not installed: it cannot be one
+        return False
+    return isinstance(spark, ConnectSession)
+
+
+def absolute_uri(uri: str | Path) -> str:
+    """``uri`` as executors elsewhere can read it: a path without a scheme made absolute (a relative path
+    would be resolved in each executor's own working folder); a URI with a scheme as given."""
+    text = str(uri).rstrip("/") or "/"
+    if "://" in text or text.startswith("file:"):
+        return text
+    return str(Path(text).resolve())
+
+
+class ArrowFileSystem:
+    """Hadoop ``FileSystem``'s exists/delete/rename over a ``pyarrow.fs`` file system (for Connect)."""
+
+    def __init__(self, fs: Any):
+        self.fs = fs
+
+    def exists(self, path: str) -> bool:
+        from pyarrow import fs as pafs
+
+        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+
+    def delete(self, path: str, recursive: bool = True) -> bool:
+        from pyarrow import fs as pafs
+
+        kind = self.fs.get_file_info(path).type
+        if kind == pafs.FileType.NotFound:
+            return False
+        if kind == pafs.FileType.Directory:
+            if not recursive:
+                raise OSError(f"{path} is a directory")
+            self.fs.delete_dir(path)
+        else:
+            self.fs.delete_file(path)
+        return True
+
+    def rename(self, source: str, target: str) -> bool:
+        if self.exists(target) or not self.exists(source):
+            return False
+        self.fs.move(source, target)
+        return True
+
+
+def _arrow(uri: str) -> tuple[ArrowFileSystem, str]:
+    from pyarrow import fs as pafs
+
+    parts = urlsplit(uri)
+    if parts.scheme in ("", "file"):
+        return ArrowFileSystem(pafs.LocalFileSystem()), os.path.abspath(parts.path if parts.scheme else uri)
+    if parts.scheme == "s3a":
+        uri = "s3" + uri[3:]
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return ArrowFileSystem(fs), path
+
+
+def file_system(spark: Any, uri: str) -> tuple[Any, Any]:
+    """``(fs, path)`` for ``uri`` with Hadoop ``FileSystem``'s calls (module docstring): Hadoop through the
+    session's JVM, or pyarrow on a Spark Connect session.
+
+    Raises:
+        pyarrow.ArrowInvalid: on Connect, a URI scheme pyarrow has no file system for.
+    """
+    if is_connect(spark):
+        return _arrow(uri)
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
