@@ -252,7 +252,8 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("where", ["local[2]", "cluster"])
+# make test runs it on the standalone cluster; the local[2] variant is the quick one, run with -m spark_long
+@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=pytest.mark.spark_long), "cluster"])
 def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
     """Issue 13 item 4: with ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
     project's definitions) builds every seed and model on one Spark session as Parquet under

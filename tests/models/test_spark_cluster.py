@@ -58,6 +58,7 @@ def test_spark_marts_equal_duckdb_marts_on_a_standalone_cluster(spark_cluster, w
         spark.stop()
 
 
+@pytest.mark.spark_long  # Spark Connect stays in make test through test_spark_doors' sc:// run, also equal to DuckDB
 def test_spark_marts_equal_duckdb_marts_through_spark_connect(spark_cluster, warehouse, snapshots_dirs, tmp_path):
     from rank_pipeline.models.spark_files import is_connect
 
