@@ -90,6 +90,7 @@ from rank_pipeline.models.runner import BuildResult, fold_start, full_build_sql,
 from rank_pipeline.models.testing import TestResult, json_safe, test_sql
 from rank_pipeline.settings import DEFAULT_SPARK_MASTER
 from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
+from rank_pipeline.warehouse.sql import quote_ident as _duck_qi
 
 __all__ = ["MIN_JAVA", "SparkEngine", "java_home", "spark_session", "to_spark_sql"]
 
@@ -607,7 +608,7 @@ class SparkEngine:
         if inc is not None:
             duck_sql = windowed_sql(model, partition_date, end, self._dated(model, date_column))
         else:  # a view: its rows of the days (its SQL as written, filtered: Spark pushes the filter down)
-            duck_sql = (f"select * from (\n{full_sql}) as __model\nwhere {_qi(date_column)} between "
+            duck_sql = (f"select * from (\n{full_sql}) as __model\nwhere {_duck_qi(date_column)} between "
                         f"date '{partition_date.isoformat()}' and date '{end.isoformat()}'\n")
         sql = to_spark_sql(duck_sql)
         rows = self._write(self._frame_of(sql, where), model.schema, model.name, where, date_column=date_column,
