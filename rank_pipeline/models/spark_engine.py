@@ -646,6 +646,9 @@ class SparkEngine:
         results: dict[str, BuildResult] = {}
         for schema in MODEL_SCHEMAS:
             self.spark.sql(f"create database if not exists {_qi(schema)}")
+        if not self._prepared[1]:  # a new process: the days kept from earlier builds are read
+            self.attach_existing(project)
+            self._prepared = (self._prepared[0], True)
         for seed in project.seeds.values():
             results[seed.qualified_name] = self.build_seed(seed)
         ranges: dict[str, tuple[date, date]] = {}
