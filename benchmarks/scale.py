@@ -8,8 +8,10 @@ contract). For each size:
   last day and build it incrementally (the daily job).
 * Spark (``--master``, default ``local[2]``; ``--cluster N``: a standalone master and N one-core workers
   started on this machine from the pyspark wheel, rank_pipeline/models/spark_cluster.py): register the
-  history's files, full rebuild of every model; then register the last day too and build again (on Spark a day is a full rebuild, see
-  rank_pipeline/models/spark_engine.py).
+  history's files, full rebuild of every model; then register the last day too and build it
+  incrementally, as DuckDB does (each incremental model and dated view rebuilds that day only, tables
+  whole; rank_pipeline/models/spark_engine.py). The slowest models of that day are printed, to show what
+  the day costs.
 
 Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what to compare. Usage::
 
@@ -93,12 +95,32 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
 
 
 def _spark(out, spark, workdir, project, history, recent, last_day) -> None:
-    """Spark: register the history's files, full rebuild, register the last day, build again (a full rebuild)."""
+    """Spark: register the history's files, full rebuild, register the last day, build that day
+    incrementally (seconds into ``out``; the day's slowest models printed)."""
     engine = SparkEngine(spark, workdir / "spark_warehouse")
     _, out["spark_load_history"] = _timed(lambda: engine.load_raw([history]))
     _, out["spark_full"] = _timed(lambda: engine.build_all(project))
     _, out["spark_load_day"] = _timed(lambda: engine.load_raw([history, recent]))
-    _, out["spark_day"] = _timed(lambda: engine.build_all(project, last_day))
+    built, out["spark_day"] = _timed(lambda: engine.build_all(project, last_day))
+    days = sum(1 for b in built.values() if b.partition_date is not None and b.partition_date == b.until == last_day)
+    print(f"  Spark one day: {days} models built for that day only, {len(built) - days} seeds, tables and folds "
+          "whole", flush=True)
+    slowest = sorted(built.items(), key=lambda kv: -kv[1].seconds)[:6]
+    print("  Spark one day, slowest: " + ", ".join(f"{q} {b.seconds:.1f} s ({b.mode})" for q, b in slowest),
+          flush=True)
+
+
+TABLE_HEADER = ("| keywords | keyword rows | engine | load history s | full rebuild s | load 1 day s | 1 day s | "
+                "1 day / full |\n|---:|---:|---|---:|---:|---:|---:|---:|")
+"""The header of the table :func:`table_row` fills."""
+
+
+def table_row(keywords: int, r: dict[str, float], key: str, label: str | None = None) -> str:
+    """One row of the printed table: the times ``r[key + '_load_history' | '_full' | '_load_day' |
+    '_day']`` (seconds) of one engine (``label``, default ``key``, e.g. ``spark local[2]``) at ``keywords``."""
+    return (f"| {keywords:,} | {int(r['rows']):,} | {label or key} | {r[key + '_load_history']:.1f} | "
+            f"{r[key + '_full']:.1f} | {r[key + '_load_day']:.2f} | {r[key + '_day']:.1f} | "
+            f"{r[key + '_day'] / r[key + '_full']:.3f} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,8 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     rows_out: list[str] = []
 
     def report(n: int, r: dict[str, float], eng: str) -> None:
-        line = (f"| {n:,} | {int(r['rows']):,} | {eng} | {r[eng + '_load_history']:.1f} | {r[eng + '_full']:.1f} | "
-                f"{r[eng + '_load_day']:.2f} | {r[eng + '_day']:.1f} | {r[eng + '_day'] / r[eng + '_full']:.3f} |")
+        line = table_row(n, r, eng, label.get(eng, eng))
         rows_out.append(line)
         print("  " + line, flush=True)
 
@@ -159,9 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                             f"one day {r['spark_day'] / r['duckdb_day']:.1f} -->")
         if not args.keep:
             shutil.rmtree(args.workdir / f"k{n}", ignore_errors=True)
-    print("\n| keywords | keyword rows | engine | load history s | full rebuild s | load 1 day s | 1 day s | "
-          "1 day / full |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|")
+    print("\n" + TABLE_HEADER)
     print("\n".join(rows_out))
     if spark is not None:
         spark.stop()

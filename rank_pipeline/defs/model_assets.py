@@ -16,9 +16,9 @@ Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.Mod
 asset builds through the run's :class:`rank_pipeline.models.engines.ModelEngine` and the step
 :func:`rank_pipeline.steps.models.build_relation`. On ``duckdb`` (default) the above. On ``spark`` each
 seed and model is built on the run's Spark session from the committed snapshots under the ``warehouse``
-resource's snapshots location, always in full whatever the partitions, written as Parquet under the
+resource's snapshots location, incrementally by the run's days as on DuckDB, written as Parquet under the
 resource's ``spark_warehouse_uri``; the DuckDB files are not touched. The asset checks are the same
-(same names, blocking and severity; metadata ``partition`` is ``all`` there, ``sql`` the SQL that ran),
+(same names, blocking and severity; metadata ``partition``: the days the tests read, ``sql`` the SQL that ran),
 built from the test results by one function for both engines (:func:`check_results`).
 """
 

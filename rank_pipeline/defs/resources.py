@@ -109,8 +109,8 @@ class ModelEngineResource(dg.ConfigurableResource):
     per run on ``spark_master``, through :class:`rank_pipeline.models.spark_engine.SparkEngine`, which
     reads the committed snapshots in place and writes every seed and model as Parquet under
     ``spark_warehouse_uri`` (``<uri>/<schema>/<name>``; a folder, ``file:///...``, ``s3a://bucket/prefix``,
-    ``hdfs://...``). On Spark every build is a full rebuild of the model from all committed snapshots,
-    whatever the run's partitions (incremental models included), and its tests run on the whole relation.
+    ``hdfs://...``). On Spark, as on DuckDB, a run of days rebuilds those days of each incremental model
+    (and its later loaded days within the horizon), tables whole, and its tests read the rows rebuilt.
 
     :meth:`open` gives the run's :class:`~rank_pipeline.models.engines.ModelEngine`
     (:func:`~rank_pipeline.models.engines.open_engine`), opened at the run's first use (a run that builds

@@ -12,7 +12,8 @@
 :func:`open_engine` is the one place that turns the engine's name into an engine; everything else
 (the step functions of :mod:`rank_pipeline.steps`, the Dagster assets, the command line) uses the
 :class:`ModelEngine` it returns. An engine that is not :attr:`ModelEngine.incremental` builds every model
-in full whatever days it is asked for, and its tests read the whole relations.
+in full whatever days it is asked for, and its tests read the whole relations; both DuckDB and Spark
+are incremental.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def last_loaded_date(con: duckdb.DuckDBPyConnection, project: Project, date_colu
 
 
 def affected_ranges(
-    project: Project, start: date, end: date, last_loaded: date | None
+    project: Project, start: date, end: date, last_loaded: date | None, *, views: bool = False
 ) -> dict[str, tuple[date, date]]:
     """``{qualified incremental model: (first, last) day to rebuild}`` after loading ``start .. end``.
 
@@ -94,6 +94,8 @@ def affected_ranges(
         start, end: the raw days just loaded (inclusive; ``start <= end``).
         last_loaded: the last loaded day (:func:`last_loaded_date`); None or earlier than ``end``
             counts as ``end``.
+        views: include the views too (their reach: the largest of their inputs), for an engine that
+            stores a view's rows by day (Spark) instead of recomputing them on read.
 
     Raises:
         ValueError: ``start > end``.
@@ -104,7 +106,7 @@ def affected_ranges(
     reach = propagation_days(project)
     ranges: dict[str, tuple[date, date]] = {}
     for model in project.topological_order():
-        if model.incremental is None:
+        if model.incremental is None and not (views and model.materialized == "view"):
             continue
         r = reach[model.qualified_name]
         ranges[model.qualified_name] = (start, last if r is None else min(last, end + timedelta(days=r)))

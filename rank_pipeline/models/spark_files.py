@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["ArrowFileSystem", "absolute_uri", "file_system", "is_connect"]
+__all__ = ["ArrowFileSystem", "absolute_uri", "file_system", "is_connect", "list_names"]
 
 
 def is_connect(spark: Any) -> bool:
@@ -69,6 +69,20 @@ class ArrowFileSystem:
             return False
         self.fs.move(source, target)
         return True
+
+    def names(self, path: str) -> list[str]:
+        """The names of the entries directly under directory ``path``."""
+        from pyarrow import fs as pafs
+
+        return [info.base_name for info in self.fs.get_file_info(pafs.FileSelector(path))]
+
+
+def list_names(fs: Any, path: Any) -> list[str]:
+    """The names of the entries directly under the existing directory ``path`` of ``fs`` (as
+    :func:`file_system` returns them: a Hadoop ``FileSystem`` or an :class:`ArrowFileSystem`)."""
+    if isinstance(fs, ArrowFileSystem):
+        return fs.names(path)
+    return [str(status.getPath().getName()) for status in fs.listStatus(path)]
 
 
 def _arrow(uri: str) -> tuple[ArrowFileSystem, str]:

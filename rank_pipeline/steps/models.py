@@ -1,8 +1,8 @@
 """Build one seed or model and run its tests: the step behind each Dagster model asset; the test scope
 rule is shared with :mod:`rank_pipeline.steps.rebuild`.
 
-Which days a build covers: a seed, a full refresh and every build of a non-incremental engine (Spark)
-are whole; otherwise a model rebuilds the run's days and, for an incremental model, every later loaded
+Which days a build covers: a seed, a full refresh and every build of a non-incremental engine
+(:attr:`rank_pipeline.models.engines.ModelEngine.incremental` False) are whole; otherwise a model rebuilds the run's days and, for an incremental model, every later loaded
 day within its horizon (:func:`rank_pipeline.models.horizon.affected_ranges`). Its tests then read the
 rows rebuilt (incremental), the run's days (views, tables), or the whole relation (:func:`scope_of_tests`).
 """

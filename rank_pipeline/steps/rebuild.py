@@ -15,8 +15,8 @@ any time, on either engine (:func:`rank_pipeline.models.engines.open_engine`):
     drop and reload every raw table, then build every model from scratch (after a model's columns
     changed, or a seed CSV changed meaning).
 ``rebuild(..., engine=EngineSettings(engine="spark", ...))``
-    the same models on a Spark session (:mod:`rank_pipeline.models.spark_engine`), always every day in
-    full (Spark is not incremental: a range is refused), written as Parquet tables under the Spark
+    the same models on a Spark session (:mod:`rank_pipeline.models.spark_engine`), with the same
+    ranges (incremental on Spark too), written as Parquet tables under the Spark
     warehouse URI; the DuckDB warehouse is not touched.
 
 Then every data test of every seed and model runs on the rows rebuilt (the whole relation after a full
