@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 from datetime import date
@@ -24,7 +23,6 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-import yaml
 
 pytest.importorskip("pyspark")
 
@@ -32,6 +30,7 @@ from test_backfill_doors import _assert_spark_models_equal, _reference  # noqa: 
 
 from rank_pipeline.models import load_project  # noqa: E402
 from rank_pipeline.models.spark_cluster import start_connect_server  # noqa: E402
+from tests.models.failing import failing_models  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
 
@@ -82,22 +81,10 @@ def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, 
     _assert_spark_models_equal(_reference(data, tmp_path), uri)
 
 
-def _failing_models(tmp: Path) -> Path:
-    """A copy of the models whose stg_domains has a blocking test failing on every row."""
-    models = tmp / "models"
-    shutil.copytree(ROOT / "dbt_like_sql", models)
-    yml = models / "staging" / "stg_domains.yml"
-    doc = yaml.safe_load(yml.read_text())
-    doc["models"][0].setdefault("tests", []).append(
-        {"expression": "domain_id is null", "name": "no_domain_may_exist", "blocking": True})
-    yml.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return models
-
-
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
 def test_a_failing_blocking_test_stops_every_downstream_asset(engine, request, tmp_path):
     data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
-    models = _failing_models(tmp_path)
+    models = failing_models(tmp_path)
     extra = {"RANK_PIPELINE_MODELS_DIR": str(models)}
     if engine == "spark":
         extra.update(_spark(request.getfixturevalue("spark_cluster").master_url, uri))

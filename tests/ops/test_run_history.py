@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from datetime import date, timedelta
@@ -29,11 +28,11 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-import yaml
 
 from rank_pipeline.models import load_project
 from rank_pipeline.ops import history
 from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
+from tests.models.failing import failing_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
 
@@ -71,18 +70,6 @@ def _summary(done: subprocess.CompletedProcess) -> dict[str, int]:
             "requests": int(match[5]), "rate_limited": int(match[6])}
 
 
-def _failing_models(tmp: Path) -> Path:
-    """A copy of the models whose stg_domains has a blocking test failing on every row."""
-    models = tmp / "models"
-    shutil.copytree(ROOT / "dbt_like_sql", models)
-    yml = models / "staging" / "stg_domains.yml"
-    doc = yaml.safe_load(yml.read_text())
-    doc["models"][0].setdefault("tests", []).append(
-        {"expression": "domain_id is null", "name": "no_domain_may_exist", "blocking": True})
-    yml.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return models
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     data = tmp_path_factory.mktemp("history") / "data"
@@ -92,7 +79,7 @@ def world(tmp_path_factory):
         assert done.returncode == 0, done.stderr
         out[day] = _summary(done)
     failing = _cli(data, "run", "--date", D3.isoformat(),
-                   RANK_PIPELINE_MODELS_DIR=str(_failing_models(tmp_path_factory.mktemp("models"))))
+                   RANK_PIPELINE_MODELS_DIR=str(failing_models(tmp_path_factory.mktemp("models"))))
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "stg_domains" in failing.stderr
     out[D3] = _summary(failing)
