@@ -58,7 +58,9 @@ Storage (write beside, then swap per date directory; no table format, no jar)
     ``spark.sql.sources.partitionOverwriteMode``. A failed SELECT leaves the table as it was. A build
     killed during (b) leaves some of its days replaced and others not (each day directory whole: never a
     half-written day) and ``<name>.__build`` behind (deleted by the next build); re-running the day
-    makes it right, as the daily job's retry does. On an object store a delete-then-rename is not
+    makes it right, as the daily job's retry does. A table stored by day with no row on any day is one
+    empty Parquet file that keeps its columns (readers outside Spark need one); its next build is whole.
+    On an object store a delete-then-rename is not
     atomic (a reader between the two sees a day or the table missing). Tables and seeds are one
     directory, swapped whole as in (a). The engine's file system operations are :meth:`SparkEngine._exists`,
     ``_delete``, ``_rename`` and ``_list``.
@@ -397,15 +399,11 @@ class SparkEngine:
         target = self.location(schema, name)
         side = f"{target}.__build"
         self._delete(side)  # what a killed build left
-        try:
-            if date_column is None:
-                df.write.mode("overwrite").parquet(side)
-            else:
-                df.withColumn(_PART, F.col(_qi(date_column))).write.mode("overwrite").partitionBy(_PART).parquet(side)
-        except Exception as exc:  # py4j / analysis / execution errors
-            self._delete(side)
-            raise BuildError(f"{where}: the Spark build failed: {_short(exc)}. {schema}.{name} is unchanged") \
-                from exc
+        if date_column is None:
+            self._write_side(df.write, side, where, f"{schema}.{name}")
+        else:
+            self._write_side(df.withColumn(_PART, F.col(_qi(date_column))).write.partitionBy(_PART), side,
+                             where, f"{schema}.{name}")
         built = [e.split("=", 1)[1] for e in self._list(side) if e.startswith(_PART + "=")] if date_column else []
         if days is None:
             for day in built:
@@ -422,11 +420,35 @@ class SparkEngine:
             for day in built:
                 self._rename(f"{side}/{_PART}={day}", f"{target}/{date_column}={day}")
             self._delete(side)
+        if date_column is not None and not any(_DAY_DIR.match(e) for e in self._list(target)):
+            self._write_schema_only(df, target, where, f"{schema}.{name}")
         self._register(schema, name, df.schema)
         table = self.spark.table(f"{_qi(schema)}.{_qi(name)}")
         if days is not None:
             table = table.where(F.col(_qi(date_column)).between(days[0], days[1]))
         return int(table.count())
+
+    def _write_side(self, writer, side: str, where: str, qualified: str) -> None:
+        """Run ``writer`` (a ``DataFrameWriter``) into the directory ``side``, replacing it.
+
+        Raises:
+            BuildError: the Spark job failed (py4j, analysis or execution error); ``side`` is deleted.
+        """
+        try:
+            writer.mode("overwrite").parquet(side)
+        except Exception as exc:
+            self._delete(side)
+            raise BuildError(f"{where}: the Spark build failed: {_short(exc)}. {qualified} is unchanged") from exc
+
+    def _write_schema_only(self, df, target: str, where: str, qualified: str) -> None:
+        """A table stored by day that has no row on any day has no day directory, so no file would hold
+        its columns for readers outside Spark (pyarrow, DuckDB): write one empty Parquet file in its place
+        (Spark writes the schema for an empty result). The table is then not stored by day
+        (:meth:`_by_day`), so its next build is whole, as the first build of a table is."""
+        side = f"{target}.__build"
+        self._write_side(df.limit(0).write, side, where, qualified)
+        self._delete(target)
+        self._rename(side, target)
 
     def attach_existing(self, project: Project) -> list[str]:
         """Register in this session's catalog every seed and model of ``project`` already written under
@@ -558,7 +580,7 @@ class SparkEngine:
         started = time.perf_counter()
         sql = seed_sql(seed)
         try:
-            arrow = duckdb.connect().execute(sql).to_arrow_table()
+            arrow = duckdb.connect().sql(sql).to_arrow_table()
         except duckdb.Error as exc:
             raise BuildError(f"{seed.path}: loading seed {seed.qualified_name} failed: {exc}") from exc
         self.spark.sql(f"create database if not exists {_qi(seed.schema)}")

@@ -32,11 +32,11 @@ from rank_pipeline.models.spark_engine import SparkEngine, spark_session  # noqa
 pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
 
 
-def _executor_hosts(spark) -> set[str]:
-    """The executors' ``host:port`` the driver knows (the driver itself excluded)."""
-    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus()
-    driver = f"{spark.conf.get('spark.driver.host')}:{spark.conf.get('spark.driver.port')}"
-    return {status.keys().toList().apply(i) for i in range(status.size())} - {driver}
+def _executor_ids(spark) -> set[str]:
+    """The ids of the executors registered with the driver (``SparkContext.getExecutorIds``: the driver's own
+    block manager, which ``getExecutorMemoryStatus`` also lists, is not among them)."""
+    ids = spark.sparkContext._jsc.sc().getExecutorIds()
+    return {ids.apply(i) for i in range(ids.size())}
 
 
 def test_spark_marts_equal_duckdb_marts_on_a_standalone_cluster(spark_cluster, warehouse, snapshots_dirs,
@@ -46,9 +46,9 @@ def test_spark_marts_equal_duckdb_marts_on_a_standalone_cluster(spark_cluster, w
     try:
         assert spark.sparkContext.master == spark_cluster.master_url
         deadline = time.monotonic() + 120
-        while len(_executor_hosts(spark)) < 2 and time.monotonic() < deadline:
+        while len(_executor_ids(spark)) < 2 and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert len(_executor_hosts(spark)) == 2, _executor_hosts(spark)  # one executor JVM per worker
+        assert len(_executor_ids(spark)) == 2, _executor_ids(spark)  # one executor JVM per worker
         # a relative warehouse path works too: the engine hands the executors an absolute one
         monkeypatch.chdir(tmp_path)
         engine = SparkEngine(spark, "spark_warehouse")

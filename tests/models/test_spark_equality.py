@@ -18,7 +18,7 @@ days, a bulk import, deletions) compared the same way.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -74,7 +74,7 @@ def _rows(table) -> tuple[list[str], list[tuple]]:
 
 def assert_same_relation(duck_con, engine: SparkEngine, schema: str, name: str) -> int:
     """Assert DuckDB's and Spark's ``schema.name`` hold the same rows; return the row count."""
-    duck_names, duck = _rows(duck_con.execute(f'select * from "{schema}"."{name}"').to_arrow_table())
+    duck_names, duck = _rows(duck_con.sql(f'select * from "{schema}"."{name}"').to_arrow_table())
     spark_names, spk = _rows(engine.to_arrow(schema, name))
     assert spark_names == duck_names, f"{schema}.{name}: columns differ: {spark_names} vs {duck_names}"
     assert len(spk) == len(duck), f"{schema}.{name}: {len(spk)} rows on Spark, {len(duck)} on DuckDB"
@@ -138,6 +138,28 @@ def test_a_wrong_expectation_fails_on_spark(spark, tmp_path):
     [result, _] = run_unit_tests(load_project(copy), ["agg_domain_daily"], engine=engine.run_unit_select)
     assert not result.passed and result.error is None
     assert result.missing and result.unexpected and result.unexpected[0][-1] == 2.25
+
+
+def test_a_table_stored_by_day_without_rows_keeps_its_columns_in_its_files(spark, tmp_path):
+    """A model stored by day whose result has no row (``fct_ranking_url_flips`` of a one-day world) has no
+    day directory; one empty Parquet file keeps its columns for readers outside Spark, and its next build
+    with rows is stored by day again."""
+    import pyarrow.parquet as pq
+
+    engine = SparkEngine(spark, tmp_path / "spark_warehouse_empty")
+    where = "tests (marts.flips)"
+    select = "select 'acct' as account, date '2026-03-02' as snapshot_date, 3 as position"
+    for days in (None, (date(2026, 3, 2), date(2026, 3, 2))):  # a whole build, then a build of one day
+        assert engine._write(spark.sql(select + " where false"), "marts", "flips", where,
+                             date_column="snapshot_date", days=days) == 0
+        files = pq.read_table(engine.location("marts", "flips"), partitioning=None)
+        assert (files.column_names, files.num_rows) == (["account", "snapshot_date", "position"], 0)
+        assert engine.spark.table("marts.flips").columns == ["account", "snapshot_date", "position"]
+        assert not engine._by_day("marts", "flips", "snapshot_date")
+    assert engine._write(spark.sql(select), "marts", "flips", where, date_column="snapshot_date") == 1
+    assert engine._by_day("marts", "flips", "snapshot_date")
+    assert pq.read_table(engine.location("marts", "flips"), partitioning=None).to_pylist() == [
+        {"account": "acct", "snapshot_date": date(2026, 3, 2), "position": 3}]
 
 
 @pytest.mark.spark_long
