@@ -37,7 +37,7 @@ demo: env-runtime
 
 ## The whole test suite (installs the dashboards' Superset venv and chromium first, for the browser test).
 test: env dashboard-env-try postgres-server-try
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=20
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
 ## It lists the runs of `make demo` / `rank-pipeline run` (same DAGSTER_HOME, default data/dagster_home).
