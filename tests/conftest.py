@@ -38,3 +38,40 @@ def spark_cluster(tmp_path_factory):
 
     with start_cluster(workers=2, cores=1, memory="1g", work_dir=tmp_path_factory.mktemp("spark_cluster")) as cluster:
         yield cluster
+
+
+def _comparable(value):
+    """Hashable and order-free: floats to 12 significant digits (sums over rows read in another order
+    differ in the last bits), lists as tuples, dicts as sorted pairs."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, (list, tuple)):
+        return tuple(_comparable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _comparable(v)) for k, v in value.items()))
+    return value
+
+
+@pytest.fixture(scope="session")
+def published_marts():
+    """``published_marts(path)``: every table of the schemas ``staging`` and ``marts`` of the DuckDB file
+    at ``path`` as ``{"schema.name": sorted rows}``, the load's timestamps (``loaded_at``,
+    ``extracted_at``, ``built_at``) left out and values made comparable (:func:`_comparable`)."""
+    import duckdb
+
+    def read(path) -> dict[str, list[tuple]]:
+        out = {}
+        with duckdb.connect(str(path), read_only=True) as con:
+            tables = con.execute("select table_schema, table_name from information_schema.tables "
+                                 "where table_schema in ('staging', 'marts') order by 1, 2").fetchall()
+            for schema, name in tables:
+                cols = [c for (c,) in con.execute(
+                    "select column_name from information_schema.columns where table_schema = ? and "
+                    "table_name = ? and column_name not in ('loaded_at', 'extracted_at', 'built_at') "
+                    "order by ordinal_position", [schema, name]).fetchall()]
+                select = ", ".join(f'"{c}"' for c in cols)
+                rows = con.execute(f'select {select} from "{schema}"."{name}"').fetchall()
+                out[f"{schema}.{name}"] = sorted((_comparable(tuple(row)) for row in rows), key=repr)
+        return out
+
+    return read

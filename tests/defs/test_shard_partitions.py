@@ -73,33 +73,6 @@ def _rows(root: Path, resource: str, day: date) -> set[tuple]:
     return set(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
 
 
-def _marts(db: Path) -> dict[str, set[tuple]]:
-    """Every table of schemas staging and marts of the published file, as sets of rows."""
-    out = {}
-    with duckdb.connect(str(db), read_only=True) as con:
-        tables = con.execute("select table_schema, table_name from information_schema.tables "
-                             "where table_schema in ('staging', 'marts') order by 1, 2").fetchall()
-        for schema, name in tables:
-            cols = [c for (c,) in con.execute(
-                "select column_name from information_schema.columns where table_schema = ? and table_name = ? "
-                "and column_name not in ('loaded_at', 'extracted_at', 'built_at') order by ordinal_position",
-                [schema, name]).fetchall()]
-            rows = con.execute(f'select {", ".join(chr(34) + c + chr(34) for c in cols)} from "{schema}"."{name}"')
-            out[f"{schema}.{name}"] = {_value(tuple(row)) for row in rows.fetchall()}
-    return out
-
-
-def _value(value):
-    """Hashable, floats to 12 significant digits (sums over rows read in another order differ in the last bits)."""
-    if isinstance(value, float):
-        return float(f"{value:.12g}")
-    if isinstance(value, (list, tuple)):
-        return tuple(_value(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _value(v)) for k, v in value.items()))
-    return value
-
-
 def _sensor_requests(instance: dg.DagsterInstance, plan: ShardPlan, cursor: str | None):
     sensor = build_shards_committed_sensor(plan, build_daily_job(plan))
     context = dg.build_sensor_context(instance=instance, cursor=cursor)
@@ -168,7 +141,7 @@ def test_one_shard_of_two_gets_no_daily_run_and_a_daily_run_by_hand_refuses(worl
     assert not (sharded / "warehouse.duckdb").exists()
 
 
-def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds):
+def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds, published_marts):
     sharded, whole, env = worlds
     plan = Settings.from_env(env).shards
     instance = dg.DagsterInstance.from_config(str(_home(sharded)))
@@ -186,7 +159,7 @@ def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds
     # the run history keeps each shard run's extraction figures beside the daily run's row
     assert [h[0] for h in history] == [DAILY_JOB_NAME, SHARD_JOB_NAME, SHARD_JOB_NAME]
     assert all(h[1] > 0 and h[2] == 0 for h in history[1:])
-    got, want = _marts(sharded / "warehouse.duckdb"), _marts(whole / "warehouse.duckdb")
+    got, want = published_marts(sharded / "warehouse.duckdb"), published_marts(whole / "warehouse.duckdb")
     assert set(got) == set(want) and any(want.values())
     for name in want:
         assert got[name] == want[name], name

@@ -375,3 +375,15 @@ def gapped(tmp_path_factory: pytest.TempPathFactory):
                  tuple(GAPPED_DAYS[split:]), snapshot_roots=(history, recent))
     full.close()
     inc.close()
+
+
+@pytest.fixture(scope="module")
+def spark(request):
+    """A Spark ``local[2]`` session (2 shuffle partitions) for one test module, its application named after
+    the module, stopped after it. Skipped without pyspark."""
+    pytest.importorskip("pyspark")
+    from rank_pipeline.models.spark_engine import spark_session
+
+    session = spark_session("local[2]", shuffle_partitions=2, app_name=f"rank-pipeline-{request.module.__name__}")
+    yield session
+    session.stop()

@@ -26,20 +26,13 @@ pytest.importorskip("pyspark")
 from test_spark_equality import assert_same_relation  # noqa: E402
 
 from rank_pipeline.models import load_project  # noqa: E402
-from rank_pipeline.models.spark_engine import SparkEngine, spark_session  # noqa: E402
+from rank_pipeline.models.spark_engine import SparkEngine  # noqa: E402
 from rank_pipeline.snapshots.parquet import ENDPOINTS, partition_dir  # noqa: E402
 from rank_pipeline.warehouse.database import SCHEMAS, reload_raw_from_snapshots  # noqa: E402
 
 pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(900)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", shuffle_partitions=2, app_name="rank-pipeline-any-order-spark-test")
-    yield session
-    session.stop()
 
 
 def _commit(sources: dict[date, Path], root: Path, day: date) -> None:

@@ -26,19 +26,12 @@ import pytest
 pytest.importorskip("pyspark")
 
 from rank_pipeline.models import load_project  # noqa: E402
-from rank_pipeline.models.spark_engine import SparkEngine, spark_session  # noqa: E402
+from rank_pipeline.models.spark_engine import SparkEngine  # noqa: E402
 from rank_pipeline.models.unit_tests import run_unit_tests  # noqa: E402
 
 pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    session = spark_session("local[2]", shuffle_partitions=2, app_name="rank-pipeline-equality-test")
-    yield session
-    session.stop()
 
 
 def _norm(value):

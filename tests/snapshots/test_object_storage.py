@@ -85,28 +85,6 @@ def _rows(location, resource: str, day: date) -> set[tuple]:
     return set(zip(*(t.column(c).to_pylist() for c in ("account", "id", "parent_id", "attributes")), strict=True))
 
 
-def _marts(db: Path) -> dict[str, list[tuple]]:
-    """Every table of the published warehouse outside raw, rows sorted (timestamps of the load excluded)."""
-    out = {}
-    with duckdb.connect(str(db), read_only=True) as con:
-        tables = con.execute("select table_schema, table_name from information_schema.tables "
-                             "where table_schema in ('staging', 'marts') order by 1, 2").fetchall()
-        for schema, name in tables:
-            cols = [c for (c,) in con.execute(
-                "select column_name from information_schema.columns where table_schema = ? and table_name = ? "
-                "and column_name not in ('loaded_at', 'extracted_at', 'built_at') order by ordinal_position",
-                [schema, name]).fetchall()]
-            select = ", ".join(f'"{c}"' for c in cols)
-            rows = con.execute(f'select {select} from "{schema}"."{name}"').fetchall()
-            out[f"{schema}.{name}"] = sorted((tuple(_close(v) for v in row) for row in rows), key=repr)
-    return out
-
-
-def _close(value):
-    """Floats to 12 significant digits: sums over rows read in another order differ in the last bits."""
-    return float(f"{value:.12g}") if isinstance(value, float) else value
-
-
 # -- the daily run, writing its snapshots to S3 --------------------------------------------------------
 
 
@@ -135,7 +113,7 @@ def runs(s3, tmp_path_factory):
     return uri, s3_data, done[0], local_data, done[1]
 
 
-def test_a_daily_run_on_s3_equals_the_same_run_on_local_disk(runs):
+def test_a_daily_run_on_s3_equals_the_same_run_on_local_disk(runs, published_marts):
     uri, s3_data, on_s3, local_data, local = runs
     assert on_s3.returncode == 0, on_s3.stdout + on_s3.stderr
     assert local.returncode == 0, local.stdout + local.stderr
@@ -153,22 +131,22 @@ def test_a_daily_run_on_s3_equals_the_same_run_on_local_disk(runs):
             q = f"select account, id, parent_id, cast(attributes as varchar) from raw.{resource}"
             assert sorted(a.execute(q).fetchall()) == sorted(b.execute(q).fetchall()), resource
         assert a.execute("select count(*) from raw.keywords").fetchone()[0] > 0
-    local_marts = _marts(local_data / "warehouse.duckdb")
+    local_marts = published_marts(local_data / "warehouse.duckdb")
     assert local_marts and any(rows for rows in local_marts.values())
-    assert _marts(s3_data / "warehouse.duckdb") == local_marts
+    assert published_marts(s3_data / "warehouse.duckdb") == local_marts
     # DuckDB read the bucket without its httpfs extension (nothing downloaded at run time)
     with duckdb.connect(str(s3_data / "warehouse.duckdb"), read_only=True) as con:
         assert not con.execute("select count(*) from duckdb_extensions() "
                                "where extension_name = 'httpfs' and installed").fetchone()[0]
 
 
-def test_rebuild_from_s3_snapshots_into_an_empty_data_folder(runs, s3, tmp_path):
+def test_rebuild_from_s3_snapshots_into_an_empty_data_folder(runs, s3, tmp_path, published_marts):
     uri, _, on_s3, local_data, _ = runs
     assert on_s3.returncode == 0, on_s3.stderr
     done = cli("rebuild", "--full-refresh",
                env={**s3, "RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SNAPSHOTS_URI": uri})
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _marts(tmp_path / "warehouse.duckdb") == _marts(local_data / "warehouse.duckdb")
+    assert published_marts(tmp_path / "warehouse.duckdb") == published_marts(local_data / "warehouse.duckdb")
 
 
 # -- commit where renames are not atomic ---------------------------------------------------------------
