@@ -1,31 +1,35 @@
 """Scale benchmark (issue 13 item 5): full-rebuild and one-day times of the SQL models on DuckDB and on
-Spark local, in the same run, for each keyword count given (default 50,000 and 300,000 over 365 days).
+Spark (local and on a standalone cluster), in the same run, for each keyword count given (default 50,000 and 300,000 over 365 days).
 
 Snapshots come from benchmarks/models.py's synthetic generator (one account, the keyword snapshot
 contract). For each size:
 
 * DuckDB: load the history (every day but the last) into raw, full rebuild of every model; then load the
   last day and build it incrementally (the daily job).
-* Spark (``--master``, default ``local[2]``; ``--cluster N``: a standalone master and N one-core workers
-  started on this machine from the pyspark wheel, rank_pipeline/models/spark_cluster.py): register the
-  history's files, full rebuild of every model; then register the last day too and build it
-  incrementally, as DuckDB does (each incremental model and dated view rebuilds that day only, tables
-  whole; rank_pipeline/models/spark_engine.py). The slowest models of that day are printed, to show what
-  the day costs.
+* Spark (engine ``spark``: ``--master``, default ``local[2]``; engine ``cluster``: a standalone master and
+  ``--cluster`` one-core workers, default 2, started on this machine from the pyspark wheel,
+  rank_pipeline/models/spark_cluster.py, and stopped after): register the history's files, full rebuild of
+  every model; then register the last day too and build it incrementally, as DuckDB does (each
+  incremental model and dated view rebuilds that day only, tables whole;
+  rank_pipeline/models/spark_engine.py). The slowest models of that day are printed, to show what the
+  day costs. Each Spark engine gets its own session (one at a time: Spark allows one per process).
 
 Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what to compare. Usage::
 
     .venv/bin/python benchmarks/scale.py --days 365 --keywords 50000,300000
+    .venv/bin/python benchmarks/scale.py --days 365 --keywords 5000 --engines duckdb,spark,cluster
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
 import sys
 import time
+from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -49,12 +53,15 @@ def _timed(fn):
     return result, time.perf_counter() - started
 
 
-def run_size(spark, days: int, keywords: int, domains: int, workdir: Path, engines: list[str], report) -> dict[str, float]:
-    """Generate ``days`` x ``keywords`` snapshots under ``workdir`` and time each engine of ``engines`` on them.
+def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager], days: int, keywords: int, domains: int,
+             workdir: Path, engines: list[str], report) -> dict[str, float]:
+    """Generate ``days`` x ``keywords`` snapshots under ``workdir`` and time each engine of ``engines``
+    (``duckdb``, ``spark``, ``cluster``) on them.
 
     Returns ``{"rows": keyword rows, "generate": s, "<engine>_load_history": s, "<engine>_full": s,
     "<engine>_load_day": s, "<engine>_day": s}`` (wall-clock seconds); ``report(keywords, out, engine)``
-    is called as each engine finishes. ``spark`` is a SparkSession, or None without the spark engine.
+    is called as each engine finishes. ``sessions(engine, folder)``: a context manager giving the
+    SparkSession of a Spark engine (:func:`spark_for`; a cluster keeps its logs under ``folder``).
     """
     shutil.rmtree(workdir, ignore_errors=True)
     history, recent = workdir / "history", workdir / "recent"
@@ -76,9 +83,10 @@ def run_size(spark, days: int, keywords: int, domains: int, workdir: Path, engin
     if "duckdb" in engines:
         _duckdb(out, workdir, project, history, recent, last_day)
         report(keywords, out, "duckdb")
-    if "spark" in engines:
-        _spark(out, spark, workdir, project, history, recent, last_day)
-        report(keywords, out, "spark")
+    for engine in (e for e in engines if e in SPARK_ENGINES):
+        with sessions(engine, workdir / engine) as spark:
+            _spark(out, spark, engine, workdir, project, history, recent, last_day)
+        report(keywords, out, engine)
     return out
 
 
@@ -94,20 +102,48 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     con.close()
 
 
-def _spark(out, spark, workdir, project, history, recent, last_day) -> None:
-    """Spark: register the history's files, full rebuild, register the last day, build that day
-    incrementally (seconds into ``out``; the day's slowest models printed)."""
-    engine = SparkEngine(spark, workdir / "spark_warehouse")
-    _, out["spark_load_history"] = _timed(lambda: engine.load_raw([history]))
-    _, out["spark_full"] = _timed(lambda: engine.build_all(project))
-    _, out["spark_load_day"] = _timed(lambda: engine.load_raw([history, recent]))
-    built, out["spark_day"] = _timed(lambda: engine.build_all(project, last_day))
+def _spark(out, spark, key: str, workdir, project, history, recent, last_day) -> None:
+    """Spark (engine ``key``): register the history's files, full rebuild, register the last day, build
+    that day incrementally (seconds into ``out`` as ``<key>_...``; the day's slowest models printed)."""
+    engine = SparkEngine(spark, workdir / f"{key}_warehouse")
+    _, out[f"{key}_load_history"] = _timed(lambda: engine.load_raw([history]))
+    _, out[f"{key}_full"] = _timed(lambda: engine.build_all(project))
+    _, out[f"{key}_load_day"] = _timed(lambda: engine.load_raw([history, recent]))
+    built, out[f"{key}_day"] = _timed(lambda: engine.build_all(project, last_day))
     days = sum(1 for b in built.values() if b.partition_date is not None and b.partition_date == b.until == last_day)
-    print(f"  Spark one day: {days} models built for that day only, {len(built) - days} seeds, tables and folds "
+    print(f"  {key} one day: {days} models built for that day only, {len(built) - days} seeds, tables and folds "
           "whole", flush=True)
     slowest = sorted(built.items(), key=lambda kv: -kv[1].seconds)[:6]
-    print("  Spark one day, slowest: " + ", ".join(f"{q} {b.seconds:.1f} s ({b.mode})" for q, b in slowest),
+    print(f"  {key} one day, slowest: " + ", ".join(f"{q} {b.seconds:.1f} s ({b.mode})" for q, b in slowest),
           flush=True)
+
+
+SPARK_ENGINES = ("spark", "cluster")
+"""The engines run on Spark: ``spark`` on ``--master``, ``cluster`` on a standalone cluster started here."""
+
+
+@contextlib.contextmanager
+def spark_for(engine: str, args: argparse.Namespace, folder: Path) -> Iterator:
+    """The SparkSession of ``engine``: ``spark`` on ``args.master``; ``cluster`` on a standalone master and
+    ``args.cluster`` one-core workers (``args.executor_memory`` each) started on this machine, its logs and
+    scratch under ``folder``. The session (and the cluster) stop on exit; start times are printed, not
+    counted."""
+    conf = {"spark.driver.memory": args.driver_memory}
+    with contextlib.ExitStack() as stack:
+        master = args.master
+        if engine == "cluster":
+            cluster, cluster_s = _timed(lambda: start_cluster(args.cluster, memory=args.executor_memory,
+                                                                      work_dir=folder))
+            stack.enter_context(cluster)  # its JVMs also stop if this process dies first (spark_cluster's guard)
+            master = cluster.master_url
+            conf["spark.executor.memory"] = args.executor_memory
+            print(f"  standalone cluster {master}: {args.cluster} workers ALIVE in {cluster_s:.1f} s", flush=True)
+        spark, session_s = _timed(lambda: spark_session(
+            master, shuffle_partitions=args.shuffle_partitions, app_name=f"rank-pipeline-scale-benchmark-{engine}",
+            conf=conf))
+        stack.callback(spark.stop)
+        print(f"  Spark {spark.version} session on {master} start: {session_s:.1f} s (not counted below)", flush=True)
+        yield spark
 
 
 TABLE_HEADER = ("| keywords | keyword rows | engine | load history s | full rebuild s | load 1 day s | 1 day s | "
@@ -129,14 +165,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keywords", default="50000,300000", help="comma-separated keyword counts")
     parser.add_argument("--domains", type=int, default=50)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--cluster", type=int, default=0, metavar="N",
-                        help="start a standalone master and N one-core workers on this machine and run on it "
-                             "(instead of --master)")
-    parser.add_argument("--executor-memory", default="3g", help="with --cluster: each worker's executor memory")
+    parser.add_argument("--cluster", type=int, default=2, metavar="N",
+                        help="engine cluster: the number of one-core workers of the standalone cluster started here")
+    parser.add_argument("--executor-memory", default="3g", help="engine cluster: each worker's executor memory")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--driver-memory", default="8g",
                         help="spark.driver.memory (local mode runs in the driver; Spark's default 1g spills early)")
-    parser.add_argument("--engines", default="duckdb,spark", help="comma-separated: duckdb, spark")
+    parser.add_argument("--engines", default="duckdb,spark",
+                        help="comma-separated: duckdb, spark (on --master), cluster (a standalone cluster of "
+                             "--cluster workers started here)")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args(argv)
@@ -144,48 +181,31 @@ def main(argv: list[str] | None = None) -> int:
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if args.days < 2 or not sizes or min(sizes) < 1:
         parser.error("need --days >= 2 and keyword counts >= 1")
-    if not engines or set(engines) - {"duckdb", "spark"}:
-        parser.error("--engines takes duckdb, spark or both")
-    print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; Spark "
-          f"{f'standalone cluster of {args.cluster} workers' if args.cluster else args.master} "
-          f"(driver memory {args.driver_memory}, {args.shuffle_partitions} shuffle partitions); "
-          f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, python "
-          f"{platform.python_version()}, duckdb {duckdb.__version__}", flush=True)
-    spark = cluster = None
-    label = {"spark": f"spark {args.master}"}
-    if "spark" in engines:
-        conf = {"spark.driver.memory": args.driver_memory}
-        if args.cluster:
-            cluster, cluster_s = _timed(lambda: start_cluster(args.cluster, memory=args.executor_memory))
-            args.master = cluster.master_url
-            conf["spark.executor.memory"] = args.executor_memory
-            label["spark"] = f"spark cluster ({args.cluster} workers x 1 core)"
-            print(f"  standalone cluster {cluster.master_url}: {args.cluster} workers ALIVE in {cluster_s:.1f} s",
-                  flush=True)
-        spark, session_s = _timed(lambda: spark_session(
-            args.master, shuffle_partitions=args.shuffle_partitions, app_name="rank-pipeline-scale-benchmark",
-            conf=conf))
-        print(f"  Spark {spark.version} session start: {session_s:.1f} s (not counted below)", flush=True)
+    if not engines or set(engines) - {"duckdb", *SPARK_ENGINES} or args.cluster < 1:
+        parser.error("--engines takes duckdb, spark, cluster or several, and --cluster at least 1 worker")
+    label = {"duckdb": "duckdb", "spark": f"spark {args.master}",
+             "cluster": f"spark cluster ({args.cluster} workers x 1 core)"}
+    print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; engines "
+          f"{', '.join(label[e] for e in engines)} (Spark driver memory {args.driver_memory}, "
+          f"{args.shuffle_partitions} shuffle partitions); {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, python {platform.python_version()}, duckdb {duckdb.__version__}", flush=True)
     rows_out: list[str] = []
 
     def report(n: int, r: dict[str, float], eng: str) -> None:
-        line = table_row(n, r, eng, label.get(eng, eng))
+        line = table_row(n, r, eng, label[eng])
         rows_out.append(line)
         print("  " + line, flush=True)
 
     for n in sizes:
-        r = run_size(spark, args.days, n, args.domains, args.workdir / f"k{n}", engines, report)
-        if len(engines) == 2:
-            rows_out.append(f"<!-- {n:,} keywords: spark/duckdb full rebuild {r['spark_full'] / r['duckdb_full']:.2f}, "
-                            f"one day {r['spark_day'] / r['duckdb_day']:.1f} -->")
+        r = run_size(lambda engine, folder: spark_for(engine, args, folder), args.days, n, args.domains, args.workdir / f"k{n}",
+                     engines, report)
+        if "duckdb" in engines:
+            rows_out.extend(f"<!-- {n:,} keywords: {label[e]}/duckdb full rebuild {r[e + '_full'] / r['duckdb_full']:.2f}, "
+                            f"one day {r[e + '_day'] / r['duckdb_day']:.1f} -->" for e in engines if e in SPARK_ENGINES)
         if not args.keep:
             shutil.rmtree(args.workdir / f"k{n}", ignore_errors=True)
     print("\n" + TABLE_HEADER)
     print("\n".join(rows_out))
-    if spark is not None:
-        spark.stop()
-    if cluster is not None:  # its JVMs also stop if this process dies first (spark_cluster's guard)
-        cluster.stop()
     return 0
 
 
