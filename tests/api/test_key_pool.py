@@ -29,7 +29,11 @@ from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read
 pytestmark = pytest.mark.xdist_group("key_pool")
 
 DAY = date(2026, 11, 21)
-PER_KEY, PER_IP = 40, 80  # per 1-second window: two keys together reach the per-IP ceiling
+PER_KEY, PER_IP, WINDOW_S = 40, 80, 2.0  # two keys together reach the per-IP ceiling
+# A 2-second window, not 1: the client paces when it sends, the sandbox counts when requests arrive; on a
+# loaded 2-core machine (a Spark cluster beside the suite) a stall of tens of ms between the two most likely
+# put one request into the wrong 1-second window (one 429 seen, a 2 % margin of 40 being 1 request); at
+# 2 s each request is 50 ms of the budget, not 25.
 
 
 def _world() -> World:
@@ -38,12 +42,12 @@ def _world() -> World:
 
 
 def _config() -> ClientConfig:
-    return ClientConfig(per_key_limit=PER_KEY, per_ip_limit=PER_IP, window_s=1.0, max_retry_s=5.0, per_page=10,
+    return ClientConfig(per_key_limit=PER_KEY, per_ip_limit=PER_IP, window_s=WINDOW_S, max_retry_s=5.0, per_page=10,
                         max_in_flight=4)
 
 
 def _run(world: World, faults: Faults, keys: str, tmp_path):
-    app = create_app(world, limits=RateLimits(per_key=PER_KEY, per_ip=PER_IP, window_s=1.0), faults=faults)
+    app = create_app(world, limits=RateLimits(per_key=PER_KEY, per_ip=PER_IP, window_s=WINDOW_S), faults=faults)
     with SandboxServer(app) as server:
         try:
             report = asyncio.run(extract_day(server.base_url, [AccountSource("acme", keys)], DAY, tmp_path,

@@ -62,3 +62,4 @@ def test_scale_benchmark_prints_duckdb_local_and_cluster_rows_with_an_incrementa
     assert len(re.findall(r"^<!-- 5,000 keywords: spark .*/duckdb full rebuild", table, re.M)) == 2, table
     leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "work")], capture_output=True, text=True)
     assert not leftover.stdout.strip(), leftover.stdout
+    print(proc.stdout)  # the figures, shown by `pytest -rP`
