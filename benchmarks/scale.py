@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--driver-memory", default="8g",
                         help="spark.driver.memory (local mode runs in the driver; Spark's default 1g spills early)")
-    parser.add_argument("--engines", default="duckdb,spark",
+    parser.add_argument("--engines", default="duckdb,spark,cluster",
                         help="comma-separated: duckdb, spark (on --master), cluster (a standalone cluster of "
                              "--cluster workers started here)")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
