@@ -405,6 +405,7 @@ class SparkEngine:
             self._write_side(df.withColumn(_PART, F.col(_qi(date_column))).write.partitionBy(_PART), side,
                              where, f"{schema}.{name}")
         built = [e.split("=", 1)[1] for e in self._list(side) if e.startswith(_PART + "=")] if date_column else []
+        kept = False  # a day directory of the table outside the days built stays
         if days is None:
             for day in built:
                 self._rename(f"{side}/{_PART}={day}", f"{side}/{date_column}={day}")
@@ -415,12 +416,15 @@ class SparkEngine:
             first, last = days[0].isoformat(), days[1].isoformat()
             for entry in self._list(target):
                 found = _DAY_DIR.match(entry)
-                if found and found["column"] == date_column and first <= found["day"] <= last:
-                    self._delete(f"{target}/{entry}")
+                if found and found["column"] == date_column:
+                    if first <= found["day"] <= last:
+                        self._delete(f"{target}/{entry}")
+                    else:
+                        kept = True
             for day in built:
                 self._rename(f"{side}/{_PART}={day}", f"{target}/{date_column}={day}")
             self._delete(side)
-        if date_column is not None and not any(_DAY_DIR.match(e) for e in self._list(target)):
+        if date_column is not None and not built and not kept:  # no day directory left
             self._write_schema_only(df, target, where, f"{schema}.{name}")
         self._register(schema, name, df.schema)
         table = self.spark.table(f"{_qi(schema)}.{_qi(name)}")
