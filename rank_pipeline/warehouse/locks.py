@@ -69,6 +69,8 @@ LOCK_DIR_NAME = ".locks"
 """Folder of the lock files, under the data folder."""
 
 WRITER = "writer"
+SHARD_WRITER_PREFIX = f"{WRITER}-shard-"
+"""A shard's writer lock is ``<this><i>-of-<n>`` (:func:`hold_shard_writer`)."""
 INSTANCE = "instance"
 
 _PURPOSES = {
@@ -133,8 +135,9 @@ class DataFolderLock:
 
     @property
     def purpose(self) -> str:
-        if self.name.startswith(f"{WRITER}-shard-"):
-            return f"the writer lock of shard {self.name[len(WRITER) + 7:]} (one run at a time extracts a shard)"
+        if self.name.startswith(SHARD_WRITER_PREFIX):
+            shard = self.name.removeprefix(SHARD_WRITER_PREFIX)
+            return f"the writer lock of shard {shard} (one run at a time extracts a shard)"
         return _PURPOSES.get(self.name, f"the {self.name} lock")
 
     def acquire(self) -> DataFolderLock:
@@ -262,7 +265,7 @@ def hold_shard_writer(data_dir: Path | str, shard: Shard, *, holder: str = "",
     Raises:
         LockTimeout: still held by another process after ``timeout_s`` (one line).
     """
-    with DataFolderLock(data_dir, f"{WRITER}-shard-{shard.key}", holder=holder, log=log,
+    with DataFolderLock(data_dir, f"{SHARD_WRITER_PREFIX}{shard.key}", holder=holder, log=log,
                         timeout_s=timeout_s) as lock:
         yield lock
 
