@@ -81,7 +81,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -319,8 +319,7 @@ class ShardPlan:
         :attr:`count` when the shards share an address (requests per window, at least 1)."""
         if self.own_addresses:
             return rates
-        return RateSettings(per_key_limit=rates.per_key_limit, per_ip_limit=max(1, rates.per_ip_limit // self.count),
-                            window_s=rates.window_s, max_in_flight=rates.max_in_flight)
+        return replace(rates, per_ip_limit=max(1, rates.per_ip_limit // self.count))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ShardPlan | None:
