@@ -18,17 +18,29 @@ env: $(STAMP)
 ## The run-time venv: the package alone, no extras (no pyspark, no test tools).
 env-runtime: $(RUNTIME_STAMP)
 
-$(RUNTIME_STAMP): pyproject.toml constraints.txt
+# The installer: uv (from PyPI, into the venv itself) when it can be had, else pip; versions pinned by
+# constraints.txt either way. $(call install,SPEC) installs SPEC into the venv.
+UV_STAMP := $(VENV)/.installer
+DEV_SPEC   := .[dev,spark,postgres]
+BENCH_SPEC := .[dev,spark,postgres,bench]
+install = if [ "$$(cat $(UV_STAMP))" = uv ]; then $(BIN)/uv pip install --quiet --python $(BIN)/python \
+	  -c constraints.txt -e '$(1)'; else $(BIN)/pip install --quiet -c constraints.txt -e '$(1)'; fi
+
+$(UV_STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -c constraints.txt -e .
+	@if $(BIN)/pip install --quiet "$$(grep -E '^uv==' constraints.txt || echo uv)" 2>/dev/null; \
+	  then echo uv > $@; else echo "uv could not be installed; installing with pip (slower)" >&2; echo pip > $@; fi
+
+$(RUNTIME_STAMP): pyproject.toml constraints.txt $(UV_STAMP)
+	$(call install,.)
 	@touch $@
 
 $(STAMP): $(RUNTIME_STAMP)
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,spark,postgres]'
+	$(call install,$(DEV_SPEC))
 	@touch $@
 
 $(VENV)/.installed-bench: $(STAMP)
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,spark,postgres,bench]'
+	$(call install,$(BENCH_SPEC))
 	@touch $@
 
 ## Run the daily job for 7 simulated days against the embedded sandbox.
