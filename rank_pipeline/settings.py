@@ -547,6 +547,17 @@ def storage_version_from_env(env: Mapping[str, str] | None = None) -> str:
     return (env.get(STORAGE_VERSION_ENV) or "").strip() or DEFAULT_STORAGE_VERSION
 
 
+SANDBOX_SHAPE_ENV = "RANK_SANDBOX_SHAPE"
+"""The shape the sandbox serves keyword records in (``default``, ``vendor-b``, ``language-string``, optionally
+``NAME@YYYY-MM-DD``: from that simulated day on; :mod:`rank_pipeline.sandbox.shapes`)."""
+
+
+def sandbox_shape_from_env(env: Mapping[str, str] | None = None) -> str:
+    """The raw ``RANK_SANDBOX_SHAPE`` (``default`` when unset); parsed by the sandbox."""
+    env = os.environ if env is None else env
+    return env.get(SANDBOX_SHAPE_ENV, "").strip() or "default"
+
+
 DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
 DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
 """Where the Superset dashboards over the published file are served (``make dashboard``)."""
@@ -631,6 +642,12 @@ class DataPaths:
     def source_record(self) -> Path:
         """``source.json``: which source the folder's snapshots come from (``rank_pipeline.extract.source``)."""
         return self.data_dir / "source.json"
+
+    @property
+    def vendor_fields(self) -> Path:
+        """``vendor_fields.json``: the paths the vendor sends that the contract does not read, each with the
+        day it was first seen (:mod:`rank_pipeline.shape.registry`)."""
+        return self.data_dir / "vendor_fields.json"
 
     @property
     def alerts_ledger(self) -> Path:

@@ -121,6 +121,11 @@ def _check_before_a_run(settings):
     check_source(source, settings.paths)
     try:
         EngineSettings.from_env(data_dir=settings.data_dir)
+        if source.uses_sandbox:
+            from rank_pipeline.sandbox.shapes import parse_shape
+            from rank_pipeline.settings import sandbox_shape_from_env
+
+            parse_shape(sandbox_shape_from_env())
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return source
@@ -168,8 +173,15 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 def cmd_sandbox(args: argparse.Namespace) -> int:
     from rank_pipeline.sandbox import serve
+    from rank_pipeline.sandbox.shapes import parse_shape
+    from rank_pipeline.settings import sandbox_shape_from_env
 
-    serve(host=args.host, port=args.port, window_s=args.window_s)
+    shape = args.shape or sandbox_shape_from_env()
+    try:
+        parse_shape(shape)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    serve(host=args.host, port=args.port, window_s=args.window_s, shape=shape)
     return 0
 
 

@@ -36,11 +36,14 @@ from rank_pipeline.defs.table_metadata import (
     engine_in_use,
     table_name,
 )
+from rank_pipeline.models import load_project
 from rank_pipeline.models.engines import ENGINES
-from rank_pipeline.settings import ShardPlan, dashboard_url_from_env
+from rank_pipeline.settings import ShardPlan, dashboard_url_from_env, models_dir
+from rank_pipeline.shape import ShapeResult
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.steps.load import PER_ACCOUNT_ENDPOINTS, load_raw
 from rank_pipeline.steps.publish import publish
+from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in ENDPOINTS}
 UNIQUE_RECORD_CHECK = "one_row_per_record"
@@ -77,11 +80,17 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
             for r, key in RAW_KEYS.items()
         ],
         check_specs=[
-            dg.AssetCheckSpec(UNIQUE_RECORD_CHECK, asset=key, blocking=True,
-                              description="No record (id under its parent) appears twice in the partition"
-                                          + (" for one account." if r in PER_ACCOUNT_ENDPOINTS else
-                                             ", whichever account it was read with (one account, one name)."))
-            for r, key in RAW_KEYS.items()
+            *(dg.AssetCheckSpec(UNIQUE_RECORD_CHECK, asset=key, blocking=True,
+                                description="No record (id under its parent) appears twice in the partition"
+                                            + (" for one account." if r in PER_ACCOUNT_ENDPOINTS else
+                                               ", whichever account it was read with (one account, one name)."))
+              for r, key in RAW_KEYS.items()),
+            *(dg.AssetCheckSpec(SHAPE_CHECK, asset=key, blocking=True,
+                                description=f"Every JSON path staging reads from the {r} records is there, of its "
+                                            "type, not newly empty and not gone since the previous day "
+                                            "(dbt_like_sql/sources/vendor_contract.yml; thresholds: the seed "
+                                            "shape_thresholds).")
+              for r, key in RAW_KEYS.items()),
         ],
         partitions_def=daily_partitions,
         backfill_policy=dg.BackfillPolicy.single_run(),
@@ -95,6 +104,12 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
         engine = model_engine.open(warehouse)
         loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
         context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
+        shape = check_shape(load_project(models_dir()), warehouse.snapshot_store_uri, first, last,
+                            warehouse.paths.vendor_fields)
+        for line in shape.lines():
+            context.log.error(f"{SHAPE_CHECK}: {line}")
+        for endpoint, paths in shape.new_fields.items():
+            context.log.info(f"new fields in the vendor's {endpoint} records: {', '.join(paths)}")
         for endpoint, key in RAW_KEYS.items():
             failures, sample = loaded.repeated[endpoint]
             qualified = f"raw.{endpoint}"
@@ -103,6 +118,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
                 **raw_table_metadata(endpoint, engine.column_types(qualified), engine.row_count(qualified),
                                      table_name(qualified, engine.catalog))})
             yield _unique_record_result(key, first, last, failures, sample)
+            yield _shape_result(key, shape.results[endpoint], shape.new_fields.get(endpoint, {}))
 
     return load_raw_tables
 
@@ -116,6 +132,17 @@ def _unique_record_result(key: dg.AssetKey, first: date, last: date, failures: i
     return dg.AssetCheckResult(asset_key=key, check_name=UNIQUE_RECORD_CHECK, passed=failures == 0,
                                metadata={"partition": str(first) if first == last else f"{first}..{last}",
                                          "failing_rows": failures, "sample": dg.MetadataValue.json(sample)})
+
+
+def _shape_result(key: dg.AssetKey, result: ShapeResult, new_fields: dict[str, str]) -> dg.AssetCheckResult:
+    days = result.days
+    return dg.AssetCheckResult(
+        asset_key=key, check_name=SHAPE_CHECK, passed=result.passed,
+        metadata={"partition": (str(days[0]) if len(days) == 1 else f"{days[0]}..{days[-1]}") if days else "none",
+                  "failing_rows": len(result.findings), "records": result.records,
+                  "failures": dg.MetadataValue.md("\n".join(f"- {line}" for line in result.lines()) or "none"),
+                  "unread_paths": dg.MetadataValue.json(result.unread),
+                  "new_fields": dg.MetadataValue.json(new_fields)})
 
 
 def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None) -> dg.AssetsDefinition:

@@ -26,9 +26,12 @@ class EmbeddedSandbox:
 
     def __init__(self) -> None:
         from rank_pipeline.sandbox import SandboxServer, World, create_app
+        from rank_pipeline.sandbox.shapes import parse_shape
+        from rank_pipeline.settings import sandbox_shape_from_env
 
         self.world = World()
-        self._server = SandboxServer(create_app(self.world), host="127.0.0.1", port=0)
+        self.shape = parse_shape(sandbox_shape_from_env())  # RANK_SANDBOX_SHAPE: the keyword records' shape
+        self._server = SandboxServer(create_app(self.world, shape=self.shape), host="127.0.0.1", port=0)
         self._server.__enter__()
         self.base_url: str = self._server.base_url
         atexit.register(self.close)

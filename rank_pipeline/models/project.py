@@ -350,10 +350,10 @@ def _load_yml(path: Path) -> dict:
         return {}
     if not isinstance(doc, Mapping):
         raise ModelConfigError(f"{path}: the top level must be a mapping with `models:` or `seeds:`")
-    unknown = sorted(set(doc) - {"version", "models", "seeds", "sources"})
+    unknown = sorted(set(doc) - {"version", "models", "seeds", "sources", "contract"})
     if unknown:
-        raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:`, `seeds:` or "
-                               "`sources:`")
+        raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:`, `seeds:`, "
+                               "`sources:` or (the vendor's contract, sources/vendor_contract.yml) `contract:`")
     return dict(doc)
 
 

@@ -42,6 +42,7 @@ from rank_pipeline.sandbox.faults import FaultInjector, Faults
 from rank_pipeline.sandbox.limits import RateLimiter, RateLimits
 from rank_pipeline.sandbox.middleware import SandboxMiddleware, SandboxStats, error_response
 from rank_pipeline.sandbox.pagination import paginated_response
+from rank_pipeline.sandbox.shapes import ShapeSetting
 
 __all__ = ["create_app", "domain_not_found"]
 
@@ -78,7 +79,8 @@ def list_keywords(request: Request) -> Response:
     url = request.query_params.get("results_organic_url")
     if url is not None:
         records = [r for r in records if r["attributes"]["results"]["organic"]["url"] == url]
-    return paginated_response(request, records)
+    shape, today = request.app.state.shape, request.app.state.world.today
+    return paginated_response(request, [shape.keyword(r, today) for r in records])
 
 
 def list_competitors(request: Request) -> Response:
@@ -117,11 +119,13 @@ def create_app(
     faults: Faults = _NO_FAULTS,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    shape: ShapeSetting | None = None,
 ) -> Starlette:
     """The sandbox application over ``world`` (a :class:`~rank_pipeline.sandbox.world.World`).
 
     ``limits`` are the rate limits, ``faults`` the initial fault switches; ``clock`` (seconds) drives
-    the rate windows and ``sleep`` the latency/hang faults (both injectable for tests).
+    the rate windows and ``sleep`` the latency/hang faults (both injectable for tests). ``shape`` is the
+    shape keyword lists are served in (:mod:`rank_pipeline.sandbox.shapes`; default: the invented one).
     ``app.state`` holds ``world``, ``limiter``, ``injector`` (faults) and ``stats``.
     """
     injector = FaultInjector(faults)
@@ -147,4 +151,5 @@ def create_app(
     app.state.limiter = limiter
     app.state.injector = injector
     app.state.stats = stats
+    app.state.shape = shape or ShapeSetting()
     return app

@@ -123,8 +123,10 @@ def serve(
     per_key: int = SPEC_PER_KEY_LIMIT,
     per_ip: int = SPEC_PER_IP_LIMIT,
     out: TextIO | None = None,
+    shape: str | None = None,
 ) -> None:
-    """Serve the demo world (``WorldConfig(seed=seed)``) until interrupted (blocking).
+    """Serve the demo world (``WorldConfig(seed=seed)``) until interrupted (blocking); keyword lists in
+    ``shape`` (:func:`rank_pipeline.sandbox.shapes.parse_shape`, default the invented one).
 
     Prints the base URL, the simulated day and each account's API key (sandbox-only demo keys) to
     ``out`` (stdout), then runs uvicorn in the foreground.
@@ -136,8 +138,10 @@ def serve(
 
     out = out or sys.stdout
     world = World(WorldConfig(seed=seed), today=today)
+    from rank_pipeline.sandbox.shapes import parse_shape
+
     app = create_app(world, limits=RateLimits(per_key=per_key, per_ip=per_ip, window_s=window_s),
-                     faults=faults or Faults())
+                     faults=faults or Faults(), shape=parse_shape(shape))
     _banner(world, host, port, out)
     uvicorn.Server(_config(app, host, port, "info")).run()
 

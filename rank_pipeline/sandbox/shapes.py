@@ -1,0 +1,98 @@
+"""Other shapes the sandbox can serve its keyword records in: the same world under other names and types.
+
+The spec shows one field of a keyword record (``location.code``); everything else is invented
+(:mod:`rank_pipeline.sandbox.assumptions`). A real vendor will send another shape, which the spec allows
+just as well. These shapes let a user (and the tests) watch the pipeline's contract check fail on a shape it
+was not written for, then fix it by an edit of the contract and the staging model (README, "Meeting your
+vendor's shape"). Every shape carries exactly the same information as the default one, so after the edit
+the marts equal the default shape's, row by row.
+
+Shapes (``RANK_SANDBOX_SHAPE``, or ``rank-pipeline sandbox --shape``):
+
+``default``
+    the invented shape of :func:`rank_pipeline.sandbox.assumptions.keyword_record`.
+``vendor-b``
+    renamed and nested otherwise: ``phrase`` (the keyword), ``engine: {"name", "device"}``,
+    ``location`` (unchanged: the spec shows ``location.code``), ``language`` as a plain string (``"en"``),
+    ``frequency``, ``tagIds``, ``searchVolume``, ``createdAt`` (unchanged), and
+    ``serp: {"rank", "landingPage", "capturedAt"}`` instead of ``results.organic``.
+``language-string``
+    the default shape but ``language`` is the plain string ``"en"`` instead of ``{"code": "en"}``: a type
+    change alone.
+
+A shape may start on a day: ``vendor-b@2026-11-23`` serves the default shape before that simulated day and
+``vendor-b`` from it on (a vendor renaming fields under an installation that has run for months).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+
+__all__ = ["SHAPES", "ShapeSetting", "parse_shape"]
+
+
+def _vendor_b(record: dict) -> dict:
+    a = record["attributes"]
+    organic = a["results"]["organic"]
+    attributes = {
+        "phrase": a["keyword"],
+        "engine": {"name": a["searchEngine"], "device": a["device"]},
+        "location": a["location"],
+        "language": a["language"]["code"],
+        "frequency": a["frequency"],
+        "tagIds": a["tagIds"],
+        "searchVolume": a["searchVolume"],
+        "createdAt": a["createdAt"],
+        "serp": {"rank": organic["position"], "landingPage": organic["url"], "capturedAt": organic["capturedAt"]},
+    }
+    return {**record, "attributes": attributes}
+
+
+def _language_string(record: dict) -> dict:
+    a = dict(record["attributes"])
+    a["language"] = a["language"]["code"]
+    return {**record, "attributes": a}
+
+
+SHAPES: dict[str, Callable[[dict], dict] | None] = {
+    "default": None,
+    "vendor-b": _vendor_b,
+    "language-string": _language_string,
+}
+"""Shape name -> the function turning a default keyword record into that shape (None: unchanged)."""
+
+
+class ShapeSetting:
+    """A shape, and the simulated day it starts on (None: every day)."""
+
+    def __init__(self, name: str = "default", since: date | None = None):
+        self.name, self.since = name, since
+
+    def keyword(self, record: dict, today: date) -> dict:
+        """``record`` (a default-shape keyword record) as served on ``today``."""
+        convert = SHAPES[self.name]
+        if convert is None or (self.since is not None and today < self.since):
+            return record
+        return convert(record)
+
+    def __str__(self) -> str:
+        return self.name + (f"@{self.since}" if self.since else "")
+
+
+def parse_shape(text: str | None) -> ShapeSetting:
+    """``NAME`` or ``NAME@YYYY-MM-DD`` (empty: ``default``).
+
+    Raises:
+        ValueError: an unknown name or a malformed day (the message lists the shapes).
+    """
+    text = (text or "").strip() or "default"
+    name, _, since = text.partition("@")
+    if name not in SHAPES:
+        raise ValueError(f"unknown sandbox shape {name!r}; the shapes are {', '.join(SHAPES)} "
+                         "(optionally NAME@YYYY-MM-DD, from that simulated day on)")
+    try:
+        day = date.fromisoformat(since) if since else None
+    except ValueError:
+        raise ValueError(f"sandbox shape {text!r}: {since!r} is not a day (YYYY-MM-DD)") from None
+    return ShapeSetting(name, day)

@@ -1,0 +1,275 @@
+"""The blocking shape check: each day's raw records against the declared contract, and against the day before.
+
+For every endpoint and snapshot day, each contracted path (:mod:`rank_pipeline.shape.contract`) fails
+when, in more of the day's records than its thresholds allow:
+
+- **absent**: the key is missing (which is not a null). When an ancestor holds a value of another type
+  (``language`` is the string ``"en"`` where the contract reads ``language.code``), it is reported as that
+  type change;
+- **wrong type**: the value is of another JSON type than declared (a null counts here when the contract
+  says the path is never null);
+- **empty**: a nullable path is null in (nearly) every record;
+- **drift**: compared with the previous committed snapshot day, the share of records holding the path fell,
+  or the share of nulls rose (filled yesterday, empty today).
+
+It works on the first run (the contract needs no history); drift needs a previous day. A failure is one line
+per path naming the endpoint, the path and its share, the paths actually seen that could hold the same
+thing (same type, values within the declared range, the closest names first; each with its type, share and
+an example value) and the files to edit. Paths no contract entry accounts for are listed as unread
+(:attr:`ShapeResult.unread`): news, not failures.
+
+The check reads the committed Parquet snapshots (not the engine's raw tables), so it is the same on DuckDB
+and Spark, and a failure leaves the snapshots as they are: a fix is an edit and a rebuild.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from rank_pipeline.shape.contract import Contract, ContractField, ThresholdTable
+from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler, attributes_table
+from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates
+from rank_pipeline.snapshots.storage import Store, store_for
+
+__all__ = ["PathFinding", "ShapeResult", "check_profile", "check_snapshots"]
+
+MAX_CANDIDATES = 3
+
+
+@dataclass
+class PathFinding:
+    """One contracted path that failed on one day.
+
+    Attributes:
+        problem: ``absent``, ``wrong_type``, ``null``, ``empty``, ``dropped`` or ``null_rise``.
+        share: the failing share of the day's records (0..1); what: the words of the line.
+        candidates: the observed paths that could hold the same thing, already formatted.
+    """
+
+    endpoint: str
+    day: date | None
+    path: str
+    problem: str
+    share: float
+    what: str
+    candidates: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ShapeResult:
+    """The shape check of one endpoint over the checked days.
+
+    Attributes:
+        days: the days checked; records: their records, summed.
+        findings: every failing path and day; unread: ``{path: "type, share, e.g. value"}`` of the paths seen
+            that no contract entry accounts for (latest day first seen wins).
+        edit: the files to edit for a fix (the contract, and the staging models reading the endpoint).
+    """
+
+    endpoint: str
+    days: list[date] = field(default_factory=list)
+    records: int = 0
+    findings: list[PathFinding] = field(default_factory=list)
+    unread: dict[str, str] = field(default_factory=dict)
+    edit: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings
+
+    def lines(self) -> list[str]:
+        """One line per failing path (and day): endpoint, path and share, candidates, the files to edit."""
+        out = []
+        edit = " and ".join(self.edit)
+        for f in self.findings:
+            seen = ("; seen instead: " + ", ".join(f.candidates)) if f.candidates else "; no candidate path seen"
+            day = f" on {f.day}" if f.day is not None and len(self.days) > 1 else ""
+            out.append(f"{f.endpoint}: attributes.{f.path} {f.what}{day}{seen}; edit {edit}")
+        return out
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+def _types_ok(stats: PathStats, spec: ContractField) -> int:
+    """Records whose non-null value has the declared type (an integer is also a number)."""
+    allowed = {spec.type} | ({"integer"} if spec.type == "number" else set())
+    return sum(n for t, n in stats.types.items() if t in allowed)
+
+
+def _example(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else str(value).replace("True", "true").replace("False", "false")
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _similarity(a: str, b: str) -> float:
+    """How alike two paths' names are, 0..1: the better of the whole paths and their last parts."""
+    whole = difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+    last = difflib.SequenceMatcher(None, a.rsplit(".", 1)[-1].lower(), b.rsplit(".", 1)[-1].lower()).ratio()
+    return max(whole, last)
+
+
+def _pool(spec: ContractField, endpoint: str, contract: Contract, profile: EndpointProfile,
+          profiler: Profiler) -> list[PathStats]:
+    """The observed paths that could hold ``spec``'s value: no contracted leaf, non-null values of the
+    declared type (an integer counts as a number), within ``spec.range`` when it has one."""
+    pool = [s for s in profile.paths.values()
+            if contract.field(endpoint, s.path) is None and s.path != spec.path and s.types
+            and not (s.path.endswith("[*]") and contract.field(endpoint, s.path[:-3]) is not None)
+            and (s.type_label().split("|")[0] == spec.type
+                 or (spec.type == "number" and s.type_label().split("|")[0] == "integer"))]
+    profiler.values(profile, [s.path for s in pool])
+    if spec.range is not None:
+        low, high = spec.range
+        pool = [s for s in pool if s.minimum is not None and low <= s.minimum and s.maximum <= high]
+    return pool
+
+
+def _describe(spec: ContractField, s: PathStats, profile: EndpointProfile) -> str:
+    values = f" {s.minimum:g}..{s.maximum:g}" if s.minimum is not None and spec.type in ("integer", "number") else ""
+    return (f"attributes.{s.path} ({s.type_label()}{values}, {_pct(profile.share(s.filled))} filled, "
+            f"e.g. {_example(s.example)})")
+
+
+def _assign_candidates(findings: list[tuple[PathFinding, ContractField]], endpoint: str, contract: Contract,
+                       profile: EndpointProfile, profiler: Profiler) -> None:
+    """Fill each finding's candidates: the closest names first, each observed path offered first to the
+    missing path it resembles most (``engine.device`` to ``device``, not to ``keyword``); between equally
+    unlike names, a path with nulls for a nullable field and a path never null for the others."""
+    pools = {f.path: _pool(spec, endpoint, contract, profile, profiler) for f, spec in findings}
+    best: dict[str, tuple[float, str]] = {}  # observed path -> (similarity, the missing path it fits best)
+    for f, _ in findings:
+        for s in pools[f.path]:
+            score = _similarity(f.path, s.path)
+            if score > best.get(s.path, (-1.0, ""))[0]:
+                best[s.path] = (score, f.path)
+    for f, spec in findings:
+        def rank(s: PathStats, f=f, spec=spec) -> tuple:
+            score, owner = best[s.path]
+            taken = owner != f.path and score >= 0.5  # a close name of another missing path: theirs first
+            nulls_fit = (s.null > 0) == spec.nullable
+            similar = _similarity(f.path, s.path)
+            return (taken, -(round(similar, 1) if similar >= 0.5 else 0.0), not nulls_fit, -s.filled, s.path)
+
+        f.candidates = [_describe(spec, s, profile) for s in sorted(pools[f.path], key=rank)[:MAX_CANDIDATES]]
+
+
+def _ancestor_type_change(spec: ContractField, profile: EndpointProfile) -> tuple[str, PathStats] | None:
+    """The nearest ancestor of ``spec.path`` seen holding something other than an object, if any."""
+    parts = spec.path.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        stats = profile.paths.get(".".join(parts[:i]))
+        if stats is not None and set(stats.types) - {"object"}:
+            return ".".join(parts[:i]), stats
+    return None
+
+
+def check_profile(contract: Contract, thresholds: ThresholdTable, profile: EndpointProfile,
+                  previous: EndpointProfile | None, profiler: Profiler, day: date | None = None,
+                  previous_day: date | None = None) -> list[PathFinding]:
+    """The failing paths of one endpoint's day (``profile``), against the contract and ``previous`` (the
+    previous committed day's profile, None on the first day). ``profiler`` holds the day's records (for the
+    candidates' values)."""
+    endpoint, total = profile.endpoint, profile.records
+    findings: list[tuple[PathFinding, ContractField]] = []
+    if total == 0:
+        return []
+    for spec in contract.fields.get(endpoint, ()):
+        limits = thresholds.get(endpoint, spec.path)
+        stats = profile.paths.get(spec.path, PathStats(spec.path))
+        absent = 1 - profile.share(stats.present)
+        finding: tuple[str, float, str] | None = None
+        if absent > limits.max_absent_share:
+            changed = _ancestor_type_change(spec, profile)
+            if changed is not None:
+                path, parent = changed
+                finding = ("wrong_type", absent,
+                           f"absent in {_pct(absent)} of {total} records: attributes.{path} is "
+                           f"{parent.type_label()} in {_pct(profile.share(parent.filled))} where the contract "
+                           f"reads an object (a type change, not a null)")
+            else:
+                finding = ("absent", absent, f"({spec.type}) absent in {_pct(absent)} of {total} records "
+                                             "(the key is missing, not null)")
+        if finding is None and stats.present:
+            wrong = stats.filled - _types_ok(stats, spec)
+            nulls = 0 if spec.nullable else stats.null
+            if profile.share(wrong + nulls) > limits.max_wrong_type_share:
+                kinds = ", ".join(f"{t} in {_pct(profile.share(n))}" for t, n in sorted(stats.types.items())
+                                  if t != spec.type and not (spec.type == "number" and t == "integer"))
+                if nulls:
+                    kinds = ", ".join(x for x in (kinds, f"null in {_pct(profile.share(nulls))} (the contract says "
+                                                  "never null)") if x)
+                finding = ("wrong_type" if wrong else "null", profile.share(wrong + nulls),
+                           f"is not {spec.type}: {kinds} of {total} records")
+        if finding is None and spec.nullable and total >= limits.min_records:
+            null_share = profile.share(stats.null)
+            if null_share > limits.max_null_share:
+                finding = ("empty", null_share, f"({spec.type}) is null in {_pct(null_share)} of {total} records"
+                                                f" (null means: {spec.null_means or 'no value'})")
+        if finding is None and previous is not None and previous.records:
+            before = previous.paths.get(spec.path, PathStats(spec.path))
+            drop = previous.share(before.present) - profile.share(stats.present)
+            rise = profile.share(stats.null) - previous.share(before.null)
+            if drop > limits.max_present_drop:
+                finding = ("dropped", drop, f"({spec.type}) present in {_pct(profile.share(stats.present))} of "
+                                            f"records, {_pct(previous.share(before.present))} on {previous_day}")
+            elif rise > limits.max_null_share_rise and total >= limits.min_records:
+                finding = ("null_rise", rise, f"({spec.type}) null in {_pct(profile.share(stats.null))} of records, "
+                                              f"{_pct(previous.share(before.null))} on {previous_day}")
+        if finding is not None:
+            problem, share, what = finding
+            findings.append((PathFinding(endpoint, day, spec.path, problem, share, what), spec))
+    _assign_candidates(findings, endpoint, contract, profile, profiler)
+    return [f for f, _ in findings]
+
+
+def _unread(contract: Contract, profile: EndpointProfile) -> dict[str, str]:
+    known = contract.paths(profile.endpoint)
+    return {s.path: f"{s.type_label()}, {_pct(profile.share(s.present))} of records"
+            for s in profile.paths.values() if s.path not in known and set(s.types) != {"object"}}
+
+
+def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thresholds: ThresholdTable,
+                    first: date, last: date, *, endpoints: Sequence[str] = ENDPOINTS,
+                    edit: Mapping[str, Sequence[str]] | None = None,
+                    contract_file: str | None = None) -> dict[str, ShapeResult]:
+    """The shape check of every committed snapshot day ``first .. last`` of ``endpoints``, each day against
+    the contract and the committed day before it.
+
+    Args:
+        edit: ``{endpoint: [files]}`` to name after the contract in a failure (the staging models reading it);
+            contract_file: how to name the contract's file (default its path).
+
+    Returns:
+        ``{endpoint: ShapeResult}``; an endpoint without a committed day in the range has no day and passes.
+    """
+    store = store_for(snapshots_uri)
+    results: dict[str, ShapeResult] = {}
+    for endpoint in endpoints:
+        result = results[endpoint] = ShapeResult(endpoint, edit=[contract_file or str(contract.path),
+                                                                   *(edit or {}).get(endpoint, ())])
+        committed = list_snapshot_dates(store, endpoint)
+        previous: EndpointProfile | None = None
+        previous_day: date | None = None
+        for i, day in enumerate(committed):
+            if day > last:
+                break
+            if day < first:
+                if i + 1 < len(committed) and committed[i + 1] >= first:  # the day before the range
+                    with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
+                        previous, previous_day = profiler.profile(), day
+                continue
+            with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
+                profile = profiler.profile()
+                result.days.append(day)
+                result.records += profile.records
+                result.findings += check_profile(contract, thresholds, profile, previous, profiler, day, previous_day)
+                for path, text in _unread(contract, profile).items():
+                    result.unread.setdefault(path, text)
+            previous, previous_day = profile, day
+    return results

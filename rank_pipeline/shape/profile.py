@@ -1,0 +1,253 @@
+"""What the vendor really sends: every JSON path of a day's records, with its types and shares.
+
+A profile reads the records' ``attributes`` JSON (the snapshot keeps it whole, so a field the spec does
+not show is never lost) and tells, per path, how many records hold the key (present), how many hold it
+with a JSON ``null`` (null), which JSON types its non-null values have, and, on request, how many distinct
+values it takes and one example value. Absent and null are told apart: a record whose ``language`` is the
+string ``"en"`` has no path ``language.code`` (absent), which is not a null.
+
+Paths are dotted below ``attributes`` (``results.organic.position``); an array's elements are
+``name[*]`` (``tagIds[*]``). Types are JSON's: ``string``, ``integer``, ``number``, ``boolean``,
+``object``, ``array``, and ``null`` for a JSON null.
+
+How: one in-memory DuckDB query groups the records by ``json_structure(attributes)`` (one JSON parse per
+record, in C++); the few distinct structures are flattened into paths in Python, weighted by their
+record counts. Distinct counts, examples and value ranges are a second query over the paths asked for
+(:meth:`Profiler.values`). Implements the project's answer to spec "Resources and their fields" ("not
+shown"): nothing about these fields is assumed, only measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, snapshot_files
+from rank_pipeline.snapshots.storage import Store, store_for
+
+__all__ = ["EndpointProfile", "PathStats", "Profiler", "attributes_table", "profile_day", "profile_records"]
+
+JSON_TYPES: dict[str, str] = {
+    "VARCHAR": "string", "UBIGINT": "integer", "BIGINT": "integer", "HUGEINT": "integer",
+    "UHUGEINT": "integer", "DOUBLE": "number", "BOOLEAN": "boolean", "NULL": "null", "JSON": "object",
+}
+"""DuckDB's ``json_structure`` type names -> JSON types (``JSON``: an empty object or mixed values)."""
+
+
+@dataclass
+class PathStats:
+    """One path of an endpoint's records.
+
+    Attributes:
+        path: dotted below ``attributes`` (``results.organic.position``, ``tagIds[*]``).
+        present: records holding the key (its value may be null); null: records holding a JSON null.
+        types: ``{JSON type: records}`` of the non-null values (an array element path: records with
+            such an element).
+        distinct, example, minimum, maximum: filled by :meth:`Profiler.values` (None until then);
+            minimum/maximum only for numbers.
+    """
+
+    path: str
+    present: int = 0
+    null: int = 0
+    types: dict[str, int] = field(default_factory=dict)
+    distinct: int | None = None
+    example: object = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+    @property
+    def filled(self) -> int:
+        """Records where the value is present and not null."""
+        return self.present - self.null
+
+    def type_label(self) -> str:
+        """The types seen, most frequent first (``integer``, ``integer|string``); ``null`` when only nulls."""
+        ordered = sorted(self.types, key=lambda t: (-self.types[t], t))
+        return "|".join(ordered) if ordered else "null"
+
+
+@dataclass
+class EndpointProfile:
+    """Every path observed in one endpoint's records (one day, or a live sample).
+
+    Attributes:
+        endpoint: ``keywords``, ``competitors``, ...; records: how many were read.
+        paths: ``{path: PathStats}``, in first-seen order.
+    """
+
+    endpoint: str
+    records: int
+    paths: dict[str, PathStats] = field(default_factory=dict)
+
+    def share(self, count: int) -> float:
+        """``count`` as a share of the records (0.0 when there is none)."""
+        return count / self.records if self.records else 0.0
+
+    def to_json(self) -> dict:
+        """JSON-safe: ``{"endpoint", "records", "paths": [{path, types, present_share, null_share, ...}]}``."""
+        return {"endpoint": self.endpoint, "records": self.records, "paths": [
+            {"path": s.path, "types": dict(s.types), "present": s.present, "null": s.null,
+             "present_share": round(self.share(s.present), 6), "null_share": round(self.share(s.null), 6),
+             "distinct": s.distinct, "example": s.example}
+            for s in self.paths.values()]}
+
+
+def _walk(structure: object, prefix: str, weight: int, out: dict[str, PathStats], element: bool = False) -> None:
+    """Add one record structure (``json_structure``'s JSON, parsed) under ``prefix`` to ``out``."""
+    for key, value in structure.items() if isinstance(structure, dict) else ():
+        path = f"{prefix}.{key}" if prefix else key
+        stats = out.setdefault(path, PathStats(path))
+        stats.present += weight
+        if isinstance(value, dict):
+            stats.types["object"] = stats.types.get("object", 0) + weight
+            _walk(value, path, weight, out)
+        elif isinstance(value, list):
+            stats.types["array"] = stats.types.get("array", 0) + weight
+            inner = value[0] if value else "NULL"
+            if inner != "NULL":  # an empty array (or one of nulls) tells nothing of its elements
+                item = out.setdefault(f"{path}[*]", PathStats(f"{path}[*]"))
+                item.present += weight
+                if isinstance(inner, dict):
+                    item.types["object"] = item.types.get("object", 0) + weight
+                    _walk(inner, f"{path}[*]", weight, out)
+                elif isinstance(inner, list):
+                    item.types["array"] = item.types.get("array", 0) + weight
+                else:
+                    kind = JSON_TYPES.get(str(inner), "object")
+                    item.types[kind] = item.types.get(kind, 0) + weight
+        elif value == "NULL":
+            stats.null += weight
+        else:
+            kind = JSON_TYPES.get(str(value), "object")
+            stats.types[kind] = stats.types.get(kind, 0) + weight
+
+
+def _json_path(path: str) -> str:
+    """A dotted path (``a.b[*]``) as a DuckDB JSON path (``$."a"."b"[*]``), keys quoted."""
+    parts = []
+    for part in path.split("."):
+        star = part.endswith("[*]")
+        name = part[:-3] if star else part
+        parts.append('"' + name.replace('"', '\\"') + '"' + ("[*]" if star else ""))
+    return "$." + ".".join(parts)
+
+
+class Profiler:
+    """The records of one endpoint (an Arrow table with a string column ``attributes``) in an in-memory
+    DuckDB; :meth:`profile` for the paths, :meth:`values` for their distinct counts and examples."""
+
+    def __init__(self, endpoint: str, attributes: pa.Table):
+        self.endpoint = endpoint
+        self._con = duckdb.connect()
+        self._con.register("records", attributes)
+        self.records = attributes.num_rows
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Profiler:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def profile(self) -> EndpointProfile:
+        """Every path with its presence, nulls and types (one parse per record)."""
+        result = EndpointProfile(self.endpoint, self.records)
+        rows = self._con.execute(
+            "select json_structure(attributes::json) as s, count(*) from records "
+            "where attributes is not null group by 1").fetchall()
+        for structure, count in rows:
+            _walk(json.loads(structure), "", int(count), result.paths)
+        return result
+
+    def values(self, profile: EndpointProfile, paths: Iterable[str] | None = None) -> None:
+        """Fill ``distinct``, ``example`` (the most frequent non-null value, up to 80 characters) and, for
+        numbers, ``minimum``/``maximum`` of ``paths`` (default every path) of ``profile``, in place."""
+        wanted = [p for p in (paths if paths is not None else profile.paths) if p in profile.paths]
+        for path in wanted:
+            stats = profile.paths[path]
+            if set(stats.types) <= {"object"}:
+                continue  # an object's own value is its children
+            numeric = bool(set(stats.types) & {"integer", "number"}) and not set(stats.types) - {"integer", "number"}
+            value = "v" if "[*]" in path else "v"
+            source = (f"select unnest(json_extract(attributes::json, '{_json_path(path)}')) as v from records"
+                      if "[*]" in path else
+                      f"select json_extract(attributes::json, '{_json_path(path)}') as v from records")
+            query = (f"with vals as ({source}), filled as (select v from vals where v is not null "
+                     f"and json_type(v) <> 'NULL') select count(distinct {value}), "
+                     f"(select v::varchar from filled group by v order by count(*) desc, v::varchar limit 1)"
+                     + (", min(v::double), max(v::double)" if numeric else "") + " from filled")
+            row = self._con.execute(query).fetchone()
+            stats.distinct = int(row[0])
+            example = row[1]
+            if example is not None:
+                try:
+                    example = json.loads(example)
+                except ValueError:
+                    pass
+                if isinstance(example, str) and len(example) > 80:
+                    example = example[:77] + "..."
+            stats.example = example
+            if numeric:
+                stats.minimum, stats.maximum = row[2], row[3]
+
+
+def attributes_table(snapshots_uri: Path | str | Store, endpoint: str, day: date) -> pa.Table:
+    """The ``attributes`` column of one committed snapshot (every account), as an Arrow table.
+
+    Raises:
+        rank_pipeline.snapshots.parquet.SnapshotError: no committed snapshot of ``endpoint`` for ``day``.
+    """
+    store = store_for(snapshots_uri)
+    tables = [pq.read_table(path, columns=["attributes"], filesystem=store.fs)
+              for path in snapshot_files(store, endpoint, day)]
+    if not tables:
+        return pa.table({"attributes": pa.array([], pa.string())})
+    return pa.concat_tables(tables)
+
+
+def profile_records(endpoint: str, records: Sequence[Mapping], *, values: bool = True) -> EndpointProfile:
+    """The profile of API records (``{"id", "type", "attributes"}`` dicts, e.g. a live sample)."""
+    texts = [json.dumps(r.get("attributes")) if isinstance(r, Mapping) and r.get("attributes") is not None
+             else None for r in records]
+    with Profiler(endpoint, pa.table({"attributes": pa.array(texts, pa.string())})) as profiler:
+        result = profiler.profile()
+        if values:
+            profiler.values(result)
+    return result
+
+
+def profile_day(snapshots_uri: Path | str | Store, day: date | None = None, *,
+                endpoints: Sequence[str] = ENDPOINTS, values: bool = True) -> tuple[date, dict[str, EndpointProfile]]:
+    """The profile of each endpoint's committed snapshot of ``day`` (default: the latest committed day).
+
+    Returns ``(day, {endpoint: EndpointProfile})``; an endpoint with no committed snapshot that day is left out.
+
+    Raises:
+        LookupError: no committed snapshot at all under ``snapshots_uri`` (one line saying what to run).
+    """
+    store = store_for(snapshots_uri)
+    if day is None:
+        days = sorted({d for e in endpoints for d in list_snapshot_dates(store, e)})
+        if not days:
+            raise LookupError(f"no committed snapshot under {store.display(store.root)}: run "
+                              "`rank-pipeline run` (or `extract`) first, or profile the API with --live N")
+        day = days[-1]
+    profiles: dict[str, EndpointProfile] = {}
+    for endpoint in endpoints:
+        if day not in list_snapshot_dates(store, endpoint):
+            continue
+        with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
+            profiles[endpoint] = profiler.profile()
+            if values:
+                profiler.values(profiles[endpoint])
+    return day, profiles

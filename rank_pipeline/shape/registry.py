@@ -1,0 +1,53 @@
+"""The vendor's unread fields, recorded once when they first appear (``<data folder>/vendor_fields.json``).
+
+A path the vendor sends that no contract entry accounts for is news: something analysts could use. The
+shape check lists such paths every day (:attr:`rank_pipeline.shape.check.ShapeResult.unread`); this file
+keeps the day each was first seen, so that a run reports only the paths new to the folder, and the alert
+digest tells them once ("new fields in the vendor's keyword records: ...").
+
+Format: ``{"<endpoint>": {"<path>": {"first_seen": "YYYY-MM-DD", "seen": "<type, share>"}}}``, written
+atomically (a temporary file renamed over it) by the run holding the data folder's writer lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+
+__all__ = ["record_unread"]
+
+
+def _read(path: Path) -> dict[str, dict[str, dict]]:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError:
+        return {}  # a damaged file is rebuilt: at worst, the paths are announced again
+    return data if isinstance(data, dict) else {}
+
+
+def record_unread(path: Path, day: date, unread: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
+    """Record ``unread`` (``{endpoint: {path: "type, share"}}``, seen on ``day``) in the file ``path``.
+
+    Returns:
+        ``{endpoint: {path: "type, share"}}`` of the paths not recorded before (first seen now).
+    """
+    known = _read(path)
+    new: dict[str, dict[str, str]] = {}
+    for endpoint, paths in unread.items():
+        for field_path, seen in paths.items():
+            if field_path not in known.setdefault(endpoint, {}):
+                known[endpoint][field_path] = {"first_seen": day.isoformat(), "seen": seen}
+                new.setdefault(endpoint, {})[field_path] = seen
+    if new:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vendor_fields.", suffix=".json")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(known, handle, indent=2, sort_keys=True)
+        os.replace(tmp, path)
+    return new

@@ -1,0 +1,84 @@
+"""Check the vendor's shape of the run's days: the step behind the blocking asset check ``matches_contract``
+on every raw table (:mod:`rank_pipeline.defs.warehouse_assets`) and the first test of ``rank-pipeline
+rebuild`` (:mod:`rank_pipeline.steps.rebuild`).
+
+It reads the committed snapshots of the days (the check itself: :mod:`rank_pipeline.shape.check`), names
+the files a fix edits (the contract and the staging models that read each raw table), and records the paths
+the contract does not read in the data folder (:mod:`rank_pipeline.shape.registry`), so the ones first seen
+now are told once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+from rank_pipeline.models import Project
+from rank_pipeline.shape import ShapeResult, check_snapshots, load_contract, load_thresholds, record_unread
+
+__all__ = ["SHAPE_CHECK", "ShapeCheck", "check_shape", "display_path"]
+
+SHAPE_CHECK = "matches_contract"
+"""The name of the blocking asset check on each raw table."""
+
+
+@dataclass
+class ShapeCheck:
+    """What :func:`check_shape` found.
+
+    Attributes:
+        results: ``{endpoint: ShapeResult}``; new_fields: ``{endpoint: {path: "type, share"}}`` of the unread
+            paths first seen in this check.
+    """
+
+    results: dict[str, ShapeResult]
+    new_fields: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results.values())
+
+    def lines(self) -> list[str]:
+        """One line per failing path, every endpoint."""
+        return [line for r in self.results.values() for line in r.lines()]
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working folder when it lies below it (as a user types it), else absolute."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _readers(project: Project) -> dict[str, list[str]]:
+    """``{endpoint: [staging model files reading raw.<endpoint>]}``."""
+    out: dict[str, list[str]] = {}
+    for model in project.models.values():
+        for dep in sorted(model.depends_on):
+            if dep.startswith("raw."):
+                out.setdefault(dep.removeprefix("raw."), []).append(display_path(model.path))
+    return out
+
+
+def check_shape(project: Project, snapshots_uri: Path | str, first: date, last: date,
+                fields_file: Path | None = None) -> ShapeCheck:
+    """Check the committed snapshots of ``first .. last`` against the contract of ``project`` (module doc).
+
+    Args:
+        project: the models project (its folder holds the contract and the thresholds seed).
+        fields_file: where the unread paths are recorded (``DataPaths.vendor_fields``; None: not recorded).
+
+    Raises:
+        rank_pipeline.shape.ContractError: the contract or the thresholds cannot be read.
+    """
+    contract, thresholds = load_contract(project.root), load_thresholds(project.root)
+    results = check_snapshots(snapshots_uri, contract, thresholds, first, last, edit=_readers(project),
+                              contract_file=display_path(contract.path))
+    check = ShapeCheck(results)
+    if fields_file is not None:
+        unread = {e: r.unread for e, r in results.items() if r.unread and r.days}
+        if unread:
+            check.new_fields = record_unread(fields_file, max(d for r in results.values() for d in r.days), unread)
+    return check
