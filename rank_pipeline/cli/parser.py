@@ -9,6 +9,7 @@ from rank_pipeline.cli.args import package_version, parse_date, positive_int
 from rank_pipeline.cli.keywords import KEYWORDS_EXIT_REFUSED, cmd_keywords_apply, cmd_keywords_plan
 from rank_pipeline.cli.models import DOCS_PORT, cmd_diff, cmd_docs, cmd_query, cmd_test
 from rank_pipeline.cli.pipeline import cmd_demo, cmd_extract, cmd_rebuild, cmd_run, cmd_sandbox
+from rank_pipeline.cli.profile import cmd_profile
 
 MODELS_DIR_HELP = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "
                    "a copy of it with your changes")
@@ -17,6 +18,7 @@ MODELS_DIR_HELP = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else t
 
 def build_parser() -> argparse.ArgumentParser:
     from rank_pipeline.api.config import SPEC_WINDOW_S
+    from rank_pipeline.api.endpoints import endpoint_names
 
     parser = argparse.ArgumentParser(
         prog="rank-pipeline",
@@ -68,6 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window-s", type=float, default=SPEC_WINDOW_S,
                    help=f"rate-limit window in seconds (spec: {SPEC_WINDOW_S:g})")
     p.set_defaults(func=cmd_sandbox)
+
+    p = sub.add_parser("profile", help="show every JSON path the vendor sends, beside what the contract reads",
+                       description="Profile a day's raw snapshots (default: the latest committed day) or, with "
+                                   "--live N, a sample of N records per endpoint read from the API: per endpoint, "
+                                   "every JSON path with its types, the share of records holding it and holding "
+                                   "null, its distinct count, an example value, and whether the contract "
+                                   "(dbt_like_sql/sources/vendor_contract.yml) reads it.")
+    p.add_argument("--date", type=parse_date, help="the snapshot day to profile (default: the latest)")
+    p.add_argument("--live", type=positive_int, metavar="N", help="profile N records per endpoint from the API instead")
+    p.add_argument("--endpoint", action="append", choices=endpoint_names(), help="only this endpoint (repeatable)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json, for tools")
+    p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("rebuild", help="rebuild raw tables and models from the snapshots (no API call), then publish",
                        description="Rebuild the raw tables and every model from the Parquet snapshots, without "

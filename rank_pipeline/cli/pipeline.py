@@ -69,8 +69,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for i, day in enumerate(days):
             run_partition(defs, instance, day, totals)
             progress.update(i + 1, len(days), day=day.isoformat())
-    finally:
+    except Exception:
         progress.close()
+        _print_failures(totals)
+        print(totals.line("Failed"), file=sys.stderr)
+        raise
+    progress.close()
     import duckdb
 
     with duckdb.connect(str(settings.paths.published_db), read_only=True) as con:
@@ -79,8 +83,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print_query(con, "ranking trends (marts.fct_keyword_rankings_daily, per day)", RANKING_TRENDS_QUERY)
         print_query(con, "quota per billing cycle (marts.fct_quota_cycle_daily, latest day)", QUOTA_BURN_QUERY)
     print(f"\nopen it: duckdb -readonly {settings.paths.published_db}   or the UI: make dev")
+    _print_failures(totals)
     print(totals.line("Completed"))
     return 0
+
+
+def _print_failures(totals, stream=None) -> None:
+    """The failed checks of a run, one line each (:meth:`rank_pipeline.cli.runs.Totals.failure_lines`)."""
+    for line in totals.failure_lines():
+        print(line, file=stream or sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -100,8 +111,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         run_partition(defs, instance, day, totals)
     except Exception:
+        _print_failures(totals)
         print(totals.line("Failed"), file=sys.stderr)
         raise
+    _print_failures(totals)
     print(totals.line("Completed"))
     return 0
 
@@ -201,6 +214,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
                          engine=engine, holder="rank-pipeline rebuild", log=_to_stderr())
     except RebuildError as exc:
         if getattr(exc, "report", None):
+            for line in exc.report.shape_lines:
+                print(f"vendor shape: {line}", file=sys.stderr)
             raise RunFailed(str(exc)) from None
         raise UsageError(str(exc)) from None
     print(report.summary())

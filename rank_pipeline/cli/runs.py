@@ -4,7 +4,7 @@ totals for the summary line, the one-line reason of a failure, and the alert dig
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
@@ -22,6 +22,10 @@ class Totals:
     checks_failed: int = 0
     requests: int = 0
     rate_limited: int = 0
+    failed: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    """``(day, asset, check, severity, failing rows)`` of every check that failed, in run order."""
+    shape_lines: list[str] = field(default_factory=list)
+    """The lines of the failed ``matches_contract`` checks (one per path of the vendor's shape)."""
 
     def add(self, result) -> None:
         self.days += 1
@@ -33,11 +37,37 @@ class Totals:
                 if materialization.asset_key.path[-1] == "usage":  # the run's totals are on every snapshot
                     self.requests += int(getattr(meta.get("requests_total"), "value", 0) or 0)
                     self.rate_limited += int(getattr(meta.get("rate_limited_total"), "value", 0) or 0)
+        day = result.dagster_run.tags.get("dagster/partition", "")
         for evaluation in result.get_asset_check_evaluations():
             if evaluation.passed:
                 self.checks_passed += 1
-            else:
-                self.checks_failed += 1
+                continue
+            self.checks_failed += 1
+            meta = evaluation.metadata
+            rows = getattr(meta.get("failing_rows"), "value", None)
+            blocking = evaluation.blocking if evaluation.blocking is not None else (
+                evaluation.severity.value == "ERROR")
+            self.failed.append((day, evaluation.asset_key.to_user_string(), evaluation.check_name,
+                                "ERROR (blocking)" if blocking else "WARN", "?" if rows is None else str(rows)))
+            text = getattr(meta.get("failures"), "value", None)
+            if evaluation.check_name == "matches_contract" and text:
+                self.shape_lines += [line.removeprefix("- ") for line in str(text).splitlines()]
+
+    def failure_lines(self, top: int = 10) -> list[str]:
+        """One line per failed check (day, asset, check, severity, failing rows), at most ``top``, then a
+        count; then the failing paths of the vendor's shape, at most ``top``, then a count."""
+        lines = [f"failed check: {day} {asset} {check} [{severity}]: {rows} failing"
+                 for day, asset, check, severity, rows in self.failed[:top]]
+        if len(self.failed) > top:
+            lines.append(f"... and {len(self.failed) - top} more failed check(s)")
+        lines += [f"vendor shape: {line}" for line in self.shape_lines[:top]]
+        if len(self.shape_lines) > top:
+            lines.append(f"... and {len(self.shape_lines) - top} more path(s) of the vendor's shape")
+        if self.shape_lines:
+            lines.append("the vendor sends another shape than the contract reads: see what it sends with "
+                         "`rank-pipeline profile`, edit the files named above, then `rank-pipeline rebuild` "
+                         "(README, \"Meeting your vendor's shape\"); the snapshots are kept")
+        return lines
 
     def line(self, verdict: str) -> str:
         return (f"{verdict}: {self.days} day(s), {self.rows} snapshot rows, checks {self.checks_passed} passed / "
@@ -58,6 +88,12 @@ def _failure_reason(result) -> tuple[str, bool]:
 
     from rank_pipeline.defs.instance import error_line, innermost_error
 
+    blocking = [e for e in result.get_asset_check_evaluations() if not e.passed
+                and (e.blocking if e.blocking is not None else e.severity == dg.AssetCheckSeverity.ERROR)]
+    if blocking:
+        names = ", ".join(f"{e.check_name} on {e.asset_key.to_user_string()}" for e in blocking[:3])
+        more = f" and {len(blocking) - 3} more" if len(blocking) > 3 else ""
+        return f"blocking check(s) failed ({names}{more}); nothing was published", False
     for event in result.all_events:
         if event.event_type == dg.DagsterEventType.STEP_FAILURE:
             error = innermost_error(event.event_specific_data.error)

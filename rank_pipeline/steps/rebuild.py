@@ -19,7 +19,9 @@ any time, on either engine (:func:`rank_pipeline.models.engines.open_engine`):
     ranges (incremental on Spark too), written as Parquet tables under the Spark
     warehouse URI; the DuckDB warehouse is not touched.
 
-Then every data test of every seed and model runs on the rows rebuilt (the whole relation after a full
+Before anything is loaded, the committed snapshots of the days are checked against the vendor's contract
+(:mod:`rank_pipeline.steps.shape`); a mismatch stops the rebuild with one line per path, nothing built or
+published. Then every data test of every seed and model runs on the rows rebuilt (the whole relation after a full
 refresh); a failing blocking test stops here and nothing is published. Otherwise the build is published
 (:mod:`rank_pipeline.steps.publish`: the DuckDB build file copied atomically; on Spark the tables are
 already in place). The same rebuild from the Dagster UI: the job ``rebuild_from_snapshots``
@@ -42,6 +44,7 @@ from rank_pipeline.models.testing import TestResult
 from rank_pipeline.settings import DataPaths
 from rank_pipeline.steps.models import scope_of_tests
 from rank_pipeline.steps.publish import publish as publish_build
+from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 from rank_pipeline.warehouse.database import WarehouseError, snapshot_dates
 from rank_pipeline.warehouse.locks import hold_writer
 
@@ -88,6 +91,7 @@ class RebuildReport:
     tests_passed: int = 0
     tests_failed: list[str] = field(default_factory=list)
     blocking_failed: list[str] = field(default_factory=list)
+    shape_lines: list[str] = field(default_factory=list)
     published: Path | None = None
     written_to: str | None = None
 
@@ -171,6 +175,15 @@ def _rebuild(engine: ModelEngine, paths: DataPaths, project, first: date | None,
         )
     report = RebuildReport(first=None if full_refresh else (first or days[0]),
                            last=None if full_refresh else (last or days[-1]), full_refresh=full_refresh)
+    shape = check_shape(project, paths.snapshot_store_uri, report.first or days[0], report.last or days[-1],
+                        paths.vendor_fields)
+    if not shape.passed:
+        report.shape_lines = shape.lines()
+        report.blocking_failed = [f"raw.{e}.{SHAPE_CHECK}: {len(r.findings)} failing"
+                                  for e, r in shape.results.items() if not r.passed]
+        raise RebuildError.tests_failed(report, (
+            f"the vendor's shape does not match the contract ({'; '.join(report.blocking_failed)}): nothing was "
+            "built or published; the paths and what to edit are listed above"))
     loaded = engine.reload_raw(paths.snapshot_store_uri, report.first, report.last)
     built = engine.build_all(project, report.first, until=report.last, full_refresh=full_refresh)
     report.days = len(loaded)

@@ -1,0 +1,70 @@
+"""``rank-pipeline profile``: what the vendor really sends, path by path, beside what the contract reads."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rank_pipeline.cli.errors import UsageError
+from rank_pipeline.cli.output import load_settings, print_table
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Profile a day's committed snapshots (default the latest) or, with ``--live N``, N records per endpoint
+    read from the configured source; print every JSON path with its types, shares, distinct count and an
+    example value, and whether the contract (``sources/vendor_contract.yml``) reads it."""
+    from rank_pipeline.settings import models_dir
+    from rank_pipeline.shape import ContractError, load_contract, profile_day, profile_records
+
+    settings = load_settings()
+    try:
+        contract = load_contract(models_dir())
+    except ContractError as exc:
+        raise UsageError(str(exc)) from None
+    wanted = args.endpoint or None
+    if args.live is not None:
+        from rank_pipeline.cli.args import today
+        from rank_pipeline.extract.sample import sample_records
+        from rank_pipeline.extract.source import Source
+
+        samples = sample_records(Source.from_settings(settings), args.live, today=today())
+        profiles = {e: profile_records(e, records) for e, records in samples.items() if not wanted or e in wanted}
+        where = f"a live sample of up to {args.live} records per endpoint"
+    else:
+        try:
+            day, profiles = profile_day(settings.paths.snapshot_store_uri, args.date,
+                                        **({"endpoints": wanted} if wanted else {}))
+        except LookupError as exc:
+            raise UsageError(str(exc)) from None
+        if not profiles:
+            raise UsageError(f"no committed snapshot on {day} under {settings.paths.snapshot_store_uri}; "
+                             "leave out --date for the latest day")
+        where = f"the snapshots of {day}"
+    if args.format == "json":
+        out = []
+        for endpoint, profile in profiles.items():
+            entry = profile.to_json()
+            read = contract.paths(endpoint)
+            for row in entry["paths"]:
+                row["read_by_contract"] = row["path"] in read
+            out.append(entry)
+        json.dump({"source": where, "contract": str(contract.path), "endpoints": out}, sys.stdout, indent=2,
+                  default=str)
+        print()
+        return 0
+    print(f"profile of {where}; contract: {contract.path}")
+    for endpoint, profile in profiles.items():
+        read = {p for p in contract.paths(endpoint)
+                if contract.field(endpoint, p) is not None or p.endswith("[*]")
+                or set(profile.paths.get(p).types if p in profile.paths else {"object"}) <= {"object"}}
+        print(f"\n== {endpoint} ({profile.records} records) ==")
+        rows = [(s.path, s.type_label(), f"{100 * profile.share(s.present):.1f}%", f"{100 * profile.share(s.null):.1f}%",
+                 "" if s.distinct is None else s.distinct, "" if s.example is None else json.dumps(s.example)[:40],
+                 "yes" if s.path in read else "NO")
+                for s in profile.paths.values()]
+        print_table(["path", "types", "present", "null", "distinct", "example", "read"], rows, sys.stdout)
+        missing = [f.path for f in contract.fields.get(endpoint, ()) if f.path not in profile.paths]
+        if missing and profile.records:
+            print(f"contracted but not seen: {', '.join(missing)}")
+    return 0
