@@ -173,18 +173,36 @@ def cmd_diff(args: argparse.Namespace) -> int:
     project = _project(args)
     settings = load_settings()
     paths = settings.paths
-    if not paths.published_db.exists():
-        raise UsageError(f"no published warehouse at {paths.published_db} to compare with: run `rank-pipeline "
-                         "demo` (or `run`) first")
+    against = (paths.published_db if paths.published_db.exists()
+               else f"nothing: no warehouse is published at {paths.published_db} yet, every relation is new")
     print(f"rank-pipeline diff: {project.root} built from the snapshots in {paths.snapshot_store_uri}, "
-          f"compared with {paths.published_db}", flush=True)
+          f"compared with {against}", flush=True)
     try:
         with SESSION.capture():
             result = diff_models(project, paths.snapshot_store_uri, paths.published_db, scratch_dir=settings.data_dir)
     except BuildError as exc:
         raise RunFailed(f"the models folder does not build: {first_line(str(exc))}") from None
     print(result.report())
-    return 0 if result.equal else 1
+    shape = _shape_of_snapshots(project, paths)
+    return 0 if result.equal and shape else 1
+
+
+def _shape_of_snapshots(project, paths) -> bool:
+    """Print whether every committed snapshot day matches the vendor's contract of ``project``
+    (:mod:`rank_pipeline.steps.shape`, nothing recorded); True when it does or there is no snapshot."""
+    from rank_pipeline.steps.shape import check_shape
+    from rank_pipeline.warehouse.database import snapshot_dates
+
+    days = sorted(snapshot_dates(paths.snapshot_store_uri))
+    if not days:
+        return True
+    shape = check_shape(project, paths.snapshot_store_uri, days[0], days[-1])
+    if shape.passed:
+        print(f"vendor shape: the snapshots of {days[0]} .. {days[-1]} match the contract of {project.root}")
+        return True
+    for line in shape.lines():
+        print(f"vendor shape: {line}")
+    return False
 
 
 def _one_statement(sql: str) -> str:

@@ -213,22 +213,20 @@ def diff_models(project: Project, snapshots_uri: Path | str, published_db: Path,
     Args:
         project: the models folder to try (:func:`~rank_pipeline.models.project.load_project`).
         snapshots_uri: the Parquet snapshots (a folder or an object-store URL, as in the settings).
-        published_db: the published DuckDB file, opened read-only.
+        published_db: the published DuckDB file, opened read-only; when there is none yet (a first run
+            stopped by a blocking check), every relation is ``new``.
         scratch_dir: where the scratch file is made (deleted afterwards); default the system temp folder.
 
     Returns:
         A :class:`WarehouseDiff` (module docstring).
 
     Raises:
-        FileNotFoundError: no published warehouse at ``published_db``.
         BuildError: a model of ``project`` does not build (the message names it).
         LoadError: the snapshots cannot be read.
     """
     from rank_pipeline.warehouse.database import reload_raw_from_snapshots
 
     started = time.perf_counter()
-    if not Path(published_db).is_file():
-        raise FileNotFoundError(published_db)
     if scratch_dir is not None:
         Path(scratch_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rank-pipeline-diff-", dir=scratch_dir) as tmp:
@@ -236,8 +234,10 @@ def diff_models(project: Project, snapshots_uri: Path | str, published_db: Path,
             reload_raw_from_snapshots(con, snapshots_uri)
             build_all(con, project)
             path = str(published_db).replace("'", "''")
-            con.execute(f"attach '{path}' as {_PUB} (read_only)")
-            published = _published_relations(con)
+            exists = Path(published_db).is_file()
+            if exists:
+                con.execute(f"attach '{path}' as {_PUB} (read_only)")
+            published = _published_relations(con) if exists else set()
             relations: list[Model | Seed] = [*project.seeds.values(), *project.topological_order()]
             diffs = [_compare(con, r, published) for r in relations]
             ours = {r.qualified_name for r in relations}
@@ -245,5 +245,6 @@ def diff_models(project: Project, snapshots_uri: Path | str, published_db: Path,
                 schema, _, name = q.partition(".")
                 (n,) = con.execute(f"select count(*) from {_PUB}.{_qi(schema)}.{_qi(name)}").fetchone()
                 diffs.append(RelationDiff(q, "gone", rows_before=int(n)))
-            con.execute(f"detach {_PUB}")
+            if exists:
+                con.execute(f"detach {_PUB}")
     return WarehouseDiff(diffs, time.perf_counter() - started)

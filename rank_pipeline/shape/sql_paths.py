@@ -1,0 +1,77 @@
+"""The JSON paths a staging model reads, found by parsing its SQL (sqlglot), with the line of each.
+
+A staging model reads a raw table's ``attributes`` JSON in three ways, each recognised here:
+
+- ``attributes ->> '$.a.b'``, ``attributes -> '$.a'``, ``json_extract(attributes, '$.a')``: the path ``a.b``;
+- ``json_transform(attributes, '{"a": {"b": "INTEGER"}, "t": ["VARCHAR"]}')``: every leaf of the
+  structure (``a.b``, ``t``: an array is one path);
+- a column the snapshot writer flattened from a field the spec shows (``location_code``, from
+  ``location.code``; :data:`rank_pipeline.api.endpoints.CATALOG`): that field's path.
+
+The contract (:mod:`rank_pipeline.shape.contract`) must list exactly these paths: the test of the contract
+holds the two together, naming file and line where they drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import sqlglot
+from sqlglot import exp
+
+from rank_pipeline.api.endpoints import by_name, endpoint_names
+
+__all__ = ["paths_read"]
+
+
+def _leaves(structure: object, prefix: str = "") -> list[str]:
+    if isinstance(structure, dict):
+        out = []
+        for key, value in structure.items():
+            out += _leaves(value, f"{prefix}.{key}" if prefix else key)
+        return out
+    return [prefix] if prefix else []
+
+
+def _line(sql: str, needles: list[str], word: bool = False) -> int:
+    """The first line (1-based) of ``sql``, comments aside, holding any of ``needles`` (as whole words when
+    ``word``); 1 when none does."""
+    for number, text in enumerate(sql.splitlines(), start=1):
+        code = text.split("--", 1)[0]
+        if any(re.search(rf"\b{re.escape(n)}\b", code) if word else n in code for n in needles):
+            return number
+    return 1
+
+
+def paths_read(sql: str) -> dict[str, dict[str, int]]:
+    """``{endpoint: {path: line}}`` of the raw ``attributes`` paths (and flattened spec fields) ``sql`` reads.
+
+    Raises:
+        sqlglot.errors.ParseError: ``sql`` does not parse as DuckDB SQL.
+    """
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    endpoints = sorted({t.name for t in tree.find_all(exp.Table) if t.db == "raw" and t.name in endpoint_names()})
+    found: dict[str, int] = {}
+    for node in tree.find_all(exp.JSONExtract, exp.JSONExtractScalar):
+        if isinstance(node.this, exp.Column) and node.this.name == "attributes":
+            keys = [k.name for k in node.expression.find_all(exp.JSONPathKey)]
+            if keys:
+                path = ".".join(keys)
+                found.setdefault(path, _line(sql, [f"$.{path}'"]))
+    for node in tree.find_all(exp.Anonymous):
+        if node.name.lower() == "json_transform" and len(node.expressions) == 2:
+            literal = node.expressions[1]
+            if isinstance(literal, exp.Literal) and literal.is_string:
+                start = _line(sql, ["json_transform("])
+                lines = sql.splitlines()
+                for path in _leaves(json.loads(literal.this)):
+                    last = path.rsplit(".", 1)[-1]
+                    offset = next((i for i, text in enumerate(lines[start - 1:]) if re.search(rf'"{re.escape(last)}"\s*:', text)), 0)
+                    found.setdefault(path, start + offset)
+    columns = {c.name for c in tree.find_all(exp.Column)}
+    for endpoint in endpoints:
+        for spec in by_name(endpoint).fields:
+            if spec.column in columns:
+                found.setdefault(".".join(spec.path), _line(sql, [spec.column], word=True))
+    return {endpoint: dict(found) for endpoint in endpoints}
