@@ -223,7 +223,8 @@ def _model_lineage(sql: str, schema: dict) -> dict[str, frozenset[ColumnRef]]:
     names = {i.name.lower(): i.name for i in parsed.find_all(exp.Identifier)}
     tree = qualify(parsed.copy(), dialect="duckdb", schema=schema, validate_qualify_columns=False, identify=False)
     tree = _with_join_keys(tree)
-    nodes = lineage(None, tree, schema=schema, dialect="duckdb", scope=build_scope(tree), copy=False)
+    nodes = lineage(None, tree, schema=schema, dialect="duckdb", scope=build_scope(tree), copy=False,
+                    trim_selects=False)  # no copy of the whole SELECT per lineage node: nothing here reads it
     out = {}
     for column, node in nodes.items():
         refs: set[ColumnRef] = set()
