@@ -147,25 +147,40 @@ def _json_path(node: exp.Expr) -> str | None:
     return text[1:].lstrip(".").replace("['", ".").replace("']", "").strip(".") or None
 
 
-def _child_path(parent: Node, child: Node, names: Mapping[str, str]) -> str:
+def _reads(node: Node, memo: dict[int, tuple]) -> tuple[list[str], list[tuple[str, exp.Expr]]]:
+    """What ``node``'s expression reads by field, computed once per node (a node is shared by every
+    column whose lineage passes through it): the text of each struct access (``parsed.attrs.tagIds``),
+    and ``(column text, path expression)`` of each JSON extract, in the tree's order."""
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    inner = node.expression.this if isinstance(node.expression, exp.Alias) else node.expression
+    dots: list[str] = []
+    extracts: list[tuple[str, exp.Expr]] = []
+    if isinstance(inner, exp.Expr):
+        dots = [dot.sql(dialect="duckdb") for dot in inner.find_all(exp.Dot)]
+        extracts = [(e.this.sql(dialect="duckdb").replace('"', ""), e.expression)
+                    for e in inner.find_all(exp.JSONExtract, exp.JSONExtractScalar) if isinstance(e.this, exp.Column)]
+    memo[id(node)] = (dots, extracts)
+    return dots, extracts
+
+
+def _child_path(parent: Node, child: Node, names: Mapping[str, str], memo: dict[int, tuple]) -> str:
     """The JSON/struct field ``parent``'s expression reads from ``child``'s column, if any."""
-    inner = parent.expression.this if isinstance(parent.expression, exp.Alias) else parent.expression
-    if not isinstance(inner, exp.Expr):
-        return ""
+    dots, extracts = _reads(parent, memo)
     child_name = child.name
-    for dot in inner.find_all(exp.Dot):  # struct access: parsed.attrs.results.organic.position
-        text = dot.sql(dialect="duckdb")
+    for text in dots:  # struct access: parsed.attrs.results.organic.position
         if text.lower().startswith(child_name.lower() + "."):
             # the qualified tree is lower-cased: give struct fields their case as written (tagIds)
             return ".".join(names.get(p, p) for p in text[len(child_name) + 1:].replace('"', "").split("."))
-    for extract in inner.find_all(exp.JSONExtract, exp.JSONExtractScalar):
-        col = extract.this
-        if isinstance(col, exp.Column) and col.sql(dialect="duckdb").replace('"', "") == child_name:
-            return _json_path(extract.expression) or ""
+    for column, path in extracts:
+        if column == child_name:
+            return _json_path(path) or ""
     return ""
 
 
-def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str]], names: Mapping[str, str]) -> None:
+def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str]], names: Mapping[str, str],
+            memo: dict[int, tuple]) -> None:
     key = (id(node), path)
     if key in seen:
         return
@@ -176,8 +191,8 @@ def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str
             out.add(ColumnRef(f"{table.db}.{table.name}", node.name.rsplit(".", 1)[-1], path))
         return
     for child in node.downstream:
-        step = _child_path(node, child, names)
-        _leaves(child, ".".join(p for p in (step, path) if p), out, seen, names)
+        step = _child_path(node, child, names, memo)
+        _leaves(child, ".".join(p for p in (step, path) if p), out, seen, names, memo)
 
 
 def _schema(types: Mapping[str, list[tuple[str, str]]]) -> dict:
@@ -226,9 +241,10 @@ def _model_lineage(sql: str, schema: dict) -> dict[str, frozenset[ColumnRef]]:
     nodes = lineage(None, tree, schema=schema, dialect="duckdb", scope=build_scope(tree), copy=False,
                     trim_selects=False)  # no copy of the whole SELECT per lineage node: nothing here reads it
     out = {}
+    memo: dict[int, tuple] = {}
     for column, node in nodes.items():
         refs: set[ColumnRef] = set()
-        _leaves(node, "", refs, set(), names)
+        _leaves(node, "", refs, set(), names, memo)
         out[column] = frozenset(refs)
     return out
 
