@@ -40,6 +40,7 @@ from sqlglot import exp
 from sqlglot.lineage import Node, lineage
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import build_scope
+from sqlglot.schema import MappingSchema, Schema
 
 from rank_pipeline.models.dependencies import SEED_SCHEMA
 from rank_pipeline.models.project import Project
@@ -233,10 +234,10 @@ def _with_join_keys(tree: exp.Expr) -> exp.Expr:
     return tree
 
 
-def _model_lineage(sql: str, schema: dict) -> dict[str, frozenset[ColumnRef]]:
+def _model_lineage(sql: str, schema: Schema) -> dict[str, frozenset[ColumnRef]]:
     parsed = sqlglot.parse_one(sql, read="duckdb")
     names = {i.name.lower(): i.name for i in parsed.find_all(exp.Identifier)}
-    tree = qualify(parsed.copy(), dialect="duckdb", schema=schema, validate_qualify_columns=False, identify=False)
+    tree = qualify(parsed, dialect="duckdb", schema=schema, validate_qualify_columns=False, identify=False)
     tree = _with_join_keys(tree)
     nodes = lineage(None, tree, schema=schema, dialect="duckdb", scope=build_scope(tree), copy=False,
                     trim_selects=False)  # no copy of the whole SELECT per lineage node: nothing here reads it
@@ -274,9 +275,14 @@ def _analyse(project: Project, models: Iterable) -> ProjectLineage:
         for model in models:
             result.errors[model.qualified_name] = f"the project does not build on empty inputs: {exc}"
         return result
+    mapping: Schema | None = None
     for model in models:
         try:
-            per_column = _model_lineage(model.sql, schema)
+            # one normalised schema for every model (sqlglot would otherwise rebuild it from the dict on
+            # each qualify and lineage call); built under the model's ``try`` as sqlglot's would be
+            if mapping is None:
+                mapping = MappingSchema(schema, dialect="duckdb")
+            per_column = _model_lineage(model.sql, mapping)
         except Exception as exc:  # noqa: BLE001 - sqlglot's own errors and its bugs alike: no lineage, say why
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             result.errors[model.qualified_name] = f"sqlglot could not analyse it: {first}"
