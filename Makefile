@@ -8,7 +8,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP         := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-scale lint lock \
+.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale lint lock \
         docs clean dashboard dashboard-env dashboard-env-try browser lock-dashboards \
         postgres-server postgres-server-try
 
@@ -72,6 +72,10 @@ bench-extract: $(VENV)/.installed-bench
 
 bench-models: env
 	$(BIN)/python benchmarks/models.py
+
+## Column lineage of dbt_like_sql/ cold, against the previous analysis (about half a minute).
+bench-lineage: env
+	$(BIN)/python benchmarks/lineage.py --fresh
 
 ## DuckDB and Spark local, full rebuild and one day, at 365 days x 50,000 and x 300,000 keywords (hours).
 bench-scale: env

@@ -2,23 +2,31 @@
 columns of the relations it reads that it derives from (``direct``), and, followed transitively through
 the models, the raw and seed columns at its origin (``sources``).
 
-How: each model's one SELECT is qualified against the types of every relation (the project's skeleton,
-:func:`rank_pipeline.models.unit_tests.relation_types`, so ``select *`` expands to real columns) and
-walked with :func:`sqlglot.lineage.lineage` through its CTEs and subqueries down to the relations it
-reads. A column counts as a dependency when its value flows into the output column through a
-projection, a function, an aggregate, a ``case`` or a window's arguments (sqlglot's projection lineage),
-and, for a value read from a joined relation, the other side's columns in that join's ``on`` condition:
-a looked-up value derives from what it was looked up by (the click-through rate read from the CTR seed
-``on c.position = k.position`` derives from the keyword's position too). Columns used only in a
-``where``, ``group by`` or ``partition by`` are not dependencies. A column computed from no column (a
-literal, ``count(*)``) has none.
+How: each model's one SELECT is parsed and qualified once against the types of every relation (the
+project's skeleton, :func:`rank_pipeline.models.unit_tests.relation_types`, so ``select *`` expands to
+real columns; one sqlglot schema shared by all models) and walked with :func:`sqlglot.lineage.lineage`
+for all its output columns in one call, on that qualified tree and its scopes, through its CTEs and
+subqueries down to the relations it reads. A column counts as a dependency when its value flows into
+the output column through a projection, a function, an aggregate, a ``case`` or a window's arguments
+(sqlglot's projection lineage), and, for a value read from a joined relation, the other side's columns
+in that join's ``on`` condition: a looked-up value derives from what it was looked up by (the
+click-through rate read from the CTR seed ``on c.position = k.position`` derives from the keyword's
+position too). Columns used only in a ``where``, ``group by`` or ``partition by`` are not
+dependencies. A column computed from no column (a literal, ``count(*)``) has none.
 
 JSON fields: where a staging model reads a field of the raw ``attributes`` JSON (``attributes ->>
 '$.name'``, or a ``json_transform`` struct then ``attrs.results.organic.position``), the dependency
 carries that field's path (:attr:`ColumnRef.path` = ``results.organic.position``), so a mart column
 traces to the API field it comes from, not only to ``raw.keywords.attributes``.
 
-The analysis of the whole project takes seconds (about 15 s for ``dbt_like_sql/`` on one core); with a
+Cost: sqlglot's lineage nodes are shared by every column whose lineage passes through them, and are
+built with ``trim_selects=False``: its default copies the node's whole SELECT for each node, a label
+nothing here reads, and those copies would be most of the time. Each node's struct and JSON reads are
+found once, not once per column and edge. What is left is mostly sqlglot parsing and qualifying the
+models: well under a second for ``dbt_like_sql/``, less than the skeleton build it needs first
+(DuckDB building every model on empty inputs, about a second, shared with the unit tests in a
+process). ``benchmarks/lineage.py`` prints it against the previous analysis, which
+``tests/models/test_lineage.py`` keeps as the reference the results must equal. With a
 ``cache_dir`` it is stored as JSON named by a hash of everything it depends on (the models' SQL, the
 seeds, the raw snapshot contract, the sqlglot version), so it is computed once per change of the
 project. A model sqlglot cannot analyse gets no lineage and an entry in :attr:`ProjectLineage.errors`;
@@ -40,6 +48,7 @@ from sqlglot import exp
 from sqlglot.lineage import Node, lineage
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import build_scope
+from sqlglot.schema import MappingSchema, Schema
 
 from rank_pipeline.models.dependencies import SEED_SCHEMA
 from rank_pipeline.models.project import Project
@@ -147,25 +156,40 @@ def _json_path(node: exp.Expr) -> str | None:
     return text[1:].lstrip(".").replace("['", ".").replace("']", "").strip(".") or None
 
 
-def _child_path(parent: Node, child: Node, names: Mapping[str, str]) -> str:
+def _reads(node: Node, memo: dict[int, tuple]) -> tuple[list[str], list[tuple[str, exp.Expr]]]:
+    """What ``node``'s expression reads by field, computed once per node (a node is shared by every
+    column whose lineage passes through it): the text of each struct access (``parsed.attrs.tagIds``),
+    and ``(column text, path expression)`` of each JSON extract, in the tree's order."""
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    inner = node.expression.this if isinstance(node.expression, exp.Alias) else node.expression
+    dots: list[str] = []
+    extracts: list[tuple[str, exp.Expr]] = []
+    if isinstance(inner, exp.Expr):
+        dots = [dot.sql(dialect="duckdb") for dot in inner.find_all(exp.Dot)]
+        extracts = [(e.this.sql(dialect="duckdb").replace('"', ""), e.expression)
+                    for e in inner.find_all(exp.JSONExtract, exp.JSONExtractScalar) if isinstance(e.this, exp.Column)]
+    memo[id(node)] = (dots, extracts)
+    return dots, extracts
+
+
+def _child_path(parent: Node, child: Node, names: Mapping[str, str], memo: dict[int, tuple]) -> str:
     """The JSON/struct field ``parent``'s expression reads from ``child``'s column, if any."""
-    inner = parent.expression.this if isinstance(parent.expression, exp.Alias) else parent.expression
-    if not isinstance(inner, exp.Expr):
-        return ""
+    dots, extracts = _reads(parent, memo)
     child_name = child.name
-    for dot in inner.find_all(exp.Dot):  # struct access: parsed.attrs.results.organic.position
-        text = dot.sql(dialect="duckdb")
+    for text in dots:  # struct access: parsed.attrs.results.organic.position
         if text.lower().startswith(child_name.lower() + "."):
             # the qualified tree is lower-cased: give struct fields their case as written (tagIds)
             return ".".join(names.get(p, p) for p in text[len(child_name) + 1:].replace('"', "").split("."))
-    for extract in inner.find_all(exp.JSONExtract, exp.JSONExtractScalar):
-        col = extract.this
-        if isinstance(col, exp.Column) and col.sql(dialect="duckdb").replace('"', "") == child_name:
-            return _json_path(extract.expression) or ""
+    for column, path in extracts:
+        if column == child_name:
+            return _json_path(path) or ""
     return ""
 
 
-def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str]], names: Mapping[str, str]) -> None:
+def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str]], names: Mapping[str, str],
+            memo: dict[int, tuple]) -> None:
     key = (id(node), path)
     if key in seen:
         return
@@ -176,8 +200,8 @@ def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str
             out.add(ColumnRef(f"{table.db}.{table.name}", node.name.rsplit(".", 1)[-1], path))
         return
     for child in node.downstream:
-        step = _child_path(node, child, names)
-        _leaves(child, ".".join(p for p in (step, path) if p), out, seen, names)
+        step = _child_path(node, child, names, memo)
+        _leaves(child, ".".join(p for p in (step, path) if p), out, seen, names, memo)
 
 
 def _schema(types: Mapping[str, list[tuple[str, str]]]) -> dict:
@@ -218,16 +242,18 @@ def _with_join_keys(tree: exp.Expr) -> exp.Expr:
     return tree
 
 
-def _model_lineage(sql: str, schema: dict) -> dict[str, frozenset[ColumnRef]]:
+def _model_lineage(sql: str, schema: Schema) -> dict[str, frozenset[ColumnRef]]:
     parsed = sqlglot.parse_one(sql, read="duckdb")
     names = {i.name.lower(): i.name for i in parsed.find_all(exp.Identifier)}
-    tree = qualify(parsed.copy(), dialect="duckdb", schema=schema, validate_qualify_columns=False, identify=False)
+    tree = qualify(parsed, dialect="duckdb", schema=schema, validate_qualify_columns=False, identify=False)
     tree = _with_join_keys(tree)
-    nodes = lineage(None, tree, schema=schema, dialect="duckdb", scope=build_scope(tree), copy=False)
+    nodes = lineage(None, tree, schema=schema, dialect="duckdb", scope=build_scope(tree), copy=False,
+                    trim_selects=False)  # no copy of the whole SELECT per lineage node: nothing here reads it
     out = {}
+    memo: dict[int, tuple] = {}
     for column, node in nodes.items():
         refs: set[ColumnRef] = set()
-        _leaves(node, "", refs, set(), names)
+        _leaves(node, "", refs, set(), names, memo)
         out[column] = frozenset(refs)
     return out
 
@@ -257,9 +283,14 @@ def _analyse(project: Project, models: Iterable) -> ProjectLineage:
         for model in models:
             result.errors[model.qualified_name] = f"the project does not build on empty inputs: {exc}"
         return result
+    mapping: Schema | None = None
     for model in models:
         try:
-            per_column = _model_lineage(model.sql, schema)
+            # one normalised schema for every model (sqlglot would otherwise rebuild it from the dict on
+            # each qualify and lineage call); built under the model's ``try`` as sqlglot's would be
+            if mapping is None:
+                mapping = MappingSchema(schema, dialect="duckdb")
+            per_column = _model_lineage(model.sql, mapping)
         except Exception as exc:  # noqa: BLE001 - sqlglot's own errors and its bugs alike: no lineage, say why
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             result.errors[model.qualified_name] = f"sqlglot could not analyse it: {first}"
