@@ -1,6 +1,6 @@
 """The package tree reads as the pipeline's stages, imports only go down, and no two modules import each other.
 
-Stages, lowest first: ``settings`` < ``api`` < ``sandbox`` < ``snapshots`` < ``extract`` < ``warehouse`` <
+Stages, lowest first: ``settings`` < ``api`` < ``sandbox`` < ``snapshots`` < ``shape``, ``extract`` < ``warehouse`` <
 ``models`` < ``steps`` < ``ops``, ``keywords`` < ``defs`` < ``cli``. A module may import its own package
 and any lower stage, never a higher one nor a sibling of the same rank; no module lies loose in
 ``rank_pipeline/`` but ``settings.py``. Imports inside functions count as much as those at the top.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rank_pipeline"
 STAGES: dict[str, int] = {
-    "settings": 0, "api": 1, "sandbox": 2, "snapshots": 3, "extract": 4, "warehouse": 5, "models": 6,
+    "settings": 0, "api": 1, "sandbox": 2, "snapshots": 3, "shape": 4, "extract": 4, "warehouse": 5, "models": 6,
     "steps": 7, "ops": 8, "keywords": 8, "defs": 9, "cli": 10,
 }
 

@@ -17,6 +17,7 @@ select
     sum(rate_limited) as rate_limited,
     any_value(checks_passed) as checks_passed,
     any_value(checks_failed) as checks_failed,
+    any_value(failed_checks) as failed_checks,
     any_value(failed_step) as failed_step
 from ops.run_history
 where started_at is not null

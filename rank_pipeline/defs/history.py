@@ -81,6 +81,7 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
     passed, failed = extra_checks
     by_day: dict[date, history.DayFigures] = {}
     failed_step = reason = None
+    failed_checks: list[str] = []
     for entry in events:
         event = entry.dagster_event
         if event is None:
@@ -93,10 +94,15 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
             if kind == dg.DagsterEventType.STEP_FAILURE and failed_step is None:
                 failed_step, reason = event.step_key, error_line(event.event_specific_data.error, whole=True)
         elif kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
-            if event.event_specific_data.passed:
+            evaluation = event.event_specific_data
+            if evaluation.passed:
                 passed += 1
             else:
                 failed += 1
+                blocking = (evaluation.blocking if evaluation.blocking is not None
+                            else evaluation.severity == dg.AssetCheckSeverity.ERROR)
+                failed_checks.append(f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name} "
+                                     f"[{'ERROR' if blocking else 'WARN'}]")
         elif kind == dg.DagsterEventType.ASSET_MATERIALIZATION:
             _add_snapshot_figures(by_day, event.event_specific_data.materialization, days)
         elif kind == dg.DagsterEventType.RUN_FAILURE and reason is None:
@@ -112,7 +118,8 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
         run_id=run.run_id, job_name=run.job_name, launched_by=history.launched_by(run.tags),
         status="success" if now is not None else _STATUS.get(run.status, run.status.value.lower()),
         started_at=_ts(record.start_time), ended_at=now if now is not None else _ts(record.end_time),
-        days=days, figures=by_day, checks_passed=passed, checks_failed=failed, stage_seconds=seconds,
+        days=days, figures=by_day, checks_passed=passed, checks_failed=failed,
+        failed_checks=failed_checks, stage_seconds=seconds,
         failed_step=failed_step, failure_reason=reason if (failed_step or now is None) else None,
         final=now is None)
 

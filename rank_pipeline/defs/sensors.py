@@ -55,6 +55,8 @@ class RunOutcome:
     failed_step: str | None = None
     cause: str | None = None
     failed_checks: list[tuple[str, str, str, int | None]] = field(default_factory=list)
+    warned_checks: list[tuple[str, str, str, int | None]] = field(default_factory=list)
+    new_fields: dict[str, dict[str, str]] = field(default_factory=dict)
     published: bool = False
 
     @property
@@ -100,12 +102,17 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
             evaluation = event.event_specific_data
             blocking = (evaluation.blocking if evaluation.blocking is not None
                         else evaluation.severity == dg.AssetCheckSeverity.ERROR)
-            if not evaluation.passed and blocking:
-                meta = evaluation.metadata
+            meta = evaluation.metadata
+            new = getattr(meta.get("new_fields"), "value", None)
+            if isinstance(new, dict) and new:
+                endpoint = evaluation.asset_key.path[-1]
+                outcome.new_fields.setdefault(endpoint, {}).update(new)
+            if not evaluation.passed:
                 rows = getattr(meta.get("failing_rows"), "value", None)
                 partition = getattr(meta.get("partition"), "value", None) or evaluation.partition or outcome.days
-                outcome.failed_checks.append((evaluation.asset_key.to_user_string(), evaluation.check_name,
-                                              str(partition), None if rows is None else int(rows)))
+                (outcome.failed_checks if blocking else outcome.warned_checks).append(
+                    (evaluation.asset_key.to_user_string(), evaluation.check_name, str(partition),
+                     None if rows is None else int(rows)))
     return outcome
 
 
@@ -144,6 +151,14 @@ def send_run_digest(instance: dg.DagsterInstance, run_id: str, settings: Setting
             alerts.append(Alert(f"check_failed:{asset}:{check}:{partition}", "check_failed",
                                 f"{check} on {asset}, partition {partition}: "
                                 f"{'?' if rows is None else rows} failing row(s)"))
+        for asset, check, partition, rows in outcome.warned_checks:
+            alerts.append(Alert(f"check_warned:{asset}:{check}:{partition}", "check_warned",
+                                f"{check} on {asset}, partition {partition}: "
+                                f"{'?' if rows is None else rows} failing row(s)"))
+        for endpoint, paths in sorted(outcome.new_fields.items()):
+            listed = ", ".join(f"{p} ({seen})" for p, seen in sorted(paths.items()))
+            alerts.append(Alert(f"new_fields:{endpoint}:{','.join(sorted(paths))}", "new_fields",
+                                f"new fields in the vendor's {endpoint} records: {listed}"))
         if outcome.published and outcome.first is not None:
             try:
                 alerts += ranking_alerts(settings.paths.published_db, outcome.first, outcome.last)
@@ -153,7 +168,7 @@ def send_run_digest(instance: dg.DagsterInstance, run_id: str, settings: Setting
         if not alerts:
             return SendReport()
         verdict = "FAILED" if outcome.status == dg.DagsterRunStatus.FAILURE.value else "succeeded"
-        ranking = sum(a.kind not in ("run_failed", "check_failed") for a in alerts)
+        ranking = sum(a.kind not in ("run_failed", "check_failed", "check_warned", "new_fields") for a in alerts)
         title = (f"rank-pipeline {outcome.days}: run {verdict}"
                  + (f" at {outcome.failed_step}" if outcome.failed_step else "")
                  + (f", {ranking} ranking alert(s)" if ranking else ""))

@@ -47,6 +47,8 @@ TOP_ITEMS = 5
 ALERT_KINDS: dict[str, str] = {
     "run_failed": "Failed runs",
     "check_failed": "Failed blocking asset checks",
+    "check_warned": "Failed WARN asset checks (nothing blocked)",
+    "new_fields": "New fields in the vendor's records (not read yet)",
     "freshness_failed": "Assets failing their freshness policy",
     "entered_top_3": "Keywords entering the top 3",
     "exited_top_3": "Keywords leaving the top 3",

@@ -102,6 +102,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("reread_passes", "BIGINT"),
     ("checks_passed", "INTEGER"),
     ("checks_failed", "INTEGER"),
+    ("failed_checks", "VARCHAR"),
     *((f"{s}_s", "DOUBLE") for s in STAGES),
     ("failed_step", "VARCHAR"),
     ("failure_reason", "VARCHAR"),
@@ -149,6 +150,7 @@ class RunFacts:
     figures: dict[date, DayFigures] = field(default_factory=dict)
     checks_passed: int = 0
     checks_failed: int = 0
+    failed_checks: list[str] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     failed_step: str | None = None
     failure_reason: str | None = None
@@ -172,6 +174,7 @@ class RunFacts:
                 *((fig.requests, fig.rate_limited, fig.retries, fig.reread_passes) if fig is not None
                   else (None,) * 4),
                 self.checks_passed, self.checks_failed,
+                "; ".join(self.failed_checks)[:_REASON_CHARS] if self.failed_checks else None,
                 *(self.stage_seconds.get(s) for s in STAGES),
                 self.failed_step, reason, self.final, recorded_at,
             ))
