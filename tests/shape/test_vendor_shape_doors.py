@@ -1,0 +1,95 @@
+"""Meeting a vendor's shape through the doors a user takes, as subprocesses with settings in the environment:
+a first run against a shape the contract does not read fails and publishes nothing, ``profile`` shows what
+the vendor sends, the documented edit (``examples/vendor-b/vendor-b.patch``, the README's walk-through),
+``diff`` and ``rebuild`` from the snapshots already taken fill the marts, equal row by row to the marts of
+the default shape for the same world; a field renamed mid-way fails its day and keeps the days before."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from rank_pipeline.settings import models_dir
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("vendor_shape"), pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+PATCH = ROOT / "examples" / "vendor-b" / "vendor-b.patch"
+_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
+
+
+def cli(*args: str, data_dir: Path, env: dict[str, str] | None = None, cwd: Path | None = None,
+        timeout: float = 400) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
+    full["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    full.update(env or {})
+    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    return subprocess.run([*command, *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_first_contact_with_another_shape_then_the_documented_edit_and_a_rebuild(tmp_path, published_marts):
+    vendor, default = tmp_path / "vendor", tmp_path / "default"
+    shape = {"RANK_SANDBOX_SHAPE": "vendor-b"}
+
+    first = cli("run", data_dir=vendor, env=shape)
+    out = first.stdout + first.stderr
+    assert first.returncode == 1, out
+    for path in ("keyword", "searchEngine", "device", "language.code", "results.organic.position",
+                 "results.organic.url", "results.organic.capturedAt"):
+        assert f"vendor shape: keywords: attributes.{path} " in out, path
+    position = next(line for line in out.splitlines() if "attributes.results.organic.position " in line)
+    assert "seen instead: attributes.serp.rank (integer 1..100" in position
+    assert "failed check: " in out and "raw/keywords matches_contract [ERROR (blocking)]" in out
+    assert not (vendor / "warehouse.duckdb").exists()  # nothing published
+    assert (vendor / "snapshots" / "keywords").is_dir()  # the snapshots are kept
+
+    profile = cli("profile", "--endpoint", "keywords", data_dir=vendor)
+    assert profile.returncode == 0, profile.stderr
+    rank = next(line for line in profile.stdout.splitlines() if line.startswith("serp.rank "))
+    assert rank.split()[1:3] == ["integer", "100.0%"] and rank.split()[-1] == "NO"
+    assert "contracted but not seen: keyword, searchEngine, device, language.code" in profile.stdout
+
+    edited = tmp_path / "models"
+    shutil.copytree(models_dir(), edited / "dbt_like_sql")
+    subprocess.run(["git", "apply", str(PATCH)], cwd=edited, check=True)
+    models = {"RANK_PIPELINE_MODELS_DIR": str(edited / "dbt_like_sql")}
+    diff = cli("diff", data_dir=vendor, env=models)
+    assert "match the contract" in diff.stdout, diff.stdout + diff.stderr
+    assert "+ marts.fct_keyword_rankings_daily: new model" in diff.stdout
+
+    rebuild = cli("rebuild", data_dir=vendor, env=models)
+    assert rebuild.returncode == 0, rebuild.stderr
+    assert "published" in rebuild.stdout
+
+    baseline = cli("run", data_dir=default)
+    assert baseline.returncode == 0, baseline.stderr
+    got, want = published_marts(vendor / "warehouse.duckdb"), published_marts(default / "warehouse.duckdb")
+    marts = sorted(k for k in want if k.startswith("marts."))
+    assert marts and [k for k in got if k.startswith("marts.")] == marts
+    for name in marts:
+        assert got[name] == want[name], name
+    with duckdb.connect(str(vendor / "warehouse.duckdb"), read_only=True) as con:
+        filled = con.execute("select count(position), count(keyword) from marts.fct_keyword_rankings_daily").fetchone()
+    assert filled[0] > 0 and filled[1] > 0
+
+
+def test_a_field_renamed_on_day_5_of_7_fails_that_day_and_keeps_days_1_to_4_published(tmp_path):
+    today = datetime.now(UTC).date()
+    day5 = today - timedelta(days=2)
+    result = cli("demo", "--days", "7", data_dir=tmp_path, env={"RANK_SANDBOX_SHAPE": f"vendor-b@{day5}"})
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert f"the daily job failed for {day5}" in out
+    assert "vendor shape: keywords: attributes.results.organic.position " in out
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        days = [d for (d,) in con.execute(
+            "select distinct snapshot_date from marts.fct_keyword_rankings_daily order by 1").fetchall()]
+    assert days == [today - timedelta(days=i) for i in range(6, 2, -1)]
