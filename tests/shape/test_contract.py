@@ -76,3 +76,15 @@ def test_a_malformed_contract_is_one_line_naming_file_and_entry(project):
         load_contract(project)
     assert str(caught.value).startswith(f"{path}: contract.domains.fields.1.type")
     assert "\n" not in str(caught.value)
+
+
+def test_the_readme_walks_through_the_steps_the_door_test_runs():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Meeting your vendor's shape", 1)[1].split("\n## ", 1)[0]
+    for step in ("RANK_SANDBOX_SHAPE=vendor-b .venv/bin/rank-pipeline run", "rank-pipeline profile",
+                 "git apply examples/vendor-b/vendor-b.patch", "rank-pipeline diff", "rank-pipeline rebuild"):
+        assert step in section, step
+    doors = (Path(__file__).parent / "test_vendor_shape_doors.py").read_text()
+    for door in ('cli("run", data_dir=vendor, env=shape)', 'cli("profile"', '"git", "apply", str(PATCH)',
+                 'cli("diff"', 'cli("rebuild"'):
+        assert door in doors, door

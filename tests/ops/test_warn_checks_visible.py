@@ -1,0 +1,54 @@
+"""A WARN check that fails blocks nothing, and is named wherever people look: the command line's closing
+lines, the alert digest, ``ops.run_history`` and the Data health dashboard's dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from rank_pipeline.settings import models_dir
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
+
+
+def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_and_dashboard(
+        tmp_path, http_receiver):
+    bodies, url = http_receiver
+    models = tmp_path / "dbt_like_sql"
+    shutil.copytree(models_dir(), models)
+    yml = models / "marts" / "dim_domains.yml"
+    yml.write_text(yml.read_text().replace(
+        '      - expression: "first_seen_date <= last_seen_date"\n        blocking: true\n',
+        '      - expression: "first_seen_date <= last_seen_date"\n        blocking: true\n'
+        '      - expression: "tracked_keywords < 0"\n        name: never_true_warn\n        blocking: false\n', 1))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_"))}
+    env.update(RANK_PIPELINE_DATA_DIR=str(tmp_path / "data"), RANK_PIPELINE_MODELS_DIR=str(models),
+               RANK_PIPELINE_ALERT_URLS=url)
+    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    result = subprocess.run([*command, "run"], env=env, capture_output=True, text=True, timeout=500)
+    assert result.returncode == 0, result.stderr  # a WARN check blocks nothing
+    line = next(x for x in result.stderr.splitlines() if x.startswith("failed check: "))
+    assert "marts/dim_domains never_true_warn [WARN]:" in line and line.endswith("failing")
+    failing = int(line.rsplit(": ", 1)[1].split()[0])
+    assert failing > 0
+    assert "checks " in result.stdout and "/ 1 failed" in result.stdout
+
+    digest = "\n".join(json.dumps(b) for b in bodies)
+    assert "Failed WARN asset checks" in digest and "never_true_warn on marts/dim_domains" in digest
+
+    published = tmp_path / "data" / "warehouse.duckdb"
+    dataset = (ROOT / "dashboards" / "datasets" / "pipeline_runs.sql").read_text()
+    with duckdb.connect(str(published), read_only=True) as con:
+        (history,) = con.execute("select failed_checks from ops.run_history").fetchone()
+        (shown,) = con.execute(f"select failed_checks from ({dataset})").fetchone()
+    assert history == shown == "marts/dim_domains:never_true_warn [WARN]"
