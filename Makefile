@@ -8,7 +8,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP         := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale lint lock \
+.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale bench-shape lint lock \
         docs clean dashboard dashboard-env dashboard-env-try browser lock-dashboards \
         postgres-server postgres-server-try
 
@@ -65,7 +65,11 @@ dev: env-runtime
 sandbox: env-runtime
 	$(BIN)/rank-pipeline sandbox --port 8765
 
-bench: bench-extract bench-models
+bench: bench-extract bench-models bench-shape
+
+## The vendor-shape check and profile at 50,000 keywords a day, as ratios (benchmarks/shape.py).
+bench-shape: env
+	$(BIN)/python benchmarks/shape.py
 
 bench-extract: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/extract.py

@@ -661,7 +661,8 @@ class DataPaths:
 
     @property
     def cache_dir(self) -> Path:
-        """Results derived from the models' files alone, kept between runs (the column lineage);
+        """Results kept between runs, each recomputed when its inputs change: the column lineage (from the
+        models' files) and each snapshot day's path counts (``shape/``, for the next day's drift check);
         safe to delete."""
         return self.data_dir / "cache"
 

@@ -105,7 +105,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
         loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
         context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
         shape = check_shape(load_project(models_dir()), warehouse.snapshot_store_uri, first, last,
-                            warehouse.paths.vendor_fields)
+                            warehouse.paths.vendor_fields, warehouse.paths.cache_dir / "shape")
         for line in shape.lines():
             context.log.error(f"{SHAPE_CHECK}: {line}")
         for endpoint, paths in shape.new_fields.items():

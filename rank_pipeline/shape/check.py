@@ -25,6 +25,8 @@ and Spark, and a failure leaves the snapshots as they are: a fix is an edit and 
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from rank_pipeline.shape.contract import Contract, ContractField, ThresholdTable
 from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler, attributes_table
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates
+from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_manifest
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["PathFinding", "ShapeResult", "check_profile", "check_snapshots"]
@@ -234,16 +236,53 @@ def _unread(contract: Contract, profile: EndpointProfile) -> dict[str, str]:
             for s in profile.paths.values() if s.path not in known and set(s.types) != {"object"}}
 
 
+def _cached(cache_dir: Path | None, store: Store, endpoint: str, day: date) -> tuple[Path | None, str]:
+    """The cache file of one day's profile and the signature of the snapshot it profiles (the committed
+    manifest, its write time included: a re-extracted day has another signature)."""
+    if cache_dir is None:
+        return None, ""
+    manifest = read_manifest(store, endpoint, day)
+    signature = hashlib.sha256(manifest.model_dump_json().encode()).hexdigest()[:16]
+    return Path(cache_dir) / endpoint / f"{day.isoformat()}.json", signature
+
+
+def _load_profile(path: Path | None, signature: str) -> EndpointProfile | None:
+    try:
+        data = json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("signature") != signature:
+        return None
+    profile = EndpointProfile(data["endpoint"], data["records"])
+    for row in data["paths"]:
+        profile.paths[row["path"]] = PathStats(row["path"], row["present"], row["null"], dict(row["types"]))
+    return profile
+
+
+def _store_profile(path: Path | None, signature: str, profile: EndpointProfile) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"signature": signature, "endpoint": profile.endpoint, "records": profile.records,
+            "paths": [{"path": s.path, "present": s.present, "null": s.null, "types": s.types}
+                      for s in profile.paths.values()]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+
+
 def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thresholds: ThresholdTable,
                     first: date, last: date, *, endpoints: Sequence[str] = ENDPOINTS,
                     edit: Mapping[str, Sequence[str]] | None = None,
-                    contract_file: str | None = None) -> dict[str, ShapeResult]:
+                    contract_file: str | None = None, cache_dir: Path | None = None) -> dict[str, ShapeResult]:
     """The shape check of every committed snapshot day ``first .. last`` of ``endpoints``, each day against
     the contract and the committed day before it.
 
     Args:
         edit: ``{endpoint: [files]}`` to name after the contract in a failure (the staging models reading it);
-            contract_file: how to name the contract's file (default its path).
+            contract_file: how to name the contract's file (default its path);
+        cache_dir: where each day's path counts are kept (by endpoint and day, with the signature of the
+            snapshot they count), so the previous day is not read again by the next day's check.
 
     Returns:
         ``{endpoint: ShapeResult}``; an endpoint without a committed day in the range has no day and passes.
@@ -259,13 +298,18 @@ def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thres
         for i, day in enumerate(committed):
             if day > last:
                 break
+            cache, signature = _cached(cache_dir, store, endpoint, day)
             if day < first:
                 if i + 1 < len(committed) and committed[i + 1] >= first:  # the day before the range
-                    with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
-                        previous, previous_day = profiler.profile(), day
+                    previous, previous_day = _load_profile(cache, signature), day
+                    if previous is None:
+                        with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
+                            previous = profiler.profile()
+                        _store_profile(cache, signature, previous)
                 continue
             with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
                 profile = profiler.profile()
+                _store_profile(cache, signature, profile)
                 result.days.append(day)
                 result.records += profile.records
                 result.findings += check_profile(contract, thresholds, profile, previous, profiler, day, previous_day)

@@ -176,7 +176,7 @@ def _rebuild(engine: ModelEngine, paths: DataPaths, project, first: date | None,
     report = RebuildReport(first=None if full_refresh else (first or days[0]),
                            last=None if full_refresh else (last or days[-1]), full_refresh=full_refresh)
     shape = check_shape(project, paths.snapshot_store_uri, report.first or days[0], report.last or days[-1],
-                        paths.vendor_fields)
+                        paths.vendor_fields, paths.cache_dir / "shape")
     if not shape.passed:
         report.shape_lines = shape.lines()
         report.blocking_failed = [f"raw.{e}.{SHAPE_CHECK}: {len(r.findings)} failing"

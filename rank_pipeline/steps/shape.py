@@ -63,19 +63,20 @@ def _readers(project: Project) -> dict[str, list[str]]:
 
 
 def check_shape(project: Project, snapshots_uri: Path | str, first: date, last: date,
-                fields_file: Path | None = None) -> ShapeCheck:
+                fields_file: Path | None = None, cache_dir: Path | None = None) -> ShapeCheck:
     """Check the committed snapshots of ``first .. last`` against the contract of ``project`` (module doc).
 
     Args:
         project: the models project (its folder holds the contract and the thresholds seed).
         fields_file: where the unread paths are recorded (``DataPaths.vendor_fields``; None: not recorded).
+        cache_dir: where each day's path counts are kept for the next day's drift check (None: not kept).
 
     Raises:
         rank_pipeline.shape.ContractError: the contract or the thresholds cannot be read.
     """
     contract, thresholds = load_contract(project.root), load_thresholds(project.root)
     results = check_snapshots(snapshots_uri, contract, thresholds, first, last, edit=_readers(project),
-                              contract_file=display_path(contract.path))
+                              contract_file=display_path(contract.path), cache_dir=cache_dir)
     check = ShapeCheck(results)
     if fields_file is not None:
         unread = {e: r.unread for e, r in results.items() if r.unread and r.days}

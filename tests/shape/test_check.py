@@ -153,3 +153,20 @@ def test_unread_paths_are_recorded_once(tmp_path):
     again = record_unread(path, D2, {"keywords": {"serp.rank": "integer, 100.0% of records", "x": "string"}})
     assert first == {"keywords": {"serp.rank": "integer, 100.0% of records"}}
     assert again == {"keywords": {"x": "string"}}
+
+
+def test_the_kept_counts_of_the_day_before_give_the_same_drift_and_follow_a_re_extraction(tmp_path):
+    snapshots, cache = tmp_path / "snapshots", tmp_path / "cache"
+    _write(snapshots, D1, _records())
+    today = _records()
+    for r in today[:40]:
+        r["attributes"]["results"]["organic"].update(position=None, url=None)
+    _write(snapshots, D2, today)
+    uncached = _check(snapshots, D2)
+    check_snapshots(snapshots, CONTRACT, THRESHOLDS, D1, D1, endpoints=["keywords"], cache_dir=cache)
+    assert (cache / "keywords" / f"{D1}.json").is_file()
+    cached = check_snapshots(snapshots, CONTRACT, THRESHOLDS, D2, D2, endpoints=["keywords"], cache_dir=cache)
+    assert cached["keywords"].lines() == uncached.lines() and not uncached.passed
+    _write(snapshots, D1, today)  # D1 extracted again, now as empty as D2: no rise left
+    again = check_snapshots(snapshots, CONTRACT, THRESHOLDS, D2, D2, endpoints=["keywords"], cache_dir=cache)
+    assert again["keywords"].passed
