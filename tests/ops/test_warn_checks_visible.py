@@ -52,3 +52,24 @@ def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_
         (history,) = con.execute("select failed_checks from ops.run_history").fetchone()
         (shown,) = con.execute(f"select failed_checks from ({dataset})").fetchone()
     assert history == shown == "marts/dim_domains:never_true_warn [WARN]"
+
+
+def test_new_vendor_fields_are_told_once_in_the_digest(tmp_path, http_receiver):
+    bodies, url = http_receiver
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_"))}
+    env.update(RANK_PIPELINE_DATA_DIR=str(tmp_path / "data"), RANK_PIPELINE_ALERT_URLS=url,
+               RANK_SANDBOX_SHAPE="vendor-b")
+    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    for _ in range(2):
+        result = subprocess.run([*command, "run"], env=env, capture_output=True, text=True, timeout=500)
+        assert result.returncode == 1, result.stderr  # the contract does not read vendor-b: blocked
+    digests = [json.dumps(b) for b in bodies]
+    assert len(digests) == 2
+    assert "new fields in the vendor's keywords records: " in digests[0]
+    for path in ("serp.rank (integer", "serp.landingPage (string", "phrase (string", "engine.name (string"):
+        assert path in digests[0], path
+    assert "new fields" not in digests[1]  # told once, not every day
+    assert "matches_contract on raw/keywords" in digests[0]
+    assert "run FAILED" in digests[1]  # each failed run is told; the same day's failed check once
+    recorded = json.loads((tmp_path / "data" / "vendor_fields.json").read_text())
+    assert "serp.rank" in recorded["keywords"]
