@@ -93,3 +93,28 @@ def test_a_field_renamed_on_day_5_of_7_fails_that_day_and_keeps_days_1_to_4_publ
         days = [d for (d,) in con.execute(
             "select distinct snapshot_date from marts.fct_keyword_rankings_daily order by 1").fetchall()]
     assert days == [today - timedelta(days=i) for i in range(6, 2, -1)]
+
+
+def test_profile_live_samples_the_api_and_says_what_the_contract_reads(tmp_path):
+    import json
+
+    result = cli("profile", "--live", "20", "--format", "json", data_dir=tmp_path,
+                 env={"RANK_SANDBOX_SHAPE": "vendor-b"})
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    endpoints = {e["endpoint"]: e for e in doc["endpoints"]}
+    assert set(endpoints) == {"domains", "keywords", "competitors", "tags", "usage", "locations", "languages"}
+    keywords = endpoints["keywords"]
+    assert 0 < keywords["records"] <= 20
+    paths = {p["path"]: p for p in keywords["paths"]}
+    assert paths["serp.rank"]["read_by_contract"] is False and "integer" in paths["serp.rank"]["types"]
+    assert paths["location.code"]["read_by_contract"] is True and paths["location.code"]["present_share"] == 1.0
+    assert not (tmp_path / "snapshots").exists()  # a sample writes nothing
+
+
+@pytest.mark.parametrize("shape", ["vendor-c", "vendor-b@tomorrow"])
+def test_an_unknown_sandbox_shape_is_one_line_and_exit_2(tmp_path, shape):
+    result = cli("run", data_dir=tmp_path, env={"RANK_SANDBOX_SHAPE": shape}, timeout=120)
+    assert result.returncode == 2
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert "sandbox shape" in line and "vendor-b" in line
