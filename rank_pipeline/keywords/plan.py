@@ -39,8 +39,9 @@ from rank_pipeline.api import RankTrackerClient
 from rank_pipeline.api.fields import SEARCH_ENGINES, keyword_combination
 from rank_pipeline.keywords.catalogue import GLOBAL_LANGUAGE, Allowed, Catalogue
 from rank_pipeline.keywords.schema import LoadedFile
+from rank_pipeline.settings import ConfigurationError
 
-__all__ = ["DomainPlan", "Plan", "Problem", "Quota", "Wanted", "plan_offline", "plan_online", "wanted_of"]
+__all__ = ["DomainPlan", "Plan", "Problem", "Quota", "UnreadableKeywords", "Wanted", "plan_offline", "plan_online", "wanted_of"]
 
 Key = tuple[str, str, str, str, str]
 
@@ -241,14 +242,30 @@ class Plan:
 # -- comparing ---------------------------------------------------------------------------------------
 
 
+class UnreadableKeywords(ConfigurationError):
+    """Tracked keyword records whose combination cannot be read: the vendor sends another shape than the
+    one :func:`rank_pipeline.api.fields.keyword_combination` reads. A plan would take them for missing and
+    create them again (keyword creation is not idempotent), so there is no plan."""
+
+
 def tracked_combinations(records: Iterable[Mapping[str, Any]]) -> dict[Key, str]:
-    """``{combination: keyword id}`` of keyword records (through :func:`keyword_combination`)."""
+    """``{combination: keyword id}`` of keyword records (through :func:`keyword_combination`).
+
+    Raises:
+        UnreadableKeywords: a record's word, engine, device, location or language cannot be read (one line
+            naming the record and what to run).
+    """
     out: dict[Key, str] = {}
     for record in records:
         attributes = record.get("attributes") if isinstance(record, Mapping) else None
         combo = keyword_combination(attributes) if isinstance(attributes, Mapping) else None
-        if combo is not None:
-            out.setdefault(combo, str(record.get("id")))
+        if combo is None:
+            raise UnreadableKeywords(
+                f"keyword {record.get('id') if isinstance(record, Mapping) else record!r}: its word, search engine, "
+                "device, location or language is not where rank_pipeline/api/fields.py reads them (the vendor "
+                "sends another shape: see `rank-pipeline profile`); no plan is made, since a keyword it cannot "
+                "read would be created again")
+        out.setdefault(combo, str(record.get("id")))
     return out
 
 

@@ -118,3 +118,13 @@ def test_an_unknown_sandbox_shape_is_one_line_and_exit_2(tmp_path, shape):
     assert result.returncode == 2
     (line,) = [x for x in result.stderr.splitlines() if x.strip()]
     assert "sandbox shape" in line and "vendor-b" in line
+
+
+def test_keywords_plan_refuses_records_it_cannot_read_instead_of_planning_duplicates(tmp_path):
+    ran = cli("run", data_dir=tmp_path, env={"RANK_SANDBOX_SHAPE": "vendor-b"})
+    assert ran.returncode == 1
+    wanted = ROOT / "examples" / "keywords.yml"
+    plan = cli("keywords", "plan", "--offline", str(wanted), data_dir=tmp_path)
+    assert plan.returncode == 3, plan.stdout + plan.stderr
+    (line,) = [x for x in plan.stderr.splitlines() if x.strip()]
+    assert "rank-pipeline profile" in line and "created again" in line
