@@ -19,28 +19,29 @@ env: $(STAMP)
 env-runtime: $(RUNTIME_STAMP)
 
 # The installer: uv (from PyPI, into the venv itself) when it can be had, else pip; versions pinned by
-# constraints.txt either way. $(call install,SPEC) installs SPEC into the venv.
-UV_STAMP := $(VENV)/.installer
+# constraints.txt either way. INSTALL is expanded when its recipe runs, after the venv and uv are there.
+UV_STAMP   := $(VENV)/.installer
 DEV_SPEC   := .[dev,spark,postgres]
 BENCH_SPEC := .[dev,spark,postgres,bench]
-install = if [ "$$(cat $(UV_STAMP))" = uv ]; then $(BIN)/uv pip install --quiet --python $(BIN)/python \
-	  -c constraints.txt -e '$(1)'; else $(BIN)/pip install --quiet -c constraints.txt -e '$(1)'; fi
+INSTALL     = $(if $(wildcard $(BIN)/uv),$(BIN)/uv pip install --python $(BIN)/python,$(BIN)/pip install) \
+	      --quiet -c constraints.txt
 
 $(UV_STAMP):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@if $(BIN)/pip install --quiet "$$(grep -E '^uv==' constraints.txt || echo uv)" 2>/dev/null; \
-	  then echo uv > $@; else echo "uv could not be installed; installing with pip (slower)" >&2; echo pip > $@; fi
+	@$(BIN)/pip install --quiet "$$(grep -E '^uv==' constraints.txt || echo uv)" \
+	  || echo "uv could not be installed; installing with pip (slower)" >&2
+	@touch $@
 
-$(RUNTIME_STAMP): pyproject.toml constraints.txt $(UV_STAMP)
-	$(call install,.)
+$(RUNTIME_STAMP): pyproject.toml constraints.txt | $(UV_STAMP)
+	$(INSTALL) -e .
 	@touch $@
 
 $(STAMP): $(RUNTIME_STAMP)
-	$(call install,$(DEV_SPEC))
+	$(INSTALL) -e '$(DEV_SPEC)'
 	@touch $@
 
 $(VENV)/.installed-bench: $(STAMP)
-	$(call install,$(BENCH_SPEC))
+	$(INSTALL) -e '$(BENCH_SPEC)'
 	@touch $@
 
 ## Run the daily job for 7 simulated days against the embedded sandbox.

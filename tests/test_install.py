@@ -109,7 +109,8 @@ def _make_dry_run(folder: Path, *targets: str, installed: tuple[str, ...] = ()) 
     done = subprocess.run(["make", "-n", *targets], cwd=folder, capture_output=True, text=True, timeout=60,
                           env={k: v for k, v in os.environ.items() if not k.startswith("MAKE")})
     assert done.returncode == 0, done.stdout + done.stderr
-    return [line for line in done.stdout.splitlines() if re.search(r"\bpip install\b", line)]
+    # the package's installs (uv's own, into a new venv, is not one)
+    return [line for line in done.stdout.splitlines() if re.search(r"\bpip install\b.* -e ", line)]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -120,5 +121,6 @@ def test_make_demo_installs_the_package_alone_and_make_env_adds_the_extras_once(
     # `make test`'s env after `make demo`: the dev, spark and postgres extras on top, the package not again
     after = _make_dry_run(tmp_path / "after", "env", installed=(".installed-runtime",))
     assert len(after) == 1 and after[0].endswith(" -e '.[dev,spark,postgres]'"), after
+    assert "-c constraints.txt" in after[0] and "-c constraints.txt" in fresh[0]  # pinned either way
     # both done: nothing installed again
     assert _make_dry_run(tmp_path / "both", "env", "demo", installed=(".installed-runtime", ".installed-dev")) == []
