@@ -17,6 +17,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from support import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -112,8 +113,8 @@ def _make_dry_run(folder: Path, *targets: str, installed: tuple[str, ...] = ()) 
     return [line for line in done.stdout.splitlines() if re.search(r"\bpip install\b", line)]
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_demo_installs_the_package_alone_and_make_env_adds_the_extras_once(tmp_path):
+    require(shutil.which("make"), "make is not installed")
     # a fresh `make demo`: one install, the package without extras (no pyspark, no test tools)
     fresh = _make_dry_run(tmp_path / "fresh", "demo")
     assert len(fresh) == 1 and re.search(r" -e \.$", fresh[0]), fresh
