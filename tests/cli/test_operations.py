@@ -241,6 +241,7 @@ RUNS_QUERY = """
 """
 
 
+@pytest.mark.daemon  # dagster-webserver
 def test_the_dagster_ui_lists_the_demos_runs(demo):
     data_dir, day, _ = demo
     home = data_dir / "dagster_home"

@@ -171,11 +171,11 @@ def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_n
     assert (work / "warehouse.duckdb").read_bytes() == before
 
 
+@pytest.mark.spark
 @pytest.mark.timeout(1500)
 def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model built on Spark from the snapshots,
     each equal row by row to a DuckDB full rebuild of the same snapshots; the DuckDB files are not touched."""
-    pytest.importorskip("pyspark")
     data_dir, _, _, _ = backfilled
     work = tmp_path / "data"
     shutil.copytree(data_dir / "snapshots", work / "snapshots")
@@ -257,7 +257,8 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
 
 @pytest.mark.timeout(1800)
 # make test runs it on the standalone cluster; the local[2] variant is the quick one, run with -m spark_long
-@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=pytest.mark.spark_long), "cluster"])
+@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=[pytest.mark.spark_long, pytest.mark.spark]),
+                                   pytest.param("cluster", marks=pytest.mark.cluster)])
 def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
     """Issue 13 item 4: with ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
     project's definitions) builds every seed and model on one Spark session as Parquet under
@@ -265,7 +266,6 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance.
 
     ``cluster``: the same on a standalone master with two workers (issue 21 item 2; ``spark_cluster``)."""
-    pytest.importorskip("pyspark")
     from rank_pipeline.models import load_project
 
     master = request.getfixturevalue("spark_cluster").master_url if where == "cluster" else where

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cdp import Chromium, chromium_path
+from support import require
 
 from rank_pipeline.api.endpoints import render_markdown
 
@@ -92,9 +93,9 @@ def served(tmp_path):
             pytest.fail("rank-pipeline docs --serve did not stop within 30 s of SIGTERM")
 
 
+@pytest.mark.browser
 def test_the_served_site_in_chromium_searches_and_shows_column_lineage(served, tmp_path):
-    if chromium_path() is None:
-        pytest.skip("Debian's chromium is not installed (make test installs it: Makefile target browser)")
+    require(chromium_path(), "Debian's chromium is not installed (make test installs it: Makefile target browser)")
     with Chromium(tmp_path / "profile") as browser:
         browser.goto(served + "index.html")
         assert browser.evaluate("document.title").startswith("Models")

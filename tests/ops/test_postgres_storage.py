@@ -22,6 +22,7 @@ import pytest
 from daemon_helpers import free_port
 from support import require
 
+# the tests using pg_server are marked postgres too (tests/conftest.py)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("postgres"), pytest.mark.timeout(900)]
 
 BIN = Path(sys.executable).parent
