@@ -1,7 +1,7 @@
 """Fixtures shared by the test folders, and the tiers' markers a test gets from the fixtures it uses.
 
-The slow kinds (``spark``, ``cluster``, ``browser``, ``daemon``, ``postgres``, ``root``; pyproject.toml
-registers them, ``make test-fast`` leaves them out) are set with ``pytestmark`` where a module or test
+The slow kinds (``spark``, ``cluster``, ``browser``, ``daemon``, ``postgres``, ``root``, and ``slow`` for
+the rest that takes long; pyproject.toml registers them, ``make test-fast`` leaves them out) are set with ``pytestmark`` where a module or test
 starts the real part itself, and here for every test using a fixture that starts it (:data:`FIXTURE_MARKERS`).
 A test marked ``spark`` or ``root`` then checks, before its fixtures start, that the machine has what it
 needs (:func:`support.require`: skip, or fail under ``CI=true``).
@@ -19,6 +19,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "spark_cluster": ("spark", "cluster"),  # below: a standalone master and two workers
     "dashboard_tools": ("browser",),      # tests/dashboards/conftest.py: Superset's venv and chromium
     "pg_server": ("postgres",),           # tests/ops/test_postgres_storage.py: a PostgreSQL server
+    "gapped": ("slow",),                  # tests/models/conftest.py: the second, gapped history built twice
 }
 """Fixture name -> the markers of every test that uses it (directly or through another fixture)."""
 

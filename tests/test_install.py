@@ -55,6 +55,7 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_installed_package_runs_the_demo_from_another_folder(installed, tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
@@ -75,6 +76,7 @@ def test_installed_package_runs_the_demo_from_another_folder(installed, tmp_path
     assert Path(where).is_relative_to(installed.parent) and not Path(where).is_relative_to(ROOT)
 
 
+@pytest.mark.slow
 def test_models_dir_setting_points_at_a_users_own_project(installed, tmp_path):
     own = tmp_path / "my_models"
     shutil.copytree(ROOT / "dbt_like_sql", own)

@@ -13,6 +13,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
 
 
+@pytest.mark.slow
 def test_scale_benchmark_prints_a_row_per_size(tmp_path):
     proc = subprocess.run([sys.executable, str(BENCH), "--days", "3", "--keywords", "30,60", "--domains", "2",
                            "--engines", "duckdb", "--workdir", str(tmp_path / "work")],

@@ -51,6 +51,7 @@ def reader_python() -> str:
     return str(python)
 
 
+@pytest.mark.slow
 def test_published_warehouse_is_read_by_duckdb_1x(demo_data):
     published = demo_data / "warehouse.duckdb"
     proc = subprocess.run([reader_python(), "-c", READER, str(published), QUERY], capture_output=True, text=True)

@@ -35,6 +35,7 @@ def _docs(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_docs_writes_the_site_and_the_dictionary_from_the_same_source(tmp_path):
     proc = _docs(tmp_path, "--out", "site", "--dictionary", "dd.md")
     assert proc.returncode == 0, proc.stderr

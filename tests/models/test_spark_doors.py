@@ -78,6 +78,7 @@ def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, 
     _assert_spark_models_equal(_reference(data, tmp_path), uri)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.cluster)])
 def test_a_failing_blocking_test_stops_every_downstream_asset(engine, request, tmp_path):
     data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
