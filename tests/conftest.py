@@ -1,10 +1,46 @@
-"""Fixtures shared by the test folders."""
+"""Fixtures shared by the test folders, and the tiers' markers a test gets from the fixtures it uses.
+
+The slow kinds (``spark``, ``cluster``, ``browser``, ``daemon``, ``postgres``, ``root``, and ``slow`` for
+the rest that takes long; pyproject.toml registers them, ``make test-fast`` leaves them out) are set with ``pytestmark`` where a module or test
+starts the real part itself, and here for every test using a fixture that starts it (:data:`FIXTURE_MARKERS`).
+A test marked ``spark`` or ``root`` then checks, before its fixtures start, that the machine has what it
+needs (:func:`support.require`: skip, or fail under ``CI=true``).
+"""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 
 import pytest
+from support import require_root, require_spark
+
+FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
+    "spark": ("spark",),                  # tests/models/conftest.py: a local[2] session
+    "spark_cluster": ("spark", "cluster"),  # below: a standalone master and two workers
+    "dashboard_tools": ("browser",),      # tests/dashboards/conftest.py: Superset's venv and chromium
+    "pg_server": ("postgres",),           # tests/ops/test_postgres_storage.py: a PostgreSQL server
+    "gapped": ("slow",),                  # tests/models/conftest.py: the second, gapped history built twice
+}
+"""Fixture name -> the markers of every test that uses it (directly or through another fixture)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        names = {m for fixture, marks in FIXTURE_MARKERS.items() if fixture in used for m in marks}
+        if item.get_closest_marker("cluster"):  # a cluster is Spark too
+            names.add("spark")
+        for name in sorted(names - {m.name for m in item.iter_markers()}):
+            item.add_marker(name)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures start anything
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("spark"):
+        require_spark()
+    if item.get_closest_marker("root"):
+        require_root(item.name)
 
 
 @pytest.fixture(scope="session")
@@ -32,8 +68,7 @@ def served_source():
 def spark_cluster(tmp_path_factory):
     """A Spark standalone master and two 1-core workers on loopback, started once per test session from
     the pyspark wheel (:func:`rank_pipeline.models.spark_cluster.start_cluster`) and stopped at its end,
-    every JVM with it. Skipped without pyspark."""
-    pytest.importorskip("pyspark")
+    every JVM with it. Its tests are marked ``spark`` and ``cluster`` (:data:`FIXTURE_MARKERS`)."""
     from rank_pipeline.models.spark_cluster import start_cluster
 
     with start_cluster(workers=2, cores=1, memory="1g", work_dir=tmp_path_factory.mktemp("spark_cluster")) as cluster:

@@ -67,6 +67,7 @@ def _api_accounts(world):
     return [a for a in world.accounts if a.api_enabled]
 
 
+@pytest.mark.slow
 def test_raw_row_counts_equal_the_sandbox_record_counts(pipeline_run):
     world, data_dir, _, _ = pipeline_run
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
@@ -88,6 +89,7 @@ def test_raw_row_counts_equal_the_sandbox_record_counts(pipeline_run):
                 assert distinct == n
 
 
+@pytest.mark.slow
 def test_positions_and_changes_equal_the_sandbox_ground_truth(pipeline_run):
     world, data_dir, _, _ = pipeline_run
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
@@ -114,6 +116,7 @@ def test_positions_and_changes_equal_the_sandbox_ground_truth(pipeline_run):
     assert checked > 100 and changed > 10
 
 
+@pytest.mark.slow
 def test_snapshot_manifests_are_complete_and_hold_no_key(pipeline_run):
     world, data_dir, _, _ = pipeline_run
     import json
@@ -123,6 +126,7 @@ def test_snapshot_manifests_are_complete_and_hold_no_key(pipeline_run):
         assert manifest["complete"] is True, manifest_path
 
 
+@pytest.mark.slow
 def test_api_key_never_reaches_snapshots_warehouse_or_run_metadata(pipeline_run):
     world, data_dir, _, instance = pipeline_run
     keys = [a.api_key.encode() for a in world.accounts]
@@ -139,6 +143,7 @@ def test_api_key_never_reaches_snapshots_warehouse_or_run_metadata(pipeline_run)
             assert key.decode() not in text
 
 
+@pytest.mark.slow
 def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run, served_source):
     world, data_dir, base_url, _ = pipeline_run
 
@@ -166,6 +171,7 @@ def test_wrong_key_fails_fast_and_leaves_earlier_days_intact(pipeline_run, serve
     assert fingerprint() == before
 
 
+@pytest.mark.slow
 def test_past_date_is_refused_by_a_source_whose_today_differs(pipeline_run, tmp_path):
     world, _, base_url, _ = pipeline_run
     world.set_today(DAYS[-1])
@@ -187,6 +193,7 @@ def test_unknown_host_is_a_clear_connection_error(tmp_path):
     assert url in str(info.value) and "could not reach" in str(info.value)
 
 
+@pytest.mark.slow
 def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
     """The README's example SQL and the demo's two answers stay in step with the marts."""
     import re

@@ -17,6 +17,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from support import require
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -54,6 +55,7 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_installed_package_runs_the_demo_from_another_folder(installed, tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
@@ -74,6 +76,7 @@ def test_installed_package_runs_the_demo_from_another_folder(installed, tmp_path
     assert Path(where).is_relative_to(installed.parent) and not Path(where).is_relative_to(ROOT)
 
 
+@pytest.mark.slow
 def test_models_dir_setting_points_at_a_users_own_project(installed, tmp_path):
     own = tmp_path / "my_models"
     shutil.copytree(ROOT / "dbt_like_sql", own)
@@ -113,8 +116,8 @@ def _make_dry_run(folder: Path, *targets: str, installed: tuple[str, ...] = ()) 
     return [line for line in done.stdout.splitlines() if re.search(r"\bpip install\b.* -e ", line)]
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_demo_installs_the_package_alone_and_make_env_adds_the_extras_once(tmp_path):
+    require(shutil.which("make"), "make is not installed")
     # a fresh `make demo`: one install, the package without extras (no pyspark, no test tools)
     fresh = _make_dry_run(tmp_path / "fresh", "demo")
     assert len(fresh) == 1 and re.search(r" -e \.$", fresh[0]), fresh

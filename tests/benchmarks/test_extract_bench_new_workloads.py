@@ -45,6 +45,7 @@ def _keyword_ids(bench, workload) -> set[str]:
     return {k for a in world.accounts for d in world.domains(a.account_id) for k in world.keyword_ids(d["id"])}
 
 
+@pytest.mark.slow
 def test_key_pool_resume_and_heavy_shift_workloads_end_complete(bench, tmp_path):
     out = io.StringIO()
     results = bench.run_benchmark(["f", "g", "i"], tools=("ours",), quick=True, out=out, workdir=tmp_path)

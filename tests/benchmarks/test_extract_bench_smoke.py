@@ -94,6 +94,7 @@ def test_unknown_workload_is_refused(tmp_path):
 # ------------------------------------------------------------------------------------ harness
 
 
+@pytest.mark.slow
 def test_quick_run_of_our_extractor_matches_ground_truth(tmp_path):
     out = io.StringIO()
     results = bench.run_benchmark(["a", "d"], tools=("ours",), quick=True, out=out, workdir=tmp_path)

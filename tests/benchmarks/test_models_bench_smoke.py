@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "models.py"
 
 
+@pytest.mark.slow
 def test_models_benchmark_prints_its_three_ratios(tmp_path):
     proc = subprocess.run([sys.executable, str(BENCH), "--days", "3", "--keywords", "40", "--domains", "2",
                            "--workdir", str(tmp_path / "work")], capture_output=True, text=True, timeout=300)

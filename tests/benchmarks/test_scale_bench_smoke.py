@@ -13,6 +13,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
 
 
+@pytest.mark.slow
 def test_scale_benchmark_prints_a_row_per_size(tmp_path):
     proc = subprocess.run([sys.executable, str(BENCH), "--days", "3", "--keywords", "30,60", "--domains", "2",
                            "--engines", "duckdb", "--workdir", str(tmp_path / "work")],
@@ -36,13 +37,13 @@ SPARK_DAYS, SPARK_KEYWORDS = 60, 5_000
 the 2-core machine; 60 days keeps `make test` within minutes and runs the same code)."""
 
 
+@pytest.mark.cluster  # the benchmark starts Spark local[2] and a standalone cluster itself
 @pytest.mark.xdist_group(name="spark")
 @pytest.mark.timeout(2400)
 def test_scale_benchmark_prints_duckdb_local_and_cluster_rows_with_an_incremental_day(tmp_path):
     """Issue 21 item 5: DuckDB, Spark local[2] and a standalone cluster of two one-core workers in one run;
     each Spark engine's one day is an incremental build of that day. The benchmark starts the cluster and
     stops it: no JVM of it is left."""
-    pytest.importorskip("pyspark")
     proc = subprocess.run([sys.executable, str(BENCH), "--days", str(SPARK_DAYS), "--keywords", str(SPARK_KEYWORDS),
                            "--engines", "duckdb,spark,cluster", "--cluster", "2", "--executor-memory", "1g",
                            "--driver-memory", "2g", "--workdir", str(tmp_path / "work")],

@@ -73,6 +73,7 @@ def _all_text(root: Path) -> str:
 # -- extract against the "vendor" -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_extract_against_an_http_api_sends_the_key_not_the_variable_name(vendor, tmp_path):
     world, base_url = vendor
     env = {"RANK_TRACKER_BASE_URL": base_url + "/v1/", **_key_env(world, "acme", "globex")}
@@ -104,6 +105,7 @@ def test_a_key_with_a_control_character_is_refused_before_any_request_without_ec
     assert key not in done.stdout + done.stderr + _all_text(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_data_folder_keeps_its_source(vendor, tmp_path):
     world, base_url = vendor
     env = {"RANK_TRACKER_BASE_URL": base_url, **_key_env(world, "default")}
@@ -131,6 +133,7 @@ def test_a_data_folder_keeps_its_source(vendor, tmp_path):
 # -- accounts are an identity -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_renamed_account_is_refused_and_says_what_to_do(vendor, tmp_path):
     world, base_url = vendor
     base = {"RANK_TRACKER_BASE_URL": base_url}
@@ -232,6 +235,7 @@ def test_a_bad_rate_setting_is_one_line(tmp_path, variable, value):
     assert "set it between" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_data_folder_that_is_a_file_is_one_line(tmp_path):
     path = tmp_path / "data"
     path.write_text("not a folder")
@@ -251,6 +255,7 @@ def test_a_date_outside_the_partitions_gives_the_valid_range(tmp_path):
                                            f"from 2026-01-01 to {today} (today, UTC)")
 
 
+@pytest.mark.slow
 def test_version_and_help_on_every_command_and_option():
     import argparse
 
@@ -286,6 +291,7 @@ def ran(vendor, tmp_path_factory):
     return world, data_dir, env, done
 
 
+@pytest.mark.slow
 def test_run_against_the_api_succeeds_and_ends_with_a_summary(ran):
     world, data_dir, _, done = ran
     assert done.returncode == 0, done.stdout + done.stderr
@@ -300,6 +306,7 @@ def test_run_against_the_api_succeeds_and_ends_with_a_summary(ran):
     assert world.account("acme").api_key not in text
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_one_line_with_the_log_path(ran, tmp_path):
     world, _, env, _ = ran
     key = "wrong-key-" + "x" * 20
@@ -313,6 +320,7 @@ def test_a_failed_run_is_one_line_with_the_log_path(ran, tmp_path):
     assert key not in done.stdout + done.stderr + _all_text(tmp_path)
 
 
+@pytest.mark.slow
 def test_query_limit_formats_and_one_statement(ran):
     _, data_dir, _, _ = ran
     many = "select * from range(100) as t(i)"

@@ -27,7 +27,7 @@ import duckdb
 import httpx
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("ops")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("ops")]
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 300  # generous: a run takes well under a minute even on a busy 2-core machine
@@ -241,6 +241,7 @@ RUNS_QUERY = """
 """
 
 
+@pytest.mark.daemon  # dagster-webserver
 def test_the_dagster_ui_lists_the_demos_runs(demo):
     data_dir, day, _ = demo
     home = data_dir / "dagster_home"

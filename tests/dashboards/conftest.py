@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import require
 
 REPO = Path(__file__).resolve().parents[2]
 SUPERSET_PY = REPO / ".venv-superset" / "bin" / "python"
@@ -53,7 +54,8 @@ def demo_data(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def dashboard_tools() -> Path:
-    """The dashboards' Python (Superset + playwright); skips, saying why, when they are not installed."""
+    """The dashboards' Python (Superset + playwright); skips, saying why, when they are not installed (fails
+    under CI=true: :func:`support.require`). Its tests are marked ``browser`` (tests/conftest.py)."""
     missing = []
     if not SUPERSET_PY.is_file():
         missing.append(f"the Superset venv ({SUPERSET_PY.parent.parent})")
@@ -62,7 +64,6 @@ def dashboard_tools() -> Path:
         missing.append("superset/playwright in .venv-superset")
     if not CHROMIUM.is_file() and not shutil.which("chromium"):
         missing.append("Debian's chromium (/usr/bin/chromium)")
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} could not be installed: run `make dashboard-env` "
-                    "(needs PyPI and, for chromium, root with apt)")
+    require(not missing, f"{' and '.join(missing)} could not be installed: run `make dashboard-env` "
+                         "(needs PyPI and, for chromium, root with apt)")
     return SUPERSET_PY

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support import require
 
 # the session fixtures run a demo and, on a fresh venv, create Superset's metadata database: minutes
 pytestmark = [pytest.mark.xdist_group("dashboards"), pytest.mark.timeout(1800)]
@@ -45,11 +46,12 @@ def reader_python() -> str:
         if made.returncode == 0:
             made = subprocess.run([str(python), "-m", "pip", "install", "--quiet", READER_PIN],
                                   capture_output=True, text=True)
-        if made.returncode != 0:
-            pytest.skip(f"could not install {READER_PIN} into {READER_VENV} (needs PyPI): {made.stderr[-500:]}")
+        require(made.returncode == 0,
+                f"could not install {READER_PIN} into {READER_VENV} (needs PyPI): {made.stderr[-500:]}")
     return str(python)
 
 
+@pytest.mark.slow
 def test_published_warehouse_is_read_by_duckdb_1x(demo_data):
     published = demo_data / "warehouse.duckdb"
     proc = subprocess.run([reader_python(), "-c", READER, str(published), QUERY], capture_output=True, text=True)

@@ -8,6 +8,8 @@ import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import pytest
+
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import source_from_env
 from rank_pipeline.models import load_project
@@ -17,6 +19,7 @@ from rank_pipeline.snapshots.parquet import ENDPOINTS
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_definitions_load_from_workspace_yaml(tmp_path):
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "RANK_PIPELINE_DATA_DIR": str(tmp_path / "data")}
     env.pop("RANK_TRACKER_BASE_URL", None)

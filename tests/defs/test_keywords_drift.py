@@ -49,6 +49,7 @@ def materialize(path: Path, data_dir: Path, day: str):
     return evaluation
 
 
+@pytest.mark.slow
 def test_drift_check_and_mart_against_the_days_snapshot(tmp_path):
     today = datetime.now(UTC).date()
     world = World(today=today)

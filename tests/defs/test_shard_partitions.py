@@ -104,6 +104,7 @@ def worlds(tmp_path_factory):
     return sharded, whole, env
 
 
+@pytest.mark.slow
 def test_the_shards_of_a_day_run_at_once_each_on_its_own_accounts_and_budget(worlds):
     sharded, _, _ = worlds
     instance = dg.DagsterInstance.from_config(str(_home(sharded)))
@@ -128,6 +129,7 @@ def test_the_shards_of_a_day_run_at_once_each_on_its_own_accounts_and_budget(wor
         assert all(shard_of(a, 2) == shard.index for a in json.loads(text)["accounts"])
 
 
+@pytest.mark.slow
 def test_one_shard_of_two_gets_no_daily_run_and_a_daily_run_by_hand_refuses(worlds):
     sharded, _, env = worlds
     plan = Settings.from_env(env).shards
@@ -141,6 +143,7 @@ def test_one_shard_of_two_gets_no_daily_run_and_a_daily_run_by_hand_refuses(worl
     assert not (sharded / "warehouse.duckdb").exists()
 
 
+@pytest.mark.slow
 def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds, published_marts):
     sharded, whole, env = worlds
     plan = Settings.from_env(env).shards
@@ -165,6 +168,7 @@ def test_the_requested_daily_run_delivers_what_one_unsharded_run_delivers(worlds
         assert got[name] == want[name], name
 
 
+@pytest.mark.slow
 def test_the_definitions_load_in_both_modes_from_workspace_yaml(tmp_path):
     for shards in ("", "2"):
         env = _env(tmp_path / f"data{shards}", RANK_PIPELINE_SHARDS=shards)

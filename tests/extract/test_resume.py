@@ -83,6 +83,7 @@ def _kill_at(base_url: str, key: str, data_dir, threshold: int) -> int:
     return _requests(base_url)
 
 
+@pytest.mark.slow
 def test_a_run_killed_at_80_percent_is_retried_for_at_most_25_percent_of_the_requests(tmp_path):
     world = _world()
     key = world.account("acme").api_key
@@ -111,6 +112,7 @@ def test_a_run_killed_at_80_percent_is_retried_for_at_most_25_percent_of_the_req
     assert not resume_dir(tmp_path / "resumed", DAY).exists()
 
 
+@pytest.mark.slow
 def test_a_list_whose_parent_changed_is_read_again_and_checkpoints_serve_one_source_and_day(tmp_path):
     world = _world(domains=30)
     key = world.account("acme").api_key
@@ -166,6 +168,7 @@ def _completed(child: subprocess.Popen) -> int:
     return int(line.split(" snapshot rows, ")[1].split(" requests")[0])
 
 
+@pytest.mark.slow
 def test_the_extract_command_retried_in_a_new_process_reuses_the_checkpoints_of_the_killed_one(tmp_path):
     """On the embedded sandbox, whose port changes with every process, ``rank-pipeline extract`` killed
     mid-way and run again re-fetches only the lists the first process did not finish."""

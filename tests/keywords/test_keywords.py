@@ -146,6 +146,7 @@ def expected_of(world: World, text: str) -> set:
     return out
 
 
+@pytest.mark.slow
 def test_plan_apply_reapply_exit_codes_and_ground_truth(vendor, tmp_path):
     world, base_url, recorder = vendor
     env = env_for(world, base_url, tmp_path)
@@ -181,6 +182,7 @@ def test_plan_apply_reapply_exit_codes_and_ground_truth(vendor, tmp_path):
     no_secret(world, plan.stdout, plan.stderr, applied.stdout, applied.stderr, log.read_text())
 
 
+@pytest.mark.slow
 def test_country_code_and_geo_id_create_the_same_keyword(vendor, tmp_path):
     world, base_url, _ = vendor
     env = env_for(world, base_url, tmp_path)
@@ -206,6 +208,7 @@ def test_country_code_and_geo_id_create_the_same_keyword(vendor, tmp_path):
     assert plan.returncode == 0 and "0 to create, 1 already tracked" in plan.stdout
 
 
+@pytest.mark.slow
 def test_global_language_is_refused_with_its_line_and_nothing_is_sent(vendor, tmp_path):
     world, base_url, recorder = vendor
     env = env_for(world, base_url, tmp_path)
@@ -259,6 +262,7 @@ def test_unknown_engine_skips_its_location_and_language_checks(vendor, tmp_path)
     assert "use one of daily, weekly, monthly" in errors[4]
 
 
+@pytest.mark.slow
 def test_over_quota_plan_is_refused_before_anything_is_created(tmp_path):
     config = WorldConfig(accounts=(AccountSpec("acme", domains=1, keywords_per_domain=(20, 20), keyword_limit=10_000),))
     world = World(config, today=datetime.now(UTC).date())
@@ -281,6 +285,7 @@ def test_over_quota_plan_is_refused_before_anything_is_created(tmp_path):
         assert "201" not in statuses(server.base_url) and "402" not in statuses(server.base_url)
 
 
+@pytest.mark.slow
 def test_a_schema_error_names_file_line_and_field(tmp_path):
     path = write(tmp_path, FILE.replace("frequency: daily", "frequncy: daily").replace(
         'locations: [US, "2826"]', "locations: [US, Paris]"))
@@ -292,6 +297,7 @@ def test_a_schema_error_names_file_line_and_field(tmp_path):
     assert any(line.startswith(f"error: {path}:6: domains[0].groups[0].frequency: is required") for line in lines)
 
 
+@pytest.mark.slow
 def test_a_lost_create_response_is_read_back_never_resent(tmp_path):
     """The drop fault closes the connection after the create happened; apply must read the domain back
     and re-plan: no create call may carry a combination that already existed when it was sent."""
@@ -370,6 +376,7 @@ def test_the_published_json_schema_is_the_models_and_the_example_fits_it():
     load_keywords_file(ROOT / "examples" / "keywords.yml")
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs_as_written(tmp_path):
     """The README's "Tracked keywords as code" example: `rank-pipeline sandbox` in one process, the second
     shell block run as written by bash (only the port is changed to a free one, and the data folder)."""

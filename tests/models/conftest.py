@@ -380,8 +380,7 @@ def gapped(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def spark(request):
     """A Spark ``local[2]`` session (2 shuffle partitions) for one test module, its application named after
-    the module, stopped after it. Skipped without pyspark."""
-    pytest.importorskip("pyspark")
+    the module, stopped after it. Its tests are marked ``spark`` (tests/conftest.py)."""
     from rank_pipeline.models.spark_engine import spark_session
 
     session = spark_session("local[2]", shuffle_partitions=2, app_name=f"rank-pipeline-{request.module.__name__}")

@@ -167,7 +167,7 @@ def gapped_history(gapped):
     return gapped.full, History(gapped.truth, gapped.days)
 
 
-@pytest.fixture(params=["contiguous", "gapped"])
+@pytest.fixture(params=["contiguous", pytest.param("gapped", marks=pytest.mark.slow)])  # gapped: see conftest
 def case(request):
     """(warehouse, History) of each history."""
     return request.getfixturevalue("contiguous" if request.param == "contiguous" else "gapped_history")

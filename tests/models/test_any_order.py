@@ -178,6 +178,7 @@ def roots(snapshots_dirs, scenario) -> dict[date, Path]:
     return {d: (history if i < len(days) - scenario.incremental_days else recent) for i, d in enumerate(days)}
 
 
+@pytest.mark.slow
 def test_late_backfill_leaves_no_stale_row(roots, scenario, tmp_path):
     """Issue 8, "late backfill (no stale row)": the 35 days but one were run (their state is a build
     without that day: loaded, then built in full, which the random histories below show equals running
@@ -225,6 +226,7 @@ def _history(rng: random.Random, days: list[date]) -> list[tuple[date, int | Non
     return steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(HISTORIES))
 def test_random_history_equals_full_rebuild(seed, roots, scenario, tmp_path):
     """Property: a seeded random history (order, gaps, re-runs, kills and retries) equals a full rebuild."""

@@ -20,17 +20,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from test_spark_equality import assert_same_relation
 
-pytest.importorskip("pyspark")
+from rank_pipeline.models import load_project
+from rank_pipeline.models.spark_engine import SparkEngine
+from rank_pipeline.snapshots.parquet import ENDPOINTS, partition_dir
+from rank_pipeline.warehouse.database import SCHEMAS, reload_raw_from_snapshots
 
-from test_spark_equality import assert_same_relation  # noqa: E402
-
-from rank_pipeline.models import load_project  # noqa: E402
-from rank_pipeline.models.spark_engine import SparkEngine  # noqa: E402
-from rank_pipeline.snapshots.parquet import ENDPOINTS, partition_dir  # noqa: E402
-from rank_pipeline.warehouse.database import SCHEMAS, reload_raw_from_snapshots  # noqa: E402
-
-pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(900)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 

@@ -78,6 +78,7 @@ def backfilled(tmp_path_factory):
     return data_dir, defs, instance, result
 
 
+@pytest.mark.slow
 def test_a_late_day_backfilled_in_one_run_leaves_the_published_warehouse_equal_to_a_full_rebuild(
         backfilled, tmp_path):
     data_dir, _, instance, result = backfilled
@@ -101,6 +102,7 @@ def test_a_late_day_backfilled_in_one_run_leaves_the_published_warehouse_equal_t
         assert_equals_full_rebuild(con, _reference(data_dir, tmp_path))
 
 
+@pytest.mark.slow
 def test_the_rebuild_job_selects_everything_but_the_extraction(backfilled):
     _, defs, _, _ = backfilled
     job = defs.resolve_job_def(rebuild_job.name)
@@ -117,6 +119,7 @@ def _cli(data_dir: Path, *args: str, env: dict[str, str] | None = None,
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_rank_pipeline_rebuild_command(backfilled, tmp_path):
     data_dir, _, _, _ = backfilled
     work = tmp_path / "data"
@@ -144,6 +147,7 @@ def test_rank_pipeline_rebuild_command(backfilled, tmp_path):
     assert proc.stderr.strip().count("\n") == 0 and "swap them" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_nothing(backfilled, tmp_path):
     """A models folder with a blocking test that fails: ``rank-pipeline rebuild`` exits 1 with one line
     naming the test, and the published warehouse is byte for byte the one before."""
@@ -171,11 +175,12 @@ def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_n
     assert (work / "warehouse.duckdb").read_bytes() == before
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 @pytest.mark.timeout(1500)
 def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model built on Spark from the snapshots,
     each equal row by row to a DuckDB full rebuild of the same snapshots; the DuckDB files are not touched."""
-    pytest.importorskip("pyspark")
     data_dir, _, _, _ = backfilled
     work = tmp_path / "data"
     shutil.copytree(data_dir / "snapshots", work / "snapshots")
@@ -257,7 +262,9 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
 
 @pytest.mark.timeout(1800)
 # make test runs it on the standalone cluster; the local[2] variant is the quick one, run with -m spark_long
-@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=pytest.mark.spark_long), "cluster"])
+@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=[pytest.mark.spark_long, pytest.mark.spark]),
+                                   pytest.param("cluster", marks=pytest.mark.cluster)])
+@pytest.mark.slow
 def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
     """Issue 13 item 4: with ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
     project's definitions) builds every seed and model on one Spark session as Parquet under
@@ -265,7 +272,6 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance.
 
     ``cluster``: the same on a standalone master with two workers (issue 21 item 2; ``spark_cluster``)."""
-    pytest.importorskip("pyspark")
     from rank_pipeline.models import load_project
 
     master = request.getfixturevalue("spark_cluster").master_url if where == "cluster" else where
@@ -305,6 +311,7 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     assert checks["spark"] == checks["duckdb"]
 
 
+@pytest.mark.slow
 def test_an_unknown_engine_fails_the_dagster_definitions_in_one_line(tmp_path):
     proc = _dagster_job(tmp_path / "data", tmp_path / "home", "rebuild_full_refresh", DAYS[2],
                         env={"RANK_PIPELINE_ENGINE": "sparkk"}, timeout=300)

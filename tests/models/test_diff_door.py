@@ -13,7 +13,7 @@ import pytest
 
 from tests.models.test_unit_tests import MODELS, cli
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 
 
 @pytest.fixture(scope="module")

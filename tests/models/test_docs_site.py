@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cdp import Chromium, chromium_path
+from support import require
 
 from rank_pipeline.api.endpoints import render_markdown
 
@@ -34,6 +35,7 @@ def _docs(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_docs_writes_the_site_and_the_dictionary_from_the_same_source(tmp_path):
     proc = _docs(tmp_path, "--out", "site", "--dictionary", "dd.md")
     assert proc.returncode == 0, proc.stderr
@@ -92,9 +94,9 @@ def served(tmp_path):
             pytest.fail("rank-pipeline docs --serve did not stop within 30 s of SIGTERM")
 
 
+@pytest.mark.browser
 def test_the_served_site_in_chromium_searches_and_shows_column_lineage(served, tmp_path):
-    if chromium_path() is None:
-        pytest.skip("Debian's chromium is not installed (make test installs it: Makefile target browser)")
+    require(chromium_path(), "Debian's chromium is not installed (make test installs it: Makefile target browser)")
     with Chromium(tmp_path / "profile") as browser:
         browser.goto(served + "index.html")
         assert browser.evaluate("document.title").startswith("Models")

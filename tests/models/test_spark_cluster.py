@@ -21,15 +21,13 @@ import sys
 import time
 
 import pytest
+from test_spark_equality import _build_and_compare
 
-pytest.importorskip("pyspark")
+from rank_pipeline.models.spark_cluster import alive_workers, start_connect_server
+from rank_pipeline.models.spark_engine import SparkEngine, spark_session
 
-from test_spark_equality import _build_and_compare  # noqa: E402
-
-from rank_pipeline.models.spark_cluster import alive_workers, start_connect_server  # noqa: E402
-from rank_pipeline.models.spark_engine import SparkEngine, spark_session  # noqa: E402
-
-pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
+# every test here starts a cluster: through the spark_cluster fixture, or one of its own
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
 
 
 def _executor_ids(spark) -> set[str]:

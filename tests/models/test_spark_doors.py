@@ -23,14 +23,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from test_backfill_doors import _assert_spark_models_equal, _reference
 
-pytest.importorskip("pyspark")
-
-from test_backfill_doors import _assert_spark_models_equal, _reference  # noqa: E402
-
-from rank_pipeline.models import load_project  # noqa: E402
-from rank_pipeline.models.spark_cluster import start_connect_server  # noqa: E402
-from tests.models.failing import failing_models  # noqa: E402
+from rank_pipeline.models import load_project
+from rank_pipeline.models.spark_cluster import start_connect_server
+from tests.models.failing import failing_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
 
@@ -81,7 +78,8 @@ def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, 
     _assert_spark_models_equal(_reference(data, tmp_path), uri)
 
 
-@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.cluster)])
 def test_a_failing_blocking_test_stops_every_downstream_asset(engine, request, tmp_path):
     data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
     models = failing_models(tmp_path)

@@ -23,13 +23,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark")
+from rank_pipeline.models import load_project
+from rank_pipeline.models.spark_engine import SparkEngine
+from rank_pipeline.models.unit_tests import run_unit_tests
 
-from rank_pipeline.models import load_project  # noqa: E402
-from rank_pipeline.models.spark_engine import SparkEngine  # noqa: E402
-from rank_pipeline.models.unit_tests import run_unit_tests  # noqa: E402
-
-pytestmark = [pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 

@@ -28,7 +28,7 @@ from daemon_helpers import BIN, kill_group, prepare_instance, service_env, start
 from rank_pipeline.defs.instance import PID_TAG
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME, DAILY_SCHEDULE_NAME
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("daemon")]
+pytestmark = [pytest.mark.e2e, pytest.mark.daemon, pytest.mark.xdist_group("daemon")]
 
 KILLED_RUN_BOUND_S = 60
 DEAD_TREE_BOUND_S = 120

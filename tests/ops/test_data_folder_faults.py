@@ -16,10 +16,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from support import require, require_root
 
 from rank_pipeline.ops.data_folder import DATA_FOLDER_EXIT_STATUS
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("data_folder_faults"), pytest.mark.timeout(600)]
+# root: every test reads the data folder on a tmpfs the module mounts (tests/conftest.py checks for root first)
+pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.xdist_group("data_folder_faults"),
+              pytest.mark.timeout(600)]
 
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 FIRST_DAY, NEXT_DAY = "2026-11-01", "2026-11-02"
@@ -41,16 +44,15 @@ def _digest(data_dir: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def published():
     """A 64 MiB tmpfs holding a data folder with one published day; unmounted after."""
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root: run the tests as root (as CI does) to test a full or "
-                    "read-only data folder")
+    require_root("mounting a tmpfs to test a full or read-only data folder")
+    require(shutil.which("mount"), "mount is not installed: cannot mount a tmpfs for a full or read-only data folder")
     mnt = Path(tempfile.mkdtemp(prefix="rank-pipeline-tmpfs-", dir="/tmp"))
     mnt.chmod(0o755)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=0755", "tmpfs", str(mnt)],
                              capture_output=True, text=True)
     if mounted.returncode != 0:
         mnt.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()}); a container needs CAP_SYS_ADMIN")
+        require(False, f"cannot mount a tmpfs here ({mounted.stderr.strip()}); a container needs CAP_SYS_ADMIN")
     try:
         data = mnt / "data"
         done = _cli(data, "run", "--date", FIRST_DAY)
@@ -120,7 +122,7 @@ def _unprivileged() -> tuple[tuple[str, ...], bool]:
             return runuser, True
     if shutil.which("setpriv"):
         return ("setpriv", "--bounding-set=-all", "--inh-caps=-all", "--"), False
-    pytest.skip("neither runuser nor setpriv is available to run as an unprivileged process")
+    require(False, "neither runuser nor setpriv is available to run as an unprivileged process")
 
 
 def test_a_data_folder_the_user_cannot_write_ends_in_one_line_and_keeps_the_warehouse(published):

@@ -10,6 +10,7 @@ their environment.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -19,10 +20,10 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import free_port
+from support import require
 
+# the tests using pg_server are marked postgres too (tests/conftest.py)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("postgres"), pytest.mark.timeout(900)]
-
-psycopg2 = pytest.importorskip("psycopg2", reason="the 'postgres' extra is not installed: make env")
 
 BIN = Path(sys.executable).parent
 PASSWORD = "s3cret-Pw-9f2c"  # the URL's password: it must appear nowhere
@@ -40,15 +41,17 @@ def _pg_bin() -> Path | None:
 @pytest.fixture(scope="module")
 def pg_server():
     """A PostgreSQL server on 127.0.0.1:<free port> with database ``dagster``; yields its URL."""
+    require(importlib.util.find_spec("psycopg2"), "the 'postgres' extra is not installed: make env")
+    import psycopg2
+
     pg_bin = _pg_bin()
-    if pg_bin is None:
-        pytest.skip("PostgreSQL's server (initdb) is not installed: `make test` installs Debian's postgresql "
+    require(pg_bin, "PostgreSQL's server (initdb) is not installed: `make test` installs Debian's postgresql "
                     "when run as root, or run `apt-get install postgresql`")
     as_user: list[str] = []
     root = Path(tempfile.mkdtemp(prefix="rank-pipeline-pg-", dir="/tmp"))
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        if shutil.which("runuser") is None:
-            pytest.skip("running as root without runuser: cannot start PostgreSQL as an unprivileged user")
+        require(shutil.which("runuser"), "running as root without runuser: cannot start PostgreSQL as an "
+                                         "unprivileged user")
         as_user = ["runuser", "-u", "postgres", "--"]
         shutil.chown(root, "postgres", "postgres")
     data, pwfile, log = root / "pgdata", root / "pw", root / "server.log"
@@ -88,6 +91,8 @@ def _run(cmd: list[str], env: dict[str, str], timeout: float = 300) -> subproces
 
 
 def _query(url: str, sql: str, *params: object) -> list[tuple]:
+    import psycopg2  # the 'postgres' extra: pg_server required it
+
     con = psycopg2.connect(url.replace("+psycopg2", ""))  # libpq's form of the URL
     try:
         with con.cursor() as cur:

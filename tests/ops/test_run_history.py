@@ -118,6 +118,7 @@ def _days(run: dg.DagsterRun) -> list[date]:
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 
+@pytest.mark.slow
 def test_one_row_per_run_and_partition_with_dagsters_status_and_launch(world, instance):
     runs = _runs(instance)
     assert len(runs) == 5
@@ -143,6 +144,7 @@ def test_one_row_per_run_and_partition_with_dagsters_status_and_launch(world, in
     assert {r["run_id"] for r in world["rows"] if not r["final"]} == {last.run_id}
 
 
+@pytest.mark.slow
 def test_rows_per_resource_equal_the_manifests(world):
     snapshots = world["data"] / "snapshots"
     for row in world["rows"]:
@@ -152,6 +154,7 @@ def test_rows_per_resource_equal_the_manifests(world):
         assert row["snapshot_rows"] == sum(counts.values())
 
 
+@pytest.mark.slow
 def test_requests_429s_and_checks_equal_each_cli_runs_summary_line(world):
     by_day = {r["snapshot_date"]: r for r in world["rows"]}
     for day, summary in world["summaries"].items():
@@ -163,6 +166,7 @@ def test_requests_429s_and_checks_equal_each_cli_runs_summary_line(world):
     assert by_day[D3]["checks_failed"] >= 1
 
 
+@pytest.mark.slow
 def test_checks_of_dagster_launched_runs_equal_their_check_evaluations(world, instance):
     for row in world["rows"]:
         if row["launched_by"] == "cli":
@@ -174,6 +178,7 @@ def test_checks_of_dagster_launched_runs_equal_their_check_evaluations(world, in
         assert row["checks_passed"] > 0
 
 
+@pytest.mark.slow
 def test_stage_seconds_are_positive_and_within_the_run(world, instance):
     for row in world["rows"]:
         record = instance.get_run_record_by_id(row["run_id"])
@@ -188,6 +193,7 @@ def test_stage_seconds_are_positive_and_within_the_run(world, instance):
             assert row["ended_at"].timestamp() == pytest.approx(record.end_time, abs=0.01)
 
 
+@pytest.mark.slow
 def test_the_history_checks_ran_as_asset_checks_in_every_run(world, instance):
     names = {t.name for t in load_project(ROOT / "dbt_like_sql").tables[history.TABLE].tests}
     published = {r["run_id"] for r in world["rows"] if r["status"] == "success"}
@@ -199,6 +205,7 @@ def test_the_history_checks_ran_as_asset_checks_in_every_run(world, instance):
         assert ours == dict.fromkeys(names, True), run_id
 
 
+@pytest.mark.slow
 def test_a_full_refresh_rebuild_keeps_the_history(world):
     done = _cli(world["data"], "rebuild", "--full-refresh")
     assert done.returncode == 0, done.stderr

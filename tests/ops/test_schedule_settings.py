@@ -39,12 +39,14 @@ def _schedule(tmp_path, *ticks: str, **settings: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_default_schedule_is_on_at_0615_utc(tmp_path):
     got = _schedule(tmp_path, "2026-03-02T06:15:00+00:00")
     assert got == {"cron": "15 6 * * *", "timezone": "UTC", "status": "RUNNING", "job": "daily_rank_pipeline",
                    "partitions": [["2026-03-02"]]}
 
 
+@pytest.mark.slow
 def test_cron_and_timezone_settings_and_the_utc_day_partition(tmp_path):
     # 00:30 in Berlin is 23:30 UTC the day before (winter) / 22:30 (summer): the partition is the UTC day
     got = _schedule(tmp_path, "2026-03-02T00:30:00+01:00", "2026-07-02T00:30:00+02:00", "2026-07-02T12:30:00+02:00",
@@ -66,6 +68,7 @@ def test_bad_setting_stops_rank_pipeline_run_with_one_line(tmp_path, name, value
     assert not (tmp_path / "data" / "snapshots").exists()  # nothing ran
 
 
+@pytest.mark.slow
 def test_bad_setting_fails_loading_the_workspace(tmp_path):
     env = service_env(tmp_path, RANK_PIPELINE_SCHEDULE_CRON="bad")
     prepare_instance(dict(env, RANK_PIPELINE_SCHEDULE_CRON=""))

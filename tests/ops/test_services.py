@@ -70,6 +70,7 @@ def _stop_and_check_children(proc: subprocess.Popen, log: Path, *, group: bool) 
     print(f"stopped in {time.monotonic() - t0:.1f} s")
 
 
+@pytest.mark.daemon
 def test_webserver_stops_on_sigterm(tmp_path):
     env = service_env(tmp_path)
     prepare_instance(env)
@@ -80,6 +81,7 @@ def test_webserver_stops_on_sigterm(tmp_path):
         _stop_and_check_children(proc, log, group=False)
 
 
+@pytest.mark.daemon
 def test_daemon_stops_on_sigterm(tmp_path):
     env = service_env(tmp_path)
     home = prepare_instance(env)
@@ -90,6 +92,7 @@ def test_daemon_stops_on_sigterm(tmp_path):
         _stop_and_check_children(proc, log, group=False)
 
 
+@pytest.mark.daemon
 def test_make_dev_started_in_the_background_stops_on_sigterm(tmp_path):
     env = service_env(tmp_path)
     home = Path(env["DAGSTER_HOME"])

@@ -57,7 +57,7 @@ from daemon_helpers import wait_for as wait_until
 from rank_pipeline.defs.instance import PID_TAG
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME
 
-pytestmark = [pytest.mark.soak, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.soak, pytest.mark.daemon, pytest.mark.timeout(3600)]
 
 DAYS = 14
 KILLED_DAY_INDEX = 4

