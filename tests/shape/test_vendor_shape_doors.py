@@ -18,7 +18,7 @@ import pytest
 
 from rank_pipeline.settings import models_dir
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("vendor_shape"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("vendor_shape"), pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = ROOT / "examples" / "vendor-b" / "vendor-b.patch"
