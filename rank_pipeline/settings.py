@@ -35,6 +35,9 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    ``v1.0.0``: DuckDB 1.0+ opens it; checked by ``warehouse.Warehouse``).
 ``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
                                    (default http://127.0.0.1:8088; ``make dashboard``).
+``RANK_SANDBOX_SHAPE``             the shape the embedded sandbox serves keyword records in: ``default``,
+                                   ``vendor-b`` or ``language-string``, optionally ``NAME@YYYY-MM-DD``
+                                   from that simulated day on (``rank_pipeline.sandbox.shapes``).
 ``RANK_PIPELINE_SCHEDULE_CRON``    when the daily schedule ticks (5-field cron, default ``15 6 * * *``).
 ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` the schedule's time zone (IANA name, default ``UTC``).
 ``RANK_PIPELINE_FRESHNESS_HOURS``  how old the marts and ``warehouse/published`` may be before their
@@ -760,6 +763,7 @@ class Settings:
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
     storage_version: str = DEFAULT_STORAGE_VERSION
     dashboard_url: str = DEFAULT_DASHBOARD_URL
+    sandbox_shape: str = "default"
 
     @property
     def uses_sandbox(self) -> bool:
@@ -847,6 +851,7 @@ class Settings:
             lock_timeout_s=lock_timeout_from_env(env),
             storage_version=storage_version_from_env(env),
             dashboard_url=dashboard_url_from_env(env),
+            sandbox_shape=sandbox_shape_from_env(env),
         )
 
 
