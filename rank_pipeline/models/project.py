@@ -325,9 +325,10 @@ def _test_specs(entry: ModelEntry | SeedEntry | SourceEntry, blocking_default: b
     return columns, tests
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """SafeLoader that refuses a key repeated in one mapping (PyYAML keeps the last one silently,
-    which would drop e.g. a test's first ``blocking:`` without a word)."""
+    which would drop e.g. a test's first ``blocking:`` without a word); on libyaml's parser where PyYAML
+    has it (the project's ``.yml`` files are read at every definitions load and every raw load)."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
