@@ -6,10 +6,12 @@ uses, and when any other file of the project imports ``dagster._core``.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from rank_pipeline.defs import sqlite_storage
 from rank_pipeline.defs.instance import instance_config
@@ -82,8 +84,12 @@ def _run_logs(day: str = DAY) -> list:
 
 
 def _store(storage, logs: list) -> None:
+    """Store a run's events as Dagster does: the planned events in one batch, the others one by one."""
+    planned = {dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED, dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED}
+    storage.store_event_batch([e for e in logs if e.dagster_event_type in planned])
     for entry in logs:
-        storage.store_event(entry)
+        if entry.dagster_event_type not in planned:
+            storage.store_event(entry)
 
 
 def _dump(folder: Path) -> dict:
@@ -117,6 +123,19 @@ def test_the_pooled_event_log_stores_a_run_as_dagsters_own_does(tmp_path):
     pooled_rows, stock_rows = _dump(tmp_path / "pooled"), _dump(tmp_path / "stock")
     assert pooled_rows == stock_rows
     assert len(pooled_rows["index.db", "asset_check_executions"]) >= 6
+
+
+def test_a_batch_that_fails_leaves_nothing_stored(tmp_path):
+    logs = _run_logs()
+    storage = sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path))
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - whatever Dagster raises for a non-event
+            storage.store_event_batch([*logs[:5], "not an event"])
+        assert storage.get_logs_for_run(logs[0].run_id) == []
+        storage.store_event_batch(logs[:5])
+        assert len(storage.get_logs_for_run(logs[0].run_id)) == 5
+    finally:
+        storage.dispose()
 
 
 def test_the_newest_materialization_is_dagsters_answer_after_new_runs_wipes_and_deletions(tmp_path, monkeypatch):
@@ -156,3 +175,12 @@ def test_the_newest_materialization_is_dagsters_answer_after_new_runs_wipes_and_
         assert storage.fetch_materializations(other_day, limit=1) == stock_fetch(storage, other_day, limit=1)
     finally:
         storage.dispose()
+
+
+def test_opening_the_pooled_event_log_lets_dagster_batch_events(tmp_path, monkeypatch):
+    monkeypatch.delenv(sqlite_storage.EVENT_BATCH_SIZE_ENV, raising=False)
+    sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path)).dispose()
+    assert os.environ[sqlite_storage.EVENT_BATCH_SIZE_ENV] == str(sqlite_storage.EVENT_BATCH_SIZE)
+    monkeypatch.setenv(sqlite_storage.EVENT_BATCH_SIZE_ENV, "7")
+    sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path)).dispose()
+    assert os.environ[sqlite_storage.EVENT_BATCH_SIZE_ENV] == "7"
