@@ -2,8 +2,8 @@
 
 Dagster's stock SQLite event log opens a new SQLAlchemy engine and connection for every event, commits
 it with a full ``fsync`` and closes the connection, and closing the last connection of a WAL database
-checkpoints it (more ``fsync``). A daily run stores about 550-800 events (about 250 of them asset-check
-events, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps one engine and one
+checkpoints it (more ``fsync``). A daily run stores about 1,260 events (668 of them asset-check events:
+a planned one and a result for each of the 334 checks, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps one engine and one
 pooled connection per shard, and commits with ``PRAGMA synchronous=NORMAL`` (safe in WAL mode: a crash
 of the process loses nothing committed; a power cut can lose the last few events, never corrupt the
 file).
@@ -14,8 +14,13 @@ without a new engine or a decoding each time: whether the index has the asset-ch
 materialization the check ran on (``fetch_materializations`` of the newest materialization of one
 partition: the answer is remembered while one indexed read shows the same newest row and wipe record,
 :meth:`PooledSqliteEventLogStorage.fetch_materializations`). ``tests/defs/test_sqlite_storage.py`` stores
-the same run through this class and through Dagster's own and compares every row of every file, and
+the same runs through this class and through Dagster's own and compares every row of every file, and
 compares the remembered answers with Dagster's after newer runs, a wipe and a deleted run.
+
+Log lines, step events and asset check events, nine in ten of a daily run's events, are written
+through the DB-API cursor with one encoding of each event (:meth:`PooledSqliteEventLogStorage.store_event`:
+the same rows Dagster's own code writes, which builds a SQLAlchemy statement per row and encodes a check
+result three times); asset events and run status events go Dagster's own way.
 
 When Dagster creates a run it logs one planned event per asset and per asset check of the job (382 a
 daily run), each its own transaction in each file it goes to. Dagster hands them as one batch when
@@ -50,7 +55,12 @@ import dagster as dg
 import sqlalchemy as sa
 
 try:
-    from dagster._core.storage.event_log.schema import AssetKeyTable, SqlEventLogStorageTable
+    from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+    from dagster._core.storage.event_log.schema import (
+        AssetCheckExecutionsTable,
+        AssetKeyTable,
+        SqlEventLogStorageTable,
+    )
     from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
         INDEX_SHARD_NAME,
         SqliteEventLogStorage,
@@ -69,22 +79,30 @@ __all__ = ["PRIVATE_API", "PooledSqliteEventLogStorage", "check_private_api", "s
 PRIVATE_API: dict[str, tuple[str, ...]] = {
     "SqliteEventLogStorage (methods)": ("_connect", "_initdb", "conn_string_for_shard", "path_for_shard",
                                         "from_config_value", "wipe", "dispose", "store_event", "has_table",
-                                        "fetch_materializations", "delete_events"),
+                                        "fetch_materializations", "delete_events", "_event_to_row",
+                                        "supports_asset_checks"),
     "SqliteEventLogStorage (instance attributes)": ("_initialized_dbs", "_db_lock"),
     "DagsterInstance (methods)": ("_get_event_batch_size",),
     "event_logs (columns)": ("id", "run_id", "timestamp", "asset_key", "dagster_event_type", "partition"),
     "asset_keys (columns)": ("asset_key", "asset_details"),
+    "asset_check_executions (columns)": ("asset_key", "check_name", "partition", "run_id", "execution_status",
+                                         "evaluation_event", "evaluation_event_timestamp",
+                                         "evaluation_event_storage_id", "materialization_event_storage_id"),
 }
 """What :class:`PooledSqliteEventLogStorage` uses of Dagster's private SQLite event log, besides the
 imported names (``INDEX_SHARD_NAME``, ``SQLITE_BUSY_TIMEOUT_SECONDS``, ``SqliteRunStorage``,
-``SqliteScheduleStorage``, the index's tables ``SqlEventLogStorageTable`` and ``AssetKeyTable``): the
-methods it overrides or calls, the instance's reading of ``DAGSTER_EVENT_BATCH_SIZE``
-(:func:`enable_event_batches`), and the index's columns :func:`_newest_materialization` reads."""
+``SqliteScheduleStorage``, the event kinds ``ASSET_EVENTS``, ``ASSET_CHECK_EVENTS`` and
+``EVENT_TYPE_TO_PIPELINE_RUN_STATUS``, the tables ``SqlEventLogStorageTable``, ``AssetKeyTable`` and
+``AssetCheckExecutionsTable``): the methods it overrides or calls, the instance's reading of
+``DAGSTER_EVENT_BATCH_SIZE`` (:func:`enable_event_batches`), and the columns it reads
+(:func:`_newest_materialization`) and writes (:meth:`PooledSqliteEventLogStorage.store_event`)."""
 
 _OWNERS = {"SqliteEventLogStorage (methods)": ("SqliteEventLogStorage", lambda name: hasattr(SqliteEventLogStorage, name)),
            "DagsterInstance (methods)": ("DagsterInstance", lambda name: hasattr(dg.DagsterInstance, name)),
            "event_logs (columns)": ("event_logs", lambda name: name in SqlEventLogStorageTable.c),
-           "asset_keys (columns)": ("asset_keys", lambda name: name in AssetKeyTable.c)}
+           "asset_keys (columns)": ("asset_keys", lambda name: name in AssetKeyTable.c),
+           "asset_check_executions (columns)": ("asset_check_executions",
+                                                lambda name: name in AssetCheckExecutionsTable.c)}
 
 
 @functools.cache
@@ -100,6 +118,32 @@ def _newest_materialization() -> sa.Select:
                    events.c.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION.value,
                    events.c.partition == sa.bindparam("partition"))
             .order_by(events.c.id.desc()).limit(1))
+
+
+_SQLITE = sa.dialects.sqlite.pysqlite.dialect()
+
+
+@functools.cache
+def _insert(table: sa.Table, columns: tuple[str, ...]) -> tuple[str, tuple]:
+    """``INSERT INTO <table> (<columns>) VALUES (?, ...)`` and each column's SQLAlchemy bind processor
+    on SQLite (dates are stored as SQLAlchemy stores them), for the DB-API cursor."""
+    processors = tuple(table.c[name].type.dialect_impl(_SQLITE).bind_processor(_SQLITE) for name in columns)
+    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    return sql, processors
+
+
+def _values(row: dict[str, Any], processors: tuple) -> tuple:
+    return tuple(value if process is None or value is None else process(value)
+                 for value, process in zip(row.values(), processors, strict=True))
+
+
+_CHECK_STATUS = {True: "SUCCEEDED", False: "FAILED"}
+"""``AssetCheckExecutionRecordStatus`` values of an evaluation that passed and one that did not."""
+_UPDATE_CHECK_EXECUTION = (
+    "UPDATE asset_check_executions SET execution_status = ?, evaluation_event = ?, evaluation_event_timestamp = ?, "
+    "evaluation_event_storage_id = ?, materialization_event_storage_id = ?, partition = ? "
+    "WHERE asset_key = ? AND check_name = ? AND run_id = ? AND partition IS ?"
+)
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
@@ -227,6 +271,72 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 conn.close()
         for shard in batch:
             self._touch(shard)
+
+    def store_event(self, event: dg.EventLogEntry) -> None:
+        """Store ``event`` exactly as ``SqliteEventLogStorage.store_event`` does; log lines, step events and
+        asset check events (three quarters of a daily run's) through the DB-API cursor.
+
+        Dagster builds a SQLAlchemy statement for each row it writes and, for an asset check event, encodes
+        the event again for the asset-check table (twice for a check result, whose update finds no planned
+        row when the run is partitioned and the check is not, then inserts). Here the event is encoded once
+        (``_event_to_row``) and the same rows are written: the event in the run's file; a check event also
+        in the index, then its planned row(s) inserted, or its result updating the run's planned row of the
+        same partition or else inserted, in the index's transaction. Asset events, run status events and
+        checks reported outside a run take Dagster's own path. ``tests/defs/test_sqlite_storage.py`` stores
+        the same runs through Dagster's own class and compares every row.
+        """
+        kind = event.dagster_event_type
+        if kind in ASSET_EVENTS or kind in EVENT_TYPE_TO_PIPELINE_RUN_STATUS or (kind in ASSET_CHECK_EVENTS
+                                                                                 and not event.run_id):
+            super().store_event(event)
+            return
+        row = self._event_to_row(event)
+        sql, processors = _insert(SqlEventLogStorageTable, tuple(row))
+        values = _values(row, processors)
+        with self.run_connection(event.run_id) as conn:
+            conn.connection.dbapi_connection.execute(sql, values)
+        if kind not in ASSET_CHECK_EVENTS:
+            return
+        if not self.supports_asset_checks:
+            raise dg.DagsterInvariantViolationError(
+                "Asset checks require a database schema migration. Run `dagster instance migrate`.")
+        with self.index_connection() as conn:
+            cursor = conn.connection.dbapi_connection.cursor()
+            cursor.execute(sql, values)
+            self._store_check_execution(cursor, event, row, cursor.lastrowid)
+
+    @staticmethod
+    def _store_check_execution(cursor: Any, event: dg.EventLogEntry, row: dict[str, Any], event_id: int) -> None:
+        """The asset-check table's row(s) for a check event of a run, as Dagster's
+        ``_store_asset_check_evaluation_planned`` and ``_update_asset_check_evaluation`` write them."""
+        data = event.get_dagster_event().event_specific_data
+        asset_key, encoded = data.asset_key.to_string(), row["event"]
+        if event.dagster_event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
+            partitions = data.partitions_subset.get_partition_keys() if data.partitions_subset else [None]
+            sql, processors = _insert(AssetCheckExecutionsTable, (
+                "asset_key", "check_name", "partition", "run_id", "execution_status", "evaluation_event",
+                "evaluation_event_timestamp", "evaluation_event_storage_id"))
+            cursor.executemany(sql, [_values({"asset_key": asset_key, "check_name": data.check_name, "partition": p,
+                                              "run_id": event.run_id, "execution_status": "PLANNED",
+                                              "evaluation_event": encoded, "evaluation_event_timestamp": row["timestamp"],
+                                              "evaluation_event_storage_id": event_id}, processors)
+                                     for p in partitions])
+            return
+        target = data.target_materialization_data.storage_id if data.target_materialization_data else None
+        columns = {"asset_key": asset_key, "check_name": data.check_name, "run_id": event.run_id,
+                   "execution_status": _CHECK_STATUS[bool(data.passed)], "evaluation_event": encoded,
+                   "evaluation_event_timestamp": row["timestamp"], "evaluation_event_storage_id": event_id,
+                   "materialization_event_storage_id": target, "partition": data.partition}
+        sql, processors = _insert(AssetCheckExecutionsTable, tuple(columns))
+        values = _values(columns, processors)
+        cursor.execute(_UPDATE_CHECK_EXECUTION, (*values[3:], asset_key, data.check_name, event.run_id, data.partition))
+        updated = cursor.rowcount
+        if updated == 0:
+            cursor.execute(sql, values)
+        elif updated > 1:
+            raise dg.DagsterInvariantViolationError(
+                f"Updated {updated} rows for asset check evaluation {data.asset_check_key} as a result of duplicate "
+                "AssetCheckPlanned events.")
 
     def has_table(self, table_name: str) -> bool:
         """Dagster's answer, remembered once a table is found (tables are only ever added, by

@@ -76,10 +76,21 @@ def downstream():
     yield dg.AssetCheckResult(check_name="unique", passed=True)
 
 
-def _run_logs(day: str = DAY) -> list:
-    """The event log of one run of a small daily job whose assets report asset checks."""
+@dg.asset(check_specs=[dg.AssetCheckSpec("fresh", asset="whole", blocking=True)])
+def whole(context):
+    context.log.info("a log line of the step")
+    yield dg.MaterializeResult()
+    yield dg.AssetCheckResult(check_name="fresh", passed=False)
+
+
+def _run_logs(day: str | None = DAY) -> list:
+    """The event log of one run of a small daily job whose assets report asset checks (``day`` None: of an
+    unpartitioned asset whose blocking check fails)."""
     with dg.DagsterInstance.ephemeral() as instance:
-        result = dg.materialize([upstream, downstream], partition_key=day, instance=instance)
+        if day is None:
+            result = dg.materialize([whole], instance=instance, raise_on_error=False)
+        else:
+            result = dg.materialize([upstream, downstream], partition_key=day, instance=instance)
         return list(instance.all_logs(result.run_id))
 
 
@@ -107,22 +118,28 @@ def _dump(folder: Path) -> dict:
     return out
 
 
-def test_the_pooled_event_log_stores_a_run_as_dagsters_own_does(tmp_path):
-    logs = _run_logs()
-    assert {e.dagster_event_type for e in logs} >= {dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED,
-                                                    dg.DagsterEventType.ASSET_CHECK_EVALUATION}
+def test_the_pooled_event_log_stores_runs_as_dagsters_own_does(tmp_path):
+    runs = [_run_logs(), _run_logs(None), _run_logs("2026-11-02")]
+    kinds = {e.dagster_event_type for logs in runs for e in logs}
+    assert kinds >= {dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED, dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+                     dg.DagsterEventType.STEP_FAILURE, None}  # None: a log line
     pooled = sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path / "pooled"))
     stock = sqlite_storage.SqliteEventLogStorage(str(tmp_path / "stock"))
     try:
-        _store(pooled, logs)
-        for entry in logs:
-            stock.store_event(entry)
+        for logs in runs:
+            _store(pooled, logs)
+            for entry in logs:
+                stock.store_event(entry)
     finally:
         pooled.dispose()
         stock.dispose()
     pooled_rows, stock_rows = _dump(tmp_path / "pooled"), _dump(tmp_path / "stock")
     assert pooled_rows == stock_rows
-    assert len(pooled_rows["index.db", "asset_check_executions"]) >= 6
+    checks = pooled_rows["index.db", "asset_check_executions"]
+    # the partitioned runs' results are rows of their own (Dagster's planned rows name the partition, the
+    # unpartitioned checks' results do not); the unpartitioned run's result replaced its planned row
+    assert sorted(r[5] for r in checks if r[2] == "fresh") == ["FAILED"]
+    assert sorted(r[5] for r in checks if r[2] == "small") == ["FAILED", "FAILED", "PLANNED", "PLANNED"]
 
 
 def test_a_batch_that_fails_leaves_nothing_stored(tmp_path):
