@@ -25,7 +25,7 @@ import dagster as dg
 from rank_pipeline.defs.instance import error_line
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
-from rank_pipeline.models import SourceTable, load_project, run_tests
+from rank_pipeline.models import SourceTable, loaded_project, run_tests
 from rank_pipeline.ops import history
 from rank_pipeline.settings import models_dir
 
@@ -180,7 +180,7 @@ def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> li
 def _history_table() -> SourceTable | None:
     """The ``ops.run_history`` declaration of the models project (None when the project has none, e.g.
     an older copy of ``dbt_like_sql/`` in ``RANK_PIPELINE_MODELS_DIR``)."""
-    return load_project(models_dir()).tables.get(history.TABLE)
+    return loaded_project(models_dir()).tables.get(history.TABLE)
 
 
 def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:

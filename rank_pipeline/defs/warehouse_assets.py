@@ -19,7 +19,6 @@ against the manifest needs no check: the load itself refuses a snapshot that dis
 
 
 from datetime import date
-from pathlib import Path
 
 import dagster as dg
 
@@ -37,7 +36,7 @@ from rank_pipeline.defs.table_metadata import (
     engine_in_use,
     table_name,
 )
-from rank_pipeline.models import Project, load_project
+from rank_pipeline.models import loaded_project
 from rank_pipeline.models.engines import ENGINES
 from rank_pipeline.settings import ShardPlan, dashboard_url_from_env, models_dir
 from rank_pipeline.shape import ShapeResult
@@ -105,7 +104,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
         engine = model_engine.open(warehouse)
         loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
         context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
-        shape = check_shape(_models_project(), warehouse.snapshot_store_uri, first, last,
+        shape = check_shape(loaded_project(models_dir()), warehouse.snapshot_store_uri, first, last,
                             warehouse.paths.vendor_fields, warehouse.paths.cache_dir / "shape")
         for line in shape.lines():
             context.log.error(f"{SHAPE_CHECK}: {line}")
@@ -122,30 +121,6 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
             yield _shape_result(key, shape.results[endpoint], shape.new_fields.get(endpoint, {}))
 
     return load_raw_tables
-
-
-_loaded_projects: dict[Path, tuple[tuple, Project]] = {}
-
-
-def _models_project() -> Project:
-    """The models project (``RANK_PIPELINE_MODELS_DIR``) for the vendor-shape check, parsed again only when
-    a file of its folder was added, removed or changed since this process last parsed it (every run
-    needs it; parsing its ``.yml`` and ``.sql`` files takes a good part of a second)."""
-    root = models_dir().resolve()
-    stamp = _folder_stamp(root)
-    loaded = _loaded_projects.get(root)
-    if stamp is None or loaded is None or loaded[0] != stamp:
-        loaded = _loaded_projects[root] = (stamp, load_project(root))
-    return loaded[1]
-
-
-def _folder_stamp(root: Path) -> tuple | None:
-    """Every file under ``root`` with its modification time and size (None: the folder changed meanwhile)."""
-    try:
-        return tuple((str(path), stat.st_mtime_ns, stat.st_size)
-                     for path in sorted(root.rglob("*")) if path.is_file() for stat in [path.stat()])
-    except OSError:
-        return None
 
 
 load_raw_tables = build_load_raw_tables()
