@@ -95,7 +95,7 @@ imported names (``INDEX_SHARD_NAME``, ``SQLITE_BUSY_TIMEOUT_SECONDS``, ``SqliteR
 ``EVENT_TYPE_TO_PIPELINE_RUN_STATUS``, the tables ``SqlEventLogStorageTable``, ``AssetKeyTable`` and
 ``AssetCheckExecutionsTable``): the methods it overrides or calls, the instance's reading of
 ``DAGSTER_EVENT_BATCH_SIZE`` (:func:`enable_event_batches`), and the columns it reads
-(:func:`_newest_materialization`) and writes (:meth:`PooledSqliteEventLogStorage.store_event`)."""
+(:data:`_NEWEST_MATERIALIZATION`) and writes (:meth:`PooledSqliteEventLogStorage.store_event`)."""
 
 _OWNERS = {"SqliteEventLogStorage (methods)": ("SqliteEventLogStorage", lambda name: hasattr(SqliteEventLogStorage, name)),
            "DagsterInstance (methods)": ("DagsterInstance", lambda name: hasattr(dg.DagsterInstance, name)),
@@ -105,19 +105,14 @@ _OWNERS = {"SqliteEventLogStorage (methods)": ("SqliteEventLogStorage", lambda n
                                                 lambda name: name in AssetCheckExecutionsTable.c)}
 
 
-@functools.cache
-def _newest_materialization() -> sa.Select:
-    """The newest materialization row of one asset partition in the index (its storage id, run and time)
-    and the asset's wipe record (``asset_details``): what :meth:`PooledSqliteEventLogStorage.fetch_materializations`
-    compares. Bound: ``asset_key`` (``AssetKey.to_string()``), ``partition``. Indexed by Dagster's
-    ``idx_events_by_asset_partition``."""
-    events, assets = SqlEventLogStorageTable, AssetKeyTable
-    wipe = sa.select(assets.c.asset_details).where(assets.c.asset_key == sa.bindparam("asset_key")).scalar_subquery()
-    return (sa.select(events.c.id, events.c.run_id, events.c.timestamp, wipe)
-            .where(events.c.asset_key == sa.bindparam("asset_key"),
-                   events.c.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION.value,
-                   events.c.partition == sa.bindparam("partition"))
-            .order_by(events.c.id.desc()).limit(1))
+_NEWEST_MATERIALIZATION = (
+    "SELECT id, run_id, timestamp, (SELECT asset_details FROM asset_keys WHERE asset_key = :asset_key) "
+    "FROM event_logs WHERE asset_key = :asset_key AND dagster_event_type = 'ASSET_MATERIALIZATION' "
+    "AND partition = :partition ORDER BY id DESC LIMIT 1"
+)
+"""The newest materialization row of one asset partition in the index (its storage id, run and time)
+and the asset's wipe record (``asset_details``): what :meth:`PooledSqliteEventLogStorage.fetch_materializations`
+compares. Indexed by Dagster's ``idx_events_by_asset_partition``."""
 
 
 _SQLITE = sa.dialects.sqlite.pysqlite.dialect()
@@ -358,7 +353,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         check result of a partitioned step, to name the materialization the check ran on: ten tests of a
         model are ten reads and ten decodings of the same event, with its column schema and lineage.
         Whether the remembered answer still holds is asked of the index every time, in one indexed
-        read (:func:`_newest_materialization`): the newest row's storage id, run and time, and the
+        read (:data:`_NEWEST_MATERIALIZATION`): the newest row's storage id, run and time, and the
         asset's wipe record, as they were when Dagster answered. Any materialization stored since (by
         this process or another), a wipe or a deleted run changes one of them, and Dagster answers again.
         """
@@ -370,8 +365,8 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         (partition,) = records_filter.asset_partitions
         key = (records_filter.asset_key, partition)
         with self.index_connection() as conn:  # read before Dagster's answer: a later write only forgets
-            row = conn.execute(_newest_materialization(), {"asset_key": records_filter.asset_key.to_string(),
-                                                           "partition": partition}).first()
+            row = conn.connection.dbapi_connection.execute(_NEWEST_MATERIALIZATION, {
+                "asset_key": records_filter.asset_key.to_string(), "partition": partition}).fetchone()
         signature = tuple(row) if row is not None else None
         remembered = self._newest.get(key)
         if remembered is not None and signature is not None and remembered[0] == signature:
