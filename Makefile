@@ -8,7 +8,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP         := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale bench-shape lint lock \
+.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale bench-shape bench-overhead lint lock \
         docs clean dashboard dashboard-env dashboard-env-try browser lock-dashboards \
         postgres-server postgres-server-try
 
@@ -82,6 +82,11 @@ bench: bench-extract bench-models bench-shape
 ## The vendor-shape check and profile at 50,000 keywords a day, as ratios (benchmarks/shape.py).
 bench-shape: env
 	$(BIN)/python benchmarks/shape.py
+
+## A day's bookkeeping (Dagster's run, events, checks, metadata, history, publish) against its SQL and
+## extraction, at the demo's size and 5,000 and 50,000 keywords, as ratios (benchmarks/overhead.py, ~5 min).
+bench-overhead: env
+	$(BIN)/python benchmarks/overhead.py
 
 bench-extract: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/extract.py

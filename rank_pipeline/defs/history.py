@@ -25,17 +25,22 @@ import dagster as dg
 from rank_pipeline.defs.instance import error_line
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
-from rank_pipeline.models import SourceTable, load_project, run_tests
+from rank_pipeline.models import SourceTable, loaded_project, run_tests
 from rank_pipeline.ops import history
 from rank_pipeline.settings import models_dir
 
-__all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_HISTORY_KEY",
+__all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY",
            "build_run_history_asset", "run_facts", "stage_of"]
 
 RUN_HISTORY_KEY = dg.AssetKey(["ops", "run_history"])
 EXTRACT_STEP = "extract_snapshots"
 LOAD_STEP = "load_raw_tables"
 PUBLISH_STEPS = ("ops__run_history", "warehouse__published")
+RUN_FACT_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
+                   dg.DagsterEventType.ASSET_CHECK_EVALUATION, dg.DagsterEventType.ASSET_MATERIALIZATION,
+                   dg.DagsterEventType.RUN_FAILURE}
+"""The kinds of event :func:`run_facts` reads: a run's log is read with these only (``all_logs(of_type=...)``),
+not its planned events, outputs and log lines, about two thirds of it."""
 CATCH_UP_LIMIT = 200
 """Finished runs without final rows written by one run (newest first); older ones follow next runs."""
 
@@ -165,7 +170,7 @@ def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> li
         if not pending:
             break
         for record in pending:
-            facts = run_facts(record, instance.all_logs(record.dagster_run.run_id))
+            facts = run_facts(record, instance.all_logs(record.dagster_run.run_id, of_type=RUN_FACT_EVENTS))
             if facts is not None:
                 out.append(facts)
         cursor = records[-1].dagster_run.run_id
@@ -175,7 +180,7 @@ def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> li
 def _history_table() -> SourceTable | None:
     """The ``ops.run_history`` declaration of the models project (None when the project has none, e.g.
     an older copy of ``dbt_like_sql/`` in ``RANK_PIPELINE_MODELS_DIR``)."""
-    return load_project(models_dir()).tables.get(history.TABLE)
+    return loaded_project(models_dir()).tables.get(history.TABLE)
 
 
 def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
@@ -199,7 +204,8 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
         with warehouse.warehouse().connect() as con:
             final = history.final_run_ids(con)
             others = _catch_up(instance, final, run_id)
-            own_log = instance.all_logs(run_id)  # read once: the second pass only adds this step's checks
+            # read once: the second pass only adds this step's checks
+            own_log = instance.all_logs(run_id, of_type=RUN_FACT_EVENTS)
             own = run_facts(record, own_log, now=datetime.now(UTC))
             written = history.upsert(con, [*others, *([own] if own else [])])
             results = run_tests(con, table, None) if table is not None else []

@@ -44,7 +44,7 @@ from rank_pipeline.defs.table_metadata import (
     relation_key,
     table_name,
 )
-from rank_pipeline.models import Model, Project, Seed, load_project
+from rank_pipeline.models import Model, Project, Seed, loaded_project
 from rank_pipeline.models.engines import ENGINES, ModelEngine
 from rank_pipeline.models.lineage import project_lineage
 from rank_pipeline.models.testing import TestResult
@@ -185,7 +185,7 @@ def build_model_assets(project_dir: Path | None = None, engine: str | None = Non
     Raises:
         rank_pipeline.models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
-    project = load_project(project_dir if project_dir is not None else models_dir())
+    project = loaded_project(project_dir if project_dir is not None else models_dir())
     engine = engine or engine_in_use()
     assets = [_seed_asset(seed, project, engine) for seed in project.seeds.values()]
     models = project.topological_order()

@@ -2,11 +2,30 @@
 
 Dagster's stock SQLite event log opens a new SQLAlchemy engine and connection for every event, commits
 it with a full ``fsync`` and closes the connection, and closing the last connection of a WAL database
-checkpoints it (more ``fsync``). A daily run stores about 550-800 events (about 250 of them asset-check
-events, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps one engine and one
+checkpoints it (more ``fsync``). A daily run stores about 1,260 events (668 of them asset-check events:
+a planned one and a result for each of the 334 checks, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps one engine and one
 pooled connection per shard, and commits with ``PRAGMA synchronous=NORMAL`` (safe in WAL mode: a crash
 of the process loses nothing committed; a power cut can lose the last few events, never corrupt the
 file).
+
+For each asset check result Dagster also asks the event log two questions, which this class answers
+without a new engine or a decoding each time: whether the index has the asset-check table
+(``has_table``: the stock answer opens a new SQLite engine; a table found is remembered) and which
+materialization the check ran on (``fetch_materializations`` of the newest materialization of one
+partition: the answer is remembered while one indexed read shows the same newest row and wipe record,
+:meth:`PooledSqliteEventLogStorage.fetch_materializations`). ``tests/defs/test_sqlite_storage.py`` stores
+the same runs through this class and through Dagster's own and compares every row of every file, and
+compares the remembered answers with Dagster's after newer runs, a wipe and a deleted run.
+
+Log lines, step events and asset check events, nine in ten of a daily run's events, are written
+through the DB-API cursor with one encoding of each event (:meth:`PooledSqliteEventLogStorage.store_event`:
+the same rows Dagster's own code writes, which builds a SQLAlchemy statement per row and encodes a check
+result three times); asset events and run status events go Dagster's own way.
+
+When Dagster creates a run it logs one planned event per asset and per asset check of the job (382 a
+daily run), each its own transaction in each file it goes to. Dagster hands them as one batch when
+``DAGSTER_EVENT_BATCH_SIZE`` is set, which opening this storage does (:func:`enable_event_batches`), and
+:meth:`PooledSqliteEventLogStorage.store_event_batch` stores a batch in one transaction per file.
 
 Kept, measured again (``benchmarks/run_storage.py --days 3``, the same daily job interleaved on the same
 2-core machine, medians; ``benchmarks/README.md``): in memory 13.4 s a day, stock SQLite 59.6 s, this
@@ -23,9 +42,11 @@ PostgreSQL (``RANK_PIPELINE_DAGSTER_PG_URL``) needs none of this: it is Dagster'
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,6 +55,12 @@ import dagster as dg
 import sqlalchemy as sa
 
 try:
+    from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+    from dagster._core.storage.event_log.schema import (
+        AssetCheckExecutionsTable,
+        AssetKeyTable,
+        SqlEventLogStorageTable,
+    )
     from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
         INDEX_SHARD_NAME,
         SqliteEventLogStorage,
@@ -51,12 +78,67 @@ __all__ = ["PRIVATE_API", "PooledSqliteEventLogStorage", "check_private_api", "s
 
 PRIVATE_API: dict[str, tuple[str, ...]] = {
     "SqliteEventLogStorage (methods)": ("_connect", "_initdb", "conn_string_for_shard", "path_for_shard",
-                                        "from_config_value", "wipe", "dispose"),
+                                        "from_config_value", "wipe", "dispose", "store_event", "has_table",
+                                        "fetch_materializations", "delete_events", "_event_to_row",
+                                        "supports_asset_checks"),
     "SqliteEventLogStorage (instance attributes)": ("_initialized_dbs", "_db_lock"),
+    "DagsterInstance (methods)": ("_get_event_batch_size",),
+    "event_logs (columns)": ("id", "run_id", "timestamp", "asset_key", "dagster_event_type", "partition"),
+    "asset_keys (columns)": ("asset_key", "asset_details"),
+    "asset_check_executions (columns)": ("asset_key", "check_name", "partition", "run_id", "execution_status",
+                                         "evaluation_event", "evaluation_event_timestamp",
+                                         "evaluation_event_storage_id", "materialization_event_storage_id"),
 }
 """What :class:`PooledSqliteEventLogStorage` uses of Dagster's private SQLite event log, besides the
 imported names (``INDEX_SHARD_NAME``, ``SQLITE_BUSY_TIMEOUT_SECONDS``, ``SqliteRunStorage``,
-``SqliteScheduleStorage``)."""
+``SqliteScheduleStorage``, the event kinds ``ASSET_EVENTS``, ``ASSET_CHECK_EVENTS`` and
+``EVENT_TYPE_TO_PIPELINE_RUN_STATUS``, the tables ``SqlEventLogStorageTable``, ``AssetKeyTable`` and
+``AssetCheckExecutionsTable``): the methods it overrides or calls, the instance's reading of
+``DAGSTER_EVENT_BATCH_SIZE`` (:func:`enable_event_batches`), and the columns it reads
+(:data:`_NEWEST_MATERIALIZATION`) and writes (:meth:`PooledSqliteEventLogStorage.store_event`)."""
+
+_OWNERS = {"SqliteEventLogStorage (methods)": ("SqliteEventLogStorage", lambda name: hasattr(SqliteEventLogStorage, name)),
+           "DagsterInstance (methods)": ("DagsterInstance", lambda name: hasattr(dg.DagsterInstance, name)),
+           "event_logs (columns)": ("event_logs", lambda name: name in SqlEventLogStorageTable.c),
+           "asset_keys (columns)": ("asset_keys", lambda name: name in AssetKeyTable.c),
+           "asset_check_executions (columns)": ("asset_check_executions",
+                                                lambda name: name in AssetCheckExecutionsTable.c)}
+
+
+_NEWEST_MATERIALIZATION = (
+    "SELECT id, run_id, timestamp, (SELECT asset_details FROM asset_keys WHERE asset_key = :asset_key) "
+    "FROM event_logs WHERE asset_key = :asset_key AND dagster_event_type = 'ASSET_MATERIALIZATION' "
+    "AND partition = :partition ORDER BY id DESC LIMIT 1"
+)
+"""The newest materialization row of one asset partition in the index (its storage id, run and time)
+and the asset's wipe record (``asset_details``): what :meth:`PooledSqliteEventLogStorage.fetch_materializations`
+compares. Indexed by Dagster's ``idx_events_by_asset_partition``."""
+
+
+_SQLITE = sa.dialects.sqlite.pysqlite.dialect()
+
+
+@functools.cache
+def _insert(table: sa.Table, columns: tuple[str, ...]) -> tuple[str, tuple]:
+    """``INSERT INTO <table> (<columns>) VALUES (?, ...)`` and each column's SQLAlchemy bind processor
+    on SQLite (dates are stored as SQLAlchemy stores them), for the DB-API cursor."""
+    processors = tuple(table.c[name].type.dialect_impl(_SQLITE).bind_processor(_SQLITE) for name in columns)
+    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    return sql, processors
+
+
+def _values(row: dict[str, Any], processors: tuple) -> tuple:
+    return tuple(value if process is None or value is None else process(value)
+                 for value, process in zip(row.values(), processors, strict=True))
+
+
+_CHECK_STATUS = {True: "SUCCEEDED", False: "FAILED"}
+"""``AssetCheckExecutionRecordStatus`` values of an evaluation that passed and one that did not."""
+_UPDATE_CHECK_EXECUTION = (
+    "UPDATE asset_check_executions SET execution_status = ?, evaluation_event = ?, evaluation_event_timestamp = ?, "
+    "evaluation_event_storage_id = ?, materialization_event_storage_id = ?, partition = ? "
+    "WHERE asset_key = ? AND check_name = ? AND run_id = ? AND partition IS ?"
+)
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
@@ -69,10 +151,16 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     """
 
     max_engines = 8
+    max_remembered = 64
 
     def __init__(self, base_dir: str, inst_data: Any = None):
         self._engines: OrderedDict[str, sa.Engine] = OrderedDict()
         self._engines_pid = os.getpid()
+        self._tables: set[str] = set()
+        self._newest: OrderedDict[tuple[dg.AssetKey, str], tuple[tuple, dg.EventRecordsResult]] = OrderedDict()
+        self._newest_lock = threading.Lock()
+        self._local = threading.local()
+        enable_event_batches()
         super().__init__(base_dir, inst_data=inst_data)
 
     @classmethod
@@ -101,6 +189,12 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[sa.Connection]:
+        batch = getattr(self._local, "batch", None)
+        if batch is not None:  # within store_event_batch: one connection and transaction per shard
+            if shard not in batch:
+                batch[shard] = self._enter_batch_connection(shard)
+            yield batch[shard][0]
+            return
         with self._db_lock:
             engine = self._engine(shard)
             if shard not in self._initialized_dbs:
@@ -112,13 +206,189 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 with conn.begin():
                     yield conn
                 changed = raw.total_changes != before
-            if changed and shard != INDEX_SHARD_NAME:
-                # Dagster's watcher (live run view) listens for changes of <run_id>.db; with a kept
-                # connection the write sits in the WAL file, so signal it
+            if changed:
+                self._touch(shard)
+
+    def _touch(self, shard: str) -> None:
+        if shard != INDEX_SHARD_NAME:
+            # Dagster's watcher (live run view) listens for changes of <run_id>.db; with a kept
+            # connection the write sits in the WAL file, so signal it
+            try:
+                os.utime(self.path_for_shard(shard))
+            except OSError:
+                pass
+
+    def _enter_batch_connection(self, shard: str) -> tuple[sa.Connection, Any]:
+        with self._db_lock:
+            engine = self._engine(shard)
+            if shard not in self._initialized_dbs:
+                self._initdb(engine)
+                self._initialized_dbs.add(shard)
+        conn = engine.connect()
+        try:
+            return conn, conn.begin()
+        except BaseException:
+            conn.close()
+            raise
+
+    def store_event_batch(self, events: Sequence[dg.EventLogEntry]) -> None:
+        """Store ``events`` as :meth:`store_event` does each, in one transaction per database file.
+
+        Dagster hands a batch only for the events it marks so (the planned materializations and check
+        evaluations it logs when it creates a run, a few hundred a run here) and only when
+        ``DAGSTER_EVENT_BATCH_SIZE`` is set (:func:`enable_event_batches`). On any error nothing of the
+        batch is kept and the error is raised: Dagster then stores the events one by one.
+        """
+        if getattr(self._local, "batch", None) is not None:
+            for event in events:
+                self.store_event(event)
+            return
+        batch: dict[str, tuple[sa.Connection, Any]] = {}
+        self._local.batch = batch
+        try:
+            for event in events:
+                self.store_event(event)
+        except BaseException:
+            self._local.batch = None
+            for conn, transaction in batch.values():
                 try:
-                    os.utime(self.path_for_shard(shard))
-                except OSError:
-                    pass
+                    transaction.rollback()
+                finally:
+                    conn.close()
+            raise
+        self._local.batch = None
+        try:  # the run's own file first: should the index's commit fail, Dagster's one-by-one retry
+            # repeats events in the run's log, never rows of the index's summary tables
+            for shard in sorted(batch, key=lambda name: name == INDEX_SHARD_NAME):
+                batch[shard][1].commit()
+        finally:
+            for conn, _ in batch.values():
+                conn.close()
+        for shard in batch:
+            self._touch(shard)
+
+    def store_event(self, event: dg.EventLogEntry) -> None:
+        """Store ``event`` exactly as ``SqliteEventLogStorage.store_event`` does; log lines, step events and
+        asset check events (three quarters of a daily run's) through the DB-API cursor.
+
+        Dagster builds a SQLAlchemy statement for each row it writes and, for an asset check event, encodes
+        the event again for the asset-check table (twice for a check result, whose update finds no planned
+        row when the run is partitioned and the check is not, then inserts). Here the event is encoded once
+        (``_event_to_row``) and the same rows are written: the event in the run's file; a check event also
+        in the index, then its planned row(s) inserted, or its result updating the run's planned row of the
+        same partition or else inserted, in the index's transaction. Asset events, run status events and
+        checks reported outside a run take Dagster's own path. ``tests/defs/test_sqlite_storage.py`` stores
+        the same runs through Dagster's own class and compares every row.
+        """
+        kind = event.dagster_event_type
+        if kind in ASSET_EVENTS or kind in EVENT_TYPE_TO_PIPELINE_RUN_STATUS or (kind in ASSET_CHECK_EVENTS
+                                                                                 and not event.run_id):
+            super().store_event(event)
+            return
+        row = self._event_to_row(event)
+        sql, processors = _insert(SqlEventLogStorageTable, tuple(row))
+        values = _values(row, processors)
+        with self.run_connection(event.run_id) as conn:
+            conn.connection.dbapi_connection.execute(sql, values)
+        if kind not in ASSET_CHECK_EVENTS:
+            return
+        if not self.supports_asset_checks:
+            raise dg.DagsterInvariantViolationError(
+                "Asset checks require a database schema migration. Run `dagster instance migrate`.")
+        with self.index_connection() as conn:
+            cursor = conn.connection.dbapi_connection.cursor()
+            cursor.execute(sql, values)
+            self._store_check_execution(cursor, event, row, cursor.lastrowid)
+
+    @staticmethod
+    def _store_check_execution(cursor: Any, event: dg.EventLogEntry, row: dict[str, Any], event_id: int) -> None:
+        """The asset-check table's row(s) for a check event of a run, as Dagster's
+        ``_store_asset_check_evaluation_planned`` and ``_update_asset_check_evaluation`` write them."""
+        data = event.get_dagster_event().event_specific_data
+        asset_key, encoded = data.asset_key.to_string(), row["event"]
+        if event.dagster_event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
+            partitions = data.partitions_subset.get_partition_keys() if data.partitions_subset else [None]
+            sql, processors = _insert(AssetCheckExecutionsTable, (
+                "asset_key", "check_name", "partition", "run_id", "execution_status", "evaluation_event",
+                "evaluation_event_timestamp", "evaluation_event_storage_id"))
+            cursor.executemany(sql, [_values({"asset_key": asset_key, "check_name": data.check_name, "partition": p,
+                                              "run_id": event.run_id, "execution_status": "PLANNED",
+                                              "evaluation_event": encoded, "evaluation_event_timestamp": row["timestamp"],
+                                              "evaluation_event_storage_id": event_id}, processors)
+                                     for p in partitions])
+            return
+        target = data.target_materialization_data.storage_id if data.target_materialization_data else None
+        columns = {"asset_key": asset_key, "check_name": data.check_name, "run_id": event.run_id,
+                   "execution_status": _CHECK_STATUS[bool(data.passed)], "evaluation_event": encoded,
+                   "evaluation_event_timestamp": row["timestamp"], "evaluation_event_storage_id": event_id,
+                   "materialization_event_storage_id": target, "partition": data.partition}
+        sql, processors = _insert(AssetCheckExecutionsTable, tuple(columns))
+        values = _values(columns, processors)
+        cursor.execute(_UPDATE_CHECK_EXECUTION, (*values[3:], asset_key, data.check_name, event.run_id, data.partition))
+        updated = cursor.rowcount
+        if updated == 0:
+            cursor.execute(sql, values)
+        elif updated > 1:
+            raise dg.DagsterInvariantViolationError(
+                f"Updated {updated} rows for asset check evaluation {data.asset_check_key} as a result of duplicate "
+                "AssetCheckPlanned events.")
+
+    def has_table(self, table_name: str) -> bool:
+        """Dagster's answer, remembered once a table is found (tables are only ever added, by
+        migrations; :meth:`wipe` forgets). Dagster asks this for every asset check event it stores
+        (``supports_asset_checks``) and each answer opens a new SQLite engine."""
+        if table_name in self._tables:
+            return True
+        found = super().has_table(table_name)
+        if found:
+            self._tables.add(table_name)
+        return found
+
+    def fetch_materializations(self, records_filter: dg.AssetKey | dg.AssetRecordsFilter, limit: int,
+                               cursor: str | None = None, ascending: bool = False) -> dg.EventRecordsResult:
+        """Dagster's answer; the newest materialization of one asset partition is remembered and given
+        again while it is still the newest.
+
+        Dagster asks exactly that (``limit=1``, newest first, one partition) before storing each asset
+        check result of a partitioned step, to name the materialization the check ran on: ten tests of a
+        model are ten reads and ten decodings of the same event, with its column schema and lineage.
+        Whether the remembered answer still holds is asked of the index every time, in one indexed
+        read (:data:`_NEWEST_MATERIALIZATION`): the newest row's storage id, run and time, and the
+        asset's wipe record, as they were when Dagster answered. Any materialization stored since (by
+        this process or another), a wipe or a deleted run changes one of them, and Dagster answers again.
+        """
+        if not (limit == 1 and cursor is None and not ascending and isinstance(records_filter, dg.AssetRecordsFilter)
+                and records_filter.asset_partitions is not None and len(records_filter.asset_partitions) == 1
+                and records_filter == dg.AssetRecordsFilter(records_filter.asset_key,
+                                                            records_filter.asset_partitions)):
+            return super().fetch_materializations(records_filter, limit, cursor, ascending)
+        (partition,) = records_filter.asset_partitions
+        key = (records_filter.asset_key, partition)
+        with self.index_connection() as conn:  # read before Dagster's answer: a later write only forgets
+            row = conn.connection.dbapi_connection.execute(_NEWEST_MATERIALIZATION, {
+                "asset_key": records_filter.asset_key.to_string(), "partition": partition}).fetchone()
+        signature = tuple(row) if row is not None else None
+        remembered = self._newest.get(key)
+        if remembered is not None and signature is not None and remembered[0] == signature:
+            return remembered[1]
+        result = super().fetch_materializations(records_filter, limit, cursor, ascending)
+        with self._newest_lock:
+            self._newest.pop(key, None)
+            if signature is not None and result.records and result.records[0].storage_id == signature[0]:
+                self._newest[key] = (signature, result)
+                while len(self._newest) > self.max_remembered:
+                    self._newest.popitem(last=False)
+        return result
+
+    def delete_events(self, run_id: str) -> None:
+        self._forget()
+        super().delete_events(run_id)
+
+    def _forget(self) -> None:
+        """Forget the tables found and the newest materializations (the index changed under them)."""
+        self._tables.clear()
+        with self._newest_lock:
+            self._newest.clear()
 
     def _dispose_engines(self) -> None:
         with self._db_lock:
@@ -128,11 +398,24 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
 
     def wipe(self) -> None:
         self._dispose_engines()
+        self._forget()
         super().wipe()
 
     def dispose(self) -> None:
         self._dispose_engines()
         super().dispose()
+
+
+EVENT_BATCH_SIZE_ENV = "DAGSTER_EVENT_BATCH_SIZE"
+EVENT_BATCH_SIZE = 1000
+
+
+def enable_event_batches() -> None:
+    """Let Dagster hand batches to :meth:`PooledSqliteEventLogStorage.store_event_batch`: it does only
+    when ``DAGSTER_EVENT_BATCH_SIZE`` is set in the environment of the process running the run (which
+    is where the storage is opened: the command line, or the run worker the daemon or the UI
+    launches); set to :data:`EVENT_BATCH_SIZE` unless already set."""
+    os.environ.setdefault(EVENT_BATCH_SIZE_ENV, str(EVENT_BATCH_SIZE))
 
 
 def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -182,10 +465,10 @@ def check_private_api(workdir: Path) -> list[str]:
     Opens a :class:`PooledSqliteEventLogStorage` in ``workdir`` (a scratch folder) to see its instance
     attributes, then disposes it.
     """
-    missing = [f"Dagster {dg.__version__}: SqliteEventLogStorage.{name} is gone ({kind}); "
+    missing = [f"Dagster {dg.__version__}: {owner}.{name} is gone ({kind}); "
                "PooledSqliteEventLogStorage in rank_pipeline/defs/sqlite_storage.py relies on it"
-               for kind, names in PRIVATE_API.items() if "methods" in kind
-               for name in names if not hasattr(SqliteEventLogStorage, name)]
+               for kind, names in PRIVATE_API.items() if kind in _OWNERS
+               for owner, has in [_OWNERS[kind]] for name in names if not has(name)]
     if missing:
         return missing
     storage = PooledSqliteEventLogStorage(str(workdir))

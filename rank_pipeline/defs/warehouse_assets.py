@@ -36,7 +36,7 @@ from rank_pipeline.defs.table_metadata import (
     engine_in_use,
     table_name,
 )
-from rank_pipeline.models import load_project
+from rank_pipeline.models import loaded_project
 from rank_pipeline.models.engines import ENGINES
 from rank_pipeline.settings import ShardPlan, dashboard_url_from_env, models_dir
 from rank_pipeline.shape import ShapeResult
@@ -104,7 +104,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
         engine = model_engine.open(warehouse)
         loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
         context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
-        shape = check_shape(load_project(models_dir()), warehouse.snapshot_store_uri, first, last,
+        shape = check_shape(loaded_project(models_dir()), warehouse.snapshot_store_uri, first, last,
                             warehouse.paths.vendor_fields, warehouse.paths.cache_dir / "shape")
         for line in shape.lines():
             context.log.error(f"{SHAPE_CHECK}: {line}")

@@ -12,8 +12,12 @@ from __future__ import annotations
 import atexit
 import threading
 from datetime import date
+from typing import TYPE_CHECKING
 
 from rank_pipeline.extract.day import AccountSource
+
+if TYPE_CHECKING:
+    from rank_pipeline.sandbox import World
 
 __all__ = ["EmbeddedSandbox"]
 
@@ -24,12 +28,14 @@ class EmbeddedSandbox:
     _instance: EmbeddedSandbox | None = None
     _lock = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, world: World | None = None) -> None:
+        """Start a sandbox serving ``world`` (default: the demo world). Only :meth:`get` and
+        :meth:`install` construct one."""
         from rank_pipeline.sandbox import SandboxServer, World, create_app
         from rank_pipeline.sandbox.shapes import parse_shape
         from rank_pipeline.settings import sandbox_shape_from_env
 
-        self.world = World()
+        self.world = world if world is not None else World()
         self.shape = parse_shape(sandbox_shape_from_env())  # RANK_SANDBOX_SHAPE: the keyword records' shape
         self._server = SandboxServer(create_app(self.world, shape=self.shape), host="127.0.0.1", port=0)
         self._server.__enter__()
@@ -42,6 +48,16 @@ class EmbeddedSandbox:
         with cls._lock:
             if cls._instance is None:
                 cls._instance = cls()
+            return cls._instance
+
+    @classmethod
+    def install(cls, world: World) -> EmbeddedSandbox:
+        """Make a sandbox serving ``world`` the process's sandbox (benchmarks: a scaled world,
+        ``WorldConfig.scaled``); one started before is stopped. Returns it."""
+        with cls._lock:
+            if cls._instance is not None:
+                cls._instance.close()
+            cls._instance = cls(world)
             return cls._instance
 
     def at(self, day: date) -> EmbeddedSandbox:

@@ -33,6 +33,7 @@ from rank_pipeline.models.project import (
     SourceTable,
     TestSpec,
     load_project,
+    loaded_project,
 )
 from rank_pipeline.models.runner import BuildResult, build, build_all, build_seed, incremental_sql
 from rank_pipeline.models.testing import TestResult, run_test, run_tests, test_sql
@@ -59,6 +60,7 @@ __all__ = [
     "build_seed",
     "incremental_sql",
     "load_project",
+    "loaded_project",
     "run_test",
     "run_tests",
     "sql_dependencies",

@@ -98,6 +98,7 @@ __all__ = [
     "UnitRows",
     "UnitTest",
     "load_project",
+    "loaded_project",
 ]
 
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -325,9 +326,10 @@ def _test_specs(entry: ModelEntry | SeedEntry | SourceEntry, blocking_default: b
     return columns, tests
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """SafeLoader that refuses a key repeated in one mapping (PyYAML keeps the last one silently,
-    which would drop e.g. a test's first ``blocking:`` without a word)."""
+    which would drop e.g. a test's first ``blocking:`` without a word); on libyaml's parser where PyYAML
+    has it (the project's ``.yml`` files are read at every definitions load and every raw load)."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -668,3 +670,33 @@ def _check_reference(project: Project, qualified: str, where: str) -> None:
         )
     if model.schema != schema:
         raise DependencyError(f"{where}: model {name} is in schema {model.schema}; write {model.qualified_name}")
+
+
+_loaded: dict[Path, tuple[tuple, Project]] = {}
+
+
+def loaded_project(project_dir: Path | str) -> Project:
+    """:func:`load_project` of ``project_dir``, parsed again only when a file of the folder was added,
+    removed or edited (its content) since this process last parsed it: the definitions, and each run's vendor-shape
+    check, read the same project (parsing its ``.yml`` and ``.sql`` files takes a good part of a second).
+    The project returned is shared: read it, never change it.
+
+    Raises:
+        ProjectError: as :func:`load_project`.
+    """
+    root = Path(project_dir).resolve()
+    stamp = _folder_stamp(root)
+    loaded = _loaded.get(root)
+    if stamp is None or loaded is None or loaded[0] != stamp:
+        loaded = _loaded[root] = (stamp, load_project(root))
+    return loaded[1]
+
+
+def _folder_stamp(root: Path) -> tuple | None:
+    """Every file under ``root`` with a digest of its content (a millisecond or two for the project's
+    files); None when the folder changed while it was read."""
+    try:
+        return tuple((str(path), hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+                     for path in sorted(root.rglob("*")) if path.is_file())
+    except OSError:
+        return None

@@ -6,10 +6,12 @@ uses, and when any other file of the project imports ``dagster._core``.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from rank_pipeline.defs import sqlite_storage
 from rank_pipeline.defs.instance import instance_config
@@ -54,3 +56,148 @@ def test_the_sqlite_instance_opens_and_records_a_run_through_the_pooled_event_lo
         assert result.success
         assert instance.get_latest_materialization_event(dg.AssetKey("one")) is not None
     assert (tmp_path / "history" / "runs.db").exists() and (tmp_path / "history" / "runs" / "index.db").exists()
+
+
+DAY = "2026-11-01"
+_daily = dg.DailyPartitionsDefinition(start_date="2026-01-01")
+
+
+@dg.asset(partitions_def=_daily, check_specs=[dg.AssetCheckSpec("positive", asset="upstream", blocking=True),
+                                              dg.AssetCheckSpec("small", asset="upstream")])
+def upstream():
+    yield dg.MaterializeResult(metadata={"rows": 3})
+    yield dg.AssetCheckResult(check_name="positive", passed=True)
+    yield dg.AssetCheckResult(check_name="small", passed=False, severity=dg.AssetCheckSeverity.WARN)
+
+
+@dg.asset(partitions_def=_daily, deps=[upstream], check_specs=[dg.AssetCheckSpec("unique", asset="downstream")])
+def downstream():
+    yield dg.MaterializeResult(metadata={"rows": 2})
+    yield dg.AssetCheckResult(check_name="unique", passed=True)
+
+
+@dg.asset(check_specs=[dg.AssetCheckSpec("fresh", asset="whole", blocking=True)])
+def whole(context):
+    context.log.info("a log line of the step")
+    yield dg.MaterializeResult()
+    yield dg.AssetCheckResult(check_name="fresh", passed=False)
+
+
+def _run_logs(day: str | None = DAY) -> list:
+    """The event log of one run of a small daily job whose assets report asset checks (``day`` None: of an
+    unpartitioned asset whose blocking check fails)."""
+    with dg.DagsterInstance.ephemeral() as instance:
+        if day is None:
+            result = dg.materialize([whole], instance=instance, raise_on_error=False)
+        else:
+            result = dg.materialize([upstream, downstream], partition_key=day, instance=instance)
+        return list(instance.all_logs(result.run_id))
+
+
+def _store(storage, logs: list) -> None:
+    """Store a run's events as Dagster does: the planned events in one batch, the others one by one."""
+    planned = {dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED, dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED}
+    storage.store_event_batch([e for e in logs if e.dagster_event_type in planned])
+    for entry in logs:
+        if entry.dagster_event_type not in planned:
+            storage.store_event(entry)
+
+
+def _dump(folder: Path) -> dict:
+    """Every row of every table of every SQLite file in ``folder``, without the columns the database
+    fills with the time of writing."""
+    import sqlite3
+
+    out = {}
+    for path in sorted(folder.glob("*.db")):
+        with sqlite3.connect(path) as con:
+            for (table,) in con.execute("select name from sqlite_master where type = 'table' order by name"):
+                columns = [f'"{c[1]}"' for c in con.execute(f'pragma table_info("{table}")')
+                           if c[1] not in ("create_timestamp", "update_timestamp", "migration_completed")]
+                out[path.name, table] = con.execute(f'select {", ".join(columns)} from "{table}" order by 1').fetchall()
+    return out
+
+
+def test_the_pooled_event_log_stores_runs_as_dagsters_own_does(tmp_path):
+    runs = [_run_logs(), _run_logs(None), _run_logs("2026-11-02")]
+    kinds = {e.dagster_event_type for logs in runs for e in logs}
+    assert kinds >= {dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED, dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+                     dg.DagsterEventType.STEP_FAILURE, None}  # None: a log line
+    pooled = sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path / "pooled"))
+    stock = sqlite_storage.SqliteEventLogStorage(str(tmp_path / "stock"))
+    try:
+        for logs in runs:
+            _store(pooled, logs)
+            for entry in logs:
+                stock.store_event(entry)
+    finally:
+        pooled.dispose()
+        stock.dispose()
+    pooled_rows, stock_rows = _dump(tmp_path / "pooled"), _dump(tmp_path / "stock")
+    assert pooled_rows == stock_rows
+    checks = pooled_rows["index.db", "asset_check_executions"]
+    # the partitioned runs' results are rows of their own (Dagster's planned rows name the partition, the
+    # unpartitioned checks' results do not); the unpartitioned run's result replaced its planned row
+    assert sorted(r[5] for r in checks if r[2] == "fresh") == ["FAILED"]
+    assert sorted(r[5] for r in checks if r[2] == "small") == ["FAILED", "FAILED", "PLANNED", "PLANNED"]
+
+
+def test_a_batch_that_fails_leaves_nothing_stored(tmp_path):
+    logs = _run_logs()
+    storage = sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path))
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - whatever Dagster raises for a non-event
+            storage.store_event_batch([*logs[:5], "not an event"])
+        assert storage.get_logs_for_run(logs[0].run_id) == []
+        storage.store_event_batch(logs[:5])
+        assert len(storage.get_logs_for_run(logs[0].run_id)) == 5
+    finally:
+        storage.dispose()
+
+
+def test_the_newest_materialization_is_dagsters_answer_after_new_runs_wipes_and_deletions(tmp_path, monkeypatch):
+    asked = []
+    stock_fetch = sqlite_storage.SqliteEventLogStorage.fetch_materializations
+
+    def counting_fetch(self, *args, **kwargs):
+        asked.append(args)
+        return stock_fetch(self, *args, **kwargs)
+
+    storage = sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path))
+    monkeypatch.setattr(sqlite_storage.SqliteEventLogStorage, "fetch_materializations", counting_fetch)
+    filters = [dg.AssetRecordsFilter(asset_key=dg.AssetKey(name), asset_partitions=[DAY])
+               for name in ("upstream", "downstream")]
+
+    def same_as_dagster() -> None:
+        for records_filter in filters:
+            for _ in range(3):
+                assert storage.fetch_materializations(records_filter, limit=1) == \
+                    stock_fetch(storage, records_filter, limit=1)
+
+    try:
+        first, second = _run_logs(), _run_logs()
+        _store(storage, first)
+        same_as_dagster()
+        assert len(asked) == 2  # each asked of Dagster once, then remembered
+        _store(storage, second)  # a newer materialization of the same partitions
+        same_as_dagster()
+        assert storage.fetch_materializations(filters[0], limit=1).records[0].run_id == second[0].run_id
+        storage.delete_events(second[0].run_id)  # the newest gone: the older one again
+        same_as_dagster()
+        assert storage.fetch_materializations(filters[0], limit=1).records[0].run_id == first[0].run_id
+        storage.wipe_asset(dg.AssetKey("upstream"))
+        same_as_dagster()
+        assert storage.fetch_materializations(filters[0], limit=1).records == []
+        other_day = dg.AssetRecordsFilter(asset_key=dg.AssetKey("upstream"), asset_partitions=["2026-11-02"])
+        assert storage.fetch_materializations(other_day, limit=1) == stock_fetch(storage, other_day, limit=1)
+    finally:
+        storage.dispose()
+
+
+def test_opening_the_pooled_event_log_lets_dagster_batch_events(tmp_path, monkeypatch):
+    monkeypatch.delenv(sqlite_storage.EVENT_BATCH_SIZE_ENV, raising=False)
+    sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path)).dispose()
+    assert os.environ[sqlite_storage.EVENT_BATCH_SIZE_ENV] == str(sqlite_storage.EVENT_BATCH_SIZE)
+    monkeypatch.setenv(sqlite_storage.EVENT_BATCH_SIZE_ENV, "7")
+    sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path)).dispose()
+    assert os.environ[sqlite_storage.EVENT_BATCH_SIZE_ENV] == "7"

@@ -23,6 +23,7 @@ from rank_pipeline.models import (
     build_all,
     incremental_sql,
     load_project,
+    loaded_project,
     run_tests,
 )
 
@@ -89,6 +90,17 @@ def test_discovery_dependencies_and_order(tmp_path):
     assert project.seeds["ctr"].version == "2"
     assert project.seeds["ctr"].column_types == {"position": "integer", "ctr": "double"}
     assert [m.name for m in project.downstream("staging.stg_kw")] == ["fct_kw"]
+
+
+def test_a_loaded_project_is_parsed_again_only_when_a_file_changed(tmp_path):
+    root = write_project(tmp_path, BASE)
+    first = loaded_project(root)
+    assert loaded_project(root) is first and set(first.models) == {"stg_kw", "fct_kw", "fct_agg"}
+    (root / "marts" / "fct_agg.sql").write_text("select snapshot_date, count(*) as m from marts.fct_kw group by all\n")
+    edited = loaded_project(root)  # same size, same second: the content decides
+    assert edited is not first and "as m" in edited.models["fct_agg"].sql
+    write_project(root, {"marts/fct_more.sql": "select * from marts.fct_agg\n", "marts/fct_more.yml": yml("fct_more")})
+    assert set(loaded_project(root).models) == {"stg_kw", "fct_kw", "fct_agg", "fct_more"}
 
 
 def test_build_all_view_table_and_seed(tmp_path):

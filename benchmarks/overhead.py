@@ -1,0 +1,195 @@
+"""Benchmark of a day's bookkeeping against its work: the daily Dagster job at the demo's size and at
+5,000 and 50,000 keywords.
+
+What it does
+    For each size, in a fresh process with its own data folder and Dagster instance (the SQLite storage
+    ``rank-pipeline demo`` and ``run`` open, :mod:`rank_pipeline.defs.instance`): ``--days`` consecutive
+    days (default 3, from 2026-11-01) through the real daily job, exactly as the command line runs one
+    (:func:`rank_pipeline.cli.runs.run_partition`: the run, its totals, the alert digest), from the
+    embedded sandbox serving the demo world (``demo``, about 650 keywords) or a scaled world
+    (``WorldConfig.scaled``: one account, ``N / 1000`` domains of 1,000 base keywords each). The first
+    day is a warm-up (the sandbox starts, every table is created, the lineage cache is filled); the
+    days after it are measured and their medians printed.
+
+    Each measured day's wall time (``time.perf_counter`` around ``run_partition``) is split into
+    - extraction: the ``extract_snapshots`` step from its start to its first materialization (the
+      extraction itself, before the step reports anything), from the run's Dagster event log;
+    - models' SQL: the seconds spent in :func:`rank_pipeline.steps.models.build_relation` (each seed and
+      model's build and its tests' SQL), timed around the call;
+    - the rest: everything else. Its parts are printed too (from the event log's step starts and ends):
+      run creation (until the run starts: planned events, run record), the raw load's step
+      (:func:`rank_pipeline.steps.load.load_raw` and the vendor-shape check), the steps' own overhead
+      (check evaluations, materializations, outputs, table metadata and lineage; each step's time
+      minus its work above), ``ops/run_history`` and ``warehouse/published``, the gaps between steps,
+      and what follows the run's end (the result, the command line's totals and the alert digest).
+
+    The process's imports and definitions are paid once per process, not per day: printed apart.
+
+Output
+    Per size: keywords extracted, the day's seconds and its parts (medians), then the ratios
+    rest / models' SQL and rest / extraction (the issue's target: rest / models' SQL at most 1 at the
+    demo's size). Ratios, never a pass or fail: the machine is shared and timings are noisy.
+
+Usage
+    ``python benchmarks/overhead.py`` (sizes demo, 5000 and 50000; about 5 minutes on 2 busy cores);
+    ``--sizes demo`` for one size, ``--days 4`` for more measured days. Data folders go to
+    ``--workdir`` (default ``benchmarks/.work/overhead``, git-ignored), emptied first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST_DAY = date(2026, 11, 1)
+PARTS = ("run_creation", "load", "step_overhead", "run_history", "publish", "between_steps", "after_run")
+"""The parts of the rest, in the order a run meets them (module docstring)."""
+
+
+def _child(size: str, days: int, data_dir: Path) -> None:
+    """Run ``days`` days of the size in this process; print one JSON line per day."""
+    started = time.perf_counter()
+    os.environ["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    os.environ.pop("DAGSTER_HOME", None)
+    from rank_pipeline.settings import unset_for_demo
+
+    unset_for_demo()
+    from rank_pipeline.cli.output import SESSION, load_settings
+    from rank_pipeline.cli.runs import Totals, dagster_instance, run_partition
+
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    instance = dagster_instance(settings.data_dir)
+    with SESSION.capture():
+        from rank_pipeline.defs.definitions import defs
+    if size != "demo":
+        from rank_pipeline.extract.embedded_sandbox import EmbeddedSandbox
+        from rank_pipeline.sandbox import World, WorldConfig
+
+        EmbeddedSandbox.install(World(WorldConfig.scaled(domains=max(1, int(size) // 1000), keywords_per_domain=1000)))
+    import rank_pipeline.defs.model_assets as model_assets
+
+    sql = [0.0]
+    build_relation = model_assets.build_relation
+
+    def timed_build_relation(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return build_relation(*args, **kwargs)
+        finally:
+            sql[0] += time.perf_counter() - t
+
+    model_assets.build_relation = timed_build_relation
+    print(json.dumps({"imports": time.perf_counter() - started}), flush=True)
+    for i in range(days):
+        day = FIRST_DAY + timedelta(days=i)
+        sql[0] = 0.0
+        t0, wall0 = time.perf_counter(), time.time()
+        run_partition(defs, instance, day, Totals())
+        wall = time.perf_counter() - t0
+        wall1 = wall0 + wall
+        run = instance.get_runs(limit=1)[0]
+        print(json.dumps({"day": str(day), "wall": wall, "sql": sql[0],
+                          **split(instance.all_logs(run.run_id), wall0, wall1, sql[0])}), flush=True)
+
+
+def split(logs, wall0: float, wall1: float, sql: float) -> dict[str, float]:
+    """The day's parts (seconds) from the run's event log; ``wall0``/``wall1`` the epoch seconds around
+    the run, ``sql`` the models' SQL seconds (inside the seed and model steps)."""
+    import dagster as dg
+
+    from rank_pipeline.defs.history import EXTRACT_STEP, LOAD_STEP, PUBLISH_STEPS
+
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    first_output: dict[str, float] = {}
+    run_start = run_end = None
+    keywords = 0
+    for entry in logs:
+        event = entry.dagster_event
+        if event is None:
+            continue
+        kind = event.event_type
+        if kind == dg.DagsterEventType.RUN_START:
+            run_start = entry.timestamp
+        elif kind in (dg.DagsterEventType.RUN_SUCCESS, dg.DagsterEventType.RUN_FAILURE):
+            run_end = entry.timestamp
+        elif kind == dg.DagsterEventType.STEP_START:
+            starts[event.step_key] = entry.timestamp
+        elif kind in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
+            ends[event.step_key] = entry.timestamp
+        elif kind == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            first_output.setdefault(event.step_key, entry.timestamp)
+            materialization = event.event_specific_data.materialization
+            if materialization.asset_key.path == ["snapshots", "keywords"]:
+                keywords = int(materialization.metadata["rows"].value)
+    steps = {k: ends[k] - v for k, v in starts.items() if k in ends}
+    extraction = first_output[EXTRACT_STEP] - starts[EXTRACT_STEP]
+    load = first_output[LOAD_STEP] - starts[LOAD_STEP]
+    history, publish = (steps.get(k, 0.0) for k in PUBLISH_STEPS)
+    return {
+        "keywords": keywords, "extraction": extraction,
+        "run_creation": run_start - wall0, "load": load,
+        "step_overhead": sum(steps.values()) - extraction - load - sql - history - publish,
+        "run_history": history, "publish": publish,
+        "between_steps": (run_end - run_start) - sum(steps.values()), "after_run": wall1 - run_end,
+    }
+
+
+def _run_size(size: str, days: int, workdir: Path) -> tuple[float, list[dict]]:
+    data_dir = workdir / size
+    shutil.rmtree(data_dir, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, __file__, "--child", size, "--days", str(days), "--workdir", str(workdir)],
+                         env=env, capture_output=True, text=True, cwd=ROOT)
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or len(lines) != days + 1:
+        sys.stderr.write(out.stderr[-4000:])
+        raise SystemExit(f"size {size}: the child process failed (exit {out.returncode})")
+    return lines[0]["imports"], lines[1:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="demo,5000,50000", help="comma-separated: demo and keyword counts")
+    parser.add_argument("--days", type=int, default=3, help="days per size; the first is a warm-up")
+    parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "overhead")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.days < 2:
+        parser.error("--days must be at least 2 (the first day is a warm-up)")
+    if args.child:
+        _child(args.child, args.days, args.workdir / args.child)
+        return 0
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    print(f"overhead benchmark: the daily job, {args.days - 1} measured day(s) after a warm-up, sizes "
+          f"{', '.join(sizes)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
+    rows = []
+    for size in sizes:
+        imports, days = _run_size(size, args.days, args.workdir)
+        med = {k: statistics.median(d[k] for d in days[1:]) for k in ("wall", "sql", "extraction", "keywords", *PARTS)}
+        med["rest"] = statistics.median(d["wall"] - d["sql"] - d["extraction"] for d in days[1:])
+        rows.append((size, imports, med))
+        print(f"  {size}: {int(med['keywords']):,} keywords, {med['wall']:.1f} s a day (imports and definitions "
+              f"{imports:.1f} s once per process); rest: " + ", ".join(f"{p} {med[p]:.2f}" for p in PARTS), flush=True)
+    print("\n| size | keywords | day s | extraction s | models' SQL s | rest s | rest / SQL | rest / extraction |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for size, _imports, m in rows:
+        print(f"| {size} | {int(m['keywords']):,} | {m['wall']:.1f} | {m['extraction']:.2f} | {m['sql']:.2f} | "
+              f"{m['rest']:.2f} | {m['rest'] / m['sql']:.2f} | {m['rest'] / m['extraction']:.2f} |")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
