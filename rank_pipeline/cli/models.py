@@ -182,8 +182,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
             result = diff_models(project, paths.snapshot_store_uri, paths.published_db, scratch_dir=settings.data_dir)
     except BuildError as exc:
         raise RunFailed(f"the models folder does not build: {first_line(str(exc))}") from None
+    shape = _shape_of_snapshots(project, paths)  # before the report, whose last line is the verdict
     print(result.report())
-    shape = _shape_of_snapshots(project, paths)
     return 0 if result.equal and shape else 1
 
 
