@@ -25,14 +25,21 @@ What it does
 
     The process's imports and definitions are paid once per process, not per day: printed apart.
 
+    Then Dagster's own floor for the daily job's shape, in a process of its own: a job of the same
+    assets, dependencies, partitions and asset checks (blocking where they block), each step's body
+    empty (it reports its materializations without metadata and every check passed), on the same
+    SQLite instance, ``--days`` days, the first a warm-up. What no cut of ours can go below while every
+    check is its own Dagster check.
+
 Output
     Per size: keywords extracted, the day's seconds and its parts (medians), then the ratios
     rest / models' SQL and rest / extraction (the issue's target: rest / models' SQL at most 1 at the
-    demo's size). Ratios, never a pass or fail: the machine is shared and timings are noisy.
+    demo's size), and the floor's seconds a day against the demo's models' SQL. Ratios, never a pass or
+    fail: the machine is shared and timings are noisy.
 
 Usage
     ``python benchmarks/overhead.py`` (sizes demo, 5000 and 50000; about 5 minutes on 2 busy cores);
-    ``--sizes demo`` for one size, ``--days 4`` for more measured days. Data folders go to
+    ``--sizes demo`` for one size, ``--days 4`` for more measured days, ``--no-floor`` without the floor. Data folders go to
     ``--workdir`` (default ``benchmarks/.work/overhead``, git-ignored), emptied first.
 """
 
@@ -102,6 +109,53 @@ def _child(size: str, days: int, data_dir: Path) -> None:
                           **split(instance.all_logs(run.run_id), wall0, wall1, sql[0])}), flush=True)
 
 
+def _floor_child(days: int, data_dir: Path) -> None:
+    """Dagster's floor (module docstring): the daily job's shape with empty steps; one JSON line per day."""
+    os.environ["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    os.environ.pop("DAGSTER_HOME", None)
+    import dagster as dg
+
+    from rank_pipeline.cli.output import load_settings
+    from rank_pipeline.cli.runs import dagster_instance
+    from rank_pipeline.defs.definitions import defs
+    from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    instance = dagster_instance(settings.data_dir)
+    real = [a for a in defs.resolve_job_def(DAILY_JOB_NAME).asset_layer.asset_graph.assets_defs if a.is_executable]
+    job = dg.define_asset_job("floor", selection=dg.AssetSelection.all(), executor_def=dg.in_process_executor)
+    floor = dg.Definitions(assets=[_empty_copy(a) for a in real], jobs=[job]).resolve_job_def("floor")
+    run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    steps = len(real)
+    checks = sum(len(list(a.check_specs)) for a in real)
+    for i in range(days):
+        day = FIRST_DAY + timedelta(days=i)
+        started = time.perf_counter()
+        result = floor.execute_in_process(partition_key=day.isoformat(), instance=instance, run_config=run_config)
+        print(json.dumps({"day": str(day), "wall": time.perf_counter() - started, "steps": steps, "checks": checks,
+                          "events": len(instance.all_logs(result.run_id))}), flush=True)
+
+
+def _empty_copy(assets_def):
+    """``assets_def`` with an empty body: same name, asset keys, dependencies, partitions and checks."""
+    import dagster as dg
+
+    specs = [dg.AssetSpec(spec.key, deps=spec.deps, group_name=spec.group_name) for spec in assets_def.specs]
+    checks = [dg.AssetCheckSpec(c.name, asset=c.asset_key, blocking=c.blocking, additional_deps=c.additional_deps)
+              for c in assets_def.check_specs]
+
+    @dg.multi_asset(name=assets_def.node_def.name, specs=specs, check_specs=checks,
+                    partitions_def=assets_def.partitions_def, backfill_policy=assets_def.backfill_policy)
+    def empty():
+        for spec in specs:
+            yield dg.MaterializeResult(asset_key=spec.key)
+        for c in checks:
+            yield dg.AssetCheckResult(asset_key=c.asset_key, check_name=c.name, passed=True)
+
+    return empty
+
+
 def split(logs, wall0: float, wall1: float, sql: float) -> dict[str, float]:
     """The day's parts (seconds) from the run's event log; ``wall0``/``wall1`` the epoch seconds around
     the run, ``sql`` the models' SQL seconds (inside the seed and model steps)."""
@@ -146,12 +200,15 @@ def split(logs, wall0: float, wall1: float, sql: float) -> dict[str, float]:
 
 
 def _run_size(size: str, days: int, workdir: Path) -> tuple[float, list[dict]]:
+    """Run ``size`` (``demo``, a keyword count, or ``floor``) in a child process: (imports s, days' lines)."""
     data_dir = workdir / size
     shutil.rmtree(data_dir, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, __file__, "--child", size, "--days", str(days), "--workdir", str(workdir)],
                          env=env, capture_output=True, text=True, cwd=ROOT)
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    if size == "floor":
+        lines.insert(0, {"imports": 0.0})
     if out.returncode != 0 or len(lines) != days + 1:
         sys.stderr.write(out.stderr[-4000:])
         raise SystemExit(f"size {size}: the child process failed (exit {out.returncode})")
@@ -163,10 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="demo,5000,50000", help="comma-separated: demo and keyword counts")
     parser.add_argument("--days", type=int, default=3, help="days per size; the first is a warm-up")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "overhead")
+    parser.add_argument("--no-floor", action="store_true", help="leave out Dagster's floor (the job's shape, empty)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.days < 2:
         parser.error("--days must be at least 2 (the first day is a warm-up)")
+    if args.child == "floor":
+        _floor_child(args.days, args.workdir / "floor")
+        return 0
     if args.child:
         _child(args.child, args.days, args.workdir / args.child)
         return 0
@@ -187,6 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     for size, _imports, m in rows:
         print(f"| {size} | {int(m['keywords']):,} | {m['wall']:.1f} | {m['extraction']:.2f} | {m['sql']:.2f} | "
               f"{m['rest']:.2f} | {m['rest'] / m['sql']:.2f} | {m['rest'] / m['extraction']:.2f} |")
+    if not args.no_floor:
+        _, days = _run_size("floor", args.days, args.workdir)
+        wall = statistics.median(d["wall"] for d in days[1:])
+        demo_sql = next((m["sql"] for size, _i, m in rows if size == "demo"), None)
+        print(f"\nDagster's floor for the daily job's shape ({days[0]['steps']} steps, {days[0]['checks']} asset checks, "
+              f"{days[0]['events']} events, empty bodies): {wall:.2f} s a day"
+              + (f" = {wall / demo_sql:.2f} x the demo's models' SQL" if demo_sql else ""))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 

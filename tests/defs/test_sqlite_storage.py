@@ -83,24 +83,39 @@ def whole(context):
     yield dg.AssetCheckResult(check_name="fresh", passed=False)
 
 
-def _run_logs(day: str | None = DAY) -> list:
+def _run_logs(day: str | None = DAY, last: str | None = None) -> list:
     """The event log of one run of a small daily job whose assets report asset checks (``day`` None: of an
-    unpartitioned asset whose blocking check fails)."""
+    unpartitioned asset whose blocking check fails; ``last``: a run of the partitions ``day .. last``, as a
+    single-run backfill launches it)."""
     with dg.DagsterInstance.ephemeral() as instance:
         if day is None:
             result = dg.materialize([whole], instance=instance, raise_on_error=False)
+        elif last is not None:
+            result = dg.materialize([upstream, downstream], instance=instance, tags={
+                "dagster/asset_partition_range_start": day, "dagster/asset_partition_range_end": last})
         else:
             result = dg.materialize([upstream, downstream], partition_key=day, instance=instance)
         return list(instance.all_logs(result.run_id))
 
 
 def _store(storage, logs: list) -> None:
-    """Store a run's events as Dagster does: the planned events in one batch, the others one by one."""
+    """Store a run's events as Dagster does with ``DAGSTER_EVENT_BATCH_SIZE`` set: the planned events in one
+    batch, the materializations of one output (one per partition of the run) in one batch, the others one by
+    one."""
     planned = {dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED, dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED}
     storage.store_event_batch([e for e in logs if e.dagster_event_type in planned])
-    for entry in logs:
-        if entry.dagster_event_type not in planned:
+    batch: list = []
+    for entry in [e for e in logs if e.dagster_event_type not in planned]:
+        if batch and (entry.dagster_event_type != dg.DagsterEventType.ASSET_MATERIALIZATION
+                      or entry.dagster_event.asset_key != batch[0].dagster_event.asset_key):
+            storage.store_event_batch(batch)
+            batch = []
+        if entry.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION:
+            batch.append(entry)
+        else:
             storage.store_event(entry)
+    if batch:
+        storage.store_event_batch(batch)
 
 
 def _dump(folder: Path) -> dict:
@@ -119,7 +134,7 @@ def _dump(folder: Path) -> dict:
 
 
 def test_the_pooled_event_log_stores_runs_as_dagsters_own_does(tmp_path):
-    runs = [_run_logs(), _run_logs(None), _run_logs("2026-11-02")]
+    runs = [_run_logs(), _run_logs(None), _run_logs("2026-11-02"), _run_logs("2026-11-03", "2026-11-05")]
     kinds = {e.dagster_event_type for logs in runs for e in logs}
     assert kinds >= {dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED, dg.DagsterEventType.ASSET_CHECK_EVALUATION,
                      dg.DagsterEventType.STEP_FAILURE, None}  # None: a log line
@@ -136,10 +151,14 @@ def test_the_pooled_event_log_stores_runs_as_dagsters_own_does(tmp_path):
     pooled_rows, stock_rows = _dump(tmp_path / "pooled"), _dump(tmp_path / "stock")
     assert pooled_rows == stock_rows
     checks = pooled_rows["index.db", "asset_check_executions"]
-    # the partitioned runs' results are rows of their own (Dagster's planned rows name the partition, the
+    # the partitioned runs' results are rows of their own (Dagster's planned rows name the partitions, the
     # unpartitioned checks' results do not); the unpartitioned run's result replaced its planned row
     assert sorted(r[5] for r in checks if r[2] == "fresh") == ["FAILED"]
-    assert sorted(r[5] for r in checks if r[2] == "small") == ["FAILED", "FAILED", "PLANNED", "PLANNED"]
+    assert sorted(r[5] for r in checks if r[2] == "small") == ["FAILED"] * 3 + ["PLANNED"] * 5
+    ranged = [r for r in pooled_rows["index.db", "event_logs"] if r[1] == runs[3][0].run_id and r[3] ==
+              "ASSET_MATERIALIZATION"]
+    assert sorted(r[7] for r in ranged) == ["2026-11-03", "2026-11-03", "2026-11-04", "2026-11-04", "2026-11-05",
+                                            "2026-11-05"]
 
 
 def test_a_batch_that_fails_leaves_nothing_stored(tmp_path):
