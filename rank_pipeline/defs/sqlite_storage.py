@@ -415,7 +415,7 @@ def enable_event_batches() -> None:
     when ``DAGSTER_EVENT_BATCH_SIZE`` is set in the environment of the process running the run (which
     is where the storage is opened: the command line, or the run worker the daemon or the UI
     launches); set to :data:`EVENT_BATCH_SIZE` unless already set."""
-    os.environ.setdefault(EVENT_BATCH_SIZE_ENV, str(EVENT_BATCH_SIZE))
+    os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", str(EVENT_BATCH_SIZE))  # Dagster reads it, not us
 
 
 def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
