@@ -178,12 +178,11 @@ class Profiler:
             if set(stats.types) <= {"object"}:
                 continue  # an object's own value is its children
             numeric = bool(set(stats.types) & {"integer", "number"}) and not set(stats.types) - {"integer", "number"}
-            value = "v" if "[*]" in path else "v"
             source = (f"select unnest(json_extract(attributes::json, '{_json_path(path)}')) as v from records"
                       if "[*]" in path else
                       f"select json_extract(attributes::json, '{_json_path(path)}') as v from records")
             query = (f"with vals as ({source}), filled as (select v from vals where v is not null "
-                     f"and json_type(v) <> 'NULL') select count(distinct {value}), "
+                     f"and json_type(v) <> 'NULL') select count(distinct v), "
                      f"(select v::varchar from filled group by v order by count(*) desc, v::varchar limit 1)"
                      + (", min(v::double), max(v::double)" if numeric else "") + " from filled")
             row = self._con.execute(query).fetchone()
