@@ -45,8 +45,9 @@ class Totals:
             self.checks_failed += 1
             meta = evaluation.metadata
             rows = getattr(meta.get("failing_rows"), "value", None)
-            blocking = evaluation.blocking if evaluation.blocking is not None else (
-                evaluation.severity.value == "ERROR")
+            from rank_pipeline.defs.instance import is_blocking  # Dagster only once a run has ended
+
+            blocking = is_blocking(evaluation)
             self.failed.append((day, evaluation.asset_key.to_user_string(), evaluation.check_name,
                                 "ERROR (blocking)" if blocking else "WARN", "?" if rows is None else str(rows)))
             text = getattr(meta.get("failures"), "value", None)
@@ -86,10 +87,9 @@ def _failure_reason(result) -> tuple[str, bool]:
     """``(one line, is_configuration)`` explaining why a Dagster run failed."""
     import dagster as dg
 
-    from rank_pipeline.defs.instance import error_line, innermost_error
+    from rank_pipeline.defs.instance import error_line, innermost_error, is_blocking
 
-    blocking = [e for e in result.get_asset_check_evaluations() if not e.passed
-                and (e.blocking if e.blocking is not None else e.severity == dg.AssetCheckSeverity.ERROR)]
+    blocking = [e for e in result.get_asset_check_evaluations() if not e.passed and is_blocking(e)]
     if blocking:
         names = ", ".join(f"{e.check_name} on {e.asset_key.to_user_string()}" for e in blocking[:3])
         more = f" and {len(blocking) - 3} more" if len(blocking) > 3 else ""

@@ -22,7 +22,7 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 
-from rank_pipeline.defs.instance import error_line
+from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.models import SourceTable, loaded_project, run_tests
@@ -104,10 +104,8 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
                 passed += 1
             else:
                 failed += 1
-                blocking = (evaluation.blocking if evaluation.blocking is not None
-                            else evaluation.severity == dg.AssetCheckSeverity.ERROR)
                 failed_checks.append(f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name} "
-                                     f"[{'ERROR' if blocking else 'WARN'}]")
+                                     f"[{'ERROR' if is_blocking(evaluation) else 'WARN'}]")
         elif kind == dg.DagsterEventType.ASSET_MATERIALIZATION:
             _add_snapshot_figures(by_day, event.event_specific_data.materialization, days)
         elif kind == dg.DagsterEventType.RUN_FAILURE and reason is None:

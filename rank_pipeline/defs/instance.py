@@ -247,6 +247,16 @@ def innermost_error(error: Any) -> Any:
     return error
 
 
+def is_blocking(evaluation: Any) -> bool:
+    """Whether a Dagster asset check evaluation (``AssetCheckEvaluation``) came from a blocking check: its own
+    ``blocking`` flag, or, for evaluations stored before Dagster recorded it, severity ERROR."""
+    import dagster as dg
+
+    if evaluation.blocking is not None:
+        return bool(evaluation.blocking)
+    return evaluation.severity == dg.AssetCheckSeverity.ERROR
+
+
 def error_line(error: Any, *, whole: bool = False) -> str:
     """Why a step or run failed, on one line: the innermost error's message without its class name.
 

@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 
-from rank_pipeline.defs.instance import error_line
+from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import DATE_TAG
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 from rank_pipeline.ops.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
@@ -100,8 +100,7 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
                 outcome.published = True
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
             evaluation = event.event_specific_data
-            blocking = (evaluation.blocking if evaluation.blocking is not None
-                        else evaluation.severity == dg.AssetCheckSeverity.ERROR)
+            blocking = is_blocking(evaluation)
             meta = evaluation.metadata
             new = getattr(meta.get("new_fields"), "value", None)
             if isinstance(new, dict) and new:
