@@ -45,9 +45,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         out = []
         for endpoint, profile in profiles.items():
             entry = profile.to_json()
-            read = contract.paths(endpoint)
             for row in entry["paths"]:
-                row["read_by_contract"] = row["path"] in read
+                row["read_by_contract"] = contract.reads(endpoint, row["path"], set(row["types"]))
             out.append(entry)
         json.dump({"source": where, "contract": str(contract.path), "endpoints": out}, sys.stdout, indent=2,
                   default=str)
@@ -55,13 +54,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
         return 0
     print(f"profile of {where}; contract: {contract.path}")
     for endpoint, profile in profiles.items():
-        read = {p for p in contract.paths(endpoint)
-                if contract.field(endpoint, p) is not None or p.endswith("[*]")
-                or set(profile.paths.get(p).types if p in profile.paths else {"object"}) <= {"object"}}
         print(f"\n== {endpoint} ({profile.records} records) ==")
         rows = [(s.path, s.type_label(), f"{100 * profile.share(s.present):.1f}%", f"{100 * profile.share(s.null):.1f}%",
                  "" if s.distinct is None else s.distinct, "" if s.example is None else json.dumps(s.example)[:40],
-                 "yes" if s.path in read else "NO")
+                 "yes" if contract.reads(endpoint, s.path, set(s.types)) else "NO")
                 for s in profile.paths.values()]
         print_table(["path", "types", "present", "null", "distinct", "example", "read"], rows, sys.stdout)
         missing = [f.path for f in contract.fields.get(endpoint, ()) if f.path not in profile.paths]

@@ -105,6 +105,18 @@ class Contract:
         return out
 
 
+    def reads(self, endpoint: str, path: str, types: set[str] | frozenset[str] = frozenset()) -> bool:
+        """Whether staging reads the observed ``path`` (of JSON ``types``) of ``endpoint``: a contracted
+        field, an element of a contracted array, or an ancestor object on the way to one (an ancestor
+        holding anything but an object, such as a string ``language`` where ``language.code`` is read, is
+        not read)."""
+        if self.field(endpoint, path) is not None:
+            return True
+        if path not in self.paths(endpoint):
+            return False
+        return path.endswith("[*]") or set(types) <= {"object"}
+
+
 def load_contract(models_dir: Path | str) -> Contract:
     """The contract of the models folder ``models_dir`` (:data:`CONTRACT_FILE`).
 

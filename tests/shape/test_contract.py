@@ -88,3 +88,12 @@ def test_the_readme_walks_through_the_steps_the_door_test_runs():
     for door in ('cli("run", data_dir=vendor, env=shape)', 'cli("profile"', '"git", "apply", str(PATCH)',
                  'cli("diff"', 'cli("rebuild"'):
         assert door in doors, door
+
+
+def test_what_the_contract_reads_of_an_observed_path():
+    contract = load_contract(models_dir())
+    assert contract.reads("keywords", "results.organic.position", {"integer"})
+    assert contract.reads("keywords", "results.organic", {"object"})  # on the way to a read field
+    assert contract.reads("keywords", "tagIds[*]", {"string"})  # an element of a read array
+    assert not contract.reads("keywords", "language", {"string"})  # a string where an object is read
+    assert not contract.reads("keywords", "serp.rank", {"integer"})
