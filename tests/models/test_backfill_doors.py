@@ -30,6 +30,7 @@ from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_ta
 from rank_pipeline.extract.source import Source
 from rank_pipeline.settings import DataPaths
 from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.steps.shape import SHAPE_CHECK
 from rank_pipeline.steps.rebuild import rebuild
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -305,7 +306,7 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     assert set(checks) == {"duckdb", "spark"}, checks.keys()
     project = load_project(ROOT / "dbt_like_sql")
     expected = {(f"{r.schema}/{r.name}", t.name) for r in [*project.seeds.values(), *project.models.values()]
-                for t in r.tests} | {(f"raw/{r}", "one_row_per_record") for r in ENDPOINTS} | {
+                for t in r.tests} | {(f"raw/{r}", c) for r in ENDPOINTS for c in ("one_row_per_record", SHAPE_CHECK)} | {
         (t.qualified_name.replace(".", "/"), test.name) for t in project.tables.values() for test in t.tests}
     assert {(a, c) for a, c, _ in checks["duckdb"]} == expected
     assert checks["spark"] == checks["duckdb"]
