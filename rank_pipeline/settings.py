@@ -91,6 +91,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
+from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
+
 __all__ = [
     "DAGSTER_PG_URL_ENV",
     "DEFAULT_MAX_IN_FLIGHT",
@@ -158,8 +160,10 @@ def models_dir(env: Mapping[str, str] | None = None) -> Path:
     )
 
 
-class ConfigurationError(ValueError):
-    """A setting is missing or malformed; the message says which variable and what to set."""
+class ConfigurationError(RankPipelineError, ValueError):
+    """A setting is missing or malformed; the message says which variable and what to set (exit 2)."""
+
+    exit_status = EXIT_USAGE
 
 
 BASE_URL_ENV = "RANK_TRACKER_BASE_URL"
@@ -362,8 +366,10 @@ PYARROW_SCHEMES = frozenset({"gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
-class StorageError(ValueError):
-    """A snapshots URI is malformed or names an unsupported store; the message says what to set."""
+class StorageError(RankPipelineError, ValueError):
+    """A snapshots URI is malformed or names an unsupported store; the message says what to set (exit 2)."""
+
+    exit_status = EXIT_USAGE
 
     @classmethod
     def bad_uri(cls, raw: str, why: str) -> StorageError:

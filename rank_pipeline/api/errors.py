@@ -29,6 +29,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from rank_pipeline.errors import RankPipelineError
+
 TRANSPORT_KINDS = ("unreachable", "connect", "timeout", "dropped", "invalid_json", "transport")
 """Values of ``TransportError.kind``.
 
@@ -70,7 +72,7 @@ def redact(text: str, secrets: list[str] | tuple[str, ...]) -> str:
     return text
 
 
-class RankTrackerError(Exception):
+class RankTrackerError(RankPipelineError):
     """Base of every error the API client raises.
 
     Attributes:

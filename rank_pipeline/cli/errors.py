@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
 
-class UsageError(Exception):
+__all__ = ["RunFailed", "UsageError"]
+
+
+class UsageError(RankPipelineError):
     """Bad command-line input found after parsing (exit status 2)."""
 
-
-class RunFailed(Exception):
-    """A run failed (exit status 1); the message is the one line to print."""
+    exit_status = EXIT_USAGE
 
 
-def first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0] if lines else text
+class RunFailed(RankPipelineError):
+    """A run failed (exit status 1); the message is the one line to print (the detail is in the log)."""

@@ -9,8 +9,9 @@ import argparse
 import sys
 
 from rank_pipeline.cli.args import today
-from rank_pipeline.cli.errors import UsageError, first_line
+from rank_pipeline.cli.errors import UsageError
 from rank_pipeline.cli.output import SESSION, is_tty, load_settings
+from rank_pipeline.errors import RankPipelineError, first_line
 
 KEYWORDS_EXIT_PENDING = 2
 """``keywords plan``: changes are pending (``apply`` would create keywords)."""
@@ -19,7 +20,7 @@ KEYWORDS_EXIT_REFUSED = 3
 quota 402 forecast, missing --yes); apply sent nothing."""
 
 
-class _KeywordsRefused(Exception):
+class _KeywordsRefused(RankPipelineError):
     """``keywords plan|apply`` refused (exit :data:`KEYWORDS_EXIT_REFUSED`); one message line each."""
 
     def __init__(self, lines: list[str]):

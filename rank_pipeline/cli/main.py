@@ -57,52 +57,52 @@ import os
 import sys
 import traceback
 
-from rank_pipeline.cli.errors import RunFailed, UsageError, first_line
 from rank_pipeline.cli.output import SESSION
 from rank_pipeline.cli.parser import build_parser
-from rank_pipeline.ops.data_folder import DATA_FOLDER_EXIT_STATUS
+from rank_pipeline.errors import (
+    EXIT_DATA_FOLDER,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    RankPipelineError,
+    first_line,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from rank_pipeline.api import RankTrackerError
-    from rank_pipeline.extract.day import ExtractionError
-    from rank_pipeline.models import ProjectError
-    from rank_pipeline.settings import ConfigurationError
-    from rank_pipeline.warehouse.locks import LockTimeout
+    """Run one command; returns its exit status (module docstring, "Exit status").
 
+    Errors map by class: every :class:`~rank_pipeline.errors.RankPipelineError` gives its own
+    ``exit_status`` and ``one_line()``; anything else is reported as unexpected, with its traceback in the log.
+    """
+    args = build_parser().parse_args(argv)
     SESSION.command = args.command
     SESSION.verbose = bool(getattr(args, "verbose", False))
-    status, message = 0, None
+    status, message, line = 0, None, None
     try:
         status = args.func(args)
-    except (ConfigurationError, UsageError) as exc:
-        status, message = 2, str(exc)
-    except ProjectError as exc:  # a broken models folder: configuration; the first problem, then how many more
-        problems = [line for line in str(exc).splitlines() if line.strip()]
-        more = f" (and {len(problems) - 1} more line(s) of detail)" if len(problems) > 1 else ""
-        status, message = 2, (problems[0] if problems else str(exc)) + more
-    except (RankTrackerError, ExtractionError, LockTimeout, RunFailed) as exc:
-        status, message = 1, str(exc)
+    except RankPipelineError as exc:
+        status, message, line = exc.exit_status, str(exc), exc.one_line()
+        if status == EXIT_FAILED and exc.__cause__ is not None:  # a wrapped failure: its traceback, to the log
+            SESSION.write(traceback.format_exc(), quiet=True)
     except KeyboardInterrupt:
-        status, message = 130, "interrupted"
+        status, message = EXIT_INTERRUPTED, "interrupted"
     except Exception as exc:  # noqa: BLE001 - the last resort: one line here, the traceback in the log
         if fault := _data_folder_fault(exc):
-            status, message = DATA_FOLDER_EXIT_STATUS, fault
+            status, message = EXIT_DATA_FOLDER, fault
         else:
             SESSION.write(traceback.format_exc())
-            status, message = 1, f"unexpected {type(exc).__name__}: {first_line(str(exc))}"
-    if status == 1 and message is not None and (fault := _data_folder_fault(None, message)):
-        status, message = DATA_FOLDER_EXIT_STATUS, fault  # a run step failed because the folder did
+            status, message = EXIT_FAILED, f"unexpected {type(exc).__name__}: {first_line(str(exc))}"
+    if status == EXIT_FAILED and message is not None and (fault := _data_folder_fault(None, message)):
+        status, message, line = EXIT_DATA_FOLDER, fault, None  # a run step failed because the folder did
     if message is not None:
         where = ""
-        if status == 1:  # a failed run: its detail (the Dagster log, a traceback) is in the log file
+        if status == EXIT_FAILED:  # a failed run: its detail (the Dagster log, a traceback) is in the log file
             SESSION.write(f"error: {message}", quiet=True)
             if SESSION.log_path is not None:
                 where = f" (details: {SESSION.log_path})"
-        elif status == DATA_FOLDER_EXIT_STATUS:
+        elif status == EXIT_DATA_FOLDER:
             SESSION.write(f"error: {message}", quiet=True)
-        print(f"error: {first_line(message)}{where}", file=sys.stderr)
+        print(f"error: {line or first_line(message)}{where}", file=sys.stderr)
     return status
 
 

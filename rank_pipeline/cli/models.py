@@ -9,8 +9,9 @@ import json
 import sys
 from pathlib import Path
 
-from rank_pipeline.cli.errors import RunFailed, UsageError, first_line
+from rank_pipeline.cli.errors import RunFailed, UsageError
 from rank_pipeline.cli.output import SESSION, frame, load_settings, print_table
+from rank_pipeline.errors import first_line
 
 
 def cmd_docs(args: argparse.Namespace) -> int:

@@ -46,6 +46,7 @@ from rank_pipeline.api import (
     SlidingWindowLimiter,
 )
 from rank_pipeline.api.endpoints import CATALOG, Endpoint, ListRequest, children_of
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.extract.concurrency import run_all
 from rank_pipeline.extract.resume import ListSpool, ResumeArea, fingerprint
 from rank_pipeline.snapshots.manifest import AccountStats, KeyStats, ListsReport, SnapshotManifest
@@ -63,7 +64,7 @@ __all__ = [
 ]
 
 
-class ExtractionError(RuntimeError):
+class ExtractionError(RankPipelineError, RuntimeError):
     """The day's extraction failed as a whole; nothing of that day was committed."""
 
 

@@ -40,6 +40,8 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic import ValidationError as PydanticValidationError
 
+from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
+
 __all__ = [
     "FILE_VERSION",
     "DomainEntry",
@@ -56,12 +58,14 @@ LOCATION_PATTERN = r"^\s*([0-9]+|[A-Za-z]{2})\s*$"
 """A geo-target id (digits) or an ISO 3166-1 alpha-2 country code (spec: never a place name)."""
 
 
-class KeywordsFileError(ValueError):
+class KeywordsFileError(RankPipelineError, ValueError):
     """The keywords file cannot be read or does not fit the schema.
 
     ``problems`` holds one line per problem, each ``<file>:<line>: <field>: <what is wrong and what to
     do>``; ``str()`` is the first of them followed by how many more there are.
     """
+
+    exit_status = EXIT_USAGE
 
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)

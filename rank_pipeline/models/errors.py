@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
+
 __all__ = [
     "BuildError",
     "DependencyError",
@@ -25,12 +27,22 @@ __all__ = [
 ]
 
 
-class SqlModelError(RuntimeError):
+class SqlModelError(RankPipelineError, RuntimeError):
     """Base of every error of :mod:`rank_pipeline.models`."""
 
 
 class ProjectError(SqlModelError):
-    """The dbt_like_sql project is invalid; raised while loading it."""
+    """The dbt_like_sql project is invalid; raised while loading it (exit 2: configuration).
+
+    Its message may list several problems, one a line; :meth:`one_line` gives the first and how many more.
+    """
+
+    exit_status = EXIT_USAGE
+
+    def one_line(self) -> str:
+        problems = [line.strip() for line in str(self).splitlines() if line.strip()]
+        more = f" (and {len(problems) - 1} more line(s) of detail)" if len(problems) > 1 else ""
+        return (problems[0] if problems else type(self).__name__) + more
 
 
 class ModelConfigError(ProjectError):

@@ -49,6 +49,7 @@ from typing import Any
 
 import duckdb
 
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.models.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
 from rank_pipeline.models.project import Model, Project, UnitRows, UnitTest
 from rank_pipeline.warehouse.sql import quote_ident as _qi
@@ -196,7 +197,7 @@ def _param(value: Any) -> Any:
     return value
 
 
-class _UnitError(Exception):
+class _UnitError(RankPipelineError):
     pass
 
 

@@ -18,9 +18,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from rank_pipeline.errors import EXIT_DATA_FOLDER
+
 __all__ = ["DATA_FOLDER_EXIT_STATUS", "DataFolderFault", "data_folder_fault", "probe"]
 
-DATA_FOLDER_EXIT_STATUS = 3
+DATA_FOLDER_EXIT_STATUS = EXIT_DATA_FOLDER
 """Exit status of a command stopped by a fault of its data folder (0 ok, 1 failed run, 2 bad usage)."""
 
 READ_ONLY = frozenset({errno.EROFS})

@@ -49,6 +49,8 @@ import random
 import threading
 from dataclasses import asdict, dataclass, fields, replace
 
+from rank_pipeline.errors import RankPipelineError
+
 __all__ = ["DroppedConnection", "FaultDecision", "FaultInjector", "Faults"]
 
 _Z99 = 2.3263478740408408  # standard normal 99th percentile
@@ -129,7 +131,7 @@ class FaultDecision:
     shift_seed: int = 0
 
 
-class DroppedConnection(Exception):
+class DroppedConnection(RankPipelineError):
     """Raised after a partial response to make the server drop the connection (fault ``drop_rate``)."""
 
 

@@ -68,6 +68,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.sandbox import catalogues as _catalogues
 from rank_pipeline.sandbox.assumptions import (
     BAD_REQUEST_CODE,
@@ -131,7 +132,7 @@ class KeywordCreateRequest:
         return [(word, entry) for word in self.words for entry in self.entries]
 
 
-class KeywordCreateError(Exception):
+class KeywordCreateError(RankPipelineError):
     """The request cannot be created: ``status`` (400, 404, 402 or 422) and the ``errors`` entries
     of the spec's envelope (spec, "Errors")."""
 

@@ -62,6 +62,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.sandbox import catalogues
 from rank_pipeline.sandbox.assumptions import language_row, location_row
 
@@ -98,7 +99,7 @@ _LANGUAGE_PARAMS = ("search_engine", "q")
 _ISO_ALPHA2 = frozenset(c.alpha_2 for c in pycountry.countries)
 
 
-class LookupQueryError(Exception):
+class LookupQueryError(RankPipelineError):
     """A lookup query broke one or more rules; ``errors`` holds the spec's error entries.
 
     ``errors`` is a list of dicts ``{"status": 422, "code", "title", "detail", "source":

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.sandbox import assumptions as A
 from rank_pipeline.sandbox.middleware import error_response
 
@@ -37,7 +38,7 @@ class PageParams(NamedTuple):
     per_page: int
 
 
-class PaginationError(ValueError):
+class PaginationError(RankPipelineError, ValueError):
     """A malformed ``page`` or ``per_page``; ``parameter`` names it, ``value`` is what was sent."""
 
     def __init__(self, parameter: str, value: str):

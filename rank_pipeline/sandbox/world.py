@@ -108,6 +108,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import NamedTuple
 
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.sandbox import assumptions as A
 
 __all__ = [
@@ -252,7 +253,7 @@ class KeywordSpec:
     frequency: str = "daily"
 
 
-class QuotaExceeded(Exception):
+class QuotaExceeded(RankPipelineError):
     """A keyword create would exceed the plan's keyword or data-row allowance (spec: 402 ``over_quota``).
 
     ``resource`` is ``"keywords"`` or ``"dataRows"``; ``requested`` the number of new combinations;
@@ -268,7 +269,7 @@ class QuotaExceeded(Exception):
         )
 
 
-class UnknownDomain(LookupError):
+class UnknownDomain(RankPipelineError, LookupError):
     """The domain id does not name a domain of that account (the API answers 404 ``Domain not found``)."""
 
 

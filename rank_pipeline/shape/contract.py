@@ -19,6 +19,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 
 __all__ = [
@@ -40,8 +41,10 @@ THRESHOLDS_FILE = Path("seeds") / "shape_thresholds.csv"
 JsonType = Literal["string", "integer", "number", "boolean", "object", "array"]
 
 
-class ContractError(ValueError):
+class ContractError(RankPipelineError, ValueError):
     """The contract or its thresholds cannot be read (one line: file, entry, what is wrong)."""
+
+    exit_status = EXIT_USAGE
 
 
 class ContractField(BaseModel):

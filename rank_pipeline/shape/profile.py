@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, snapshot_files
+from rank_pipeline.snapshots.parquet import ENDPOINTS, SnapshotError, list_snapshot_dates, snapshot_files
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["EndpointProfile", "PathStats", "Profiler", "attributes_table", "profile_day", "profile_records"]
@@ -204,11 +204,19 @@ def attributes_table(snapshots_uri: Path | str | Store, endpoint: str, day: date
     """The ``attributes`` column of one committed snapshot (every account), as an Arrow table.
 
     Raises:
-        rank_pipeline.snapshots.parquet.SnapshotError: no committed snapshot of ``endpoint`` for ``day``.
+        rank_pipeline.snapshots.parquet.SnapshotError: no committed snapshot of ``endpoint`` for ``day``, or
+            one of its files is missing or unreadable.
     """
     store = store_for(snapshots_uri)
-    tables = [pq.read_table(path, columns=["attributes"], filesystem=store.fs)
-              for path in snapshot_files(store, endpoint, day)]
+    tables = []
+    for path in snapshot_files(store, endpoint, day):
+        try:
+            tables.append(pq.read_table(path, columns=["attributes"], filesystem=store.fs))
+        except (OSError, pa.ArrowException) as exc:  # listed in the manifest, but missing or damaged
+            raise SnapshotError(
+                f"the {endpoint} snapshot for {day} is damaged: {store.display(path)} is listed in its manifest "
+                f"but cannot be read ({exc}); re-extract {endpoint} for {day} or restore the file from a backup"
+            ) from exc
     if not tables:
         return pa.table({"attributes": pa.array([], pa.string())})
     return pa.concat_tables(tables)

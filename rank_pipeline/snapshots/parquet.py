@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from rank_pipeline.api.endpoints import CATALOG, endpoint_names
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.snapshots.manifest import ListsReport, SnapshotManifest
 from rank_pipeline.snapshots.shards import Shard
 from rank_pipeline.snapshots.storage import Store, store_for
@@ -99,7 +100,7 @@ _COMMON: list[tuple[str, pa.DataType]] = [
 ]
 
 
-class SnapshotError(RuntimeError):
+class SnapshotError(RankPipelineError, RuntimeError):
     """A snapshot could not be written or read; the message names the path and what to do."""
 
 

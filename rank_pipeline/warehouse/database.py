@@ -85,6 +85,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.settings import DEFAULT_STORAGE_VERSION, STORAGE_VERSION_ENV, storage_version_from_env
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.parquet import (
@@ -151,7 +152,7 @@ def ensure_keywords_file_table(con: duckdb.DuckDBPyConnection) -> None:
 """Qualified names of the raw tables, one per snapshot resource."""
 
 
-class WarehouseError(RuntimeError):
+class WarehouseError(RankPipelineError, RuntimeError):
     """Base of this module's errors; the message names the file or partition and what to do."""
 
 

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.settings import LOCK_TIMEOUT_ENV, DataPaths, Shard, lock_timeout_from_env
 
 __all__ = [
@@ -79,7 +80,7 @@ _PURPOSES = {
 }
 
 
-class LockTimeout(RuntimeError):
+class LockTimeout(RankPipelineError, RuntimeError):
     """The lock stayed held by another process for longer than the timeout; the message is one line."""
 
 

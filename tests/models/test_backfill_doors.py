@@ -30,8 +30,8 @@ from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_ta
 from rank_pipeline.extract.source import Source
 from rank_pipeline.settings import DataPaths
 from rank_pipeline.snapshots.parquet import ENDPOINTS
-from rank_pipeline.steps.shape import SHAPE_CHECK
 from rank_pipeline.steps.rebuild import rebuild
+from rank_pipeline.steps.shape import SHAPE_CHECK
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 

@@ -1,0 +1,60 @@
+"""The one root of every error rank-pipeline raises on purpose, and the exit statuses it maps to.
+
+Every exception class the package defines derives from :class:`RankPipelineError` (a test walks the
+package to hold this). Each class carries the command line's exit status for it and, where its message
+alone does not say what to do, a one-line hint; ``rank_pipeline.cli.main`` maps errors by class through
+:meth:`RankPipelineError.one_line` and :attr:`RankPipelineError.exit_status`, so no known error reaches
+the command line as "unexpected".
+
+Classes keep a builtin base where callers catch them by it (``ConfigurationError`` is also a
+``ValueError``, ``WarehouseError`` a ``RuntimeError``), so the root adds a meaning without removing one.
+
+Exit statuses (the CLI reference, ``docs/reference/exit-codes.md``):
+
+- :data:`EXIT_OK` 0: success;
+- :data:`EXIT_FAILED` 1: a failed run (a step, a blocking check, the source, a damaged snapshot);
+- :data:`EXIT_USAGE` 2: bad usage or configuration (a setting, the models folder, the vendor contract);
+- :data:`EXIT_DATA_FOLDER` 3: the data folder cannot be written (read-only, not writable, full);
+- :data:`EXIT_INTERRUPTED` 130: interrupted (Ctrl-C, SIGINT).
+
+``keywords plan`` and ``keywords apply`` have statuses of their own (``rank_pipeline.cli.keywords``).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = ["EXIT_DATA_FOLDER", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "RankPipelineError",
+           "first_line"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_DATA_FOLDER = 3
+EXIT_INTERRUPTED = 130
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped (``text`` itself when it has none)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else text
+
+
+class RankPipelineError(Exception):
+    """Root of every error rank-pipeline raises on purpose.
+
+    Class attributes:
+        exit_status: the command line's exit status when this error ends a command (an ``EXIT_*`` value).
+        hint: one sentence saying what to do, appended by :meth:`one_line` when the message lacks it;
+            empty when the messages of the class already say it.
+    """
+
+    exit_status: ClassVar[int] = EXIT_FAILED
+    hint: ClassVar[str] = ""
+
+    def one_line(self) -> str:
+        """The line the command line prints: the message's first line, then the hint when it is not in it."""
+        line = first_line(str(self)) or type(self).__name__
+        if self.hint and self.hint not in line:
+            line = f"{line.rstrip('.')}; {self.hint}"
+        return line
