@@ -9,7 +9,7 @@ STAMP         := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale bench-shape bench-overhead lint lock \
-        docs clean dashboard dashboard-env dashboard-env-try browser lock-dashboards \
+        docs site site-serve clean dashboard dashboard-env dashboard-env-try browser lock-dashboards \
         postgres-server postgres-server-try
 
 ## The development venv: the package with its dev, spark and postgres extras (make test, lint, bench).
@@ -108,6 +108,15 @@ lint: env
 docs: env-runtime
 	$(BIN)/rank-pipeline docs --dictionary docs/data_dictionary.md
 
+## The documentation site (MkDocs, Material theme, from docs/ and mkdocs.yml) into build/site, --strict:
+## a broken link or a page missing from the nav fails (make test builds it too: tests/test_docs_site.py).
+site: env
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+## Serve the documentation site on http://127.0.0.1:8000, rebuilt on each edit.
+site-serve: env
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
+
 lock:
 	rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock && .venv-lock/bin/pip install --quiet -e '.[dev,spark,postgres,bench]' \
 	  && { echo "# Pinned versions used by every install (make demo, make env, make bench). Regenerate with 'make lock'."; \
@@ -116,7 +125,7 @@ lock:
 clean:
 	rm -rf data/snapshots data/warehouse*.duckdb* data/dagster_home
 
-## Dashboards (Superset) in their own venv, never the pipeline's .venv; see dashboards/ and the README.
+## Dashboards (Superset) in their own venv, never the pipeline's .venv; see dashboards/ and docs/how-to/dashboards.md.
 SUPERSET_VENV  ?= .venv-superset
 SUPERSET_STAMP := $(SUPERSET_VENV)/.installed
 

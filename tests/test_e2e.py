@@ -195,13 +195,14 @@ def test_unknown_host_is_a_clear_connection_error(tmp_path):
 
 @pytest.mark.slow
 def test_readme_and_demo_queries_run_on_the_published_warehouse(pipeline_run):
-    """The README's example SQL and the demo's two answers stay in step with the marts."""
+    """The example SQL of the docs' "Querying the warehouse" page and the demo's two answers stay in step with
+    the marts."""
     import re
 
     from rank_pipeline.cli.pipeline import QUOTA_BURN_QUERY, RANKING_TRENDS_QUERY
 
     _, data_dir, _, _ = pipeline_run
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "querying.md").read_text()
     queries = re.findall(r"```sql\n(.*?)```", readme, re.S)
     assert len(queries) >= 3
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:

@@ -1,6 +1,6 @@
 -- One row per domain x search engine x device x location x language x snapshot day
 -- (marts.agg_domain_segment_daily). Weighted back to a domain's visibility with
--- sum(visibility * tracked_keywords) / sum(tracked_keywords), the README's definition. Estimated clicks,
+-- sum(visibility * tracked_keywords) / sum(tracked_keywords), the definition in docs/how-to/querying.md. Estimated clicks,
 -- winners / losers and top-10 entries / exits are the mart's per-segment counts (summed by the charts).
 select
     v.account,

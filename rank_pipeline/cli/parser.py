@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Bring a rank-tracking API into a DuckDB warehouse every day (snapshots, models, Dagster). "
                     "Settings come from the environment: RANK_TRACKER_BASE_URL (unset: the embedded sandbox), "
                     "RANK_TRACKER_API_KEY, RANK_TRACKER_ACCOUNTS, RANK_PIPELINE_DATA_DIR (default ./data); "
-                    "see the README.",
+                    "every setting: docs/reference/settings.md.",
         epilog="Exit status: 0 success, 1 failed run, 2 bad usage or configuration, 3 the data folder cannot be "
                "written (read-only, not writable, full). Failures print one line; details go to a log file "
                "under <data folder>/logs/ (to stderr when it cannot be written).")

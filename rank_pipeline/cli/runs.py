@@ -67,7 +67,7 @@ class Totals:
         if self.shape_lines:
             lines.append("the vendor sends another shape than the contract reads: see what it sends with "
                          "`rank-pipeline profile`, edit the files named above, then `rank-pipeline rebuild` "
-                         "(README, \"Meeting your vendor's shape\"); the snapshots are kept")
+                         "(docs/tutorials/vendor-shape.md); the snapshots are kept")
         return lines
 
     def line(self, verdict: str) -> str:

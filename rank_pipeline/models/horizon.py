@@ -1,6 +1,6 @@
 """Which model rows a load of some days changes: look-back horizons carried through the model graph.
 
-The contract (docs/architecture.md, "Any order of partition runs"): after loading, re-loading or
+The contract (docs/concepts/any-order.md, its one home): after loading, re-loading or
 backfilling the raw days ``a .. b`` in any order, every model must hold exactly the rows a full rebuild
 from the same snapshots would hold. The runner keeps that contract by rebuilding, for each incremental
 model, the date range this module computes, in one transaction per model.

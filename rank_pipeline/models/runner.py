@@ -1,50 +1,8 @@
-"""Build models and load seeds into DuckDB (docs/architecture.md, "Warehouse and the dbt-like runner").
+"""Build models and load seeds into DuckDB.
 
-Materializations
-    view
-        ``create or replace view <schema>.<name> as <sql>`` (the SQL as written). ``rows`` is None: counting
-        would run the whole view.
-    table
-        the SQL is built into ``<schema>.__<name>__build``, then, in one transaction, the old table is
-        dropped and the new one renamed into place: readers of the build file see the old or the new
-        table, never a half-built one; a failed build leaves the old table.
-    incremental (by ``incremental.date_column``, default ``snapshot_date``)
-        Without a target table, with ``full_refresh=True`` or with ``partition_date=None``: a full build of
-        every date, as for ``table``. Otherwise a partition build for ``partition_date`` = d:
-
-        1. the model's SQL is rewritten with sqlglot: every upstream relation (``raw.*``, ``seeds.*``,
-           ``staging.*``, ``marts.*``) that has the date column is replaced by
-           ``(select * from <relation> where <date_column> between d - lookback_days and d) as <alias>``;
-           relations without it (dimensions, seeds) are read whole;
-        2. the rewritten SELECT runs, and only its rows with ``<date_column> = d`` are kept;
-        3. in one transaction the target's rows of d are deleted and those rows inserted (by name).
-
-        So a daily run reads ``lookback_days + 1`` days of each upstream, not the history.
-
-        **Contract an incremental model must meet**: its output rows for date d depend only on input rows
-        whose date column lies in ``[d - lookback_days, d]`` (plus relations without the date column,
-        read whole). Then a partition build equals the same day of a full build. A model that compares
-        with "the previous available snapshot" must look for it within those days only. Upstream
-        relations must name the date column as the model does, and columns must not be qualified with
-        ``schema.table.`` (use a table alias), because a replaced relation keeps only its alias.
-
-        Range builds: ``build(con, model, d1, until=d2)`` does the above for the days ``d1 .. d2`` at once
-        (upstream window ``[d1 - lookback_days, d2]``, one delete and one insert in one transaction).
-        :func:`build_all` rebuilds, after a load of some days, every later already-loaded day within
-        the horizon (:mod:`rank_pipeline.models.horizon`), so any order of loads equals a full build.
-
-        Fold (``incremental.strategy: fold``, for a dimension without the date column): the SQL reads its
-        own previous relation and the upstream rows; a build whose first day is after the watermark
-        (the largest ``incremental.watermark`` value in the relation: the last day folded in) reads the
-        upstream rows dated after the watermark and the whole previous relation, and replaces the
-        relation with the result (a dimension is small: one row per entity). A build of a day at or
-        before the watermark (a backfill or re-load) rebuilds it whole, as does a full refresh.
-
-        Self-reference (``Model.reads_itself``): an incremental model may read its own relation to
-        carry a running state (best position to date). In a partition build it reads its own rows
-        dated before the first built day; in a full build an empty relation typed by its ``.yml``
-        columns' ``data_type``. Its rows of d may then depend on every earlier day, so a load of D
-        rebuilds all its later days (horizon unbounded).
+The materializations (view, table, incremental with its partition, range, fold and self-reference builds)
+and the contract an incremental model must meet, so that any order of loads equals a full build, have one
+home: docs/concepts/any-order.md. :func:`build` and :func:`build_all` below implement them.
 """
 
 from __future__ import annotations

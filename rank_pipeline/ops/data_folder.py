@@ -2,7 +2,7 @@
 
 Such a fault is not a failed run and not bad input: the machine must be fixed. The command line turns it
 into one line naming the folder and saying what to do, with exit status
-:data:`DATA_FOLDER_EXIT_STATUS` (``rank_pipeline.cli.main``; README "When the data folder fails").
+:data:`DATA_FOLDER_EXIT_STATUS` (``rank_pipeline.cli.main``; docs/how-to/running-every-day.md, "When the data folder fails").
 
 :func:`data_folder_fault` classifies an ``OSError`` (from any stage: the instance lock, Dagster's
 storage, a Parquet or DuckDB write); :func:`probe` writes a small file to tell a folder that cannot take

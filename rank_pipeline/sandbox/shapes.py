@@ -3,7 +3,7 @@
 The spec shows one field of a keyword record (``location.code``); everything else is invented
 (:mod:`rank_pipeline.sandbox.assumptions`). A real vendor will send another shape, which the spec allows
 just as well. These shapes let a user (and the tests) watch the pipeline's contract check fail on a shape it
-was not written for, then fix it by an edit of the contract and the staging model (README, "Meeting your
+was not written for, then fix it by an edit of the contract and the staging model (docs/tutorials/vendor-shape.md, "Meeting your
 vendor's shape"). Every shape carries exactly the same information as the default one, so after the edit
 the marts equal the default shape's, row by row.
 

@@ -378,13 +378,12 @@ def test_the_published_json_schema_is_the_models_and_the_example_fits_it():
 
 @pytest.mark.slow
 def test_the_readme_example_runs_as_written(tmp_path):
-    """The README's "Tracked keywords as code" example: `rank-pipeline sandbox` in one process, the second
+    """The example of the docs' "Tracked keywords as code" page: `rank-pipeline sandbox` in one process, the second
     shell block run as written by bash (only the port is changed to a free one, and the data folder)."""
     import socket
     import time
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Tracked keywords as code", 1)[1].split("\n## ", 1)[0]
+    section = (ROOT / "docs" / "how-to" / "keywords-as-code.md").read_text()
     blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
     assert blocks[0].strip().startswith("rank-pipeline sandbox")
     with socket.socket() as s:

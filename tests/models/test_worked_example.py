@@ -1,5 +1,5 @@
-"""The README's worked example (keyword cannibalisation), run as written: the ``sh`` block of its section
-is taken from README.md and run by bash in a folder holding copies of ``dbt_like_sql/`` and
+"""The docs' worked example (keyword cannibalisation), run as written: the ``sh`` block of its section
+is taken from docs/how-to/changing-models.md and run by bash in a folder holding copies of ``dbt_like_sql/`` and
 ``examples/``, against a 2-day demo data folder, each command's exit status recorded.
 
 Then checked against ground truth computed here from the published ``marts.fct_keyword_rankings_daily``
@@ -31,9 +31,9 @@ KEY = dg.AssetKey(["marts", "fct_keyword_cannibalisation_daily"])
 
 
 def readme_block() -> list[str]:
-    """The command lines of the worked example's ``sh`` block in README.md."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Worked example: keyword cannibalisation", 1)[1]
+    """The command lines of the worked example's ``sh`` block in docs/how-to/changing-models.md."""
+    text = (ROOT / "docs" / "how-to" / "changing-models.md").read_text()
+    section = text.split("## Worked example: keyword cannibalisation", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 

@@ -1,7 +1,7 @@
 """The daily schedule under the real ``dagster-daemon``, and killed daemon-launched runs marked failed.
 
 ``dagster-daemon run -w workspace.yaml`` is started as a subprocess on a temporary ``DAGSTER_HOME`` and
-data folder (its ``dagster.yaml`` written by ``python -m rank_pipeline.defs.instance``, as the README
+data folder (its ``dagster.yaml`` written by ``python -m rank_pipeline.defs.instance``, as docs/how-to/running-every-day.md
 says), with ``RANK_PIPELINE_SCHEDULE_CRON='* * * * *'`` against the embedded sandbox. The test reads
 the instance through Dagster's public API (``DagsterInstance.from_config``) and the published DuckDB
 file. The pacing is slowed (4 requests per second per key) so an extraction lasts long enough to be

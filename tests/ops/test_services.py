@@ -117,7 +117,7 @@ def test_shipped_systemd_units_are_valid_and_run_the_tested_commands(tmp_path, u
     assert f"ExecStart={expected[service]}\n" in text
     assert "ExecStartPre=/opt/rank-pipeline/.venv/bin/python -m rank_pipeline.defs.instance\n" in text
     assert "TimeoutStopSec=30\n" in text
-    assert unit in (REPO / "README.md").read_text()
+    assert unit in (REPO / "docs" / "how-to" / "running-every-day.md").read_text()
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed")
     local = tmp_path / unit

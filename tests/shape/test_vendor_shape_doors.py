@@ -1,6 +1,6 @@
 """Meeting a vendor's shape through the doors a user takes, as subprocesses with settings in the environment:
 a first run against a shape the contract does not read fails and publishes nothing, ``profile`` shows what
-the vendor sends, the documented edit (``examples/vendor-b/vendor-b.patch``, the README's walk-through),
+the vendor sends, the documented edit (``examples/vendor-b/vendor-b.patch``, the docs' walk-through, docs/tutorials/vendor-shape.md),
 ``diff`` and ``rebuild`` from the snapshots already taken fill the marts, equal row by row to the marts of
 the default shape for the same world; a field renamed mid-way fails its day and keeps the days before."""
 
