@@ -109,7 +109,7 @@ docs: env-runtime
 	$(BIN)/rank-pipeline docs --dictionary docs/data_dictionary.md
 
 ## The documentation site (MkDocs, Material theme, from docs/ and mkdocs.yml) into build/site, --strict:
-## a broken link or a page missing from the nav fails (make test builds it too: tests/test_docs_site.py).
+## a broken link or a page missing from the nav fails (make test builds it too: tests/test_documentation.py).
 site: env
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 

@@ -1,4 +1,4 @@
-"""Scale benchmark (issue 13 item 5): full-rebuild and one-day times of the SQL models on DuckDB and on
+"""Scale benchmark: full-rebuild and one-day times of the SQL models on DuckDB and on
 Spark (local and on a standalone cluster), in the same run, for each keyword count given (default 50,000 and 300,000 over 365 days).
 
 Snapshots come from benchmarks/models.py's synthetic generator (one account, the keyword snapshot

@@ -1,4 +1,4 @@
-"""Key pool (issue 12 item 1): one account, several keys, over real HTTP against the sandbox.
+"""Key pool: one account, several keys, over real HTTP against the sandbox.
 
 The referee is the sandbox's own request count per key (``/_sandbox/stats``, keys named ``acme`` and
 ``acme#2`` by position, never by value) and its ``World`` for the records.

@@ -42,7 +42,7 @@ world only lengthens `make test` (the measured sizes are `make bench-scale`'s)."
 @pytest.mark.xdist_group(name="spark")
 @pytest.mark.timeout(2400)
 def test_scale_benchmark_prints_duckdb_local_and_cluster_rows_with_an_incremental_day(tmp_path):
-    """Issue 21 item 5: DuckDB, Spark local[2] and a standalone cluster of two one-core workers in one run;
+    """DuckDB, Spark local[2] and a standalone cluster of two one-core workers in one run;
     each Spark engine's one day is an incremental build of that day. The benchmark starts the cluster and
     stops it: no JVM of it is left."""
     proc = subprocess.run([sys.executable, str(BENCH), "--days", str(SPARK_DAYS), "--keywords", str(SPARK_KEYWORDS),

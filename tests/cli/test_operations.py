@@ -1,6 +1,5 @@
 """Operations through the door a user takes: ``rank-pipeline run`` / ``demo`` as subprocesses, killed with
-SIGKILL at several points and run again, two first runs at once, and the Dagster UI after the demo
-(issue 8 item 1, issue 9 item 2).
+SIGKILL at several points and run again, two first runs at once, and the Dagster UI after the demo.
 
 Ground truth: a clean ``rank-pipeline demo --days 1`` (one day of the deterministic sandbox world) in
 its own data folder. Every other data folder must end with the same marts, row by row, and the same

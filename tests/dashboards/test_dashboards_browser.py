@@ -1,4 +1,4 @@
-"""The dashboards in a real browser (issue 11.2-11.4): Superset over a demo's published warehouse.
+"""The dashboards in a real browser: Superset over a demo's published warehouse.
 
 Door: ``dashboards/superset_ctl.py serve`` (what ``make dashboard`` runs) on a free loopback port with
 ``RANK_PIPELINE_DATA_DIR`` pointing at a demo's data folder; Debian's chromium, driven by playwright

@@ -1,4 +1,4 @@
-"""The published warehouse opens in DuckDB 1.x (issue 11.1): a 1.x ``duckdb`` in its own venv reads a mart.
+"""The published warehouse opens in DuckDB 1.x: a 1.x ``duckdb`` in its own venv reads a mart.
 
 The pipeline writes with duckdb 2.x, whose own storage format (version 69) 1.x refuses; the publish step
 writes the published file in storage version v1.0.0 (``RANK_PIPELINE_STORAGE_VERSION``). Fails on the

@@ -1,4 +1,4 @@
-"""The publish step names the dashboards and the storage version (issue 11.1 and 11.4).
+"""The publish step names the dashboards and the storage version.
 
 ``warehouse/published`` materialized by Dagster links the dashboards' address
 (``RANK_PIPELINE_DASHBOARD_URL``, default http://127.0.0.1:8088) and writes the published file in the

@@ -1,4 +1,4 @@
-"""A failing data test reports its failing rows, dates included, as asset check metadata (issue 8 item 4).
+"""A failing data test reports its failing rows, dates included, as asset check metadata.
 
 Before: ``Object of type date is not JSON serializable`` crashed the step instead of reporting.
 """

@@ -49,7 +49,7 @@ def test_every_resource_and_model_is_an_asset_and_every_test_a_check():
 
 
 def test_no_asset_depends_on_a_pool_and_every_writer_holds_the_data_folder_lock():
-    """A pool slot of a killed run stayed claimed and wedged every later run (issue 8): no pools; the
+    """A pool slot of a killed run stayed claimed and wedged every later run: no pools; the
     writer lock comes with the ``warehouse`` resource, which every asset that writes files requires."""
     from rank_pipeline.defs.definitions import defs
     from rank_pipeline.defs.resources import WarehouseResource
@@ -91,7 +91,7 @@ def test_keys_never_reach_dagster_only_their_variable_names():
 
 
 def test_the_model_engine_is_a_resource_setting_read_from_the_environment(tmp_path):
-    """Issue 13 item 4: the engine, the Spark master and the warehouse URI are the ``model_engine``
+    """The engine, the Spark master and the warehouse URI are the ``model_engine``
     resource's settings; a bad value is one line naming what to set."""
     import pytest
 

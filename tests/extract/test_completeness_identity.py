@@ -1,4 +1,4 @@
-"""Completeness by identity (issue 8 item 2): records inserted and deleted between pages in equal
+"""Completeness by identity: records inserted and deleted between pages in equal
 numbers, so X-Total-Count stays put while ids come and go, on 80 % of keyword-list requests plus 5xx.
 
 Over real HTTP against the sandbox (``SandboxServer``), once through the client's ``list_records``

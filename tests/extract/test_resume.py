@@ -1,4 +1,4 @@
-"""Resume (issue 12 item 2): an extraction killed with ``kill -9`` at about 80 % of its requests,
+"""Resume: an extraction killed with ``kill -9`` at about 80 % of its requests,
 retried for the same day, re-fetches only the lists it did not finish.
 
 The extraction runs in a child process against the sandbox served over real HTTP by this process;

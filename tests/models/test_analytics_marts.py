@@ -1,4 +1,4 @@
-"""The analytics marts of issue 10 against independent computations from the sandbox World.
+"""The analytics marts against independent computations from the sandbox World.
 
 Two histories (conftest.py): the 35 contiguous days of ``warehouse`` and the *gapped* history (missed
 days including the 1st of a month, a bulk import, deletions, a limit change). The expected values are

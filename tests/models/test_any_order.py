@@ -1,6 +1,6 @@
 """Any order of partition runs gives the warehouse a full rebuild from the same snapshots gives.
 
-Issue 8 item 3 and 5. Over the sandbox World of ``conftest.py`` (35 days, 2 accounts), a *history* runs
+Over the sandbox World of ``conftest.py`` (35 days, 2 accounts), a *history* runs
 days as the daily job does (load the day's raw partition, then build every model for it with the
 runner): in order, out of order, re-run, skipped, and runs killed part-way (an exception injected before
 the k-th model build; the raw load of that run is committed, later models are not) then retried. After
@@ -180,7 +180,7 @@ def roots(snapshots_dirs, scenario) -> dict[date, Path]:
 
 @pytest.mark.slow
 def test_late_backfill_leaves_no_stale_row(roots, scenario, tmp_path):
-    """Issue 8, "late backfill (no stale row)": the 35 days but one were run (their state is a build
+    """Late backfill, no stale row: the 35 days but one were run (their state is a build
     without that day: loaded, then built in full, which the random histories below show equals running
     them day by day), then the skipped day runs last, as a backfill. Every later day within the
     horizons must be rebuilt: the warehouse equals a full rebuild with the day."""

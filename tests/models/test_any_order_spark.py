@@ -1,4 +1,4 @@
-"""Any order of partition runs on Spark equals a full Spark rebuild from the same snapshots (issue 21 item 1).
+"""Any order of partition runs on Spark equals a full Spark rebuild from the same snapshots.
 
 Over the last days of the sandbox World of ``conftest.py``, a history runs days as the daily job does on
 Spark: the day's snapshot is committed (copied into the run's snapshot root), the raw views are

@@ -197,7 +197,7 @@ def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     assert proc.stdout.startswith("rebuilt every snapshot day (full refresh): 3 day(s)"), proc.stdout
     assert f"written as Parquet tables under {uri} (Spark)" in proc.stdout and "0 failed" in proc.stdout
     assert not (work / "warehouse.duckdb").exists() and not (work / "warehouse.build.duckdb").exists()
-    # Spark is incremental (issue 21): a range rebuilds those days, as on DuckDB
+    # Spark is incremental: a range rebuilds those days, as on DuckDB
     proc = _cli(work, "--from", DAYS[-1].isoformat(), env=spark_env, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.startswith(f"rebuilt {DAYS[-1]} .. {DAYS[-1]}: 1 day(s)"), proc.stdout
@@ -267,12 +267,12 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
                                    pytest.param("cluster", marks=pytest.mark.cluster)])
 @pytest.mark.slow
 def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
-    """Issue 13 item 4: with ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
+    """With ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
     project's definitions) builds every seed and model on one Spark session as Parquet under
     ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, each equal row by row to the same job on DuckDB over the same
     snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance.
 
-    ``cluster``: the same on a standalone master with two workers (issue 21 item 2; ``spark_cluster``)."""
+    ``cluster``: the same on a standalone master with two workers."""
     from rank_pipeline.models import load_project
 
     master = request.getfixturevalue("spark_cluster").master_url if where == "cluster" else where

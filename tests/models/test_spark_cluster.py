@@ -1,4 +1,4 @@
-"""Issue 21 item 2: the models on a real Spark standalone cluster, and through Spark Connect.
+"""The models on a real Spark standalone cluster, and through Spark Connect.
 
 The cluster is a master and two workers, JVMs of their own started from the pyspark wheel's
 ``spark-class`` on loopback (``rank_pipeline.models.spark_cluster``; the session fixture ``spark_cluster``).

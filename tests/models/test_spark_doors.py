@@ -1,4 +1,4 @@
-"""Issue 21 item 4: the user's doors on Spark, on a real standalone cluster (two workers, ``spark_cluster``).
+"""The user's doors on Spark, on a real standalone cluster (two workers, ``spark_cluster``).
 
 ``rank-pipeline run --date D`` as a subprocess over the embedded sandbox, with ``RANK_PIPELINE_ENGINE=spark``
 and ``RANK_PIPELINE_SPARK_MASTER=spark://127.0.0.1:<port>`` (and again ``sc://127.0.0.1:<port>``, a Spark

@@ -1,4 +1,4 @@
-"""Issue 13 item 3: the same SQL models on DuckDB and on Spark (local[2]) give the same marts, row by row.
+"""The same SQL models on DuckDB and on Spark (local[2]) give the same marts, row by row.
 
 Both engines read the same Parquet snapshots (conftest's 35-day world: the history root and the recent
 root). DuckDB loads them into its raw tables and builds every model in full (the ``warehouse`` fixture,

@@ -1,4 +1,4 @@
-"""Snapshots on object storage (issue 13, item 1) and extraction sharded across workers (item 4).
+"""Snapshots on object storage and extraction sharded across workers.
 
 The object store is a real S3-compatible HTTP endpoint on loopback: moto's server mode
 (``moto.server.ThreadedMotoServer``). The commands run as a user runs them: ``rank-pipeline`` as a

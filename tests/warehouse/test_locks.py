@@ -1,4 +1,4 @@
-"""rank_pipeline.warehouse.locks: OS-released locks and the removal of dead runs' leftovers (issue 8, item 1)."""
+"""rank_pipeline.warehouse.locks: OS-released locks and the removal of dead runs' leftovers."""
 
 from __future__ import annotations
 
