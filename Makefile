@@ -65,13 +65,13 @@ test-fast: env
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
 ## It lists the runs of `make demo` / `rank-pipeline run` (same DAGSTER_HOME, default data/dagster_home).
-## Stop it with Ctrl-C or SIGTERM to its process group (make waits for the recipe; rank_pipeline.ops.services
+## Stop it with Ctrl-C or SIGTERM to its process group (make waits for the recipe; rank_pipeline.operations.services
 ## makes `dagster dev` take SIGTERM even when started in the background).
 DEV_HOST ?= 127.0.0.1
 DEV_PORT ?= 3000
 dev: env-runtime
 	export DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/data/dagster_home} && $(BIN)/python -m rank_pipeline.defs.instance \
-	  && exec $(BIN)/python -m rank_pipeline.ops.services $(BIN)/dagster dev -w workspace.yaml -h $(DEV_HOST) -p $(DEV_PORT)
+	  && exec $(BIN)/python -m rank_pipeline.operations.services $(BIN)/dagster dev -w workspace.yaml -h $(DEV_HOST) -p $(DEV_PORT)
 
 ## Serve the sandbox API on http://127.0.0.1:8765 for trying by hand.
 sandbox: env-runtime
@@ -145,11 +145,11 @@ apt_install = { test "$$(id -u)" = 0 && apt-get update -qq \
 ## Debian's PostgreSQL server for the tests of Dagster's PostgreSQL storage (the test starts its own on loopback).
 postgres-server:
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
-	  || $(call apt_install,postgresql,tests/ops/test_postgres_storage.py)
+	  || $(call apt_install,postgresql,tests/operations/test_postgres_storage.py)
 
 postgres-server-try:
 	@$(MAKE) --no-print-directory postgres-server || echo "warning: PostgreSQL's server could not be installed;" \
-	  "tests/ops/test_postgres_storage.py will be skipped" >&2
+	  "tests/operations/test_postgres_storage.py will be skipped" >&2
 
 ## Debian's chromium for the browser test (playwright drives it; no browser download).
 browser:

@@ -1,12 +1,12 @@
-"""Benchmark of the column lineage (:mod:`rank_pipeline.models.lineage`) of the shipped models: the
+"""Benchmark of the column lineage (:mod:`rank_pipeline.transform.lineage`) of the shipped models: the
 analysis cold (no cache file, no memo) against the previous analysis, measured in the same run.
 
 What it does
     1. Loads ``dbt_like_sql/`` and builds its skeleton on empty inputs (the relation types both analyses
-       need, :func:`rank_pipeline.models.unit_tests.relation_types`, cached for the process after): its
+       need, :func:`rank_pipeline.transform.unit_tests.relation_types`, cached for the process after): its
        time is printed on its own, it is the same for both.
     2. Runs the analysis (``lineage._analyse``, what :func:`project_lineage` computes without a cache) and
-       the reference (``reference_lineage`` in ``tests/models/test_lineage.py``, the previous analysis:
+       the reference (``reference_lineage`` in ``tests/transform/test_lineage.py``, the previous analysis:
        sqlglot's lineage with its trimmed selects, each column's graph walked on its own), ``--repeats``
        times interleaved, which one goes first alternating; medians are compared.
     3. Checks that both give the same result (``to_json()`` and every column's sources).
@@ -34,17 +34,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rank_pipeline.models import load_project  # noqa: E402
-from rank_pipeline.models.lineage import _analyse  # noqa: E402
-from rank_pipeline.models.unit_tests import relation_types  # noqa: E402
-from tests.models.test_lineage import reference_lineage  # noqa: E402
+from tests.transform.test_lineage import reference_lineage  # noqa: E402
+
+from rank_pipeline.transform import load_project  # noqa: E402
+from rank_pipeline.transform.lineage import _analyse  # noqa: E402
+from rank_pipeline.transform.unit_tests import relation_types  # noqa: E402
 
 FRESH = """
 import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from rank_pipeline.models import load_project
-from rank_pipeline.models.lineage import project_lineage
+from rank_pipeline.transform import load_project
+from rank_pipeline.transform.lineage import project_lineage
 project = load_project(Path({models!r}))
 started = time.perf_counter()
 project_lineage(project)

@@ -11,7 +11,7 @@ What it does
        added through the year, so every mart has work to do.
     2. Loads every day but the last into the raw tables (:func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`).
     3. Full rebuild: seeds and every model of ``dbt_like_sql/`` with the runner
-       (:func:`rank_pipeline.models.build_all` with ``full_refresh=True``).
+       (:func:`rank_pipeline.transform.build_all` with ``full_refresh=True``).
     4. Loads the last day with :func:`rank_pipeline.warehouse.database.load_partition` and, in the same run, the
        same files with a bare ``create table ... as select * from read_parquet([...])`` per resource (the
        reference: the least a load can do). The warehouse is checkpointed first, as the daily job's publish
@@ -22,7 +22,7 @@ What it does
        best position to date and dim_keywords carry their state forward; views are re-created; the
        small dimension tables, one row per domain or competitor, are rebuilt in full).
     6. A late day: re-loads the day 30 days back and rebuilds every model row depending on it (the later
-       days within each model's horizon, :mod:`rank_pipeline.models.horizon`).
+       days within each model's horizon, :mod:`rank_pipeline.transform.horizon`).
 
 Output
     Times of each step, then the ratios: incremental / full rebuild, raw load / bare read_parquet, and
@@ -59,7 +59,6 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rank_pipeline.models import build_all, load_project  # noqa: E402
 from rank_pipeline.snapshots.parquet import (  # noqa: E402
     MANIFEST_NAME,
     SCHEMA_VERSION,
@@ -67,6 +66,7 @@ from rank_pipeline.snapshots.parquet import (  # noqa: E402
     arrow_schema,
     partition_dir,
 )
+from rank_pipeline.transform import build_all, load_project  # noqa: E402
 from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 
 ACCOUNT = "bench"

@@ -8,10 +8,10 @@ contract). For each size:
   last day and build it incrementally (the daily job).
 * Spark (engine ``spark``: ``--master``, default ``local[2]``; engine ``cluster``: a standalone master and
   ``--cluster`` one-core workers, default 2, started on this machine from the pyspark wheel,
-  rank_pipeline/models/spark_cluster.py, and stopped after): register the history's files, full rebuild of
+  tests/spark_cluster.py, and stopped after): register the history's files, full rebuild of
   every model; then register the last day too and build it incrementally, as DuckDB does (each
   incremental model and dated view rebuilds that day only, tables whole;
-  rank_pipeline/models/spark_engine.py). The slowest models of that day are printed, to show what the
+  rank_pipeline/transform/spark_engine.py). The slowest models of that day are printed, to show what the
   day costs. Each Spark engine gets its own session (one at a time: Spark allows one per process).
 
 Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what to compare. Usage::
@@ -38,12 +38,13 @@ import duckdb
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))  # spark_cluster.py: the launcher the tests and benchmarks share
 
 from models import Generator, write_keywords, write_small  # noqa: E402
+from spark_cluster import start_cluster  # noqa: E402
 
-from rank_pipeline.models import build_all, load_project  # noqa: E402
-from rank_pipeline.models.spark_cluster import start_cluster  # noqa: E402
-from rank_pipeline.models.spark_engine import SparkEngine, spark_session  # noqa: E402
+from rank_pipeline.transform import build_all, load_project  # noqa: E402
+from rank_pipeline.transform.spark_engine import SparkEngine, spark_session  # noqa: E402
 from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 
 

@@ -50,7 +50,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    ``matches_tracked_keywords`` fails when the file and the tracked
                                    keywords differ; unset: no check, an empty table.
 ``RANK_PIPELINE_ENGINE``           which engine builds the SQL models: ``duckdb`` (default) or ``spark``
-                                   (:mod:`rank_pipeline.models.engines`).
+                                   (:mod:`rank_pipeline.transform.engines`).
 ``RANK_PIPELINE_SPARK_MASTER``     the Spark master URL (default ``local[2]``).
 ``RANK_PIPELINE_SPARK_WAREHOUSE_URI`` where Spark writes the model tables as Parquet (default
                                    ``<data dir>/spark_warehouse``).
@@ -456,7 +456,7 @@ def snapshots_uri_from_env(env: Mapping[str, str] | None = None) -> str | None:
 
 ENGINE_ENV = "RANK_PIPELINE_ENGINE"
 ENGINES = ("duckdb", "spark")
-"""The engines that can build the SQL models (:mod:`rank_pipeline.models.engines`)."""
+"""The engines that can build the SQL models (:mod:`rank_pipeline.transform.engines`)."""
 DEFAULT_SPARK_MASTER = "local[2]"
 SPARK_MASTER_ENV = "RANK_PIPELINE_SPARK_MASTER"
 _SPARK_MASTER = re.compile(
@@ -484,7 +484,7 @@ def check_spark_master(master: str) -> str:
 @dataclass(frozen=True)
 class EngineSettings:
     """The model engine and its Spark settings (``RANK_PIPELINE_ENGINE``, ``RANK_PIPELINE_SPARK_MASTER``,
-    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``; :mod:`rank_pipeline.models.engines`)."""
+    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``; :mod:`rank_pipeline.transform.engines`)."""
 
     engine: str = "duckdb"
     spark_master: str = DEFAULT_SPARK_MASTER
@@ -660,7 +660,7 @@ class DataPaths:
 
     @property
     def alerts_ledger(self) -> Path:
-        """``alerts.sqlite``: which alert went to which destination (:mod:`rank_pipeline.ops.alerts`)."""
+        """``alerts.sqlite``: which alert went to which destination (:mod:`rank_pipeline.operations.alerts`)."""
         return self.data_dir / "alerts.sqlite"
 
     @property

@@ -15,11 +15,11 @@ import pytest
 from support import require_root, require_spark
 
 FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
-    "spark": ("spark",),                  # tests/models/conftest.py: a local[2] session
+    "spark": ("spark",),                  # tests/transform/conftest.py: a local[2] session
     "spark_cluster": ("spark", "cluster"),  # below: a standalone master and two workers
     "dashboard_tools": ("browser",),      # tests/dashboards/conftest.py: Superset's venv and chromium
-    "pg_server": ("postgres",),           # tests/ops/test_postgres_storage.py: a PostgreSQL server
-    "gapped": ("slow",),                  # tests/models/conftest.py: the second, gapped history built twice
+    "pg_server": ("postgres",),           # tests/operations/test_postgres_storage.py: a PostgreSQL server
+    "gapped": ("slow",),                  # tests/transform/conftest.py: the second, gapped history built twice
 }
 """Fixture name -> the markers of every test that uses it (directly or through another fixture)."""
 
@@ -67,9 +67,9 @@ def served_source():
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
     """A Spark standalone master and two 1-core workers on loopback, started once per test session from
-    the pyspark wheel (:func:`rank_pipeline.models.spark_cluster.start_cluster`) and stopped at its end,
+    the pyspark wheel (``tests/spark_cluster.py``) and stopped at its end,
     every JVM with it. Its tests are marked ``spark`` and ``cluster`` (:data:`FIXTURE_MARKERS`)."""
-    from rank_pipeline.models.spark_cluster import start_cluster
+    from spark_cluster import start_cluster
 
     with start_cluster(workers=2, cores=1, memory="1g", work_dir=tmp_path_factory.mktemp("spark_cluster")) as cluster:
         yield cluster

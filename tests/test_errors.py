@@ -2,7 +2,7 @@
 documented exit status is reached through the ``rank-pipeline`` command as a user runs it.
 
 Exit status 3 (the data folder cannot be written) needs a file system the test can fill or remount: it is
-driven through the command in ``tests/ops/test_data_folder_faults.py`` (root).
+driven through the command in ``tests/operations/test_data_folder_faults.py`` (root).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_every_exception_class_of_the_package_derives_from_the_one_root():
     classes = _exception_classes()
     # the walk sees the classes it must see: a guard against a walk that finds nothing and passes
     for name in ("rank_pipeline.api.errors.RankTrackerError", "rank_pipeline.warehouse.database.LoadError",
-                 "rank_pipeline.settings.ConfigurationError", "rank_pipeline.models.errors.ProjectError",
+                 "rank_pipeline.settings.ConfigurationError", "rank_pipeline.transform.errors.ProjectError",
                  "rank_pipeline.cli.errors.UsageError", "rank_pipeline.sandbox.world.QuotaExceeded"):
         assert name in classes, sorted(classes)
     outside = sorted(name for name, cls in classes.items() if not issubclass(cls, RankPipelineError))

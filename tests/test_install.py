@@ -84,7 +84,7 @@ def test_models_dir_setting_points_at_a_users_own_project(installed, tmp_path):
         "select snapshot_date, count(*) as domains from staging.stg_domains group by snapshot_date\n")
     (own / "marts" / "my_domain_count.yml").write_text(
         "models:\n  - name: my_domain_count\n    description: Domains per day.\n")
-    code = ("from rank_pipeline.settings import models_dir\nfrom rank_pipeline.models import load_project\n"
+    code = ("from rank_pipeline.settings import models_dir\nfrom rank_pipeline.transform import load_project\n"
             "p = load_project(models_dir())\nprint(models_dir()); print('marts.my_domain_count' in "
             "{m.qualified_name for m in p.models.values()})")
     done = subprocess.run([str(installed / "python"), "-c", code], env=_env(RANK_PIPELINE_MODELS_DIR=str(own)),

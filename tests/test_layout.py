@@ -1,7 +1,7 @@
 """The package tree reads as the pipeline's stages, imports only go down, and no two modules import each other.
 
 Stages, lowest first: ``errors`` (the one exception root) < ``settings`` < ``api`` < ``sandbox`` < ``snapshots`` < ``shape``, ``extract`` < ``warehouse`` <
-``models`` < ``steps`` < ``ops``, ``keywords`` < ``defs`` < ``cli``. A module may import its own package
+``transform`` < ``steps`` < ``operations``, ``keywords`` < ``defs`` < ``cli``. A module may import its own package
 and any lower stage, never a higher one nor a sibling of the same rank; no module lies loose in
 ``rank_pipeline/`` but ``errors.py`` and ``settings.py``. Imports inside functions count as much as those at the top.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rank_pipeline"
 STAGES: dict[str, int] = {
-    "errors": -1, "settings": 0, "api": 1, "sandbox": 2, "snapshots": 3, "shape": 4, "extract": 4, "warehouse": 5, "models": 6,
-    "steps": 7, "ops": 8, "keywords": 8, "defs": 9, "cli": 10,
+    "errors": -1, "settings": 0, "api": 1, "sandbox": 2, "snapshots": 3, "shape": 4, "extract": 4, "warehouse": 5, "transform": 6,
+    "steps": 7, "operations": 8, "keywords": 8, "defs": 9, "cli": 10,
 }
 
 
@@ -110,13 +110,13 @@ def test_no_import_cycles_between_modules():
 
 
 def test_the_cycle_check_sees_a_nested_import(tmp_path):
-    pkg = tmp_path / "rank_pipeline" / "models"
+    pkg = tmp_path / "rank_pipeline" / "transform"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "engines.py").write_text("def f():\n    from rank_pipeline.models.spark_engine import S\n")
-    (pkg / "spark_engine.py").write_text("from rank_pipeline.models.engines import f\nS = 1\n")
+    (pkg / "engines.py").write_text("def f():\n    from rank_pipeline.transform.spark_engine import S\n")
+    (pkg / "spark_engine.py").write_text("from rank_pipeline.transform.engines import f\nS = 1\n")
     graph = _module_graph(tmp_path / "rank_pipeline")
-    assert graph["rank_pipeline.models.engines"] == {"rank_pipeline.models.spark_engine"}
+    assert graph["rank_pipeline.transform.engines"] == {"rank_pipeline.transform.spark_engine"}
     try:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError:

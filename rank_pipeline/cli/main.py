@@ -39,7 +39,7 @@ Exit status:
   read-only file system, not writable by this user, or full. The line names the folder and says what to
   do (remount it read-write, give the user write permission, free space, or point
   ``RANK_PIPELINE_DATA_DIR`` elsewhere); what earlier runs wrote (snapshots, the published warehouse) is
-  left as it was (:mod:`rank_pipeline.ops.data_folder`);
+  left as it was (:mod:`rank_pipeline.operations.data_folder`);
 - 130: interrupted.
 
 Every failure ends with one line on stderr saying what was wrong and what to do; the detail (the Dagster
@@ -112,7 +112,7 @@ def _data_folder_fault(exc: BaseException | None, failure: str | None = None) ->
     A run step's error reaches here as text: the folder is then probed with a small write, and a
     failure naming ENOSPC/EDQUOT counts as a full folder even when the probe still fits.
     """
-    from rank_pipeline.ops.data_folder import DataFolderFault, data_folder_fault, probe
+    from rank_pipeline.operations.data_folder import DataFolderFault, data_folder_fault, probe
     from rank_pipeline.settings import ConfigurationError, Settings
 
     try:

@@ -16,9 +16,9 @@ from rank_pipeline.errors import first_line
 
 def cmd_docs(args: argparse.Namespace) -> int:
     from rank_pipeline.api.endpoints import render_markdown
-    from rank_pipeline.models.docs import render_data_dictionary
-    from rank_pipeline.models.lineage import project_lineage
-    from rank_pipeline.models.site import write_site
+    from rank_pipeline.transform.docs import render_data_dictionary
+    from rank_pipeline.transform.lineage import project_lineage
+    from rank_pipeline.transform.site import write_site
 
     project = _project(args)
     out = Path(args.out)
@@ -80,8 +80,8 @@ def _serve_site(folder: Path, port: int) -> None:
 
 def _project(args: argparse.Namespace):
     """The models folder of ``--models-dir``, else RANK_PIPELINE_MODELS_DIR, else the shipped one, loaded."""
-    from rank_pipeline.models import load_project
     from rank_pipeline.settings import models_dir
+    from rank_pipeline.transform import load_project
 
     folder = Path(args.models_dir) if getattr(args, "models_dir", None) else models_dir()
     if not folder.is_dir():
@@ -95,7 +95,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     on the published warehouse), ``--select`` limiting both. Returns 0 when all pass, 1 when one fails (its
     differing rows or failing row count printed); raises UsageError (exit 2) for ``--data`` without a
     published warehouse or an unknown model."""
-    from rank_pipeline.models.unit_tests import run_unit_tests
+    from rank_pipeline.transform.unit_tests import run_unit_tests
 
     project = _project(args)
     select = list(dict.fromkeys(args.select or []))
@@ -131,7 +131,7 @@ def _data_tests(project, select: list[str], verbose: bool) -> tuple[int, int]:
     """Run the data tests of the selected models and seeds on the published warehouse (read-only)."""
     import duckdb
 
-    from rank_pipeline.models import run_tests
+    from rank_pipeline.transform import run_tests
     from rank_pipeline.warehouse.sql import table_columns
 
     path = load_settings().paths.published_db
@@ -168,8 +168,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     scratch file, no API call, and compare every seed and model with the published warehouse (rows added,
     removed, changed; changed values per column; 5 examples). Returns 0 when equal, 1 when different or
     when the folder does not build."""
-    from rank_pipeline.models.diff import diff_models
-    from rank_pipeline.models.errors import BuildError
+    from rank_pipeline.transform.diff import diff_models
+    from rank_pipeline.transform.errors import BuildError
 
     project = _project(args)
     settings = load_settings()

@@ -22,7 +22,7 @@ from rank_pipeline.defs.partitions import DATE_DIMENSION, SHARD_DIMENSION, daily
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
 from rank_pipeline.extract.source import Source
-from rank_pipeline.ops.history import reread_passes
+from rank_pipeline.operations.history import reread_passes
 from rank_pipeline.settings import Shard, ShardPlan
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.parquet import partition_dir
@@ -162,7 +162,7 @@ extract_snapshots = build_extract_snapshots()
 
 def _day_figures(report: ExtractionReport) -> dict[str, int]:
     """One day's ``requests``, ``rate_limited`` (429s), ``retries`` over every account, and its
-    ``reread_passes`` (:func:`rank_pipeline.ops.history.reread_passes` of the lists read, not those
+    ``reread_passes`` (:func:`rank_pipeline.operations.history.reread_passes` of the lists read, not those
     resumed from a checkpoint)."""
     accounts = report.accounts.values()
     return {"requests": sum(a.requests for a in accounts), "rate_limited": sum(a.rate_limited for a in accounts),

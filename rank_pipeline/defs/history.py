@@ -1,4 +1,4 @@
-"""The ``ops/run_history`` asset: the warehouse records its own runs (:mod:`rank_pipeline.ops.history`).
+"""The ``ops/run_history`` asset: the warehouse records its own runs (:mod:`rank_pipeline.operations.history`).
 
 Each run's figures are read through Dagster's public instance API: the run record
 (``DagsterInstance.get_run_records``: tags, status, start and end) and the run's event log
@@ -25,9 +25,9 @@ import dagster as dg
 from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import WarehouseResource
-from rank_pipeline.models import SourceTable, loaded_project, run_tests
-from rank_pipeline.ops import history
+from rank_pipeline.operations import history
 from rank_pipeline.settings import models_dir
+from rank_pipeline.transform import SourceTable, loaded_project, run_tests
 
 __all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY",
            "build_run_history_asset", "run_facts", "stage_of"]
@@ -50,7 +50,7 @@ _STATUS = {dg.DagsterRunStatus.SUCCESS: "success", dg.DagsterRunStatus.FAILURE: 
 
 
 def stage_of(step_key: str) -> str:
-    """The stage of :data:`rank_pipeline.ops.history.STAGES` a step belongs to (seeds and models: ``models``)."""
+    """The stage of :data:`rank_pipeline.operations.history.STAGES` a step belongs to (seeds and models: ``models``)."""
     if step_key == EXTRACT_STEP:
         return "extract"
     if step_key == LOAD_STEP:
@@ -71,7 +71,7 @@ def _int(meta: dict, name: str) -> int | None:
 
 def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: datetime | None = None,
               extra_checks: tuple[int, int] = (0, 0)) -> history.RunFacts | None:
-    """The :class:`rank_pipeline.ops.history.RunFacts` of one run, from its record and event log.
+    """The :class:`rank_pipeline.operations.history.RunFacts` of one run, from its record and event log.
 
     With ``now`` the run is the running one writing its own rows: status ``success``, end ``now``,
     steps not ended yet count until ``now``, ``final`` false. ``extra_checks``: (passed, failed) check

@@ -3,7 +3,7 @@
 The project is loaded (and its dependency graph checked: a cycle or a reference to a missing model is
 an error here) when the definitions load. Each model asset builds its model for the run's partitions
 (views and tables rebuild; an incremental model replaces the rows of those days AND of every later
-loaded day within its look-back horizon, :mod:`rank_pipeline.models.horizon`, so a backfill leaves
+loaded day within its look-back horizon, :mod:`rank_pipeline.transform.horizon`, so a backfill leaves
 no stale row) and then runs the tests from the model's ``.yml`` on the rows it rebuilt, reporting each
 as an asset check; checks marked blocking stop downstream models and the publication of the warehouse
 when they fail.
@@ -13,7 +13,7 @@ which each asset receives the partition key range and builds it at once. With th
 tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model is rebuilt from scratch.
 
 Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`): each
-asset builds through the run's :class:`rank_pipeline.models.engines.ModelEngine` and the step
+asset builds through the run's :class:`rank_pipeline.transform.engines.ModelEngine` and the step
 :func:`rank_pipeline.steps.models.build_relation`. On ``duckdb`` (default) the above. On ``spark`` each
 seed and model is built on the run's Spark session from the committed snapshots under the ``warehouse``
 resource's snapshots location, incrementally by the run's days as on DuckDB, written as Parquet under the
@@ -44,12 +44,12 @@ from rank_pipeline.defs.table_metadata import (
     relation_key,
     table_name,
 )
-from rank_pipeline.models import Model, Project, Seed, loaded_project
-from rank_pipeline.models.engines import ENGINES, ModelEngine
-from rank_pipeline.models.lineage import project_lineage
-from rank_pipeline.models.testing import TestResult
 from rank_pipeline.settings import DataPaths, models_dir
 from rank_pipeline.steps.models import build_relation
+from rank_pipeline.transform import Model, Project, Seed, loaded_project
+from rank_pipeline.transform.engines import ENGINES, ModelEngine
+from rank_pipeline.transform.lineage import project_lineage
+from rank_pipeline.transform.testing import TestResult
 
 FULL_REFRESH_TAG = "rank_pipeline/full_refresh"
 """Run tag: ``true`` reloads every raw table from all committed snapshots and builds every model from
@@ -183,7 +183,7 @@ def build_model_assets(project_dir: Path | None = None, engine: str | None = Non
     ``RANK_PIPELINE_ENGINE`` selects (:func:`rank_pipeline.defs.table_metadata.engine_in_use`).
 
     Raises:
-        rank_pipeline.models.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
+        rank_pipeline.transform.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
     project = loaded_project(project_dir if project_dir is not None else models_dir())
     engine = engine or engine_in_use()

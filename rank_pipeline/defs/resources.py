@@ -21,7 +21,8 @@ from pydantic import PrivateAttr
 from rank_pipeline.defs.instance import record_process_tags
 from rank_pipeline.defs.partitions import SHARD_TAG
 from rank_pipeline.extract.source import Source
-from rank_pipeline.models.engines import (
+from rank_pipeline.settings import ConfigurationError, DataPaths, Settings, Shard, check_spark_master
+from rank_pipeline.transform.engines import (
     DEFAULT_SPARK_MASTER,
     ENGINES,
     EngineSettings,
@@ -30,7 +31,6 @@ from rank_pipeline.models.engines import (
     needs_warehouse_uri,
     open_engine,
 )
-from rank_pipeline.settings import ConfigurationError, DataPaths, Settings, Shard, check_spark_master
 from rank_pipeline.warehouse.locks import hold_shard_writer, hold_writer
 
 __all__ = ["ModelEngineResource", "WarehouseResource", "model_engine_from_env", "source_from_env",
@@ -102,18 +102,18 @@ def warehouse_from_env(settings: Settings | None = None) -> WarehouseResource:
 
 
 class ModelEngineResource(dg.ConfigurableResource):
-    """Which engine builds the seeds and SQL models (:mod:`rank_pipeline.models.engines`).
+    """Which engine builds the seeds and SQL models (:mod:`rank_pipeline.transform.engines`).
 
     ``engine`` is ``duckdb`` (default: the models are built in the warehouse's DuckDB build file, which
     the ``warehouse/published`` asset publishes) or ``spark``: the model assets run on ONE Spark session
-    per run on ``spark_master``, through :class:`rank_pipeline.models.spark_engine.SparkEngine`, which
+    per run on ``spark_master``, through :class:`rank_pipeline.transform.spark_engine.SparkEngine`, which
     reads the committed snapshots in place and writes every seed and model as Parquet under
     ``spark_warehouse_uri`` (``<uri>/<schema>/<name>``; a folder, ``file:///...``, ``s3a://bucket/prefix``,
     ``hdfs://...``). On Spark, as on DuckDB, a run of days rebuilds those days of each incremental model
     (and its later loaded days within the horizon), tables whole, and its tests read the rows rebuilt.
 
-    :meth:`open` gives the run's :class:`~rank_pipeline.models.engines.ModelEngine`
-    (:func:`~rank_pipeline.models.engines.open_engine`), opened at the run's first use (a run that builds
+    :meth:`open` gives the run's :class:`~rank_pipeline.transform.engines.ModelEngine`
+    (:func:`~rank_pipeline.transform.engines.open_engine`), opened at the run's first use (a run that builds
     no model, or Dagster re-initializing the resources after a run to read its outputs, opens nothing)
     and closed when the run's steps end (:meth:`yield_for_execution`; with a multiprocess executor, one
     per step process): one DuckDB writer connection, or one Spark session.
@@ -132,7 +132,7 @@ class ModelEngineResource(dg.ConfigurableResource):
     _log: Any = PrivateAttr(default=None)
 
     def settings(self) -> EngineSettings:
-        """These settings as :class:`rank_pipeline.models.engines.EngineSettings`.
+        """These settings as :class:`rank_pipeline.transform.engines.EngineSettings`.
 
         Raises:
             ConfigurationError: an unknown engine, a malformed ``spark_master``, or ``engine=spark`` without

@@ -1,4 +1,4 @@
-"""Alert sensors: the Dagster side of :mod:`rank_pipeline.ops.alerts` (digests sent through Apprise to
+"""Alert sensors: the Dagster side of :mod:`rank_pipeline.operations.alerts` (digests sent through Apprise to
 ``RANK_PIPELINE_ALERT_URLS``, each alert once per destination, recorded in ``<data folder>/alerts.sqlite``).
 
 Sensors (all on by default, so ``dagster-daemon run`` evaluates them with nothing to switch on):
@@ -29,7 +29,7 @@ import dagster as dg
 from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import DATE_TAG
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
-from rank_pipeline.ops.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
+from rank_pipeline.operations.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
 from rank_pipeline.settings import ConfigurationError, Settings
 
 __all__ = ["RunOutcome", "build_alert_sensors", "run_outcome", "send_run_digest", "stale_asset_alerts"]

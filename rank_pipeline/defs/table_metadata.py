@@ -14,7 +14,7 @@ key                            value
 ``dagster/row_count``          on each materialization: ``count(*)`` of the whole table after the build
 ``dagster/column_lineage``     on each materialization of a model: per column, the upstream columns it
                                derives from, then the raw and seed columns at its origin
-                               (:mod:`rank_pipeline.models.lineage`)
+                               (:mod:`rank_pipeline.transform.lineage`)
 ``dagster/code_references``    on the definition of a seed or model: its ``.sql`` or ``.csv`` file, labelled
                                with its path relative to the repository holding it
 =============================  =============================================================================
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from rank_pipeline.models.engines import EngineSettings
-from rank_pipeline.models.lineage import ProjectLineage
-from rank_pipeline.models.project import ColumnSpec, Model, Seed, TestSpec
+from rank_pipeline.transform.engines import EngineSettings
+from rank_pipeline.transform.lineage import ProjectLineage
+from rank_pipeline.transform.project import ColumnSpec, Model, Seed, TestSpec
 
 __all__ = ["TABLE_NAME", "column_lineage", "column_schema", "code_reference", "engine_in_use",
            "relation_key", "table_name"]
@@ -63,7 +63,7 @@ def table_name(qualified: str, catalog: str) -> str:
     """``warehouse.marts.agg_domain_daily`` (DuckDB: the catalog is the published file's name without
     ``.duckdb``) or ``spark_catalog.marts.agg_domain_daily`` (Spark): ``<catalog>.<schema>.<name>``, the
     catalog from the open engine (``ModelEngine.catalog``) or, before one is open, from
-    :data:`rank_pipeline.models.engines.ENGINES`."""
+    :data:`rank_pipeline.transform.engines.ENGINES`."""
     return f"{catalog}.{qualified}"
 
 

@@ -1,7 +1,7 @@
 """Load the raw tables from the committed snapshots: the step behind the Dagster asset ``load_raw_tables``
 (the command line's ``rebuild`` reloads raw through :mod:`rank_pipeline.steps.rebuild`).
 
-Whatever the engine (:class:`rank_pipeline.models.engines.ModelEngine`): DuckDB replaces the days in
+Whatever the engine (:class:`rank_pipeline.transform.engines.ModelEngine`): DuckDB replaces the days in
 the build file in one transaction; Spark registers its raw views over every committed snapshot, read in
 place. Then the records repeated within a day are counted (:func:`repeated_records_sql`): a vendor
 account extracted under two configured names, or a record written twice.
@@ -14,8 +14,8 @@ from datetime import date
 from pathlib import Path
 
 from rank_pipeline.api.endpoints import CATALOG
-from rank_pipeline.models.engines import ModelEngine
 from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.transform.engines import ModelEngine
 
 __all__ = ["PER_ACCOUNT_ENDPOINTS", "RawLoad", "load_raw", "repeated_records_sql"]
 
@@ -27,7 +27,7 @@ same record may appear once per account (docs/architecture.md)."""
 def repeated_records_sql(endpoint: str, first: date, last: date) -> str:
     """The DuckDB SELECT of the records of ``raw.<endpoint>`` appearing more than once on one day of
     ``first .. last`` (one row per repeated record: ``snapshot_date``, its key, ``n_rows``, ``accounts``);
-    Spark runs it transpiled (:func:`rank_pipeline.models.spark_engine.to_spark_sql`)."""
+    Spark runs it transpiled (:func:`rank_pipeline.transform.spark_engine.to_spark_sql`)."""
     key = "account, id, parent_id" if endpoint in PER_ACCOUNT_ENDPOINTS else "id, parent_id"
     return (f"select snapshot_date, {key}, count(*) as n_rows, list_sort(list(distinct account)) as accounts "
             f"from raw.{endpoint} where snapshot_date between date '{first.isoformat()}' and "
@@ -57,7 +57,7 @@ def load_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: 
     repeated records of those days.
 
     Args:
-        engine: the model engine (:func:`rank_pipeline.models.engines.open_engine`).
+        engine: the model engine (:func:`rank_pipeline.transform.engines.open_engine`).
         first, last: the run's days; each must have committed snapshots (unless ``full_refresh``).
         full_refresh: reload every raw table from all committed snapshots (the figures still cover
             ``first .. last`` only).

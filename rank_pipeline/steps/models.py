@@ -2,8 +2,8 @@
 rule is shared with :mod:`rank_pipeline.steps.rebuild`.
 
 Which days a build covers: a seed, a full refresh and every build of a non-incremental engine
-(:attr:`rank_pipeline.models.engines.ModelEngine.incremental` False) are whole; otherwise a model rebuilds the run's days and, for an incremental model, every later loaded
-day within its horizon (:func:`rank_pipeline.models.horizon.affected_ranges`). Its tests then read the
+(:attr:`rank_pipeline.transform.engines.ModelEngine.incremental` False) are whole; otherwise a model rebuilds the run's days and, for an incremental model, every later loaded
+day within its horizon (:func:`rank_pipeline.transform.horizon.affected_ranges`). Its tests then read the
 rows rebuilt (incremental), the run's days (views, tables), or the whole relation (:func:`scope_of_tests`).
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.models import BuildResult, Model, Project, Seed, TestResult
-from rank_pipeline.models.engines import ModelEngine
+from rank_pipeline.transform import BuildResult, Model, Project, Seed, TestResult
+from rank_pipeline.transform.engines import ModelEngine
 
 __all__ = ["RelationBuild", "build_relation", "scope_of_tests"]
 
@@ -44,14 +44,14 @@ def build_relation(engine: ModelEngine, project: Project, relation: Model | Seed
     """Build ``relation`` for the run's days ``first .. last`` and run its ``.yml`` tests (module docstring).
 
     Args:
-        engine: the model engine (:func:`rank_pipeline.models.engines.open_engine`).
+        engine: the model engine (:func:`rank_pipeline.transform.engines.open_engine`).
         project: the models project (for the horizon, and to find earlier builds on Spark).
         full_refresh: build from scratch; the tests read the whole relation.
         snapshots_uri: where the committed snapshots are (Spark reads them in place).
 
     Raises:
-        rank_pipeline.models.BuildError: the build failed (the old relation is kept);
-        rank_pipeline.models.TestExecutionError: a test's SQL failed.
+        rank_pipeline.transform.BuildError: the build failed (the old relation is kept);
+        rank_pipeline.transform.TestExecutionError: a test's SQL failed.
     """
     engine.prepare(snapshots_uri, project)
     if isinstance(relation, Seed):

@@ -1,12 +1,12 @@
 """Rebuild the warehouse from the Parquet snapshots, without calling the API (``rank-pipeline rebuild``).
 
 The snapshots are the system of record; the raw tables and every model can be rebuilt from them at
-any time, on either engine (:func:`rank_pipeline.models.engines.open_engine`):
+any time, on either engine (:func:`rank_pipeline.transform.engines.open_engine`):
 
 ``rebuild(paths, project_dir)``
     every committed snapshot day: the raw days are replaced from the snapshots, then each incremental
     model rebuilds those days and every later loaded day within its horizon
-    (:mod:`rank_pipeline.models.horizon`); views and tables rebuild whole.
+    (:mod:`rank_pipeline.transform.horizon`); views and tables rebuild whole.
 ``rebuild(..., first=D1, last=D2)``
     only the days ``D1 .. D2`` (either bound optional): raw rows of those days are replaced by what the
     snapshots hold (a day whose snapshot was removed loses its raw rows), and the models rebuild every
@@ -15,7 +15,7 @@ any time, on either engine (:func:`rank_pipeline.models.engines.open_engine`):
     drop and reload every raw table, then build every model from scratch (after a model's columns
     changed, or a seed CSV changed meaning).
 ``rebuild(..., engine=EngineSettings(engine="spark", ...))``
-    the same models on a Spark session (:mod:`rank_pipeline.models.spark_engine`), with the same
+    the same models on a Spark session (:mod:`rank_pipeline.transform.spark_engine`), with the same
     ranges (incremental on Spark too), written as Parquet tables under the Spark
     warehouse URI; the DuckDB warehouse is not touched.
 
@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.models import load_project
-from rank_pipeline.models.engines import EngineSettings, ModelEngine, open_engine
-from rank_pipeline.models.testing import TestResult
 from rank_pipeline.settings import DataPaths
 from rank_pipeline.steps.models import scope_of_tests
 from rank_pipeline.steps.publish import publish as publish_build
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
+from rank_pipeline.transform import load_project
+from rank_pipeline.transform.engines import EngineSettings, ModelEngine, open_engine
+from rank_pipeline.transform.testing import TestResult
 from rank_pipeline.warehouse.database import WarehouseError, snapshot_dates
 from rank_pipeline.warehouse.locks import hold_writer
 
@@ -146,7 +146,7 @@ def rebuild(
             ``exc.report``; nothing published).
         rank_pipeline.warehouse.locks.LockTimeout: another run holds the data folder.
         rank_pipeline.warehouse.database.LoadError: a snapshot is damaged (raw tables rolled back).
-        rank_pipeline.models.SqlModelError: a model failed to build.
+        rank_pipeline.transform.SqlModelError: a model failed to build.
     """
     if full_refresh and (first is not None or last is not None):
         raise RebuildError("--full-refresh rebuilds every day; drop --from/--to, or drop --full-refresh")

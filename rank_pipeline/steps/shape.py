@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.models import Project
 from rank_pipeline.shape import ShapeResult, check_snapshots, load_contract, load_thresholds, record_unread
+from rank_pipeline.transform import Project
 
 __all__ = ["SHAPE_CHECK", "ShapeCheck", "check_shape", "display_path"]
 

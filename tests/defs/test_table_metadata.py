@@ -31,7 +31,7 @@ from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
 from rank_pipeline.extract.source import Source
-from rank_pipeline.models import load_project
+from rank_pipeline.transform import load_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 

@@ -1,0 +1,68 @@
+"""The dbt-like SQL model runner: discover ``dbt_like_sql/``, order by dependencies, build, test.
+
+No Dagster here: ``rank_pipeline/defs`` turns each model into an asset and each test into an asset
+check. Typical use::
+
+    project = load_project("dbt_like_sql")            # validates; raises ProjectError subclasses
+    for model in project.topological_order():
+        result = build(con, model, partition_date=day) # BuildResult(rows, seconds, sql, mode, ...)
+        for check in run_tests(con, model, partition_date=day):
+            ...                                        # TestResult(name, passed, failures, ...)
+
+See :mod:`.project` for the project layout and ``.yml`` format, :mod:`.runner` for materializations and
+the incremental contract, :mod:`.testing` for the tests, :mod:`.docs` for the data dictionary, and
+:mod:`.errors` for the error hierarchy.
+"""
+
+from rank_pipeline.transform.dependencies import sql_dependencies
+from rank_pipeline.transform.errors import (
+    BuildError,
+    DependencyError,
+    ModelConfigError,
+    ModelSqlError,
+    ProjectError,
+    SqlModelError,
+    TestExecutionError,
+)
+from rank_pipeline.transform.project import (
+    ColumnSpec,
+    IncrementalConfig,
+    Model,
+    Project,
+    Seed,
+    SourceTable,
+    TestSpec,
+    load_project,
+    loaded_project,
+)
+from rank_pipeline.transform.runner import BuildResult, build, build_all, build_seed, incremental_sql
+from rank_pipeline.transform.testing import TestResult, run_test, run_tests, test_sql
+
+__all__ = [
+    "BuildError",
+    "BuildResult",
+    "ColumnSpec",
+    "DependencyError",
+    "IncrementalConfig",
+    "Model",
+    "ModelConfigError",
+    "ModelSqlError",
+    "Project",
+    "ProjectError",
+    "Seed",
+    "SourceTable",
+    "SqlModelError",
+    "TestExecutionError",
+    "TestResult",
+    "TestSpec",
+    "build",
+    "build_all",
+    "build_seed",
+    "incremental_sql",
+    "load_project",
+    "loaded_project",
+    "run_test",
+    "run_tests",
+    "sql_dependencies",
+    "test_sql",
+]

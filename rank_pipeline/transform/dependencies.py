@@ -1,0 +1,77 @@
+"""Dependencies of a model: the qualified relations its one SELECT reads, parsed with sqlglot.
+
+Used by :mod:`rank_pipeline.transform.project` when loading the project; the schemas a model may read
+are declared here once.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from rank_pipeline.transform.errors import ModelSqlError
+
+__all__ = ["MODEL_SCHEMAS", "REFERENCE_SCHEMAS", "SEED_SCHEMA", "condition_error", "sql_dependencies"]
+
+MODEL_SCHEMAS: tuple[str, ...] = ("staging", "marts")
+"""Folders (and schemas) that hold models."""
+SEED_SCHEMA = "seeds"
+REFERENCE_SCHEMAS: tuple[str, ...] = ("raw", SEED_SCHEMA, *MODEL_SCHEMAS)
+"""Schemas a model may read."""
+
+
+def sql_dependencies(sql: str, where: str = "<sql>") -> frozenset[str]:
+    """Qualified relations (``schema.name``) that one SELECT reads, found with sqlglot (DuckDB dialect).
+
+    CTE names are not dependencies; table functions (``range``, ``read_parquet``) are ignored.
+
+    Raises:
+        ModelSqlError: the text is not exactly one SELECT (or UNION ...), it cannot be parsed, a table is
+            unqualified without being a CTE, qualified with a database name, or in a schema other than
+            ``raw``, ``seeds``, ``staging``, ``marts``.
+    """
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+    except ParseError as exc:
+        raise ModelSqlError(f"{where}: cannot parse as DuckDB SQL: {exc}") from None
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        raise ModelSqlError(
+            f"{where}: a model is exactly one SELECT statement (found {len(statements)} statement(s): "
+            f"{', '.join(type(s).__name__ for s in statements)}); no DDL, no DML, no templating"
+        )
+    tree = statements[0]
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    deps: set[str] = set()
+    for table in tree.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier):
+            continue  # a table function such as range(...) or read_parquet(...)
+        name, db, catalog = table.name, table.db, table.catalog
+        if catalog:
+            raise ModelSqlError(
+                f"{where}: {catalog}.{db}.{name} names a database; write {db}.{name} so the model runs in "
+                "both the build and the published warehouse"
+            )
+        if not db:
+            if name in ctes:
+                continue
+            raise ModelSqlError(
+                f"{where}: table {name!r} is neither a CTE nor qualified; reference relations as "
+                f"{', '.join(s + '.' + name for s in REFERENCE_SCHEMAS)}"
+            )
+        if db not in REFERENCE_SCHEMAS:
+            raise ModelSqlError(
+                f"{where}: {db}.{name} is in schema {db!r}; models read only {', '.join(REFERENCE_SCHEMAS)}"
+            )
+        deps.add(f"{db}.{name}")
+    return frozenset(deps)
+
+
+def condition_error(expression: str) -> str | None:
+    """None when ``expression`` parses as one DuckDB boolean condition (an ``expression`` test), else
+    the parser's message."""
+    try:
+        sqlglot.parse_one(expression, read="duckdb", into=exp.Condition)
+    except ParseError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,178 @@
+"""Generate the data dictionary (``docs/data_dictionary.md``) from the project's ``.yml`` files.
+
+For every seed, model and source table (a table the pipeline's code writes, ``sources/*.yml``): qualified name, description, materialization (with the incremental window),
+grain (``unique_key``), dependencies and dependents, columns with descriptions, tests and (given the
+column lineage) the raw and seed columns each comes from, and model-level tests with their asset check
+names. Written by ``rank-pipeline docs --dictionary PATH``, from the same sources as the HTML site
+(:mod:`rank_pipeline.transform.site`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rank_pipeline.transform.lineage import ProjectLineage
+from rank_pipeline.transform.project import (
+    ColumnSpec,
+    Model,
+    Project,
+    Seed,
+    SourceTable,
+    TestSpec,
+    load_project,
+)
+
+__all__ = ["render_data_dictionary", "write_data_dictionary"]
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|") or "—"
+
+
+def _anchor(qualified: str) -> str:
+    return qualified.replace(".", "").lower()
+
+
+def _test_label(test: TestSpec) -> str:
+    label = test.describe() if test.kind in ("accepted_values", "relationships") else test.kind
+    return f"{label}{' (blocking)' if test.blocking else ''}"
+
+
+def _columns_table(columns: tuple[ColumnSpec, ...], types: dict[str, str] | None = None,
+                   lineage: ProjectLineage | None = None, qualified: str = "") -> list[str]:
+    if not columns:
+        return ["_No documented columns._", ""]
+    with_lineage = lineage is not None and qualified in lineage.columns
+    lines = (["| column | description | tests | comes from |", "|---|---|---|---|"] if with_lineage else
+             ["| column | description | tests |", "|---|---|---|"])
+    for col in columns:
+        name = f"`{col.name}`"
+        data_type = col.data_type or (types or {}).get(col.name)
+        if data_type:
+            name += f" ({data_type})"
+        tests = "; ".join(_test_label(t) for t in col.tests)
+        row = f"| {name} | {_cell(col.description)} | {_cell(tests)} |"
+        if with_lineage:
+            sources = ", ".join(f"`{r.label}`" for r in sorted(lineage.sources(qualified, col.name)))
+            row += f" {_cell(sources)} |"
+        lines.append(row)
+    return lines + [""]
+
+
+def _model_tests(relation: Model | Seed | SourceTable) -> list[str]:
+    tests = [t for t in relation.tests if t.column is None]
+    if not tests:
+        return []
+    lines = ["Model tests:", ""]
+    for t in tests:
+        lines.append(f"- `{t.name}`{' (blocking)' if t.blocking else ''}: {_cell(t.describe())}")
+    return lines + [""]
+
+
+def _link(project: Project, qualified: str) -> str:
+    if project.relation(qualified) is None:
+        return f"`{qualified}`"
+    return f"[`{qualified}`](#{_anchor(qualified)})"
+
+
+def render_data_dictionary(project: Project, sources: str = "", lineage: ProjectLineage | None = None) -> str:
+    """The data dictionary of ``project`` as Markdown (deterministic: same project, same text).
+
+    ``sources``: Markdown of the tables the project reads (``rank-pipeline docs`` passes the raw tables
+    rendered from the API resource declarations), placed before the seeds. ``lineage``: the project's
+    column lineage (:func:`rank_pipeline.transform.lineage.project_lineage`); given, each model column
+    lists the raw and seed columns it comes from ("comes from").
+    """
+    order = project.topological_order()
+    lines = [
+        "# Data dictionary",
+        "",
+        "Generated from `dbt_like_sql/**/*.yml` by `rank_pipeline.transform.docs.write_data_dictionary` "
+        "(`rank-pipeline docs`). Do not edit by hand: edit the `.yml` beside each model and regenerate.",
+        "",
+        "Schemas: `raw` (one table per API resource, loaded from the Parquet snapshots; see "
+        "docs/architecture.md, \"Snapshots\"), `seeds` (reference CSVs), `staging` (rename and cast only; views, "
+        "or incremental where parsing JSON on every read would cost too much), `marts` (analysis tables), `ops` "
+        "(what the pipeline records about itself, written by its own code, kept across rebuilds). Each test below "
+        "is a Dagster asset check of the same name.",
+        "",
+        "## Contents",
+        "",
+    ]
+    for seed in project.seeds.values():
+        lines.append(f"- {_link(project, seed.qualified_name)} (seed)")
+    for model in order:
+        lines.append(f"- {_link(project, model.qualified_name)} ({model.materialized})")
+    for table in project.tables.values():
+        lines.append(f"- [`{table.qualified_name}`](#{_anchor(table.qualified_name)}) (written by the pipeline)")
+    lines.append("")
+    if sources:
+        lines += [sources.rstrip(), ""]
+    if project.seeds:
+        lines += ["## Seeds", ""]
+    for seed in project.seeds.values():
+        lines += [f"### {seed.qualified_name}", "", _cell(seed.description), ""]
+        lines.append(f"- Source: `{seed.path.relative_to(project.root.parent) if seed.path.is_relative_to(project.root.parent) else seed.path}`"
+                     f", version {seed.version or 'not set'}")
+        users = project.downstream(seed.qualified_name)
+        if users:
+            lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
+        lines.append("")
+        lines += _columns_table(seed.columns, dict(seed.column_types))
+        lines += _model_tests(seed)
+    for schema in ("staging", "marts"):
+        models = [m for m in order if m.schema == schema]
+        if not models:
+            continue
+        lines += [f"## {schema}", ""]
+        for model in models:
+            lines += [f"### {model.qualified_name}", "", _cell(model.description), ""]
+            mat = model.materialized
+            if model.incremental is not None:
+                if model.incremental.strategy == "fold":
+                    mat += (f" fold of the `{model.incremental.date_column}` days after its watermark "
+                            f"(max `{model.incremental.watermark}`)")
+                else:
+                    mat += (f" by `{model.incremental.date_column}`, lookback {model.incremental.lookback_days} "
+                            f"day{'s' if model.incremental.lookback_days != 1 else ''}")
+                if model.reads_itself:
+                    mat += "; reads its own earlier rows"
+            lines.append(f"- Materialization: {mat}")
+            if model.unique_key:
+                lines.append("- Grain (unique key): " + ", ".join(f"`{c}`" for c in model.unique_key))
+            deps = sorted(model.depends_on)
+            lines.append("- Depends on: " + (", ".join(_link(project, d) for d in deps) or "—"))
+            users = project.downstream(model.qualified_name)
+            if users:
+                lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
+            lines.append("")
+            lines += _columns_table(model.columns, lineage=lineage, qualified=model.qualified_name)
+            lines += _model_tests(model)
+    if project.tables:
+        lines += ["## ops", ""]
+    for table in project.tables.values():
+        lines += [f"### {table.qualified_name}", "", _cell(table.description), ""]
+        where = table.yml_path
+        if where is not None and where.is_relative_to(project.root.parent):
+            where = where.relative_to(project.root.parent)
+        lines += [f"- Written by the pipeline's code; declared in `{where}`", ""]
+        lines += _columns_table(table.columns)
+        lines += _model_tests(table)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_data_dictionary(project_dir: Path | str, out_path: Path | str, sources: str = "") -> Path:
+    """Load the project in ``project_dir`` and write its data dictionary to ``out_path``
+    (``sources``: see :func:`render_data_dictionary`).
+
+    Returns:
+        ``out_path``.
+
+    Raises:
+        ProjectError: the project is invalid (see ``load_project``).
+    """
+    out = Path(out_path)
+    text = render_data_dictionary(load_project(project_dir), sources)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return out

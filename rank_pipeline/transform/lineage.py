@@ -1,0 +1,336 @@
+"""Column-level lineage of a SQL project, computed with sqlglot: for every column of every model, the
+columns of the relations it reads that it derives from (``direct``), and, followed transitively through
+the models, the raw and seed columns at its origin (``sources``).
+
+How: each model's one SELECT is parsed and qualified once against the types of every relation (the
+project's skeleton, :func:`rank_pipeline.transform.unit_tests.relation_types`, so ``select *`` expands to
+real columns; one sqlglot schema shared by all models) and walked with :func:`sqlglot.lineage.lineage`
+for all its output columns in one call, on that qualified tree and its scopes, through its CTEs and
+subqueries down to the relations it reads. A column counts as a dependency when its value flows into
+the output column through a projection, a function, an aggregate, a ``case`` or a window's arguments
+(sqlglot's projection lineage), and, for a value read from a joined relation, the other side's columns
+in that join's ``on`` condition: a looked-up value derives from what it was looked up by (the
+click-through rate read from the CTR seed ``on c.position = k.position`` derives from the keyword's
+position too). Columns used only in a ``where``, ``group by`` or ``partition by`` are not
+dependencies. A column computed from no column (a literal, ``count(*)``) has none.
+
+JSON fields: where a staging model reads a field of the raw ``attributes`` JSON (``attributes ->>
+'$.name'``, or a ``json_transform`` struct then ``attrs.results.organic.position``), the dependency
+carries that field's path (:attr:`ColumnRef.path` = ``results.organic.position``), so a mart column
+traces to the API field it comes from, not only to ``raw.keywords.attributes``.
+
+Cost: sqlglot's lineage nodes are shared by every column whose lineage passes through them, and are
+built with ``trim_selects=False``: its default copies the node's whole SELECT for each node, a label
+nothing here reads, and those copies would be most of the time. Each node's struct and JSON reads are
+found once, not once per column and edge. What is left is mostly sqlglot parsing and qualifying the
+models: well under a second for ``dbt_like_sql/``, less than the skeleton build it needs first
+(DuckDB building every model on empty inputs, about a second, shared with the unit tests in a
+process). ``benchmarks/lineage.py`` prints it against the previous analysis, which
+``tests/transform/test_lineage.py`` keeps as the reference the results must equal. With a
+``cache_dir`` it is stored as JSON named by a hash of everything it depends on (the models' SQL, the
+seeds, the raw snapshot contract, the sqlglot version), so it is computed once per change of the
+project. A model sqlglot cannot analyse gets no lineage and an entry in :attr:`ProjectLineage.errors`;
+it never fails the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.lineage import Node, lineage
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import build_scope
+from sqlglot.schema import MappingSchema, Schema
+
+from rank_pipeline.transform.dependencies import SEED_SCHEMA
+from rank_pipeline.transform.project import Project
+
+__all__ = ["LINEAGE_FORMAT", "ColumnRef", "ProjectLineage", "project_lineage"]
+
+LINEAGE_FORMAT = 1
+"""Version of the analysis and of its cache file; bump it when the rules above change."""
+
+
+@dataclass(frozen=True, order=True)
+class ColumnRef:
+    """One column of one relation.
+
+    Attributes:
+        relation: qualified name, ``raw.keywords``, ``seeds.ctr_curve``, ``staging.stg_keywords``.
+        column: the column's name in that relation, ``attributes``.
+        path: a field inside a JSON column, dotted (``results.organic.position``); ``""`` for the whole column.
+    """
+
+    relation: str
+    column: str
+    path: str = ""
+
+    @property
+    def field_name(self) -> str:
+        """The column, or ``column.path`` for a JSON field (``attributes.results.organic.position``)."""
+        return f"{self.column}.{self.path}" if self.path else self.column
+
+    @property
+    def label(self) -> str:
+        """``raw.keywords.attributes.results.organic.position``: the relation, then :attr:`field_name`."""
+        return f"{self.relation}.{self.field_name}"
+
+    def is_source(self) -> bool:
+        """A raw or seed column: where lineage ends."""
+        return self.relation.split(".", 1)[0] in ("raw", SEED_SCHEMA)
+
+
+@dataclass
+class ProjectLineage:
+    """Column lineage of every model of a project.
+
+    Attributes:
+        columns: ``{model: (output columns, in order)}`` for the models analysed.
+        direct: ``{(model, column): {ColumnRef of the relations it reads}}``.
+        errors: ``{model: why sqlglot could not analyse it}``.
+    """
+
+    columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    direct: dict[tuple[str, str], frozenset[ColumnRef]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    _sources: dict[tuple[str, str], frozenset[ColumnRef]] = field(default_factory=dict, repr=False)
+
+    def sources(self, relation: str, column: str) -> frozenset[ColumnRef]:
+        """The raw and seed columns ``relation.column`` derives from, through every model between
+        (empty for an unknown column or one computed from none)."""
+        key = (relation, column)
+        done = self._sources.get(key)
+        if done is not None:
+            return done
+        self._sources[key] = frozenset()  # a model reading its own earlier rows: stop the loop
+        out: set[ColumnRef] = set()
+        for ref in self.direct.get(key, ()):
+            if ref.is_source() or (ref.relation, ref.column) not in self.direct:
+                out.add(ref)
+                continue
+            for src in self.sources(ref.relation, ref.column):
+                path = ".".join(p for p in (src.path, ref.path) if p)
+                out.add(ColumnRef(src.relation, src.column, path))
+        result = frozenset(out)
+        self._sources[key] = result
+        return result
+
+    def upstream(self, relation: str, column: str) -> list[ColumnRef]:
+        """The direct dependencies then the sources of ``relation.column``, each once, sorted within each
+        group (what Dagster's ``dagster/column_lineage`` lists for the column)."""
+        direct = sorted(self.direct.get((relation, column), ()))
+        return direct + sorted(self.sources(relation, column) - set(direct))
+
+    def downstream(self, relation: str, column: str) -> list[tuple[str, str]]:
+        """``(model, column)`` of every model column that reads ``relation.column`` directly."""
+        return sorted(key for key, refs in self.direct.items()
+                      if any(r.relation == relation and r.column == column for r in refs))
+
+    def to_json(self) -> dict:
+        return {"format": LINEAGE_FORMAT, "errors": self.errors,
+                "columns": {m: list(c) for m, c in self.columns.items()},
+                "direct": [[m, c, [[r.relation, r.column, r.path] for r in sorted(refs)]]
+                           for (m, c), refs in sorted(self.direct.items())]}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> ProjectLineage:
+        return cls(columns={m: tuple(c) for m, c in data["columns"].items()},
+                   direct={(m, c): frozenset(ColumnRef(*r) for r in refs) for m, c, refs in data["direct"]},
+                   errors=dict(data["errors"]))
+
+
+def _json_path(node: exp.Expr) -> str | None:
+    """``'$.results.organic.position'`` (a JSONPath literal or node) -> ``results.organic.position``."""
+    text = node.sql(dialect="duckdb") if isinstance(node, exp.Expr) else str(node)
+    text = text.strip().strip("'\"")
+    if not text.startswith("$"):
+        return None
+    return text[1:].lstrip(".").replace("['", ".").replace("']", "").strip(".") or None
+
+
+def _reads(node: Node, memo: dict[int, tuple]) -> tuple[list[str], list[tuple[str, exp.Expr]]]:
+    """What ``node``'s expression reads by field, computed once per node (a node is shared by every
+    column whose lineage passes through it): the text of each struct access (``parsed.attrs.tagIds``),
+    and ``(column text, path expression)`` of each JSON extract, in the tree's order."""
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    inner = node.expression.this if isinstance(node.expression, exp.Alias) else node.expression
+    dots: list[str] = []
+    extracts: list[tuple[str, exp.Expr]] = []
+    if isinstance(inner, exp.Expr):
+        dots = [dot.sql(dialect="duckdb") for dot in inner.find_all(exp.Dot)]
+        extracts = [(e.this.sql(dialect="duckdb").replace('"', ""), e.expression)
+                    for e in inner.find_all(exp.JSONExtract, exp.JSONExtractScalar) if isinstance(e.this, exp.Column)]
+    memo[id(node)] = (dots, extracts)
+    return dots, extracts
+
+
+def _child_path(parent: Node, child: Node, names: Mapping[str, str], memo: dict[int, tuple]) -> str:
+    """The JSON/struct field ``parent``'s expression reads from ``child``'s column, if any."""
+    dots, extracts = _reads(parent, memo)
+    child_name = child.name
+    for text in dots:  # struct access: parsed.attrs.results.organic.position
+        if text.lower().startswith(child_name.lower() + "."):
+            # the qualified tree is lower-cased: give struct fields their case as written (tagIds)
+            return ".".join(names.get(p, p) for p in text[len(child_name) + 1:].replace('"', "").split("."))
+    for column, path in extracts:
+        if column == child_name:
+            return _json_path(path) or ""
+    return ""
+
+
+def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str]], names: Mapping[str, str],
+            memo: dict[int, tuple]) -> None:
+    key = (id(node), path)
+    if key in seen:
+        return
+    seen.add(key)
+    if isinstance(node.expression, exp.Table):
+        table = node.expression
+        if table.db:
+            out.add(ColumnRef(f"{table.db}.{table.name}", node.name.rsplit(".", 1)[-1], path))
+        return
+    for child in node.downstream:
+        step = _child_path(node, child, names, memo)
+        _leaves(child, ".".join(p for p in (step, path) if p), out, seen, names, memo)
+
+
+def _schema(types: Mapping[str, list[tuple[str, str]]]) -> dict:
+    schema: dict[str, dict[str, dict[str, str]]] = {}
+    for qualified, cols in types.items():
+        db, name = qualified.split(".", 1)
+        schema.setdefault(db, {})[name] = dict(cols)
+    return schema
+
+
+def _with_join_keys(tree: exp.Expr) -> exp.Expr:
+    """Make every projection that reads a joined relation also read that join's keys on the other
+    side(s), so that a looked-up value derives from what it was looked up by (module docstring).
+
+    Runs on the qualified tree (every column names its table alias); the projection is wrapped in an
+    opaque function ``__lineage(value, key, ...)`` that only the analysis sees, never executed."""
+    for select in list(tree.find_all(exp.Select)):
+        keys: dict[str, list[exp.Column]] = {}
+        for join in select.args.get("joins") or ():
+            on = join.args.get("on")
+            alias = join.this.alias_or_name
+            if on is None or not alias:
+                continue
+            keys[alias] = [c for c in on.find_all(exp.Column) if c.table and c.table != alias]
+        if not any(keys.values()):
+            continue
+        for projection in list(select.expressions):
+            read = {c.table for c in projection.find_all(exp.Column)}
+            extra: dict[str, exp.Column] = {}
+            for alias in sorted(read & keys.keys()):
+                for column in keys[alias]:
+                    extra.setdefault(column.sql(), column)
+            if not extra:
+                continue
+            inner = projection.this if isinstance(projection, exp.Alias) else projection
+            wrapped = exp.Anonymous(this="__lineage", expressions=[inner.copy(), *(c.copy() for c in extra.values())])
+            projection.replace(wrapped.as_(projection.alias_or_name))
+    return tree
+
+
+def _model_lineage(sql: str, schema: Schema) -> dict[str, frozenset[ColumnRef]]:
+    parsed = sqlglot.parse_one(sql, read="duckdb")
+    names = {i.name.lower(): i.name for i in parsed.find_all(exp.Identifier)}
+    tree = qualify(parsed, dialect="duckdb", schema=schema, validate_qualify_columns=False, identify=False)
+    tree = _with_join_keys(tree)
+    nodes = lineage(None, tree, schema=schema, dialect="duckdb", scope=build_scope(tree), copy=False,
+                    trim_selects=False)  # no copy of the whole SELECT per lineage node: nothing here reads it
+    out = {}
+    memo: dict[int, tuple] = {}
+    for column, node in nodes.items():
+        refs: set[ColumnRef] = set()
+        _leaves(node, "", refs, set(), names, memo)
+        out[column] = frozenset(refs)
+    return out
+
+
+def _cache_key(project: Project) -> str:
+    from rank_pipeline.snapshots.parquet import ENDPOINTS, arrow_schema
+
+    h = hashlib.sha256(f"lineage {LINEAGE_FORMAT} sqlglot {sqlglot.__version__}\n".encode())
+    for name in sorted(project.models):
+        m = project.models[name]
+        h.update(f"{m.qualified_name}\n{m.sql}\n".encode())
+    for name in sorted(project.seeds):
+        s = project.seeds[name]
+        h.update(f"{s.qualified_name} {s.checksum} {sorted(dict(s.column_types).items())}\n".encode())
+    for resource in ENDPOINTS:
+        h.update(f"{resource} {arrow_schema(resource)}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def _analyse(project: Project, models: Iterable) -> ProjectLineage:
+    from rank_pipeline.transform.unit_tests import relation_types
+
+    result = ProjectLineage()
+    try:
+        schema = _schema(relation_types(project))
+    except Exception as exc:  # the skeleton does not build: no lineage for anyone, say why
+        for model in models:
+            result.errors[model.qualified_name] = f"the project does not build on empty inputs: {exc}"
+        return result
+    mapping: Schema | None = None
+    for model in models:
+        try:
+            # one normalised schema for every model (sqlglot would otherwise rebuild it from the dict on
+            # each qualify and lineage call); built under the model's ``try`` as sqlglot's would be
+            if mapping is None:
+                mapping = MappingSchema(schema, dialect="duckdb")
+            per_column = _model_lineage(model.sql, mapping)
+        except Exception as exc:  # noqa: BLE001 - sqlglot's own errors and its bugs alike: no lineage, say why
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            result.errors[model.qualified_name] = f"sqlglot could not analyse it: {first}"
+            continue
+        result.columns[model.qualified_name] = tuple(per_column)
+        for column, refs in per_column.items():
+            result.direct[(model.qualified_name, column)] = refs
+    return result
+
+
+_MEMO: dict[str, ProjectLineage] = {}
+
+
+def project_lineage(project: Project, cache_dir: Path | str | None = None) -> ProjectLineage:
+    """The column lineage of every model of ``project`` (module docstring).
+
+    ``cache_dir``: where to keep the result as ``lineage-<hash>.json`` (created if absent; written
+    atomically, so concurrent writers are safe); None computes it (once per process and project content).
+    A cache file that cannot be read or written is ignored.
+    """
+    key = _cache_key(project)
+    if key in _MEMO:
+        return _MEMO[key]
+    cache = Path(cache_dir) / f"lineage-{key}.json" if cache_dir is not None else None
+    if cache is not None and cache.is_file():
+        try:
+            result = ProjectLineage.from_json(json.loads(cache.read_text()))
+            _MEMO[key] = result
+            return result
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    result = _analyse(project, project.topological_order())
+    _MEMO[key] = result
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".lineage-", dir=cache.parent)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(result.to_json(), fh)
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return result

@@ -1,0 +1,300 @@
+"""SQL unit tests: a model's SELECT run on hand-written input rows, its output compared with expected rows.
+
+Written in the model's ``.yml`` (the layout of dbt 1.8 unit tests, one list per model)::
+
+    models:
+      - name: fct_quota_cycle_daily
+        ...
+        unit_tests:
+          - name: keyword_clean_up_is_not_a_reset
+            description: "155 of 255 keywords deleted in one day"
+            given:
+              - input: staging.stg_usage          # a relation the model reads
+                rows:                             # inline mappings; omitted columns are null
+                  - {account: a, snapshot_date: 2026-03-01, keywords_usage: 255, keywords_limit: 1500}
+              - input: marts.agg_account_keyword_changes_daily
+                format: csv                       # or CSV text (a header line; an empty field is null)
+                rows: |
+                  account,snapshot_date,keywords_removed
+                  a,2026-03-02,155
+              # - {input: seeds.ctr_curve, fixture: fixtures/ctr.csv}   a CSV file beside the .yml
+            expect:
+              rows:
+                - {account: a, snapshot_date: 2026-03-02, metric: keywords, is_reset: false, daily_burn: -155}
+
+How one runs (:func:`run_unit_test`): a fresh in-memory DuckDB gets one table per relation the model
+reads, typed like the real relation, holding the given rows (an input not given is empty, except a seed,
+which holds its CSV: give the seed to test other reference values); the model's
+full-build SELECT (:func:`rank_pipeline.transform.runner.full_build_sql`) runs on them; nothing
+upstream is built with data. The types come from a *skeleton*: the whole project built once per process
+on empty raw tables (the snapshot contract) and the seed CSVs, then described
+(:func:`relation_types`); it takes well under a second.
+
+Comparison: the model's rows, restricted to the columns the expected rows name, must equal the expected
+rows as a multiset (order ignored, duplicates counted). Expected values are cast to the output column's
+type first (``2026-03-02`` to DATE, ``"0.5"`` to DOUBLE); floating and decimal values are compared rounded
+to :data:`FLOAT_DECIMALS` decimals. A failing test lists the rows expected but not returned and the rows
+returned but not expected (:meth:`UnitTestResult.report`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import duckdb
+
+from rank_pipeline.errors import RankPipelineError
+from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
+from rank_pipeline.transform.project import Model, Project, UnitRows, UnitTest
+from rank_pipeline.warehouse.sql import quote_ident as _qi
+
+__all__ = ["FLOAT_DECIMALS", "UnitTestResult", "relation_types", "run_unit_test", "run_unit_tests"]
+
+FLOAT_DECIMALS = 6
+"""Floating and decimal values are compared rounded to this many decimals."""
+
+_SKELETONS: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, list[tuple[str, str]]]] = {}
+
+
+@dataclass(frozen=True)
+class UnitTestResult:
+    """Outcome of one unit test.
+
+    Attributes:
+        model, name: the model and the unit test's name.
+        passed: the returned rows equal the expected rows (module docstring).
+        seconds: wall time of the test (tables created, SELECT run, rows compared).
+        columns: the compared columns (those the expected rows name).
+        missing: expected rows the model did not return (one tuple per row, in ``columns`` order).
+        unexpected: rows the model returned that were not expected.
+        error: why the test could not run (a SQL error, an unknown expected column), else None.
+    """
+
+    __test__ = False
+
+    model: str
+    name: str
+    passed: bool
+    seconds: float
+    columns: tuple[str, ...] = ()
+    missing: list[tuple] = field(default_factory=list)
+    unexpected: list[tuple] = field(default_factory=list)
+    error: str | None = None
+
+    def report(self, max_rows: int = 20) -> str:
+        """Several lines: the verdict, then the differing rows as two small tables."""
+        head = f"{'PASS' if self.passed else 'FAIL'} unit test {self.model}.{self.name} ({self.seconds:.2f} s)"
+        if self.error:
+            return f"{head}\n  could not run: {self.error}"
+        if self.passed:
+            return head
+        lines = [head]
+        for title, rows in (("expected but not returned", self.missing), ("returned but not expected", self.unexpected)):
+            if not rows:
+                continue
+            lines.append(f"  {title} ({len(rows)} row(s)):")
+            lines.extend("    " + line for line in _table(self.columns, rows[:max_rows]))
+            if len(rows) > max_rows:
+                lines.append(f"    ... {len(rows) - max_rows} more")
+        return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "null" if value is None else str(value)
+
+
+def _table(columns: Sequence[str], rows: Sequence[tuple]) -> list[str]:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    out = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    out += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return out
+
+
+def _describe(con: duckdb.DuckDBPyConnection, qualified: str) -> list[tuple[str, str]]:
+    schema, _, name = qualified.partition(".")
+    rows = con.execute(
+        "select column_name, data_type from information_schema.columns where table_schema = ? and table_name = ? "
+        "order by ordinal_position", [schema, name]).fetchall()
+    return [(str(c), str(t)) for c, t in rows]
+
+
+def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
+    """``{qualified relation: [(column, DuckDB type), ...]}`` for every raw table, seed and model of
+    ``project``, from the project built once on empty raw tables (cached per project folder and files'
+    text for the process).
+
+    Raises:
+        BuildError: a model of the project does not build on empty inputs.
+    """
+    from rank_pipeline.transform.runner import build, build_seed
+    from rank_pipeline.warehouse.database import RAW_SCHEMA, _ensure_raw_table
+
+    key = (str(project.root), tuple(sorted((m.qualified_name, m.sql) for m in project.models.values())))
+    cached = _SKELETONS.get(key)
+    if cached is not None:
+        return cached
+    with duckdb.connect(":memory:") as con:
+        for source in sorted(project.sources):
+            _ensure_raw_table(con, source.partition(".")[2])
+        for schema in (SEED_SCHEMA, *MODEL_SCHEMAS):
+            con.execute(f"create schema if not exists {_qi(schema)}")
+        for seed in project.seeds.values():
+            build_seed(con, seed)
+        for model in project.topological_order():
+            build(con, model)
+        names = [*sorted(project.sources), *(s.qualified_name for s in project.seeds.values()),
+                 *(m.qualified_name for m in project.topological_order())]
+        types = {q: _describe(con, q) for q in names}
+    assert all(q.startswith(RAW_SCHEMA + ".") or types[q] for q in names)
+    _SKELETONS[key] = types
+    return types
+
+
+def _create_input(con: duckdb.DuckDBPyConnection, project: Project, qualified: str,
+                  columns: list[tuple[str, str]], given: UnitRows | None) -> None:
+    from rank_pipeline.transform.runner import seed_sql
+
+    schema, _, name = qualified.partition(".")
+    con.execute(f"create schema if not exists {_qi(schema)}")
+    cols = ", ".join(f"{_qi(c)} {t}" for c, t in columns)
+    con.execute(f"create table {_qi(schema)}.{_qi(name)} ({cols})")
+    if given is None and schema == SEED_SCHEMA:
+        con.execute(f"insert into {_qi(schema)}.{_qi(name)} by name {seed_sql(project.seeds[name])}")
+        return
+    if given is None or not given.rows:
+        return
+    known = dict(columns)
+    unknown = [c for c in given.columns if c not in known]
+    if unknown:
+        raise _UnitError(f"given {qualified} names column(s) {unknown} it does not have; its columns are "
+                         f"{', '.join(known)}")
+    _insert(con, f"{_qi(schema)}.{_qi(name)}", [(c, known[c]) for c in given.columns], given.rows)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: list[tuple[str, str]],
+            rows: Iterable[dict[str, Any]]) -> None:
+    names = ", ".join(_qi(c) for c, _ in columns)
+    casts = ", ".join(f"cast(? as {t})" for _, t in columns)
+    values = [[_param(r.get(c)) for c, _ in columns] for r in rows]
+    try:
+        con.executemany(f"insert into {table} ({names}) select {casts}", values)
+    except duckdb.Error as exc:
+        raise _UnitError(f"a value does not fit its column's type in {table}: {_first(exc)}") from None
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        import json
+
+        return json.dumps(value, default=str)
+    return value
+
+
+class _UnitError(RankPipelineError):
+    pass
+
+
+def _first(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, float | Decimal):
+        value = round(float(value), FLOAT_DECIMALS)
+        return 0.0 if value == 0 else value  # -0.0
+    if isinstance(value, list):
+        return tuple(_normal(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _normal(v)) for k, v in value.items()))
+    return value
+
+
+def _sort_key(row: tuple) -> tuple:
+    return tuple((v is None, str(type(v)), str(v) if not isinstance(v, int | float | date) else v) for v in row)
+
+
+SelectRunner = Callable[[Model, Mapping[str, Any]], Any]
+"""Another engine's way of running a model's full-build SELECT: ``(model, {qualified input: pyarrow
+Table})`` -> the output as a pyarrow Table (:meth:`rank_pipeline.transform.spark_engine.SparkEngine.run_unit_select`)."""
+
+
+def run_unit_test(project: Project, model: Model, unit: UnitTest, engine: SelectRunner | None = None
+                  ) -> UnitTestResult:
+    """Run one unit test of ``model`` on DuckDB in memory (module docstring); never raises for a failing
+    or broken test: the result says so.
+
+    ``engine``: run the model's SELECT on another engine instead (the inputs are built and typed on
+    DuckDB as above, handed over as Arrow tables, and the output compared on DuckDB the same way)."""
+    from rank_pipeline.transform.runner import full_build_sql
+
+    types = relation_types(project)  # once per process, not counted in the test's time
+    started = time.perf_counter()
+    given = {g.relation: g for g in unit.given}
+    columns = unit.expect.columns
+    try:
+        with duckdb.connect(":memory:") as con:
+            for qualified in sorted(model.depends_on):
+                _create_input(con, project, qualified, types[qualified], given.get(qualified))
+            if model.reads_itself:
+                con.execute(f"create schema if not exists {_qi(model.schema)}")
+            try:
+                if engine is None:
+                    con.execute(f"create temp table __actual as {full_build_sql(model)}")
+                else:
+                    inputs = {q: con.sql(f"select * from {_qi(q.partition('.')[0])}.{_qi(q.partition('.')[2])}")
+                              .to_arrow_table() for q in sorted(model.depends_on)}
+                    output = engine(model, inputs)  # noqa: F841 - read by name below
+                    con.execute("create temp table __actual as select * from output")
+            except duckdb.Error as exc:
+                raise _UnitError(f"the model's SELECT failed: {_first(exc)}") from None
+            except Exception as exc:  # noqa: BLE001 - another engine's error: the test fails, saying why
+                raise _UnitError(f"the model's SELECT failed on the engine: {_first(exc)}") from None
+            output = dict(_describe_temp(con, "__actual"))
+            unknown = [c for c in columns if c not in output]
+            if unknown:
+                raise _UnitError(f"expected column(s) {unknown} are not output by {model.qualified_name}; it "
+                                 f"outputs {', '.join(output)}")
+            typed = [(c, output[c]) for c in columns]
+            if typed:
+                con.execute("create temp table __expected (" + ", ".join(f"{_qi(c)} {t}" for c, t in typed) + ")")
+                _insert(con, "__expected", typed, unit.expect.rows)
+                select = ", ".join(_qi(c) for c in columns)
+                actual = [tuple(_normal(v) for v in r) for r in con.execute(f"select {select} from __actual").fetchall()]
+                expected = [tuple(_normal(v) for v in r)
+                            for r in con.execute(f"select {select} from __expected").fetchall()]
+            else:  # no rows expected: the model must return none
+                (n,) = con.execute("select count(*) from __actual").fetchone()
+                actual, expected = [()] * int(n), []
+    except _UnitError as exc:
+        return UnitTestResult(model.name, unit.name, False, time.perf_counter() - started, columns, error=str(exc))
+    missing = sorted((Counter(expected) - Counter(actual)).elements(), key=_sort_key)
+    unexpected = sorted((Counter(actual) - Counter(expected)).elements(), key=_sort_key)
+    return UnitTestResult(model.name, unit.name, not missing and not unexpected, time.perf_counter() - started,
+                          columns, missing, unexpected)
+
+
+def _describe_temp(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    return [(str(r[0]), str(r[1])) for r in con.execute(f"describe {name}").fetchall()]
+
+
+def run_unit_tests(project: Project, select: Sequence[str] = (), engine: SelectRunner | None = None
+                   ) -> list[UnitTestResult]:
+    """Every unit test of the models named in ``select`` (all models when empty), in build order
+    (``engine``: see :func:`run_unit_test`).
+
+    Raises:
+        KeyError: a name in ``select`` is not a model of the project (the message lists them).
+    """
+    unknown = [s for s in select if s not in project.models]
+    if unknown:
+        raise KeyError(f"no model {', '.join(unknown)} in {project.root}; models are "
+                       f"{', '.join(sorted(project.models))}")
+    chosen = [m for m in project.topological_order() if not select or m.name in select]
+    return [run_unit_test(project, m, u, engine) for m in chosen for u in m.unit_tests]

@@ -1,0 +1,220 @@
+"""The warehouse records its own runs: ``ops.run_history`` in the published file, through the real doors.
+
+One data folder on the embedded sandbox, runs as a user starts them (subprocesses, settings in the
+environment):
+
+1. ``rank-pipeline run --date D1`` and ``--date D2`` (succeed);
+2. ``rank-pipeline run --date D3`` with ``RANK_PIPELINE_MODELS_DIR`` pointing to a copy of the models
+   whose ``stg_domains`` has a blocking test that always fails (the run fails before publishing);
+3. ``dagster job execute`` of the daily job for D4 with a schedule's tag (``dagster/schedule_name``) and
+   for D5 .. D6 as a single-run backfill (``dagster/backfill`` and a partition range);
+4. ``rank-pipeline rebuild --full-refresh``.
+
+Then the published file is read and compared with ground truth: the Dagster instance's runs (ids,
+partitions, statuses, tags), the snapshot manifests (rows per resource), each command's summary line
+(requests, 429s, checks), and the event log's check evaluations for the runs Dagster launched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from tests.transform.failing import failing_models
+
+from rank_pipeline.operations import history
+from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
+from rank_pipeline.transform import load_project
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+_BIN = Path(sys.executable).parent
+D1, D2, D3, D4, D5, D6 = (date(2026, 11, 1) + timedelta(days=i) for i in range(6))
+SUMMARY = re.compile(r"(Completed|Failed): 1 day\(s\), (\d+) snapshot rows, checks (\d+) passed / (\d+) failed, "
+                     r"(\d+) requests, (\d+) 429s")
+
+
+def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
+    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    env.update(extra)
+    return env
+
+
+def _cli(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=_env(data_dir, **extra), cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def _dagster(data_dir: Path, tags: dict[str, str]) -> subprocess.CompletedProcess:
+    env = _env(data_dir, DAGSTER_HOME=str(data_dir / "dagster_home"))
+    return subprocess.run([str(_BIN / "dagster"), "job", "execute", "-m", "rank_pipeline.defs.definitions",
+                           "-j", "daily_rank_pipeline", "--tags", json.dumps(tags)],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def _summary(done: subprocess.CompletedProcess) -> dict[str, int]:
+    match = SUMMARY.search(done.stdout + done.stderr)
+    assert match, done.stdout + done.stderr
+    return {"rows": int(match[2]), "checks_passed": int(match[3]), "checks_failed": int(match[4]),
+            "requests": int(match[5]), "rate_limited": int(match[6])}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    data = tmp_path_factory.mktemp("history") / "data"
+    out = {}
+    for day in (D1, D2):
+        done = _cli(data, "run", "--date", day.isoformat())
+        assert done.returncode == 0, done.stderr
+        out[day] = _summary(done)
+    failing = _cli(data, "run", "--date", D3.isoformat(),
+                   RANK_PIPELINE_MODELS_DIR=str(failing_models(tmp_path_factory.mktemp("models"))))
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    assert "stg_domains" in failing.stderr
+    out[D3] = _summary(failing)
+    scheduled = _dagster(data, {"dagster/partition": D4.isoformat(), "dagster/schedule_name": "test_schedule"})
+    assert scheduled.returncode == 0, scheduled.stderr[-3000:]
+    backfill = _dagster(data, {"dagster/backfill": "testbackfill",
+                               "dagster/asset_partition_range_start": D5.isoformat(),
+                               "dagster/asset_partition_range_end": D6.isoformat()})
+    assert backfill.returncode == 0, backfill.stderr[-3000:]
+    published = data / "warehouse.duckdb"
+    with duckdb.connect(str(published), read_only=True) as con:
+        before = con.execute(f"select * from {history.TABLE} order by run_id, snapshot_date").fetchall()
+        cur = con.execute(f"select * from {history.TABLE}")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    return {"data": data, "summaries": out, "rows": rows, "before_rebuild": before}
+
+
+@pytest.fixture(scope="module")
+def instance(world):
+    """The data folder's Dagster instance (the dagster.yaml the runs used), read-only use."""
+    with dg.DagsterInstance.from_config(str(world["data"] / "dagster_home")) as inst:
+        yield inst
+
+
+def _runs(instance: dg.DagsterInstance) -> dict[str, dg.DagsterRun]:
+    return {r.run_id: r for r in instance.get_runs()}
+
+
+def _days(run: dg.DagsterRun) -> list[date]:
+    tags = run.tags
+    if "dagster/partition" in tags:
+        return [date.fromisoformat(tags["dagster/partition"])]
+    first = date.fromisoformat(tags["dagster/asset_partition_range_start"])
+    last = date.fromisoformat(tags["dagster/asset_partition_range_end"])
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+@pytest.mark.slow
+def test_one_row_per_run_and_partition_with_dagsters_status_and_launch(world, instance):
+    runs = _runs(instance)
+    assert len(runs) == 5
+    expected = {(run_id, day) for run_id, run in runs.items() for day in _days(run)}
+    got = [(r["run_id"], r["snapshot_date"]) for r in world["rows"]]
+    assert len(got) == len(set(got)) and set(got) == expected
+    by_day = {r["snapshot_date"]: r for r in world["rows"]}
+    for run_id, run in runs.items():
+        for day in _days(run):
+            row = next(r for r in world["rows"] if r["run_id"] == run_id and r["snapshot_date"] == day)
+            assert row["status"] == {"SUCCESS": "success", "FAILURE": "failure"}[run.status.value]
+            assert row["job_name"] == run.job_name == "daily_rank_pipeline"
+            assert row["partitions_in_run"] == len(_days(run))
+    assert [by_day[d]["launched_by"] for d in (D1, D2, D3, D4, D5, D6)] == \
+        ["cli", "cli", "cli", "schedule", "backfill", "backfill"]
+    assert [by_day[d]["status"] for d in (D1, D2, D3, D4, D5, D6)] == \
+        ["success", "success", "failure", "success", "success", "success"]
+    failed = by_day[D3]
+    assert failed["failed_step"] == "staging__stg_domains" and "no_domain_may_exist" in (failed["failure_reason"]
+                                                                                         or "")
+    # every run but the last is final (rewritten from Dagster's record); the last one wrote its own rows
+    last = max(runs.values(), key=lambda r: instance.get_run_record_by_id(r.run_id).start_time)
+    assert {r["run_id"] for r in world["rows"] if not r["final"]} == {last.run_id}
+
+
+@pytest.mark.slow
+def test_rows_per_resource_equal_the_manifests(world):
+    snapshots = world["data"] / "snapshots"
+    for row in world["rows"]:
+        day = row["snapshot_date"]
+        counts = {r: read_manifest(snapshots, r, day).row_count for r in ENDPOINTS}
+        assert {r: row[f"rows_{r}"] for r in ENDPOINTS} == counts, day
+        assert row["snapshot_rows"] == sum(counts.values())
+
+
+@pytest.mark.slow
+def test_requests_429s_and_checks_equal_each_cli_runs_summary_line(world):
+    by_day = {r["snapshot_date"]: r for r in world["rows"]}
+    for day, summary in world["summaries"].items():
+        row = by_day[day]
+        assert (row["snapshot_rows"], row["requests"], row["rate_limited"]) == \
+            (summary["rows"], summary["requests"], summary["rate_limited"]), day
+        assert (row["checks_passed"], row["checks_failed"]) == \
+            (summary["checks_passed"], summary["checks_failed"]), day
+    assert by_day[D3]["checks_failed"] >= 1
+
+
+@pytest.mark.slow
+def test_checks_of_dagster_launched_runs_equal_their_check_evaluations(world, instance):
+    for row in world["rows"]:
+        if row["launched_by"] == "cli":
+            continue
+        records = instance.get_records_for_run(row["run_id"],
+                                               of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION, limit=10_000)
+        passed = [r.event_log_entry.dagster_event.event_specific_data.passed for r in records.records]
+        assert (row["checks_passed"], row["checks_failed"]) == (sum(passed), len(passed) - sum(passed))
+        assert row["checks_passed"] > 0
+
+
+@pytest.mark.slow
+def test_stage_seconds_are_positive_and_within_the_run(world, instance):
+    for row in world["rows"]:
+        record = instance.get_run_record_by_id(row["run_id"])
+        stages = [row[f"{s}_s"] for s in history.STAGES]
+        if row["status"] == "success":
+            assert all(s is not None and s > 0 for s in stages), row
+        else:  # failed in the models: extract, load and models ran, publish did not
+            assert all(s > 0 for s in stages[:3]) and stages[3] is None, row
+        assert row["duration_s"] > 0 and sum(s or 0 for s in stages) <= row["duration_s"] + 0.01
+        assert row["started_at"].timestamp() == pytest.approx(record.start_time, abs=0.01)
+        if row["final"]:
+            assert row["ended_at"].timestamp() == pytest.approx(record.end_time, abs=0.01)
+
+
+@pytest.mark.slow
+def test_the_history_checks_ran_as_asset_checks_in_every_run(world, instance):
+    names = {t.name for t in load_project(ROOT / "dbt_like_sql").tables[history.TABLE].tests}
+    published = {r["run_id"] for r in world["rows"] if r["status"] == "success"}
+    for run_id in published:
+        records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+                                               limit=10_000).records
+        evaluations = [r.event_log_entry.dagster_event.event_specific_data for r in records]
+        ours = {e.check_name: e.passed for e in evaluations if e.asset_key == dg.AssetKey(["ops", "run_history"])}
+        assert ours == dict.fromkeys(names, True), run_id
+
+
+@pytest.mark.slow
+def test_a_full_refresh_rebuild_keeps_the_history(world):
+    done = _cli(world["data"], "rebuild", "--full-refresh")
+    assert done.returncode == 0, done.stderr
+    with duckdb.connect(str(world["data"] / "warehouse.duckdb"), read_only=True) as con:
+        after = con.execute(f"select * from {history.TABLE} order by run_id, snapshot_date").fetchall()
+    assert after == world["before_rebuild"] and len(after) == 6
+
+
+def test_the_yml_declares_the_tables_columns_and_types():
+    table = load_project(ROOT / "dbt_like_sql").tables[history.TABLE]
+    assert [(c.name, c.data_type) for c in table.columns] == list(history.COLUMNS)
+    assert all(c.description for c in table.columns)

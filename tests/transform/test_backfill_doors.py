@@ -1,0 +1,320 @@
+"""Late days and backfills through the doors users go through: Dagster runs, and ``rank-pipeline rebuild``.
+
+Against the embedded sandbox (it plays any day): the daily job runs day 3, then ONE ranged run (a
+single-run backfill, as Dagster launches it for ``BackfillPolicy.single_run()``) covers the late days
+1 .. 2: extraction plays both days, the raw load and every model receive the range, and the models
+rebuild day 3 too. The published warehouse must then equal a full rebuild from the same snapshots.
+Then ``rank-pipeline rebuild`` as a subprocess: a range, a full refresh, and bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from test_any_order import assert_equals_full_rebuild
+
+from rank_pipeline.defs.extract_assets import extract_snapshots
+from rank_pipeline.defs.jobs import daily_job, rebuild_job
+from rank_pipeline.defs.model_assets import build_model_assets
+from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
+from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
+from rank_pipeline.extract.source import Source
+from rank_pipeline.settings import DataPaths
+from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.steps.rebuild import rebuild
+from rank_pipeline.steps.shape import SHAPE_CHECK
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY1 = date(2026, 3, 2)
+DAYS = [DAY1 + timedelta(days=i) for i in range(3)]
+
+
+def _defs(data_dir: Path) -> dg.Definitions:
+    model_assets, model_keys = build_model_assets()
+    return dg.Definitions(
+        assets=[extract_snapshots, load_raw_tables, *model_assets, build_publish_asset(model_keys)],
+        jobs=[daily_job, rebuild_job],
+        resources={"source": Source(None, ()), "warehouse": WarehouseResource(data_dir=str(data_dir)),
+                   "model_engine": ModelEngineResource()},
+    )
+
+
+def _ranged(job, instance, first: date, last: date):
+    """One run over the partition range, as a single-run backfill launches it."""
+    return job.execute_in_process(instance=instance, raise_on_error=False, tags={
+        "dagster/asset_partition_range_start": first.isoformat(),
+        "dagster/asset_partition_range_end": last.isoformat(),
+    })
+
+
+def _reference(data_dir: Path, tmp: Path) -> Path:
+    """A full rebuild of the same snapshots, in another folder; returns its published file."""
+    other = tmp / "reference"
+    shutil.copytree(data_dir / "snapshots", other / "snapshots")
+    report = rebuild(DataPaths(other), ROOT / "dbt_like_sql", full_refresh=True)
+    assert report.published is not None and not report.blocking_failed
+    return report.published
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("backfill")
+    defs = _defs(data_dir)
+    instance = dg.DagsterInstance.ephemeral()
+    daily = defs.resolve_job_def(daily_job.name)
+    assert daily.execute_in_process(partition_key=DAYS[2].isoformat(), instance=instance,
+                                    raise_on_error=False).success
+    result = _ranged(daily, instance, DAYS[0], DAYS[1])
+    return data_dir, defs, instance, result
+
+
+@pytest.mark.slow
+def test_a_late_day_backfilled_in_one_run_leaves_the_published_warehouse_equal_to_a_full_rebuild(
+        backfilled, tmp_path):
+    data_dir, _, instance, result = backfilled
+    assert result.success
+    # one run materialized every day of the range, checks included
+    key = dg.AssetKey(["marts", "fct_keyword_rankings_daily"])
+    assert {d.isoformat() for d in DAYS} == set(instance.get_materialized_partitions(key))
+    checks = [e for e in result.get_asset_check_evaluations() if e.asset_key == key]
+    assert checks and all(c.passed for c in checks)
+    rebuilt = [e for e in result.get_asset_materialization_events()
+               if e.asset_key == key][0].materialization.metadata["rebuilt_days"].value
+    assert rebuilt == f"{DAYS[0]} .. {DAYS[2]}"  # the later loaded day within the horizon too
+    published = data_dir / "warehouse.duckdb"
+    with duckdb.connect(str(published), read_only=True) as con:
+        days = [r[0] for r in con.execute(
+            "select distinct snapshot_date from marts.fct_keyword_rankings_daily order by 1").fetchall()]
+    assert days == DAYS
+    copy = tmp_path / "published.duckdb"
+    shutil.copyfile(published, copy)
+    with duckdb.connect(str(copy)) as con:
+        assert_equals_full_rebuild(con, _reference(data_dir, tmp_path))
+
+
+@pytest.mark.slow
+def test_the_rebuild_job_selects_everything_but_the_extraction(backfilled):
+    _, defs, _, _ = backfilled
+    job = defs.resolve_job_def(rebuild_job.name)
+    keys = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+    assert "raw/keywords" in keys and "marts/fct_keyword_rankings_daily" in keys and "warehouse/published" in keys
+    assert not any(k.startswith("snapshots/") for k in keys)
+
+
+def _cli(data_dir: Path, *args: str, env: dict[str, str] | None = None,
+         timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})}
+    env.pop("RANK_TRACKER_BASE_URL", None)
+    return subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", "rebuild", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_rank_pipeline_rebuild_command(backfilled, tmp_path):
+    data_dir, _, _, _ = backfilled
+    work = tmp_path / "data"
+    shutil.copytree(data_dir / "snapshots", work / "snapshots")
+    shutil.copyfile(data_dir / "warehouse.build.duckdb", work / "warehouse.build.duckdb")
+    # a snapshot day removed: a range rebuild drops that day's raw rows and every model row depending on it
+    shutil.rmtree(work / "snapshots" / "keywords" / f"snapshot_date={DAYS[1].isoformat()}")
+    proc = _cli(work, "--from", DAYS[1].isoformat(), "--to", DAYS[1].isoformat())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"rebuilt {DAYS[1]} .. {DAYS[1]}: 1 day(s)"), proc.stdout
+    with duckdb.connect(str(work / "warehouse.duckdb"), read_only=True) as con:
+        (n,) = con.execute("select count(*) from raw.keywords where snapshot_date = ?", [DAYS[1]]).fetchone()
+        assert n == 0
+    ranged = tmp_path / "ranged.duckdb"
+    shutil.copyfile(work / "warehouse.duckdb", ranged)
+
+    proc = _cli(work, "--full-refresh")
+    assert proc.returncode == 0, proc.stderr
+    assert "(full refresh)" in proc.stdout
+    with duckdb.connect(str(ranged)) as con:
+        assert_equals_full_rebuild(con, work / "warehouse.duckdb")
+
+    proc = _cli(work, "--from", DAYS[2].isoformat(), "--to", DAYS[0].isoformat())
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "swap them" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_nothing(backfilled, tmp_path):
+    """A models folder with a blocking test that fails: ``rank-pipeline rebuild`` exits 1 with one line
+    naming the test, and the published warehouse is byte for byte the one before."""
+    data_dir, _, _, _ = backfilled
+    work = tmp_path / "data"
+    shutil.copytree(data_dir / "snapshots", work / "snapshots")
+    shutil.copyfile(data_dir / "warehouse.duckdb", work / "warehouse.duckdb")
+    before = (work / "warehouse.duckdb").read_bytes()
+    models = tmp_path / "models"
+    shutil.copytree(ROOT / "dbt_like_sql", models)
+    yml = models / "marts" / "agg_domain_daily.yml"
+    text = yml.read_text()
+    assert "    tests:\n      - unique_combination: [domain_id, snapshot_date]\n" in text
+    yml.write_text(text.replace(
+        "    tests:\n      - unique_combination: [domain_id, snapshot_date]\n",
+        "    tests:\n      - name: no_domain_tracks_keywords\n        expression: \"tracked_keywords = 0\"\n"
+        "        blocking: true\n      - unique_combination: [domain_id, snapshot_date]\n", 1))
+
+    proc = _cli(work, "--full-refresh", env={"RANK_PIPELINE_MODELS_DIR": str(models)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = proc.stderr.strip()
+    assert line.count("\n") == 0, line
+    assert "blocking data test(s) failed, the published warehouse was left as it was" in line
+    assert "no_domain_tracks_keywords" in line
+    assert (work / "warehouse.duckdb").read_bytes() == before
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(1500)
+def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
+    """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model built on Spark from the snapshots,
+    each equal row by row to a DuckDB full rebuild of the same snapshots; the DuckDB files are not touched."""
+    data_dir, _, _, _ = backfilled
+    work = tmp_path / "data"
+    shutil.copytree(data_dir / "snapshots", work / "snapshots")
+    uri = tmp_path / "spark_warehouse"
+    spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": "local[2]",
+                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri)}
+
+    proc = _cli(work, env={**spark_env, "RANK_PIPELINE_ENGINE": "sparkk"})
+    assert proc.returncode == 2 and "RANK_PIPELINE_ENGINE='sparkk'" in proc.stderr, proc.stderr
+
+    proc = _cli(work, "--full-refresh", env=spark_env, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith("rebuilt every snapshot day (full refresh): 3 day(s)"), proc.stdout
+    assert f"written as Parquet tables under {uri} (Spark)" in proc.stdout and "0 failed" in proc.stdout
+    assert not (work / "warehouse.duckdb").exists() and not (work / "warehouse.build.duckdb").exists()
+    # Spark is incremental: a range rebuilds those days, as on DuckDB
+    proc = _cli(work, "--from", DAYS[-1].isoformat(), env=spark_env, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith(f"rebuilt {DAYS[-1]} .. {DAYS[-1]}: 1 day(s)"), proc.stdout
+    assert "0 failed" in proc.stdout
+
+    _assert_spark_models_equal(_reference(data_dir, tmp_path), uri)
+
+
+def _assert_spark_models_equal(duckdb_file: Path, uri: Path) -> None:
+    """Every model's Parquet table under ``uri`` equals the same model in ``duckdb_file``, row by row."""
+    import pyarrow.parquet as pq
+    from test_spark_equality import _close, _rows
+
+    from rank_pipeline.transform import load_project
+
+    models = load_project(ROOT / "dbt_like_sql").topological_order()
+    with duckdb.connect(str(duckdb_file), read_only=True) as con:
+        for model in models:
+            duck_names, duck = _rows(con.sql(f'select * from "{model.schema}"."{model.name}"').to_arrow_table())
+            assert (uri / model.schema / model.name).is_dir(), f"{model.qualified_name}: no Parquet table under {uri}"
+            # the files hold every column; a model stored by day has snapshot_date=<day> folders: no hive partitioning
+            spark_names, spark = _rows(pq.read_table(uri / model.schema / model.name, partitioning=None))
+            assert spark_names == duck_names, model.qualified_name
+            assert len(spark) == len(duck), (model.qualified_name, len(spark), len(duck))
+            for d, s in zip(duck, spark, strict=True):
+                assert all(_close(x, y) for x, y in zip(d, s, strict=True)), (model.qualified_name, d, s)
+        (n,) = con.execute("select count(*) from marts.fct_keyword_rankings_daily").fetchone()
+        assert n > 0
+
+
+def _dagster_job(data_dir: Path, home: Path, job: str, day: date, env: dict[str, str] | None = None,
+                 timeout: float = 600) -> subprocess.CompletedProcess:
+    """``dagster job execute -m rank_pipeline.defs.definitions -j JOB`` for partition ``day``, settings in the
+    environment, the run recorded in the instance at ``home`` (DAGSTER_HOME)."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RANK_PIPELINE_", "RANK_TRACKER_"))},
+           "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(home), **(env or {})}
+    dagster = Path(sys.executable).parent / "dagster"
+    return subprocess.run([str(dagster), "job", "execute", "-m", "rank_pipeline.defs.definitions", "-j", job,
+                           "--tags", json.dumps({"dagster/partition": day.isoformat()})],
+                          env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
+    """``{engine of the run: {(asset, check, passed)}}`` read from the instance's event log."""
+    instance = dg.DagsterInstance.from_config(str(home))
+    out = {}
+    try:
+        for run in instance.get_runs():
+            published = [e.asset_materialization for e in instance.all_logs(
+                run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+                if e.asset_materialization.asset_key == dg.AssetKey(["warehouse", "published"])]
+            assert len(published) == 1, run.run_id
+            engine = getattr(published[0].metadata.get("engine"), "value", "duckdb")
+            out[engine] = {(e.dagster_event.event_specific_data.asset_key.to_user_string(),
+                            e.dagster_event.event_specific_data.check_name,
+                            e.dagster_event.event_specific_data.passed)
+                           for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+    finally:
+        instance.dispose()
+    return out
+
+
+@pytest.mark.timeout(1800)
+# make test runs it on the standalone cluster; the local[2] variant is the quick one, run with -m spark_long
+@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=[pytest.mark.spark_long, pytest.mark.spark]),
+                                   pytest.param("cluster", marks=pytest.mark.cluster)])
+@pytest.mark.slow
+def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
+    """With ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
+    project's definitions) builds every seed and model on one Spark session as Parquet under
+    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, each equal row by row to the same job on DuckDB over the same
+    snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance.
+
+    ``cluster``: the same on a standalone master with two workers."""
+    from rank_pipeline.transform import load_project
+
+    master = request.getfixturevalue("spark_cluster").master_url if where == "cluster" else where
+    data_dir, _, _, _ = backfilled
+    home = tmp_path / "dagster_home"
+    duck, spark = tmp_path / "duck", tmp_path / "spark"
+    for work in (duck, spark):
+        shutil.copytree(data_dir / "snapshots", work / "snapshots")
+    proc = _dagster_job(duck, home, "rebuild_full_refresh", DAYS[2])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    uri = tmp_path / "spark_warehouse"
+    spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": master,
+                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri)}
+    proc = _dagster_job(spark, home, "rebuild_full_refresh", DAYS[2], env=spark_env, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    log = proc.stdout + proc.stderr
+    assert log.count(f"model engine: spark on {master}, seeds and models as Parquet tables under "
+                     f"{uri}: opening it once for this run") == 1, log[-4000:]  # one Spark session per run
+    assert "spark: nothing to publish" in log
+    # nothing was published to DuckDB: Spark's tables are the warehouse. The build file holds only the
+    # run history (ops.run_history is a DuckDB table whatever the engine): no raw table, seed or model
+    assert not (spark / "warehouse.duckdb").exists()
+    with duckdb.connect(str(spark / "warehouse.build.duckdb"), read_only=True) as con:
+        tables = con.execute("select table_schema || '.' || table_name from information_schema.tables "
+                             "where table_catalog = current_database()").fetchall()
+    assert [t for (t,) in tables if t not in ("ops.run_history", "raw.keywords_file")] == [], tables
+    _assert_spark_models_equal(duck / "warehouse.duckdb", uri)
+
+    checks = _recorded_checks(home)
+    assert set(checks) == {"duckdb", "spark"}, checks.keys()
+    project = load_project(ROOT / "dbt_like_sql")
+    expected = {(f"{r.schema}/{r.name}", t.name) for r in [*project.seeds.values(), *project.models.values()]
+                for t in r.tests} | {(f"raw/{r}", c) for r in ENDPOINTS for c in ("one_row_per_record", SHAPE_CHECK)} | {
+        (t.qualified_name.replace(".", "/"), test.name) for t in project.tables.values() for test in t.tests}
+    assert {(a, c) for a, c, _ in checks["duckdb"]} == expected
+    assert checks["spark"] == checks["duckdb"]
+
+
+@pytest.mark.slow
+def test_an_unknown_engine_fails_the_dagster_definitions_in_one_line(tmp_path):
+    proc = _dagster_job(tmp_path / "data", tmp_path / "home", "rebuild_full_refresh", DAYS[2],
+                        env={"RANK_PIPELINE_ENGINE": "sparkk"}, timeout=300)
+    assert proc.returncode != 0
+    assert "RANK_PIPELINE_ENGINE='sparkk' is not one of duckdb, spark" in proc.stderr, proc.stderr[-3000:]

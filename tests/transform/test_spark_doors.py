@@ -1,0 +1,113 @@
+"""The user's doors on Spark, on a real standalone cluster (two workers, ``spark_cluster``).
+
+``rank-pipeline run --date D`` as a subprocess over the embedded sandbox, with ``RANK_PIPELINE_ENGINE=spark``
+and ``RANK_PIPELINE_SPARK_MASTER=spark://127.0.0.1:<port>`` (and again ``sc://127.0.0.1:<port>``, a Spark
+Connect server on that cluster): the daily job extracts the day, builds every
+seed and model on the cluster as Parquet under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, and every model
+equals a DuckDB full rebuild of the same snapshots, row by row. A malformed Spark master is refused by
+``run`` and ``rebuild`` with exit 2 and one line, before anything is written.
+
+A blocking data test that fails stops the run the same way on both engines: the run exits 1, the
+Dagster instance records the failed check, no model downstream of the failing one is materialized and
+``warehouse/published`` does not run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from spark_cluster import start_connect_server
+from test_backfill_doors import _assert_spark_models_equal, _reference
+from tests.transform.failing import failing_models
+
+from rank_pipeline.transform import load_project
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
+
+ROOT = Path(__file__).resolve().parents[2]
+_BIN = Path(sys.executable).parent
+DAY = date(2026, 3, 2)
+
+
+def _cli(data_dir: Path, *args: str, timeout: float = 900, **extra: str) -> subprocess.CompletedProcess:
+    """``rank-pipeline *args`` as a user runs it: a clean environment plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
+    env.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
+    return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _spark(master: str, uri: Path) -> dict[str, str]:
+    return {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": master,
+            "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri)}
+
+
+@pytest.mark.parametrize("master", ["spark:/127.0.0.1:7077", "sc://", "local[0]", "spark://host"])
+def test_a_malformed_spark_master_exits_2_in_one_line(tmp_path, master):
+    for args in (["run", "--date", DAY.isoformat()], ["rebuild", "--full-refresh"]):
+        done = _cli(tmp_path / "data", *args, timeout=120, **_spark(master, tmp_path / "spark_warehouse"))
+        assert done.returncode == 2, (args, done.stdout, done.stderr[-2000:])
+        line = done.stderr.strip()
+        assert line.count("\n") == 0, line
+        assert f"RANK_PIPELINE_SPARK_MASTER={master!r} is not a Spark master URL" in line
+        assert not (tmp_path / "spark_warehouse").exists() and not (tmp_path / "data" / "snapshots").exists()
+
+
+@pytest.mark.parametrize("door", ["spark", "connect"])
+def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, tmp_path, door):
+    """``spark``: the master's ``spark://`` URL; ``connect``: a Spark Connect server's ``sc://`` URL, its
+    application on the same cluster (the run talks to it over gRPC)."""
+    data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
+    with contextlib.ExitStack() as stack:
+        master = spark_cluster.master_url
+        if door == "connect":
+            master = stack.enter_context(start_connect_server(master, work_dir=tmp_path / "connect")).url
+        done = _cli(data, "run", "--date", DAY.isoformat(), **_spark(master, uri))
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert done.stdout.strip().splitlines()[-1].startswith("Completed: 1 day(s), ")
+    assert " 0 failed, " in done.stdout
+    # Spark's tables are the warehouse; DuckDB holds only the run history
+    assert not (data / "warehouse.duckdb").exists()
+    _assert_spark_models_equal(_reference(data, tmp_path), uri)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.cluster)])
+def test_a_failing_blocking_test_stops_every_downstream_asset(engine, request, tmp_path):
+    data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
+    models = failing_models(tmp_path)
+    extra = {"RANK_PIPELINE_MODELS_DIR": str(models)}
+    if engine == "spark":
+        extra.update(_spark(request.getfixturevalue("spark_cluster").master_url, uri))
+    done = _cli(data, "run", "--date", DAY.isoformat(), **extra)
+    assert done.returncode == 1, done.stdout + done.stderr[-4000:]
+    assert "stg_domains" in done.stderr
+
+    project = load_project(models)
+    downstream: set[str] = set()
+    for model in project.topological_order():  # every model reading stg_domains, directly or not
+        if model.depends_on & (downstream | {"staging.stg_domains"}):
+            downstream.add(model.qualified_name)
+    assert "marts.fct_keyword_rankings_daily" in downstream or "marts.dim_domains" in downstream, downstream
+    with dg.DagsterInstance.from_config(str(data / "dagster_home")) as instance:
+        [run] = instance.get_runs()
+        checks = {(e.dagster_event.event_specific_data.asset_key.to_user_string(),
+                   e.dagster_event.event_specific_data.check_name): e.dagster_event.event_specific_data.passed
+                  for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)}
+        materialized = {e.asset_materialization.asset_key.to_user_string()
+                        for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)}
+    assert checks[("staging/stg_domains", "no_domain_may_exist")] is False
+    assert "staging/stg_domains" in materialized  # the model was built; its check failed
+    assert not {q.replace(".", "/") for q in downstream} & materialized, sorted(downstream & materialized)
+    assert "warehouse/published" not in materialized
+    assert not (data / "warehouse.duckdb").exists()
+    if engine == "spark":  # the failing model's table was written, none downstream of it
+        assert (uri / "staging" / "stg_domains").is_dir()
+        assert not any((uri / q.split(".")[0] / q.split(".")[1]).exists() for q in downstream)
