@@ -55,18 +55,20 @@ from rank_pipeline.settings import Settings
 def build_definitions(settings: Settings) -> dg.Definitions:
     """The definitions for ``settings`` (:meth:`Settings.from_env` for ``defs``): unsharded, or with
     ``settings.shards`` (``RANK_PIPELINE_SHARDS``) the extraction as day x shard partitions
-    (:mod:`rank_pipeline.defs.shards`). The model engine, freshness and alert settings are read from the
-    environment."""
-    shards = settings.shards
-    model_assets, model_keys = build_model_assets()
+    (:mod:`rank_pipeline.defs.shards`). Everything the definitions need comes from ``settings``: the
+    environment is read once, by :meth:`Settings.from_env`, for ``defs``."""
+    shards, engine = settings.shards, settings.engine.engine
+    model_assets, model_keys = build_model_assets(engine=engine)
     assets = with_freshness_policies([
-        build_extract_snapshots(shards), build_load_raw_tables(shards=shards),
-        build_keywords_file_asset(settings.keywords_file, shards),
-        *model_assets, build_run_history_asset(model_keys, list(RAW_KEYS.values())), build_publish_asset(model_keys),
-    ])
+        build_extract_snapshots(shards), build_load_raw_tables(engine=engine, shards=shards),
+        build_keywords_file_asset(settings.keywords_file, shards, engine=engine),
+        *model_assets, build_run_history_asset(model_keys, list(RAW_KEYS.values())),
+        build_publish_asset(model_keys, engine=engine, dashboard_url=settings.dashboard_url),
+    ], settings.ops.freshness_hours)
     watched = [key for a in assets for key in a.keys if is_watched(key)]
     daily = daily_job if shards is None else build_daily_job(shards)
-    jobs, sensors = [daily, rebuild_job, rebuild_full_refresh_job], [*build_alert_sensors(watched), fail_dead_runs_sensor]
+    jobs = [daily, rebuild_job, rebuild_full_refresh_job]
+    sensors = [*build_alert_sensors(watched, settings), fail_dead_runs_sensor]
     shard_job = None
     if shards is not None:
         shard_job = build_shard_job(shards)

@@ -18,7 +18,13 @@ from datetime import date, timedelta
 import dagster as dg
 
 from rank_pipeline.api.endpoints import CATALOG, Endpoint
-from rank_pipeline.defs.partitions import DATE_DIMENSION, SHARD_DIMENSION, daily_partitions, shard_partitions
+from rank_pipeline.defs.partitions import (
+    DATE_DIMENSION,
+    SHARD_DIMENSION,
+    daily_partitions,
+    deliberate_beta,
+    shard_partitions,
+)
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
 from rank_pipeline.extract.source import Source
@@ -37,6 +43,7 @@ def snapshot_description(declared: Endpoint) -> str:
     return f"{declared.description} {declared.endpoint}{parent}; one Parquet snapshot per day."
 
 
+@deliberate_beta
 def build_extract_snapshots(plan: ShardPlan | None = None) -> dg.AssetsDefinition:
     """The ``extract_snapshots`` multi-asset: daily-partitioned, or with ``plan``
     (``RANK_PIPELINE_SHARDS``) partitioned by day x shard (:func:`rank_pipeline.defs.partitions.shard_partitions`),

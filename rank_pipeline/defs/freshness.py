@@ -18,7 +18,6 @@ from datetime import timedelta
 import dagster as dg
 
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
-from rank_pipeline.settings import OpsSettings
 
 __all__ = ["freshness_policy", "is_watched", "with_freshness_policies"]
 
@@ -28,18 +27,14 @@ def is_watched(key: dg.AssetKey) -> bool:
     return key.path[0] == "marts" or key == PUBLISHED_KEY
 
 
-def freshness_policy(hours: float | None = None) -> dg.FreshnessPolicy:
-    """The time-window policy: fail when the last materialization is older than ``hours`` (default
-    :attr:`rank_pipeline.settings.OpsSettings.freshness_hours`).
-
-    Raises:
-        rank_pipeline.settings.ConfigurationError: a malformed ``RANK_PIPELINE_FRESHNESS_HOURS``.
+def freshness_policy(hours: float) -> dg.FreshnessPolicy:
+    """The time-window policy: fail when the last materialization is older than ``hours``
+    (:attr:`rank_pipeline.settings.OpsSettings.freshness_hours`, from the settings the definitions are built from).
     """
-    hours = OpsSettings.from_env().freshness_hours if hours is None else hours
     return dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=hours))
 
 
-def with_freshness_policies(assets: Sequence[dg.AssetsDefinition], hours: float | None = None):
+def with_freshness_policies(assets: Sequence[dg.AssetsDefinition], hours: float):
     """``assets`` with :func:`freshness_policy` on every spec :func:`is_watched` selects (others as they are)."""
     policy = freshness_policy(hours)
 

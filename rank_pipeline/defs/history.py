@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime
 import dagster as dg
 
 from rank_pipeline.defs.instance import error_line, is_blocking
-from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.partitions import daily_partitions, deliberate_beta
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.operations import history
 from rank_pipeline.settings import models_dir
@@ -181,6 +181,7 @@ def _history_table() -> SourceTable | None:
     return loaded_project(models_dir()).tables.get(history.TABLE)
 
 
+@deliberate_beta
 def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
     """``ops/run_history``: after every model, before ``warehouse/published`` (module docstring)."""
     table = _history_table()

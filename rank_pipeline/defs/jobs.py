@@ -39,7 +39,7 @@ daily_job = build_daily_job()
 DAILY_SCHEDULE_NAME = "daily_rank_pipeline_schedule"
 
 
-def build_daily_schedule(ops: OpsSettings | None = None, shards: ShardPlan | None = None,
+def build_daily_schedule(ops: OpsSettings, shards: ShardPlan | None = None,
                          shard_job: dg.UnresolvedAssetJobDefinition | None = None) -> dg.ScheduleDefinition:
     """The daily job's schedule, on by default: when ``RANK_PIPELINE_SCHEDULE_CRON`` (5 fields, default
     ``15 6 * * *``) ticks in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (IANA name, default ``UTC``).
@@ -57,8 +57,6 @@ def build_daily_schedule(ops: OpsSettings | None = None, shards: ShardPlan | Non
         rank_pipeline.settings.ConfigurationError: a bad cron or time zone setting (one line naming the
             variable); this fails the loading of ``workspace.yaml``.
     """
-    ops = ops if ops is not None else OpsSettings.from_env()
-
     if shards is not None and shard_job is None:
         raise ValueError("build_daily_schedule: shards need their shard_job")
 
@@ -87,8 +85,6 @@ def tick_partition_key(scheduled: datetime) -> str:
     """The daily partition (``YYYY-MM-DD``, UTC) of a tick scheduled at ``scheduled`` (time zone aware)."""
     return scheduled.astimezone(UTC).date().isoformat()
 
-
-daily_schedule = build_daily_schedule()
 
 REBUILD_JOB_NAME = "rebuild_from_snapshots"
 

@@ -20,7 +20,7 @@ import dagster as dg
 
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.model_assets import partition_days
-from rank_pipeline.defs.partitions import daily_partitions, date_dependency
+from rank_pipeline.defs.partitions import daily_partitions, date_dependency, deliberate_beta
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.table_metadata import engine_in_use
 from rank_pipeline.keywords import (
@@ -38,9 +38,12 @@ KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"
 
 
-def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | None = None) -> dg.AssetsDefinition:
+@deliberate_beta
+def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | None = None,
+                              engine: str | None = None) -> dg.AssetsDefinition:
     """The ``raw/keywords_file`` asset for ``keywords_file`` (``Settings.keywords_file``; None: no check);
-    with ``shards`` (``Settings.shards``) it depends on every shard of its day's snapshots."""
+    with ``shards`` (``Settings.shards``) it depends on every shard of its day's snapshots; ``engine``
+    names its kind (default :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
     checks = [dg.AssetCheckSpec(
         DRIFT_CHECK, asset=KEYWORDS_FILE_KEY, blocking=False,
         description=f"The keywords file {keywords_file} and the keywords tracked on its domains (the day's "
@@ -50,7 +53,7 @@ def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | No
     @dg.asset(key=KEYWORDS_FILE_KEY, deps=[date_dependency(SNAPSHOT_KEYS[r], shards)
                                          for r in ("domains", "keywords", "locations", "usage")],
               partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(), group_name="raw",
-              kinds={engine_in_use(), "yaml"}, check_specs=checks,
+              kinds={engine or engine_in_use(), "yaml"}, check_specs=checks,
               description="raw.keywords_file: the keywords file (RANK_PIPELINE_KEYWORDS_FILE) planned against the "
                           "day's snapshot, one row per wanted combination; empty when no file is set.")
     def keywords_file_asset(context: dg.AssetExecutionContext, warehouse: WarehouseResource,

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rank_pipeline.defs.partitions import daily_partitions
+from rank_pipeline.defs.partitions import daily_partitions, deliberate_beta
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.table_metadata import (
     CODE_REFERENCES,
@@ -142,6 +142,7 @@ def _build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model 
     yield from check_results(key, done.tests, done.first, done.last)
 
 
+@deliberate_beta
 def _seed_asset(seed: Seed, project: Project, engine: str) -> dg.AssetsDefinition:
     key = relation_key(seed.qualified_name)
 
@@ -156,6 +157,7 @@ def _seed_asset(seed: Seed, project: Project, engine: str) -> dg.AssetsDefinitio
     return _seed
 
 
+@deliberate_beta
 def _model_asset(model: Model, project: Project, engine: str) -> dg.AssetsDefinition:
     key = relation_key(model.qualified_name)
     check_specs = _check_specs(model, key)

@@ -1,7 +1,10 @@
 """Daily partitions keyed by snapshot date (UTC), today included (spec: the API tells only the present);
 with ``RANK_PIPELINE_SHARDS=n`` the extraction is partitioned by day x shard (:func:`shard_partitions`)."""
 
+import functools
 import warnings
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 import dagster as dg
 
@@ -10,12 +13,28 @@ from rank_pipeline.settings import PARTITIONS_START, Shard, ShardPlan
 daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC", end_offset=1)
 """One partition per UTC day from :data:`PARTITIONS_START`; ``end_offset=1`` includes today."""
 
-# Every partitioned asset takes BackfillPolicy.single_run() (a backfill of many days is one run); Dagster
-# marks that parameter beta and warns once per asset. We use it deliberately: silence that one warning.
-warnings.filterwarnings("ignore", message="Parameter `backfill_policy` of function", category=dg.BetaWarning)
-# the same for the mapping of a daily asset onto every shard of its day (date_dependency)
-warnings.filterwarnings("ignore", message="Class `MultiToSingleDimensionPartitionMapping` is currently in beta",
-                        category=dg.BetaWarning)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+
+def deliberate_beta(build: Callable[P, R]) -> Callable[P, R]:
+    """Decorator of a function that defines assets with Dagster's beta APIs this project uses deliberately:
+    while it runs, and only then, their two beta warnings are filtered (``BackfillPolicy.single_run()``
+    on every partitioned asset, so a backfill of many days is one run; ``MultiToSingleDimensionPartitionMapping``,
+    a daily asset reading every shard of its day). Every other warning, and these elsewhere, still shows."""
+
+    @functools.wraps(build)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Parameter `backfill_policy` of function",
+                                    category=dg.BetaWarning)
+            warnings.filterwarnings("ignore", message="Class `MultiToSingleDimensionPartitionMapping` is currently "
+                                    "in beta", category=dg.BetaWarning)
+            return build(*args, **kwargs)
+
+    return wrapper
+
 
 DATE_DIMENSION = "date"
 """The day dimension of the shard partitions (:func:`shard_partitions`): the daily partition key."""
@@ -41,6 +60,7 @@ def shard_partition_key(day: str, shard: Shard) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey({DATE_DIMENSION: day, SHARD_DIMENSION: shard.key})
 
 
+@deliberate_beta
 def date_dependency(key: dg.AssetKey, plan: ShardPlan | None) -> dg.AssetKey | dg.AssetDep:
     """A daily asset's dependency on the extraction asset ``key``: as it is unsharded; sharded, on every
     shard of the same day (``MultiToSingleDimensionPartitionMapping`` on the date dimension)."""

@@ -206,8 +206,9 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 7200 else f"{seconds / 60:.0f} min"
 
 
-def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinition]:
-    """The three alert sensors (module docstring); ``watched``: the assets with a freshness policy."""
+def build_alert_sensors(watched: Sequence[dg.AssetKey], settings: Settings) -> list[dg.SensorDefinition]:
+    """The three alert sensors (module docstring); ``watched``: the assets with a freshness policy;
+    ``settings``: those the definitions are built from (destinations, freshness), read once per process."""
 
     def _warn(context):
         return lambda message: context.log.warning(message)
@@ -215,7 +216,7 @@ def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinit
     def _send(context: dg.RunStatusSensorContext) -> None:
         """The run's digest, one for either outcome (``send_run_digest`` reads which from the run)."""
         run_id = context.dagster_run.run_id
-        report = send_run_digest(context.instance, run_id, warn=_warn(context))
+        report = send_run_digest(context.instance, run_id, settings, warn=_warn(context))
         context.log.info(f"digest of run {run_id}: sent to destination(s) {sorted(report.sent) or 'none'}, "
                          f"{report.skipped} alert(s) already sent")
 
@@ -240,7 +241,6 @@ def build_alert_sensors(watched: Sequence[dg.AssetKey]) -> list[dg.SensorDefinit
                description="Sends a digest when marts or warehouse/published fail their freshness policy "
                            "(RANK_PIPELINE_FRESHNESS_HOURS) to RANK_PIPELINE_ALERT_URLS.")
     def alerts_on_stale_assets(context: dg.SensorEvaluationContext):
-        settings = Settings.from_env()
         alerts = stale_asset_alerts(context.instance, watched, settings.ops.freshness_hours)
         if not alerts or not settings.ops.alert_urls:
             return dg.SkipReason(f"{len(alerts)} asset(s) failing their freshness policy"

@@ -26,7 +26,7 @@ from rank_pipeline.api.endpoints import raw_column_descriptions
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.history import RUN_HISTORY_KEY
 from rank_pipeline.defs.model_assets import full_refresh, partition_days
-from rank_pipeline.defs.partitions import daily_partitions, date_dependency
+from rank_pipeline.defs.partitions import daily_partitions, date_dependency, deliberate_beta
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.table_metadata import (
     COLUMN_SCHEMA,
@@ -60,6 +60,7 @@ def raw_table_metadata(endpoint: str, types: list[tuple[str, str]], rows: int, t
     return meta
 
 
+@deliberate_beta
 def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = None) -> dg.AssetsDefinition:
     """The ``load_raw_tables`` multi-asset: one ``raw/<endpoint>`` asset per endpoint, kinds naming
     ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`); with ``shards``
@@ -123,7 +124,8 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
     return load_raw_tables
 
 
-load_raw_tables = build_load_raw_tables()
+load_raw_tables = build_load_raw_tables(engine="duckdb")
+"""The unsharded ``load_raw_tables`` on DuckDB, for direct use (``build_definitions`` builds its own from settings)."""
 """The raw multi-asset for the engine of the environment at import (definitions and tests use it)."""
 
 
@@ -145,10 +147,14 @@ def _shape_result(key: dg.AssetKey, result: ShapeResult, new_fields: dict[str, s
                   "new_fields": dg.MetadataValue.json(new_fields)})
 
 
-def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None) -> dg.AssetsDefinition:
+@deliberate_beta
+def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None,
+                        dashboard_url: str | None = None) -> dg.AssetsDefinition:
     """``warehouse/published``: depends on every model and on ``ops/run_history`` (the run's own row is
     written just before: :mod:`rank_pipeline.defs.history`), copies the build file to the published path
-    (kinds: ``engine``, default :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
+    (kinds: ``engine``, default :func:`rank_pipeline.defs.table_metadata.engine_in_use`); its metadata links
+    the dashboards at ``dashboard_url`` (:attr:`rank_pipeline.settings.Settings.dashboard_url`; None: read
+    when it runs, for definitions built without settings)."""
 
     @dg.asset(key=PUBLISHED_KEY, deps=[*RAW_KEYS.values(), *model_keys, RUN_HISTORY_KEY],
               partitions_def=daily_partitions,
@@ -171,7 +177,7 @@ def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None
             })
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")
-        dashboards = dashboard_url_from_env()
+        dashboards = dashboard_url if dashboard_url is not None else dashboard_url_from_env()
         return dg.MaterializeResult(metadata={
             "path": dg.MetadataValue.path(str(path)),
             "size_bytes": dg.MetadataValue.int(size),

@@ -151,7 +151,7 @@ def test_a_run_stores_its_run_events_and_checks_in_postgresql_not_sqlite(pg_serv
 
 
 def test_dagster_itself_opens_the_instance_and_keeps_the_schedule_state_in_postgresql(pg_server, pg_run):
-    from rank_pipeline.defs.jobs import daily_schedule
+    from rank_pipeline.defs.jobs import DAILY_SCHEDULE_NAME
 
     data, done = pg_run
     assert done.returncode == 0, done.stdout + done.stderr
@@ -161,12 +161,12 @@ def test_dagster_itself_opens_the_instance_and_keeps_the_schedule_state_in_postg
     for storage in ("PostgresRunStorage", "PostgresEventLogStorage", "PostgresScheduleStorage"):
         assert storage in info.stdout, info.stdout
     # the schedule is on by default (a state Dagster does not store); stopping it is stored
-    started = _run([str(BIN / "dagster"), "schedule", "stop", daily_schedule.name, "-w", "workspace.yaml"], env)
+    started = _run([str(BIN / "dagster"), "schedule", "stop", DAILY_SCHEDULE_NAME, "-w", "workspace.yaml"], env)
     assert started.returncode == 0, started.stdout + started.stderr
     states = _query(pg_server, "select selector_id, status from instigators")
     assert ("STOPPED" in {status for _, status in states}), states
     listed = _run([str(BIN / "dagster"), "schedule", "list", "-w", "workspace.yaml", "--stopped"], env)
-    assert daily_schedule.name in listed.stdout, listed.stdout + listed.stderr
+    assert DAILY_SCHEDULE_NAME in listed.stdout, listed.stdout + listed.stderr
     for text in (info.stdout, info.stderr, started.stdout, started.stderr):
         assert PASSWORD not in text
 

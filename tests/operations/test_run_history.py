@@ -28,11 +28,11 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from tests.transform.failing import failing_models
 
 from rank_pipeline.operations import history
 from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
 from rank_pipeline.transform import load_project
+from tests.transform.failing import failing_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
 

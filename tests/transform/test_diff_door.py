@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+
 from tests.transform.test_unit_tests import MODELS, cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]

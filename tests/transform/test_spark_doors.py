@@ -25,9 +25,9 @@ import dagster as dg
 import pytest
 from spark_cluster import start_connect_server
 from test_backfill_doors import _assert_spark_models_equal, _reference
-from tests.transform.failing import failing_models
 
 from rank_pipeline.transform import load_project
+from tests.transform.failing import failing_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
 
