@@ -653,6 +653,12 @@ class DataPaths:
         return self.data_dir / "source.json"
 
     @property
+    def partitioning_record(self) -> Path:
+        """``dagster_partitioning.json``: how the snapshot assets of the folder's Dagster runs are partitioned
+        (daily, or day x shard count; ``rank_pipeline.defs.shards.check_partitioning``)."""
+        return self.data_dir / "dagster_partitioning.json"
+
+    @property
     def vendor_fields(self) -> Path:
         """``vendor_fields.json``: the paths the vendor sends that the contract does not read, each with the
         day it was first seen (:mod:`rank_pipeline.shape.registry`)."""

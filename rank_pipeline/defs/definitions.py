@@ -47,7 +47,7 @@ from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
 from rank_pipeline.defs.run_monitoring import fail_dead_runs_sensor
 from rank_pipeline.defs.sensors import build_alert_sensors
-from rank_pipeline.defs.shards import build_shard_job, build_shards_committed_sensor
+from rank_pipeline.defs.shards import build_shard_job, build_shards_committed_sensor, check_partitioning
 from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_load_raw_tables, build_publish_asset
 from rank_pipeline.settings import Settings
 
@@ -58,6 +58,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
     (:mod:`rank_pipeline.defs.shards`). Everything the definitions need comes from ``settings``: the
     environment is read once, by :meth:`Settings.from_env`, for ``defs``."""
     shards, engine = settings.shards, settings.engine.engine
+    check_partitioning(settings.data_dir, shards)  # a changed shard count is refused before anything loads
     model_assets, model_keys = build_model_assets(engine=engine)
     assets = with_freshness_policies([
         build_extract_snapshots(shards), build_load_raw_tables(engine=engine, shards=shards),

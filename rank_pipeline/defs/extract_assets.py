@@ -26,6 +26,7 @@ from rank_pipeline.defs.partitions import (
     shard_partitions,
 )
 from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.defs.shards import check_partitioning
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
 from rank_pipeline.extract.source import Source
 from rank_pipeline.operations.history import reread_passes
@@ -83,6 +84,7 @@ def extract_snapshots_of(context: dg.AssetExecutionContext, source: Source, ware
     day and one shard: the source extracts that shard's accounts only, paced to the shard's budget
     (:meth:`rank_pipeline.settings.ShardPlan.rates`), and commits the shard's manifests.
     """
+    check_partitioning(warehouse.paths.data_dir, plan, record=True)  # the first run records its partitioning
     if plan is not None:
         keys = context.partition_key.keys_by_dimension
         first = last = date.fromisoformat(keys[DATE_DIMENSION])

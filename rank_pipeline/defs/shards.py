@@ -14,25 +14,70 @@ With a shard plan the definitions hold:
   it requests the daily run of day D once every shard of D has a successful run, once per day.
 
 Without a plan none of this exists: one daily job extracts every account and builds the models.
+
+The shard count is the partitioning of the ``snapshots/*`` assets, so changing it would strand their
+partition history in Dagster (the runs and materializations of one partitioning are invisible under
+another). The first run records the partitioning in the data folder (``dagster_partitioning.json``);
+definitions built with another are refused with one line (:func:`check_partitioning`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
+from pathlib import Path
 
 import dagster as dg
 
 from rank_pipeline.defs.partitions import DATE_TAG, SHARD_TAG
-from rank_pipeline.settings import ShardPlan
+from rank_pipeline.settings import SHARDS_ENV, ConfigurationError, DataPaths, ShardPlan
 
 __all__ = ["SHARDS_COMMITTED_SENSOR_NAME", "SHARD_JOB_NAME", "build_shard_job", "build_shards_committed_sensor",
-           "committed_days"]
+           "check_partitioning", "committed_days", "partitioning"]
 
 SHARD_JOB_NAME = "extract_shards"
 SHARDS_COMMITTED_SENSOR_NAME = "daily_run_when_shards_committed"
 SENSOR_INTERVAL_S = 30
 """Seconds between evaluations of the sensor."""
+
+
+def partitioning(plan: ShardPlan | None) -> str:
+    """How the ``snapshots/*`` assets are partitioned: ``daily``, or ``daily x <n> shards``."""
+    return "daily" if plan is None else f"daily x {plan.count} shards"
+
+
+def check_partitioning(data_dir: Path, plan: ShardPlan | None, *, record: bool = False) -> None:
+    """Refuse a shard plan whose partitioning differs from the one the folder's runs used; with
+    ``record``, write it when the folder has none yet (the first run that extracts).
+
+    Raises:
+        rank_pipeline.settings.ConfigurationError: one line naming ``RANK_PIPELINE_SHARDS``, both
+            partitionings and what to do (exit status 2); nothing is written.
+    """
+    path = DataPaths(data_dir).partitioning_record
+    wanted = partitioning(plan)
+    try:
+        recorded = json.loads(path.read_text())["snapshot_assets"]
+    except FileNotFoundError:
+        recorded = None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigurationError(f"cannot read {path} ({exc}): restore it, or remove it to adopt the current "
+                                 f"{SHARDS_ENV} setting") from exc
+    if recorded is not None and recorded != wanted:
+        before = recorded.removeprefix("daily x ").removesuffix(" shards") if recorded != "daily" else None
+        back = f"set {SHARDS_ENV}={before}" if before else f"unset {SHARDS_ENV}"
+        raise ConfigurationError(
+            f"{SHARDS_ENV}={plan.count if plan else 'unset'} would partition the snapshot assets {wanted}, but "
+            f"the runs of {data_dir} were partitioned {recorded}, and Dagster would strand their partition "
+            f"history: {back}, or use a new data folder (RANK_PIPELINE_DATA_DIR) for the new partitioning")
+    if recorded is None and record:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")  # shard runs may record at once
+        partial.write_text(json.dumps({"snapshot_assets": wanted}) + "\n")
+        os.replace(partial, path)
+
+
 KEEP_REQUESTED = 400
 """How many requested days the sensor's cursor remembers (more than a year of days)."""
 RUNS_LOOKED_AT = 2000

@@ -205,3 +205,36 @@ def test_a_command_line_run_with_shards_set_is_one_line_exit_2(tmp_path):
     last = done.stderr.strip().splitlines()[-1]
     assert "RANK_PIPELINE_SHARDS=2" in last and "dagster-daemon" in last
     assert not (tmp_path / "snapshots").exists()
+
+
+def _digest(folder: Path) -> dict[str, int]:
+    """Size of every snapshot file and warehouse file: what a refused run must leave as it was."""
+    files = [*sorted((folder / "snapshots").rglob("*")), *sorted(folder.glob("warehouse*.duckdb"))]
+    return {str(p.relative_to(folder)): p.stat().st_size for p in files if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_changed_shard_count_is_refused_in_one_line_and_the_history_kept(worlds):
+    """The first runs recorded their partitioning; definitions built with another shard count (3 in the
+    sharded folder, none there, 2 in the unsharded folder) fail to load with one line naming
+    RANK_PIPELINE_SHARDS and what to set, through ``dagster job execute`` as the daemon loads them and
+    through ``rank-pipeline run``; nothing in the folders changes."""
+    sharded, whole, env = worlds
+    assert json.loads((sharded / "dagster_partitioning.json").read_text()) == {"snapshot_assets": "daily x 2 shards"}
+    assert json.loads((whole / "dagster_partitioning.json").read_text()) == {"snapshot_assets": "daily"}
+    before = {folder: _digest(folder) for folder in (sharded, whole)}
+    cases = [(_env(sharded, RANK_PIPELINE_SHARDS="3"), SHARD_JOB_NAME, "RANK_PIPELINE_SHARDS=3", "set RANK_PIPELINE_SHARDS=2"),
+             (_env(sharded), DAILY_JOB_NAME, "RANK_PIPELINE_SHARDS=unset", "set RANK_PIPELINE_SHARDS=2"),
+             (_env(whole, RANK_PIPELINE_SHARDS="2"), SHARD_JOB_NAME, "RANK_PIPELINE_SHARDS=2", "unset RANK_PIPELINE_SHARDS")]
+    for case_env, job, said, advice in cases:
+        code, out = _finish(_execute(case_env, job, LATER))
+        assert code != 0, out
+        assert said in out and advice in out and "strand their partition history" in out, out[-3000:]
+    cmd = Path(sys.executable).parent / "rank-pipeline"
+    done = subprocess.run([str(cmd), "run", "--date", LATER.isoformat()], env=_env(sharded), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("error: ")]
+    assert line.startswith("error: RANK_PIPELINE_SHARDS=unset would partition the snapshot assets daily, but the "
+                           f"runs of {sharded} were partitioned daily x 2 shards"), line
+    assert {folder: _digest(folder) for folder in (sharded, whole)} == before
