@@ -64,3 +64,16 @@ def require_root(what: str) -> None:
     __tracebackhide__ = True
     require(os.geteuid() == 0, f"{what} needs root: run the tests as root (as CI does)")
 
+
+
+def declare_raw_sources(root) -> None:
+    """Declare in ``root/sources/raw.yml`` the raw tables the warehouse loads, as the shipped project does in
+    ``sources/vendor_contract.yml``: a models folder built by a test reads them like the shipped one."""
+    from pathlib import Path
+
+    from rank_pipeline.warehouse.database import SOURCE_TABLES
+
+    folder = Path(root) / "sources"
+    folder.mkdir(parents=True, exist_ok=True)
+    names = ", ".join(t.removeprefix("raw.") for t in SOURCE_TABLES)
+    (folder / "raw.yml").write_text(f"raw_sources: [{names}]\n")

@@ -12,12 +12,14 @@ from sqlglot.errors import ParseError
 
 from rank_pipeline.transform.errors import ModelSqlError
 
-__all__ = ["MODEL_SCHEMAS", "REFERENCE_SCHEMAS", "SEED_SCHEMA", "condition_error", "sql_dependencies"]
+__all__ = ["MODEL_SCHEMAS", "RAW_SCHEMA", "REFERENCE_SCHEMAS", "SEED_SCHEMA", "condition_error", "sql_dependencies"]
 
 MODEL_SCHEMAS: tuple[str, ...] = ("staging", "marts")
 """Folders (and schemas) that hold models."""
 SEED_SCHEMA = "seeds"
-REFERENCE_SCHEMAS: tuple[str, ...] = ("raw", SEED_SCHEMA, *MODEL_SCHEMAS)
+RAW_SCHEMA = "raw"
+"""The schema of the raw tables models read (declared as ``raw_sources:`` under ``sources/``)."""
+REFERENCE_SCHEMAS: tuple[str, ...] = (RAW_SCHEMA, SEED_SCHEMA, *MODEL_SCHEMAS)
 """Schemas a model may read."""
 
 

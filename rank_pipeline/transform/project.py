@@ -73,7 +73,7 @@ from typing import Any
 
 import yaml
 
-from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA, sql_dependencies
+from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA, SEED_SCHEMA, sql_dependencies
 from rank_pipeline.transform.errors import DependencyError, ModelConfigError
 from rank_pipeline.transform.schema import (
     ColumnTest,
@@ -84,7 +84,6 @@ from rank_pipeline.transform.schema import (
     UnitTestEntry,
     validate_entry,
 )
-from rank_pipeline.warehouse.database import SOURCE_TABLES
 
 __all__ = [
     "MODEL_SCHEMAS",
@@ -352,10 +351,10 @@ def _load_yml(path: Path) -> dict:
         return {}
     if not isinstance(doc, Mapping):
         raise ModelConfigError(f"{path}: the top level must be a mapping with `models:` or `seeds:`")
-    unknown = sorted(set(doc) - {"version", "models", "seeds", "sources", "contract"})
+    unknown = sorted(set(doc) - {"version", "models", "seeds", "sources", "contract", "raw_sources"})
     if unknown:
         raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:`, `seeds:`, "
-                               "`sources:` or (the vendor's contract, sources/vendor_contract.yml) `contract:`")
+                               "`sources:` or (the vendor's contract, sources/vendor_contract.yml) `raw_sources:` and `contract:`")
     return dict(doc)
 
 
@@ -433,7 +432,7 @@ class Project:
     root: Path
     models: dict[str, Model]
     seeds: dict[str, Seed]
-    sources: frozenset[str] = frozenset(SOURCE_TABLES)
+    sources: frozenset[str] = frozenset()
     tables: dict[str, SourceTable] = field(default_factory=dict)
 
     def relation(self, qualified_name: str) -> Model | Seed | None:
@@ -553,12 +552,27 @@ def _load_source_tables(root: Path) -> dict[str, SourceTable]:
     return tables
 
 
-def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TABLES) -> Project:
+def _load_raw_sources(root: Path) -> frozenset[str]:
+    """``raw.<name>`` for every name of the ``raw_sources:`` lists under ``sources/`` (the shipped project
+    declares them in ``sources/vendor_contract.yml``, beside the vendor's contract)."""
+    found: set[str] = set()
+    folder = root / SOURCES_FOLDER
+    for yml in sorted(folder.glob("*.yml")) if folder.is_dir() else []:
+        names = _load_yml(yml).get("raw_sources", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) and _NAME_RE.match(n) for n in names):
+            raise ModelConfigError(f"{yml}: `raw_sources:` is a list of raw table names (lower-case letters, digits "
+                                   f"and _), got {names!r}")
+        found |= {f"{RAW_SCHEMA}.{name}" for name in names}
+    return frozenset(found)
+
+
+def load_project(project_dir: Path | str, *, sources: Sequence[str] | None = None) -> Project:
     """Discover, parse and validate a project (see the module docstring for its layout).
 
     Args:
         project_dir: the ``dbt_like_sql`` folder.
-        sources: qualified raw tables models may read (default: the warehouse's raw tables).
+        sources: qualified raw tables models may read (default: the ``raw_sources:`` declared under
+            ``sources/``).
 
     Returns:
         A :class:`Project` whose dependencies are complete and acyclic.
@@ -617,6 +631,7 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] = SOURCE_TAB
         yml, entry = entries[name]
         models[name] = _model(yml, entry, path, schema, sql, deps)
 
+    sources = _load_raw_sources(root) if sources is None else frozenset(sources)
     project = Project(root=root, models=models, seeds=seeds, sources=frozenset(sources),
                       tables=_load_source_tables(root))
     for model in models.values():

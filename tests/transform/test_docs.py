@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import declare_raw_sources
 
 from rank_pipeline.transform import DependencyError, load_project
 from rank_pipeline.transform.docs import render_data_dictionary, write_data_dictionary
@@ -56,6 +57,7 @@ def _project(root: Path) -> Path:
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(textwrap.dedent(text).lstrip())
+    declare_raw_sources(root)
     return root
 
 

@@ -13,6 +13,7 @@ from sqlglot import exp
 from sqlglot.lineage import Node, lineage
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import build_scope
+from support import declare_raw_sources
 
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.lineage import (
@@ -58,6 +59,7 @@ def _project(tmp_path: Path) -> Path:
     (root / "marts" / "fct_kw.sql").write_text(MART)
     (root / "marts" / "fct_kw.yml").write_text("models:\n  - name: fct_kw\n    description: k\n")
     (root / "seeds" / "ctr_curve.csv").write_text("position,ctr\n1,0.3\n2,0.2\n")
+    declare_raw_sources(root)
     return root
 
 

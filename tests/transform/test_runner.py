@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import sqlglot
 from sqlglot import exp
+from support import declare_raw_sources
 
 from rank_pipeline.transform import (
     BuildError,
@@ -36,6 +37,7 @@ def write_project(root: Path, files: dict[str, str]) -> Path:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip())
+    declare_raw_sources(root)
     return root
 
 
@@ -472,3 +474,18 @@ def test_incremental_model_must_output_its_date_column(tmp_path):
     raw_keywords(con, _history(2))
     with pytest.raises(BuildError, match="must output its date column 'snapshot_date'"):
         build_all(con, project, D0)
+
+
+def test_the_raw_sources_are_declared_in_yml_and_equal_what_the_warehouse_loads(tmp_path):
+    """The runner knows the raw tables from ``raw_sources:`` in ``sources/vendor_contract.yml`` (no Python
+    declaration): the shipped list equals the tables the warehouse loads, and a model reading a raw table
+    the folder does not declare is refused, naming the file and the table."""
+    from rank_pipeline.warehouse.database import SOURCE_TABLES
+
+    shipped = load_project(Path(__file__).resolve().parents[2] / "dbt_like_sql")
+    assert shipped.sources == frozenset(SOURCE_TABLES)
+    write_project(tmp_path, {"staging/stg_x.sql": "select * from raw.rankings\n", "staging/stg_x.yml": yml("stg_x")})
+    with pytest.raises(DependencyError, match=r"stg_x.sql: references raw.rankings"):
+        load_project(tmp_path)
+    (tmp_path / "sources" / "raw.yml").write_text("raw_sources: [rankings]\n")
+    assert load_project(tmp_path).sources == frozenset({"raw.rankings"})
