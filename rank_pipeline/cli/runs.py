@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rank_pipeline.cli.errors import RunFailed
 from rank_pipeline.cli.output import SESSION
+from rank_pipeline.operations.dagster_names import PARTITION_TAG
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Totals:
                 if materialization.asset_key.path[-1] == "usage":  # the run's totals are on every snapshot
                     self.requests += int(getattr(meta.get("requests_total"), "value", 0) or 0)
                     self.rate_limited += int(getattr(meta.get("rate_limited_total"), "value", 0) or 0)
-        day = result.dagster_run.tags.get("dagster/partition", "")
+        day = result.dagster_run.tags.get(PARTITION_TAG, "")
         for evaluation in result.get_asset_check_evaluations():
             if evaluation.passed:
                 self.checks_passed += 1

@@ -29,6 +29,7 @@ from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.defs.shards import check_partitioning
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
 from rank_pipeline.extract.source import Source
+from rank_pipeline.operations.dagster_names import EXTRACT_STEP
 from rank_pipeline.operations.history import reread_passes
 from rank_pipeline.settings import Shard, ShardPlan
 from rank_pipeline.snapshots.manifest import SnapshotManifest
@@ -51,7 +52,7 @@ def build_extract_snapshots(plan: ShardPlan | None = None) -> dg.AssetsDefinitio
     each partition one run (a backfill of several is several runs, which may run at once)."""
 
     @dg.multi_asset(
-        name="extract_snapshots",
+        name=EXTRACT_STEP,
         specs=[
             dg.AssetSpec(SNAPSHOT_KEYS[r.name], description=snapshot_description(r), group_name="snapshots",
                          kinds={"parquet"})

@@ -26,16 +26,14 @@ from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import daily_partitions, deliberate_beta
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.operations import history
+from rank_pipeline.operations.dagster_names import EXTRACT_STEP, LOAD_STEP, PUBLISH_STEPS, RUN_HISTORY_PATH
 from rank_pipeline.settings import models_dir
 from rank_pipeline.transform import SourceTable, loaded_project, run_tests
 
 __all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY",
            "build_run_history_asset", "run_facts", "stage_of"]
 
-RUN_HISTORY_KEY = dg.AssetKey(["ops", "run_history"])
-EXTRACT_STEP = "extract_snapshots"
-LOAD_STEP = "load_raw_tables"
-PUBLISH_STEPS = ("ops__run_history", "warehouse__published")
+RUN_HISTORY_KEY = dg.AssetKey(list(RUN_HISTORY_PATH))
 RUN_FACT_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
                    dg.DagsterEventType.ASSET_CHECK_EVALUATION, dg.DagsterEventType.ASSET_MATERIALIZATION,
                    dg.DagsterEventType.RUN_FAILURE}

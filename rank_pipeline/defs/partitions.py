@@ -8,6 +8,7 @@ from typing import ParamSpec, TypeVar
 
 import dagster as dg
 
+from rank_pipeline.operations.dagster_names import dimension_tag
 from rank_pipeline.settings import PARTITIONS_START, Shard, ShardPlan
 
 daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC", end_offset=1)
@@ -40,9 +41,9 @@ DATE_DIMENSION = "date"
 """The day dimension of the shard partitions (:func:`shard_partitions`): the daily partition key."""
 SHARD_DIMENSION = "shard"
 """The shard dimension of the shard partitions: ``<i>-of-<n>`` (:attr:`rank_pipeline.settings.Shard.key`)."""
-SHARD_TAG = f"dagster/partition/{SHARD_DIMENSION}"
+SHARD_TAG = dimension_tag(SHARD_DIMENSION)
 """The tag Dagster gives a run of one shard partition (its shard key); a daily run has none."""
-DATE_TAG = f"dagster/partition/{DATE_DIMENSION}"
+DATE_TAG = dimension_tag(DATE_DIMENSION)
 """The tag Dagster gives a run of one shard partition (its day)."""
 
 

@@ -30,6 +30,7 @@ from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import DATE_TAG
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 from rank_pipeline.operations.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
+from rank_pipeline.operations.dagster_names import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 from rank_pipeline.settings import ConfigurationError, Settings
 
 __all__ = ["RunOutcome", "build_alert_sensors", "run_outcome", "send_run_digest", "stale_asset_alerts"]
@@ -37,8 +38,7 @@ __all__ = ["RunOutcome", "build_alert_sensors", "run_outcome", "send_run_digest"
 SENSOR_INTERVAL_S = 30
 """Seconds between evaluations of each alert sensor."""
 
-PARTITION_TAG = "dagster/partition"
-RANGE_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end")
+RANGE_TAGS = (RANGE_START_TAG, RANGE_END_TAG)
 
 
 @dataclass

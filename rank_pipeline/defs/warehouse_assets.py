@@ -36,6 +36,7 @@ from rank_pipeline.defs.table_metadata import (
     engine_in_use,
     table_name,
 )
+from rank_pipeline.operations.dagster_names import LOAD_STEP, PUBLISHED_PATH
 from rank_pipeline.settings import ShardPlan, dashboard_url_from_env, models_dir
 from rank_pipeline.shape import ShapeResult
 from rank_pipeline.snapshots.parquet import ENDPOINTS
@@ -47,7 +48,7 @@ from rank_pipeline.transform.engines import ENGINES
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in ENDPOINTS}
 UNIQUE_RECORD_CHECK = "one_row_per_record"
-PUBLISHED_KEY = dg.AssetKey(["warehouse", "published"])
+PUBLISHED_KEY = dg.AssetKey(list(PUBLISHED_PATH))
 
 
 def raw_table_metadata(endpoint: str, types: list[tuple[str, str]], rows: int, table: str | None) -> dict:
@@ -70,7 +71,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
     kinds = set(ENGINES[engine].raw_kinds)
 
     @dg.multi_asset(
-        name="load_raw_tables",
+        name=LOAD_STEP,
         specs=[
             dg.AssetSpec(key, deps=[date_dependency(SNAPSHOT_KEYS[r], shards)], group_name="raw", kinds=kinds,
                          description=f"raw.{r}: the {r} snapshots, one partition per snapshot_date, "

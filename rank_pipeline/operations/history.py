@@ -40,6 +40,16 @@ from datetime import UTC, date, datetime, timedelta
 
 import duckdb
 
+from rank_pipeline.operations.dagster_names import (
+    AUTO_MATERIALIZE_TAG,
+    BACKFILL_TAG,
+    PARTITION_TAG,
+    RANGE_END_TAG,
+    RANGE_START_TAG,
+    SCHEDULE_TAG,
+    SENSOR_TAG,
+    dimension_tag,
+)
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.warehouse.sql import quote_ident, table_columns
 
@@ -188,11 +198,11 @@ def launched_by(tags: Mapping[str, str]) -> str:
     ``dagster/sensor_name`` or ``dagster/auto_materialize`` -> ``sensor``; :data:`LAUNCHED_BY_TAG` =
     ``cli`` or the command line's ``rank_pipeline/pid`` -> ``cli``; otherwise ``other``.
     """
-    if tags.get("dagster/backfill"):
+    if tags.get(BACKFILL_TAG):
         return "backfill"
-    if tags.get("dagster/schedule_name"):
+    if tags.get(SCHEDULE_TAG):
         return "schedule"
-    if tags.get("dagster/sensor_name") or tags.get("dagster/auto_materialize"):
+    if tags.get(SENSOR_TAG) or tags.get(AUTO_MATERIALIZE_TAG):
         return "sensor"
     if tags.get(LAUNCHED_BY_TAG) == "cli" or tags.get(_PID_TAG):
         return "cli"
@@ -204,9 +214,9 @@ def partition_days(tags: Mapping[str, str]) -> list[date]:
     ``dagster/partition/date``) or partition range (``dagster/asset_partition_range_start`` .. ``_end``),
     ascending; empty when it has neither or they are not dates."""
     try:
-        if tags.get("dagster/partition"):
-            return [date.fromisoformat(tags.get("dagster/partition/date") or tags["dagster/partition"])]
-        start, end = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
+        if tags.get(PARTITION_TAG):
+            return [date.fromisoformat(tags.get(dimension_tag("date")) or tags[PARTITION_TAG])]
+        start, end = tags.get(RANGE_START_TAG), tags.get(RANGE_END_TAG)
         if start and end:
             first, last = date.fromisoformat(start), date.fromisoformat(end)
             return [first + timedelta(days=i) for i in range((last - first).days + 1)]
