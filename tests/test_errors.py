@@ -12,8 +12,10 @@ import inspect
 import json
 import os
 import pkgutil
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -140,8 +142,17 @@ def test_exit_130_interrupted(tmp_path):
     proc = subprocess.Popen([str(_SCRIPT), "sandbox", "--port", "0"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        assert "rank-tracking sandbox on http://" in proc.stdout.readline()
-        time.sleep(0.5)
+        banner = proc.stdout.readline()
+        match = re.search(r"rank-tracking sandbox on http://127\.0\.0\.1:(\d+) ", banner)
+        assert match and int(match.group(1)) > 0, banner  # --port 0: the banner names the port it bound
+        deadline = time.monotonic() + 30
+        while True:  # the server answers on that port
+            try:
+                socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the sandbox never listened on the port it printed"
+                time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:

@@ -129,7 +129,7 @@ def serve(
     ``shape`` (:func:`rank_pipeline.sandbox.shapes.parse_shape`, default the invented one).
 
     Prints the base URL, the simulated day and each account's API key (sandbox-only demo keys) to
-    ``out`` (stdout), then runs uvicorn in the foreground.
+    ``out`` (stdout), then runs uvicorn in the foreground. ``port`` 0: a free port, named in the URL.
     """
     from rank_pipeline.sandbox.app import create_app
     from rank_pipeline.sandbox.faults import Faults
@@ -142,8 +142,13 @@ def serve(
 
     app = create_app(world, limits=RateLimits(per_key=per_key, per_ip=per_ip, window_s=window_s),
                      faults=faults or Faults(), shape=parse_shape(shape))
+    sockets = None
+    if port == 0:  # any free port: bind it here, so the banner names the port the server listens on
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind((host, 0))
+        port, sockets = sock.getsockname()[1], [sock]
     _banner(world, host, port, out)
-    uvicorn.Server(_config(app, host, port, "info")).run()
+    uvicorn.Server(_config(app, host, port, "info")).run(sockets=sockets)
 
 
 def _banner(world, host: str, port: int, out: TextIO) -> None:
