@@ -836,6 +836,12 @@ class Settings:
                 f"the data folder {data_dir} is a file: set RANK_PIPELINE_DATA_DIR to a folder (it is created "
                 "if missing)"
             )
+        blocking = next((p for p in data_dir.parents if p.exists() and not p.is_dir()), None)
+        if blocking is not None:  # it could never be created: a part of its path is a file
+            raise ConfigurationError(
+                f"the data folder {data_dir} cannot be created: {blocking} is a file; set RANK_PIPELINE_DATA_DIR "
+                "to a folder (it is created if missing)"
+            )
         snapshots_uri = snapshots_uri_from_env(env)
         try:
             shard = parse_shard(env.get(SHARD_ENV))

@@ -125,6 +125,17 @@ def test_exit_2_a_setting_that_is_wrong(tmp_path):
     assert _error_line(done).startswith(f"error: RANK_PIPELINE_MODELS_DIR='{tmp_path / 'nowhere'}' is not a folder")
 
 
+def test_exit_2_a_data_folder_under_a_file(tmp_path):
+    """A data folder whose path runs through a regular file could never be created: one line, not an
+    "unexpected NotADirectoryError"."""
+    (tmp_path / "afile").write_text("")
+    done = _cli(tmp_path / "afile" / "data", "extract")
+    assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
+    assert _error_line(done) == (f"error: the data folder {tmp_path / 'afile' / 'data'} cannot be created: "
+                                 f"{tmp_path / 'afile'} is a file; set RANK_PIPELINE_DATA_DIR to a folder "
+                                 "(it is created if missing)")
+
+
 def test_exit_2_a_broken_models_folder_is_one_line_and_a_count(tmp_path):
     models = tmp_path / "models"
     shutil.copytree(ROOT / "dbt_like_sql", models)
