@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from spark_cluster import alive_workers, start_connect_server
@@ -74,11 +75,12 @@ def test_spark_marts_equal_duckdb_marts_through_spark_connect(spark_cluster, war
 
 _STARTER = """
 import os, sys
+sys.path.insert(0, {tests!r})  # tests/spark_cluster.py: support code, not in the installed package
 from spark_cluster import start_cluster
 cluster = start_cluster(workers=1, work_dir=sys.argv[1])
 print(" ".join(str(p.pid) for p in cluster.procs), flush=True)
 sys.stdin.read()
-"""
+""".replace("{tests!r}", repr(str(Path(__file__).resolve().parents[1])))
 
 
 def _group_alive(pgid: int) -> bool:
