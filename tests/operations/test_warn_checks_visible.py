@@ -31,7 +31,9 @@ def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_
         '      - expression: "first_seen_date <= last_seen_date"\n        blocking: true\n',
         '      - expression: "first_seen_date <= last_seen_date"\n        blocking: true\n'
         '      - expression: "tracked_keywords < 0"\n        name: never_true_warn\n        blocking: false\n', 1))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_"))}
+    # no DAGSTER_HOME of this process (a test before may have set one in-process): the run's own instance
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
     env.update(RANK_PIPELINE_DATA_DIR=str(tmp_path / "data"), RANK_PIPELINE_MODELS_DIR=str(models),
                RANK_PIPELINE_ALERT_URLS=url)
     command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
@@ -49,14 +51,18 @@ def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_
     published = tmp_path / "data" / "warehouse.duckdb"
     dataset = (ROOT / "dashboards" / "datasets" / "pipeline_runs.sql").read_text()
     with duckdb.connect(str(published), read_only=True) as con:
-        (history,) = con.execute("select failed_checks from ops.run_history").fetchone()
+        rows = con.execute("select failed_checks from ops.run_history").fetchall()
+        assert len(rows) == 1, rows  # this folder's one run and partition, no other run caught up
+        ((history,),) = rows
         (shown,) = con.execute(f"select failed_checks from ({dataset})").fetchone()
     assert history == shown == "marts/dim_domains:never_true_warn [WARN]"
 
 
 def test_new_vendor_fields_are_told_once_in_the_digest(tmp_path, http_receiver):
     bodies, url = http_receiver
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_"))}
+    # no DAGSTER_HOME of this process (a test before may have set one in-process): the run's own instance
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
     env.update(RANK_PIPELINE_DATA_DIR=str(tmp_path / "data"), RANK_PIPELINE_ALERT_URLS=url,
                RANK_SANDBOX_SHAPE="vendor-b")
     command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
