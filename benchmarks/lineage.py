@@ -33,12 +33,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-from tests.transform.test_lineage import reference_lineage  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # support.py, which the reference lineage's test module imports
 
 from rank_pipeline.transform import load_project  # noqa: E402
 from rank_pipeline.transform.lineage import _analyse  # noqa: E402
 from rank_pipeline.transform.unit_tests import relation_types  # noqa: E402
+from tests.transform.test_lineage import reference_lineage  # noqa: E402
 
 FRESH = """
 import sys, time
