@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = ["EXIT_DATA_FOLDER", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "RankPipelineError",
-           "first_line"]
+           "exception_classes", "first_line"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -58,3 +58,27 @@ class RankPipelineError(Exception):
         if self.hint and self.hint not in line:
             line = f"{line.rstrip('.')}; {self.hint}"
         return line
+
+
+def exception_classes() -> dict[str, type[BaseException]]:
+    """Every exception class defined in a module of the package, by qualified name (``module.Class``).
+
+    Imports every module of ``rank_pipeline`` (but ``__main__``, which would run the command line); the
+    exit-status reference page and the test that every class derives from :class:`RankPipelineError`
+    read the package through this one walk.
+    """
+    import importlib
+    import inspect
+    import pkgutil
+
+    import rank_pipeline
+
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(rank_pipeline.__path__, "rank_pipeline."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__:
+                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return found

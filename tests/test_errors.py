@@ -7,11 +7,8 @@ driven through the command in ``tests/operations/test_data_folder_faults.py`` (r
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 import os
-import pkgutil
 import re
 import shutil
 import signal
@@ -23,29 +20,22 @@ from pathlib import Path
 
 import pytest
 
-import rank_pipeline
-from rank_pipeline.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RankPipelineError
+from rank_pipeline.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    RankPipelineError,
+    exception_classes,
+)
 from rank_pipeline.warehouse.database import LoadError
 
 ROOT = Path(__file__).resolve().parents[1]
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
-def _exception_classes() -> dict[str, type[BaseException]]:
-    """Every exception class defined in a module of the package, by qualified name (imports each module)."""
-    found: dict[str, type[BaseException]] = {}
-    for info in pkgutil.walk_packages(rank_pipeline.__path__, "rank_pipeline."):
-        if info.name.endswith("__main__"):  # running it would run the command line
-            continue
-        module = importlib.import_module(info.name)
-        for obj in vars(module).values():
-            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == module.__name__:
-                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
-    return found
-
-
 def test_every_exception_class_of_the_package_derives_from_the_one_root():
-    classes = _exception_classes()
+    classes = exception_classes()
     # the walk sees the classes it must see: a guard against a walk that finds nothing and passes
     for name in ("rank_pipeline.api.errors.RankTrackerError", "rank_pipeline.warehouse.database.LoadError",
                  "rank_pipeline.settings.ConfigurationError", "rank_pipeline.transform.errors.ProjectError",

@@ -12,10 +12,7 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
 import os
-import pkgutil
 import re
 
 __all__ = ["cli_page", "exit_codes_page", "pages", "settings_page", "settings_rows"]
@@ -87,19 +84,11 @@ def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[s
 
 
 def _error_classes() -> list[type]:
-    import rank_pipeline
-    from rank_pipeline.errors import RankPipelineError
+    """The public error classes of the package (:func:`rank_pipeline.errors.exception_classes`), sorted by name."""
+    from rank_pipeline.errors import RankPipelineError, exception_classes
 
-    found: dict[str, type] = {}
-    for info in pkgutil.walk_packages(rank_pipeline.__path__, "rank_pipeline."):
-        if info.name.endswith("__main__"):
-            continue
-        module = importlib.import_module(info.name)
-        for obj in vars(module).values():
-            if (inspect.isclass(obj) and issubclass(obj, RankPipelineError) and obj.__module__ == module.__name__
-                    and not obj.__name__.startswith("_")):
-                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
-    return [found[name] for name in sorted(found)]
+    return [cls for _, cls in sorted(exception_classes().items())
+            if issubclass(cls, RankPipelineError) and not cls.__name__.startswith("_")]
 
 
 def exit_codes_page() -> str:
