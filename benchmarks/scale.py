@@ -46,6 +46,7 @@ from spark_cluster import start_cluster  # noqa: E402
 from rank_pipeline.transform import build_all, load_project  # noqa: E402
 from rank_pipeline.transform.spark_engine import SparkEngine, spark_session  # noqa: E402
 from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
+from rank_pipeline.warehouse.engines import register_snapshots  # noqa: E402
 
 
 def _timed(fn):
@@ -107,9 +108,9 @@ def _spark(out, spark, key: str, workdir, project, history, recent, last_day) ->
     """Spark (engine ``key``): register the history's files, full rebuild, register the last day, build
     that day incrementally (seconds into ``out`` as ``<key>_...``; the day's slowest models printed)."""
     engine = SparkEngine(spark, workdir / f"{key}_warehouse")
-    _, out[f"{key}_load_history"] = _timed(lambda: engine.load_raw([history]))
+    _, out[f"{key}_load_history"] = _timed(lambda: register_snapshots(engine, [history]))
     _, out[f"{key}_full"] = _timed(lambda: engine.build_all(project))
-    _, out[f"{key}_load_day"] = _timed(lambda: engine.load_raw([history, recent]))
+    _, out[f"{key}_load_day"] = _timed(lambda: register_snapshots(engine, [history, recent]))
     built, out[f"{key}_day"] = _timed(lambda: engine.build_all(project, last_day))
     days = sum(1 for b in built.values() if b.partition_date is not None and b.partition_date == b.until == last_day)
     print(f"  {key} one day: {days} models built for that day only, {len(built) - days} seeds, tables and folds "

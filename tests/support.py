@@ -67,13 +67,16 @@ def require_root(what: str) -> None:
 
 
 def declare_raw_sources(root) -> None:
-    """Declare in ``root/sources/raw.yml`` the raw tables the warehouse loads, as the shipped project does in
-    ``sources/vendor_contract.yml``: a models folder built by a test reads them like the shipped one."""
+    """Declare in ``root/sources/raw.yml`` the raw tables the warehouse loads, with their columns, as the shipped
+    project does in ``sources/vendor_contract.yml``: a models folder built by a test reads them like the shipped one."""
     from pathlib import Path
 
-    from rank_pipeline.warehouse.database import SOURCE_TABLES
+    import yaml
 
+    from rank_pipeline.transform.project import load_project
+
+    shipped = load_project(Path(__file__).resolve().parents[1] / "dbt_like_sql")
     folder = Path(root) / "sources"
     folder.mkdir(parents=True, exist_ok=True)
-    names = ", ".join(t.removeprefix("raw.") for t in SOURCE_TABLES)
-    (folder / "raw.yml").write_text(f"raw_sources: [{names}]\n")
+    tables = {q.removeprefix("raw."): dict(cols) for q, cols in shipped.raw_columns.items()}
+    (folder / "raw.yml").write_text(yaml.safe_dump({"raw_sources": tables}, sort_keys=False))

@@ -1,9 +1,14 @@
 """The package tree reads as the pipeline's stages, imports only go down, and no two modules import each other.
 
-Stages, lowest first: ``errors`` (the one exception root) < ``settings`` < ``api`` < ``sandbox`` < ``snapshots`` < ``shape``, ``extract`` < ``warehouse`` <
-``transform`` < ``steps`` < ``operations``, ``keywords`` < ``defs`` < ``cli``. A module may import its own package
-and any lower stage, never a higher one nor a sibling of the same rank; no module lies loose in
-``rank_pipeline/`` but ``errors.py`` and ``settings.py``. Imports inside functions count as much as those at the top.
+Stages, lowest first: ``errors`` (the one exception root) < ``settings`` < ``api``, ``transform`` < ``sandbox`` <
+``snapshots`` < ``shape``, ``extract`` < ``warehouse`` < ``steps`` < ``operations``, ``keywords`` < ``defs`` < ``cli``. A
+module may import its own package and any lower stage, never a higher one nor a sibling of the same rank; no module
+lies loose in ``rank_pipeline/`` but ``errors.py`` and ``settings.py``. Imports inside functions count as much as those
+at the top.
+
+The model runner (``transform``) stands alone: it imports nothing of the pipeline but the exception root and the
+settings (no ``api``, ``snapshots``, ``warehouse`` or ``extract``); the pipeline hands it the raw tables
+(``warehouse/engines.py``) and the raw sources are declared in yml beside the SQL.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rank_pipeline"
 STAGES: dict[str, int] = {
-    "errors": -1, "settings": 0, "api": 1, "sandbox": 2, "snapshots": 3, "shape": 4, "extract": 4, "warehouse": 5, "transform": 6,
-    "steps": 7, "operations": 8, "keywords": 8, "defs": 9, "cli": 10,
+    "errors": -1, "settings": 0, "api": 1, "transform": 1, "sandbox": 2, "snapshots": 3, "shape": 4, "extract": 4,
+    "warehouse": 5, "steps": 7, "operations": 8, "keywords": 8, "defs": 9, "cli": 10,
 }
 
 
@@ -66,10 +71,22 @@ def test_the_check_catches_an_upward_import(tmp_path):
     (pkg / "api").mkdir(parents=True)
     (pkg / "api" / "client.py").write_text("def f():\n    from rank_pipeline.defs import jobs\n")
     (pkg / "loose.py").write_text("")
+    (pkg / "transform").mkdir()
+    (pkg / "transform" / "runner.py").write_text("from rank_pipeline.errors import RankPipelineError\n"
+                                                 "def f():\n    from rank_pipeline.api import endpoints\n")
     assert _violations(pkg) == [
         "api/client.py:2: api (rank 1) imports defs (rank 9)",
         "loose.py: lies outside the stage packages " + str(sorted(STAGES)),
+        "transform/runner.py:3: transform (rank 1) imports api (rank 1)",
     ]
+
+
+def test_the_model_runner_imports_only_the_exception_root_and_the_settings():
+    """Whatever the ranks say: ``transform`` imports nothing of ``api``, ``snapshots``, ``warehouse``, ``extract``
+    or any other stage (the rank above holds it too; this says it in the runner's own terms)."""
+    imported = {(path.relative_to(PACKAGE).as_posix(), target) for path in sorted((PACKAGE / "transform").rglob("*.py"))
+                for _, target in _imported_stages(path.read_text()) if target != "transform"}
+    assert {target for _, target in imported} <= {"errors", "settings"}, sorted(imported)
 
 
 def test_the_architecture_page_names_every_stage_package():

@@ -38,6 +38,7 @@ __all__ = [
     "by_name",
     "children_of",
     "raw_column_descriptions",
+    "raw_docs",
     "render_markdown",
     "endpoint_names",
 ]
@@ -311,6 +312,12 @@ def raw_column_descriptions(name: str) -> dict[str, str]:
     resource = by_name(name)
     return {**COMMON_COLUMNS, **{f.column: f"{f.description} From `attributes.{'.'.join(f.path)}`."
                                  for f in resource.fields}}
+
+
+def raw_docs() -> dict[str, tuple[str, dict[str, str]]]:
+    """``{resource: (description (endpoint), {column: description})}`` for every declared resource: what the
+    models' documentation site says of the raw tables (:func:`rank_pipeline.transform.site.write_site`)."""
+    return {r.name: (f"{r.description} ({r.endpoint})", raw_column_descriptions(r.name)) for r in CATALOG}
 
 
 def _read_how(r: Endpoint) -> str:

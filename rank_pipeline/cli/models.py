@@ -15,7 +15,7 @@ from rank_pipeline.errors import first_line
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
-    from rank_pipeline.api.endpoints import render_markdown
+    from rank_pipeline.api.endpoints import raw_docs, render_markdown
     from rank_pipeline.transform.docs import render_data_dictionary
     from rank_pipeline.transform.lineage import project_lineage
     from rank_pipeline.transform.site import write_site
@@ -31,7 +31,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
         cache = load_settings().paths.cache_dir
     except Exception:  # noqa: BLE001 - the cache is an optimisation; the docs need no data folder
         cache = None
-    report = write_site(project, out, cache)
+    report = write_site(project, out, cache, raw_docs())
     print(f"wrote {report.pages} page(s) to {out}: open {report.index}")
     for model, why in sorted(report.lineage_errors.items()):
         print(f"note: no column lineage for {model}: {why}", file=sys.stderr)
@@ -132,7 +132,7 @@ def _data_tests(project, select: list[str], verbose: bool) -> tuple[int, int]:
     import duckdb
 
     from rank_pipeline.transform import run_tests
-    from rank_pipeline.warehouse.sql import table_columns
+    from rank_pipeline.transform.sql import table_columns
 
     path = load_settings().paths.published_db
     if not path.exists():
@@ -170,6 +170,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     when the folder does not build."""
     from rank_pipeline.transform.diff import diff_models
     from rank_pipeline.transform.errors import BuildError
+    from rank_pipeline.warehouse.database import reload_raw_from_snapshots
 
     project = _project(args)
     settings = load_settings()
@@ -180,7 +181,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
           f"compared with {against}", flush=True)
     try:
         with SESSION.capture():
-            result = diff_models(project, paths.snapshot_store_uri, paths.published_db, scratch_dir=settings.data_dir)
+            result = diff_models(project, lambda con: reload_raw_from_snapshots(con, paths.snapshot_store_uri),
+                                 paths.published_db, scratch_dir=settings.data_dir)
     except BuildError as exc:
         raise RunFailed(f"the models folder does not build: {first_line(str(exc))}") from None
     shape = _shape_of_snapshots(project, paths)  # before the report, whose last line is the verdict

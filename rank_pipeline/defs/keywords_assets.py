@@ -33,6 +33,7 @@ from rank_pipeline.keywords import (
 from rank_pipeline.settings import ShardPlan
 from rank_pipeline.snapshots.parquet import list_snapshot_dates
 from rank_pipeline.warehouse.database import KEYWORDS_FILE_TABLE
+from rank_pipeline.warehouse.engines import build_file_connection
 
 KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"
@@ -60,10 +61,11 @@ def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | No
                             model_engine: ModelEngineResource):
         _, last = partition_days(context)
         engine = model_engine.open(warehouse)
+        con = build_file_connection(engine)
         if keywords_file is None:
             table = {}
-            if engine.con is not None:
-                write_planned_rows(engine.con, [])
+            if con is not None:
+                write_planned_rows(con, [])
                 table = _table_metadata(engine)
             yield dg.MaterializeResult(metadata={"rows": 0, "file": "(RANK_PIPELINE_KEYWORDS_FILE not set)", **table})
             return
@@ -79,10 +81,10 @@ def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | No
             return
         rows = planned_rows(plan)
         table = {}
-        if engine.con is None:
+        if con is None:
             context.log.info(f"{engine.name}: raw.keywords_file is written in the DuckDB warehouse only")
         else:
-            write_planned_rows(engine.con, rows)
+            write_planned_rows(con, rows)
             table = _table_metadata(engine)
         context.log.info(plan.summary())
         yield dg.MaterializeResult(metadata={"rows": len(rows), "file": dg.MetadataValue.path(str(keywords_file)),

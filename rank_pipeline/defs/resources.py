@@ -29,8 +29,8 @@ from rank_pipeline.transform.engines import (
     ModelEngine,
     describe,
     needs_warehouse_uri,
-    open_engine,
 )
+from rank_pipeline.warehouse.engines import open_engine
 from rank_pipeline.warehouse.locks import hold_shard_writer, hold_writer
 
 __all__ = ["ModelEngineResource", "WarehouseResource", "model_engine_from_env", "source_from_env",
@@ -113,7 +113,7 @@ class ModelEngineResource(dg.ConfigurableResource):
     (and its later loaded days within the horizon), tables whole, and its tests read the rows rebuilt.
 
     :meth:`open` gives the run's :class:`~rank_pipeline.transform.engines.ModelEngine`
-    (:func:`~rank_pipeline.transform.engines.open_engine`), opened at the run's first use (a run that builds
+    (:func:`~rank_pipeline.warehouse.engines.open_engine`), opened at the run's first use (a run that builds
     no model, or Dagster re-initializing the resources after a run to read its outputs, opens nothing)
     and closed when the run's steps end (:meth:`yield_for_execution`; with a multiprocess executor, one
     per step process): one DuckDB writer connection, or one Spark session.

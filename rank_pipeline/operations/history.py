@@ -51,7 +51,7 @@ from rank_pipeline.operations.dagster_names import (
     dimension_tag,
 )
 from rank_pipeline.snapshots.parquet import ENDPOINTS
-from rank_pipeline.warehouse.sql import quote_ident, table_columns
+from rank_pipeline.transform.sql import quote_ident, table_columns
 
 __all__ = [
     "COLUMNS",

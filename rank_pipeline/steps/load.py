@@ -1,7 +1,7 @@
 """Load the raw tables from the committed snapshots: the step behind the Dagster asset ``load_raw_tables``
 (the command line's ``rebuild`` reloads raw through :mod:`rank_pipeline.steps.rebuild`).
 
-Whatever the engine (:class:`rank_pipeline.transform.engines.ModelEngine`): DuckDB replaces the days in
+Whatever the engine (:mod:`rank_pipeline.warehouse.engines`): DuckDB replaces the days in
 the build file in one transaction; Spark registers its raw views over every committed snapshot, read in
 place. Then the records repeated within a day are counted (:func:`repeated_records_sql`): a vendor
 account extracted under two configured names, or a record written twice.
@@ -16,6 +16,7 @@ from pathlib import Path
 from rank_pipeline.api.endpoints import CATALOG
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.transform.engines import ModelEngine
+from rank_pipeline.warehouse.engines import load_partitions, reload_raw
 
 __all__ = ["PER_ACCOUNT_ENDPOINTS", "RawLoad", "load_raw", "repeated_records_sql"]
 
@@ -57,7 +58,7 @@ def load_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: 
     repeated records of those days.
 
     Args:
-        engine: the model engine (:func:`rank_pipeline.transform.engines.open_engine`).
+        engine: the model engine (:func:`rank_pipeline.warehouse.engines.open_engine`).
         first, last: the run's days; each must have committed snapshots (unless ``full_refresh``).
         full_refresh: reload every raw table from all committed snapshots (the figures still cover
             ``first .. last`` only).
@@ -67,8 +68,8 @@ def load_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: 
             its snapshot is damaged (nothing loaded).
     """
     if full_refresh:
-        loaded = {d: c for d, c in engine.reload_raw(snapshots_uri).items() if first <= d <= last}
+        loaded = {d: c for d, c in reload_raw(engine, snapshots_uri).items() if first <= d <= last}
     else:
-        loaded = engine.load_partitions(snapshots_uri, first, last)
+        loaded = load_partitions(engine, snapshots_uri, first, last)
     repeated = {r: engine.failing_rows(repeated_records_sql(r, first, last), sample_size) for r in ENDPOINTS}
     return RawLoad(days=loaded, repeated=repeated)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rank_pipeline.transform import BuildResult, Model, Project, Seed, TestResult
 from rank_pipeline.transform.engines import ModelEngine
+from rank_pipeline.warehouse.engines import prepare
 
 __all__ = ["RelationBuild", "build_relation", "scope_of_tests"]
 
@@ -44,7 +45,7 @@ def build_relation(engine: ModelEngine, project: Project, relation: Model | Seed
     """Build ``relation`` for the run's days ``first .. last`` and run its ``.yml`` tests (module docstring).
 
     Args:
-        engine: the model engine (:func:`rank_pipeline.transform.engines.open_engine`).
+        engine: the model engine (:func:`rank_pipeline.warehouse.engines.open_engine`).
         project: the models project (for the horizon, and to find earlier builds on Spark).
         full_refresh: build from scratch; the tests read the whole relation.
         snapshots_uri: where the committed snapshots are (Spark reads them in place).
@@ -53,7 +54,7 @@ def build_relation(engine: ModelEngine, project: Project, relation: Model | Seed
         rank_pipeline.transform.BuildError: the build failed (the old relation is kept);
         rank_pipeline.transform.TestExecutionError: a test's SQL failed.
     """
-    engine.prepare(snapshots_uri, project)
+    prepare(engine, snapshots_uri, project)
     if isinstance(relation, Seed):
         built = engine.build_seed(relation)
         scope: tuple[date | None, date | None] = (None, None)

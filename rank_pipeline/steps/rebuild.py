@@ -1,7 +1,7 @@
 """Rebuild the warehouse from the Parquet snapshots, without calling the API (``rank-pipeline rebuild``).
 
 The snapshots are the system of record; the raw tables and every model can be rebuilt from them at
-any time, on either engine (:func:`rank_pipeline.transform.engines.open_engine`):
+any time, on either engine (:func:`rank_pipeline.warehouse.engines.open_engine`):
 
 ``rebuild(paths, project_dir)``
     every committed snapshot day: the raw days are replaced from the snapshots, then each incremental
@@ -43,9 +43,10 @@ from rank_pipeline.steps.models import scope_of_tests
 from rank_pipeline.steps.publish import publish as publish_build
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 from rank_pipeline.transform import load_project
-from rank_pipeline.transform.engines import EngineSettings, ModelEngine, open_engine
+from rank_pipeline.transform.engines import EngineSettings, ModelEngine
 from rank_pipeline.transform.testing import TestResult
 from rank_pipeline.warehouse.database import WarehouseError, snapshot_dates
+from rank_pipeline.warehouse.engines import open_engine, reload_raw
 from rank_pipeline.warehouse.locks import hold_writer
 
 __all__ = ["RebuildError", "RebuildReport", "rebuild"]
@@ -184,7 +185,7 @@ def _rebuild(engine: ModelEngine, paths: DataPaths, project, first: date | None,
         raise RebuildError.tests_failed(report, (
             f"the vendor's shape does not match the contract ({'; '.join(report.blocking_failed)}): nothing was "
             "built or published; the paths and what to edit are listed above"))
-    loaded = engine.reload_raw(paths.snapshot_store_uri, report.first, report.last)
+    loaded = reload_raw(engine, paths.snapshot_store_uri, report.first, report.last)
     built = engine.build_all(project, report.first, until=report.last, full_refresh=full_refresh)
     report.days = len(loaded)
     report.raw_rows = sum(sum(r.values()) for r in loaded.values())

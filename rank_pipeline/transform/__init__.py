@@ -15,6 +15,7 @@ the incremental contract, :mod:`.testing` for the tests, :mod:`.docs` for the da
 """
 
 from rank_pipeline.transform.dependencies import sql_dependencies
+from rank_pipeline.transform.engines import BuildResult
 from rank_pipeline.transform.errors import (
     BuildError,
     DependencyError,
@@ -35,7 +36,7 @@ from rank_pipeline.transform.project import (
     load_project,
     loaded_project,
 )
-from rank_pipeline.transform.runner import BuildResult, build, build_all, build_seed, incremental_sql
+from rank_pipeline.transform.runner import build, build_all, build_seed, incremental_sql
 from rank_pipeline.transform.testing import TestResult, run_test, run_tests, test_sql
 
 __all__ = [

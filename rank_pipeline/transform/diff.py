@@ -1,8 +1,7 @@
 """What a models folder would change in the published warehouse (``rank-pipeline diff``).
 
-:func:`diff_models` builds the project into a scratch DuckDB file from the current Parquet snapshots
-(:func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`: no API call; the seeds from their CSVs; every
-model in full), attaches the published warehouse read-only, and compares each seed and model with the
+:func:`diff_models` builds the project into a scratch DuckDB file (its raw tables loaded by the caller's ``load_raw``: the command line loads the
+current Parquet snapshots, no API call; the seeds from their CSVs; every model in full), attaches the published warehouse read-only, and compares each seed and model with the
 relation of the same name there:
 
 - a model whose ``unique_key`` columns exist on both sides and are unique on both is compared row by row
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ import duckdb
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
 from rank_pipeline.transform.project import Model, Project, Seed
 from rank_pipeline.transform.runner import build_all
-from rank_pipeline.warehouse.sql import quote_ident as _qi
+from rank_pipeline.transform.sql import quote_ident as _qi
 
 __all__ = ["EXAMPLES", "REL_TOLERANCE", "RelationDiff", "WarehouseDiff", "diff_models"]
 
@@ -206,13 +206,15 @@ def _published_relations(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {f"{s}.{n}" for s, n in rows}
 
 
-def diff_models(project: Project, snapshots_uri: Path | str, published_db: Path, scratch_dir: Path | None = None
-                ) -> WarehouseDiff:
-    """Build ``project`` from the snapshots into a scratch file and compare it with ``published_db``.
+def diff_models(project: Project, load_raw: Callable[[duckdb.DuckDBPyConnection], object], published_db: Path,
+                scratch_dir: Path | None = None) -> WarehouseDiff:
+    """Build ``project`` into a scratch file, on the raw tables ``load_raw`` loads, and compare it with
+    ``published_db``.
 
     Args:
         project: the models folder to try (:func:`~rank_pipeline.transform.project.load_project`).
-        snapshots_uri: the Parquet snapshots (a folder or an object-store URL, as in the settings).
+        load_raw: loads the raw tables into the scratch file's connection (the command line: every committed
+            snapshot, :func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`).
         published_db: the published DuckDB file, opened read-only; when there is none yet (a first run
             stopped by a blocking check), every relation is ``new``.
         scratch_dir: where the scratch file is made (deleted afterwards); default the system temp folder.
@@ -222,16 +224,14 @@ def diff_models(project: Project, snapshots_uri: Path | str, published_db: Path,
 
     Raises:
         BuildError: a model of ``project`` does not build (the message names it).
-        LoadError: the snapshots cannot be read.
+        Whatever ``load_raw`` raises (the command line: ``LoadError``, the snapshots cannot be read).
     """
-    from rank_pipeline.warehouse.database import reload_raw_from_snapshots
-
     started = time.perf_counter()
     if scratch_dir is not None:
         Path(scratch_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rank-pipeline-diff-", dir=scratch_dir) as tmp:
         with duckdb.connect(str(Path(tmp) / "scratch.duckdb")) as con:
-            reload_raw_from_snapshots(con, snapshots_uri)
+            load_raw(con)
             build_all(con, project)
             path = str(published_db).replace("'", "''")
             exists = Path(published_db).is_file()

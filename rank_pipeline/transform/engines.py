@@ -9,7 +9,8 @@
                                            ``<RANK_PIPELINE_DATA_DIR>/spark_warehouse``)
 =========================================  ============================================================
 
-:func:`open_engine` is the one place that turns the engine's name into an engine; everything else
+:func:`rank_pipeline.warehouse.engines.open_engine` is the one place that turns the engine's name into an engine (and
+loads its raw tables); everything else
 (the step functions of :mod:`rank_pipeline.steps`, the Dagster assets, the command line) uses the
 :class:`ModelEngine` it returns. An engine that is not :attr:`ModelEngine.incremental` builds every model
 in full whatever days it is asked for, and its tests read the whole relations; both DuckDB and Spark
@@ -18,24 +19,43 @@ are incremental.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 # the engine is a setting: EngineSettings reads RANK_PIPELINE_ENGINE and the Spark variables
 from rank_pipeline.settings import DEFAULT_SPARK_MASTER, EngineSettings
 from rank_pipeline.settings import ENGINES as ENGINE_NAMES
 from rank_pipeline.transform.project import Model, Project, Seed
-from rank_pipeline.transform.runner import BuildResult
 from rank_pipeline.transform.testing import TestResult
 
-__all__ = ["DEFAULT_SPARK_MASTER", "ENGINES", "EngineKind", "EngineSettings", "ModelEngine", "describe",
-           "needs_warehouse_uri", "open_engine"]
+__all__ = ["BuildResult", "DEFAULT_SPARK_MASTER", "ENGINES", "EngineKind", "EngineSettings", "ModelEngine", "describe",
+           "needs_warehouse_uri"]
 
 
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build did.
+
+    Attributes:
+        rows: rows written (a table: all rows; an incremental partition build: rows of that partition;
+            a seed: all rows); None for views.
+        seconds: wall time of the build, for metadata (never asserted).
+        sql: the SELECT that ran (for an incremental partition build, the rewritten one).
+        mode: ``view``, ``table``, ``full_refresh``, ``incremental`` or ``seed``.
+        partition_date: the first day built incrementally, else None.
+        until: the last day built incrementally (``partition_date`` for a one-day build), else None.
+    """
+
+    rows: int | None
+    seconds: float
+    sql: str
+    mode: str
+    partition_date: date | None = None
+    until: date | None = None
 
 
 @dataclass(frozen=True)
@@ -61,11 +81,11 @@ ENGINES: dict[str, EngineKind] = {
                         "{spark_warehouse_uri}", "spark_catalog", frozenset({"spark", "parquet"}),
                         writes_under_uri=True),
 }
-"""The engines by name (:func:`open_engine` opens them)."""
+"""The engines by name (:func:`rank_pipeline.warehouse.engines.open_engine` opens them)."""
 
 
 class ModelEngine(Protocol):
-    """What builds, tests and publishes the seeds and models (DuckDB or Spark; :func:`open_engine`).
+    """What builds, tests and publishes the seeds and models (DuckDB or Spark; :func:`rank_pipeline.warehouse.engines.open_engine`).
 
     Attributes:
         name: ``duckdb`` or ``spark`` (asset kinds, metadata).
@@ -73,27 +93,21 @@ class ModelEngine(Protocol):
             horizon); False when every build is a full build and tests read whole relations.
         catalog: the catalog readers see the tables in (``warehouse``, ``spark_catalog``).
         written_to: where the tables are written (the build file, the Spark warehouse URI).
-        con: the DuckDB writer connection to the build file, for tables only DuckDB keeps
-            (``raw.keywords_file``); None on an engine without one.
+
+    The raw tables are not the engine's: whoever opens it loads them (the pipeline:
+    :mod:`rank_pipeline.warehouse.engines`) through what each engine offers (DuckDB: its connection; Spark:
+    ``register_raw`` over Parquet files).
     """
 
     name: str
     incremental: bool
     catalog: str
-    con: Any
 
     @property
     def written_to(self) -> str: ...
 
-    def prepare(self, snapshots_uri: Any, project: Project | None = None) -> None:
-        """Make the raw tables and the relations of earlier builds readable (once per engine)."""
-
-    def load_partitions(self, snapshots_uri: Any, first: date, last: date) -> dict[date, dict[str, int]]:
-        """Load the raw days ``first .. last`` (each committed); ``{day: {endpoint: rows}}``."""
-
-    def reload_raw(self, snapshots_uri: Any, first: date | None = None,
-                   last: date | None = None) -> dict[date, dict[str, int]]:
-        """Make raw hold exactly the committed snapshots of ``first .. last`` (None: open bound)."""
+    def prepare(self, project: Project) -> None:
+        """Make the relations of earlier builds readable (once per engine)."""
 
     def affected_ranges(self, project: Project, first: date, last: date) -> dict[str, tuple[date, date]]:
         """The days each incremental model rebuilds after a load of ``first .. last`` ({} when not incremental)."""
@@ -133,47 +147,3 @@ def describe(settings: EngineSettings) -> str:
     """One log line: the engine, and where it writes (no secret)."""
     return ENGINES[settings.engine].description.format(spark_master=settings.spark_master,
                                                        spark_warehouse_uri=settings.spark_warehouse_uri)
-
-
-@contextmanager
-def open_engine(settings: EngineSettings, paths: Any) -> Iterator[ModelEngine]:
-    """The engine ``settings`` names, for the duration of the ``with`` block (the one place that
-    branches on the engine's name).
-
-    ``duckdb``: a :class:`.runner.DuckDBEngine` on a writer connection to ``paths.build_db`` (published
-    to ``paths.published_db``), closed at the end. ``spark``: a :class:`.spark_engine.SparkEngine` on one
-    Spark session on ``settings.spark_master``, writing under ``settings.spark_warehouse_uri``; the
-    session is stopped at the end unless it was already running in this process when the block began
-    (Spark allows one session per process; a caller's session is left to its owner).
-
-    Args:
-        settings: the engine and its Spark settings.
-        paths: the data folder's :class:`rank_pipeline.settings.DataPaths`.
-
-    Raises:
-        RuntimeError: on Spark, pyspark is not installed (``pip install 'rank-pipeline[spark]'``), or no
-            Java 17+ (:func:`.spark_engine.java_home`).
-        rank_pipeline.warehouse.database.WarehouseError: on DuckDB, the build file cannot be opened.
-    """
-    if settings.engine == "spark":
-        try:
-            from pyspark.sql import SparkSession
-        except ImportError as exc:
-            raise RuntimeError("RANK_PIPELINE_ENGINE=spark needs pyspark: install the project's spark extra "
-                               "(pip install -e '.[spark]'), or unset RANK_PIPELINE_ENGINE for duckdb") from exc
-        from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
-
-        already = SparkSession.getActiveSession()
-        engine = SparkEngine(spark_session(settings.spark_master), settings.spark_warehouse_uri)
-        try:
-            yield engine
-        finally:
-            if already is None:
-                engine.spark.stop()
-        return
-    from rank_pipeline.transform.runner import DuckDBEngine
-    from rank_pipeline.warehouse.database import Warehouse
-
-    warehouse = Warehouse(paths.build_db, paths.published_db)
-    with warehouse.connect() as con:
-        yield DuckDBEngine(con, warehouse)

@@ -39,7 +39,7 @@ import duckdb
 
 from rank_pipeline.transform.dependencies import SEED_SCHEMA
 from rank_pipeline.transform.project import Model, Project
-from rank_pipeline.warehouse.sql import qualified, quote_ident
+from rank_pipeline.transform.sql import qualified, quote_ident
 
 __all__ = ["affected_ranges", "last_loaded_date", "propagation_days"]
 

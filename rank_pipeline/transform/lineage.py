@@ -259,8 +259,6 @@ def _model_lineage(sql: str, schema: Schema) -> dict[str, frozenset[ColumnRef]]:
 
 
 def _cache_key(project: Project) -> str:
-    from rank_pipeline.snapshots.parquet import ENDPOINTS, arrow_schema
-
     h = hashlib.sha256(f"lineage {LINEAGE_FORMAT} sqlglot {sqlglot.__version__}\n".encode())
     for name in sorted(project.models):
         m = project.models[name]
@@ -268,8 +266,8 @@ def _cache_key(project: Project) -> str:
     for name in sorted(project.seeds):
         s = project.seeds[name]
         h.update(f"{s.qualified_name} {s.checksum} {sorted(dict(s.column_types).items())}\n".encode())
-    for resource in ENDPOINTS:
-        h.update(f"{resource} {arrow_schema(resource)}\n".encode())
+    for source, columns in sorted(project.raw_columns.items()):
+        h.update(f"{source} {columns}\n".encode())
     return h.hexdigest()[:24]
 
 

@@ -426,6 +426,7 @@ class Project:
         models: ``{name: Model}``.
         seeds: ``{name: Seed}``.
         sources: qualified raw tables models may read (``raw.keywords``, ...).
+        raw_columns: ``{raw table: ((column, DuckDB type), ...)}`` as ``raw_sources:`` declares them.
         tables: ``{qualified name: SourceTable}``, the tables the pipeline writes (``sources/``).
     """
 
@@ -434,6 +435,7 @@ class Project:
     seeds: dict[str, Seed]
     sources: frozenset[str] = frozenset()
     tables: dict[str, SourceTable] = field(default_factory=dict)
+    raw_columns: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def relation(self, qualified_name: str) -> Model | Seed | None:
         """The model or seed building ``schema.name``, None for raw tables and unknown names."""
@@ -552,27 +554,34 @@ def _load_source_tables(root: Path) -> dict[str, SourceTable]:
     return tables
 
 
-def _load_raw_sources(root: Path) -> frozenset[str]:
-    """``raw.<name>`` for every name of the ``raw_sources:`` lists under ``sources/`` (the shipped project
-    declares them in ``sources/vendor_contract.yml``, beside the vendor's contract)."""
-    found: set[str] = set()
+def _load_raw_sources(root: Path) -> dict[str, tuple[tuple[str, str], ...]]:
+    """``{raw.<name>: ((column, DuckDB type), ...)}`` for every table of the ``raw_sources:`` mappings under
+    ``sources/`` (the shipped project declares them in ``sources/vendor_contract.yml``, beside the vendor's
+    contract): ``raw_sources: {name: {column: type, ...}, ...}``, columns in table order."""
+    found: dict[str, tuple[tuple[str, str], ...]] = {}
     folder = root / SOURCES_FOLDER
     for yml in sorted(folder.glob("*.yml")) if folder.is_dir() else []:
-        names = _load_yml(yml).get("raw_sources", [])
-        if not isinstance(names, list) or not all(isinstance(n, str) and _NAME_RE.match(n) for n in names):
-            raise ModelConfigError(f"{yml}: `raw_sources:` is a list of raw table names (lower-case letters, digits "
-                                   f"and _), got {names!r}")
-        found |= {f"{RAW_SCHEMA}.{name}" for name in names}
-    return frozenset(found)
+        tables = _load_yml(yml).get("raw_sources", {})
+        if not isinstance(tables, dict) or not all(
+                isinstance(n, str) and _NAME_RE.match(n) and isinstance(cols, dict) and cols
+                and all(isinstance(c, str) and isinstance(t, str) and t.strip() for c, t in cols.items())
+                for n, cols in tables.items()):
+            raise ModelConfigError(f"{yml}: `raw_sources:` maps each raw table name (lower-case letters, digits "
+                                   f"and _) to its columns and their DuckDB types ({{snapshot_date: date, ...}}), "
+                                   f"got {tables!r}")
+        for name, cols in tables.items():
+            qualified = f"{RAW_SCHEMA}.{name}"
+            if qualified in found:
+                raise ModelConfigError(f"{yml}: raw source {name!r} is declared twice under {folder}")
+            found[qualified] = tuple((c, t.strip()) for c, t in cols.items())
+    return found
 
 
-def load_project(project_dir: Path | str, *, sources: Sequence[str] | None = None) -> Project:
+def load_project(project_dir: Path | str) -> Project:
     """Discover, parse and validate a project (see the module docstring for its layout).
 
     Args:
         project_dir: the ``dbt_like_sql`` folder.
-        sources: qualified raw tables models may read (default: the ``raw_sources:`` declared under
-            ``sources/``).
 
     Returns:
         A :class:`Project` whose dependencies are complete and acyclic.
@@ -631,8 +640,8 @@ def load_project(project_dir: Path | str, *, sources: Sequence[str] | None = Non
         yml, entry = entries[name]
         models[name] = _model(yml, entry, path, schema, sql, deps)
 
-    sources = _load_raw_sources(root) if sources is None else frozenset(sources)
-    project = Project(root=root, models=models, seeds=seeds, sources=frozenset(sources),
+    raw = _load_raw_sources(root)
+    project = Project(root=root, models=models, seeds=seeds, sources=frozenset(raw), raw_columns=raw,
                       tables=_load_source_tables(root))
     for model in models.values():
         for dep in sorted(model.depends_on):

@@ -8,54 +8,23 @@ home: docs/concepts/any-order.md. :func:`build` and :func:`build_all` below impl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 import duckdb
-import sqlglot
-from sqlglot import exp
 
-from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, REFERENCE_SCHEMAS
+from rank_pipeline.transform.dependencies import MODEL_SCHEMAS
+from rank_pipeline.transform.engines import BuildResult
 from rank_pipeline.transform.errors import BuildError
 from rank_pipeline.transform.horizon import affected_ranges, last_loaded_date
 from rank_pipeline.transform.project import Model, Project, Seed
-from rank_pipeline.warehouse.sql import qualified as _rel
-from rank_pipeline.warehouse.sql import quote_ident as _qi
-from rank_pipeline.warehouse.sql import relation_kind as _relation_kind
-from rank_pipeline.warehouse.sql import table_columns
+from rank_pipeline.transform.rewrite import fold_start, strip_sql, windowed_sql
+from rank_pipeline.transform.sql import qualified as _rel
+from rank_pipeline.transform.sql import quote_ident as _qi
+from rank_pipeline.transform.sql import relation_kind as _relation_kind
+from rank_pipeline.transform.sql import table_columns
 
-__all__ = ["BuildResult", "DuckDBEngine", "build", "build_all", "build_seed", "fold_start", "full_build_sql", "incremental_sql",
-           "seed_sql", "windowed_sql"]
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """What a build did.
-
-    Attributes:
-        rows: rows written (a table: all rows; an incremental partition build: rows of that partition;
-            a seed: all rows); None for views.
-        seconds: wall time of the build, for metadata (never asserted).
-        sql: the SELECT that ran (for an incremental partition build, the rewritten one).
-        mode: ``view``, ``table``, ``full_refresh``, ``incremental`` or ``seed``.
-        partition_date: the first day built incrementally, else None.
-        until: the last day built incrementally (``partition_date`` for a one-day build), else None.
-    """
-
-    rows: int | None
-    seconds: float
-    sql: str
-    mode: str
-    partition_date: date | None = None
-    until: date | None = None
-
-
-def _strip_sql(sql: str) -> str:
-    text = sql.strip()
-    while text.endswith(";"):
-        text = text[:-1].rstrip()
-    return text + "\n"
+__all__ = ["DuckDBEngine", "build", "build_all", "build_seed", "incremental_sql", "seed_sql"]
 
 
 def _columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> list[str]:
@@ -92,16 +61,6 @@ def _swap_in(con: duckdb.DuckDBPyConnection, schema: str, name: str, select_sql:
     return int(rows)
 
 
-def _self_relation(model: Model, start: date | None) -> str:
-    """What a self-reference reads: own rows dated before ``start``, or (full build) an empty typed relation."""
-    assert model.incremental is not None
-    if start is not None:
-        return (f"select * from {_rel(model.schema, model.name)} "
-                f"where {_qi(model.incremental.date_column)} < date '{start.isoformat()}'")
-    cols = ", ".join(f"cast(null as {c.data_type}) as {_qi(c.name)}" for c in model.columns)
-    return f"select {cols} where false"
-
-
 def incremental_sql(
     con: duckdb.DuckDBPyConnection, model: Model, partition_date: date, until: date | None = None
 ) -> str:
@@ -119,14 +78,6 @@ def incremental_sql(
     return _rewrite(con, model, partition_date, until or partition_date)
 
 
-_FIRST, _START, _END = "'__rp_first__'", "'__rp_start__'", "'__rp_end__'"
-"""Placeholders in a cached rewritten SQL text, replaced by quoted ISO dates for each build."""
-
-_TEMPLATES: dict[tuple[str, str, str, frozenset[tuple[str, str]]], str] = {}
-"""(qualified name, SQL, mode, upstream relations filtered) -> rewritten SQL with placeholders:
-parsing and generating with sqlglot costs more than a small day's build, so it is done once per shape."""
-
-
 def _dated_relations(con: duckdb.DuckDBPyConnection, column: str) -> frozenset[tuple[str, str]]:
     """Every (schema, name) in the catalog that has ``column`` (one catalog query)."""
     rows = con.execute(
@@ -137,98 +88,11 @@ def _dated_relations(con: duckdb.DuckDBPyConnection, column: str) -> frozenset[t
     return frozenset((r[0], r[1]) for r in rows)
 
 
-def _template(model: Model, mode: str, dated: frozenset[tuple[str, str]]) -> str:
-    """The rewritten SQL of ``model`` with date placeholders; ``mode``: ``full`` (only a self-reference
-    replaced, by an empty relation), ``range`` (upstream windowed, own rows before the range, output kept
-    to the range) or ``fold`` (upstream windowed, own rows whole, output whole)."""
-    assert model.incremental is not None
-    key = (model.qualified_name, model.sql, mode, dated)
-    cached = _TEMPLATES.get(key)
-    if cached is not None:
-        return cached
-    tree = sqlglot.parse_one(_strip_sql(model.sql), read="duckdb")
-    column = _qi(model.incremental.date_column)
-    window = sqlglot.parse_one(f"{column} between cast({_FIRST} as date) and cast({_END} as date)", read="duckdb")
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
-    for table in list(tree.find_all(exp.Table)):
-        if not isinstance(table.this, exp.Identifier) or table.db not in REFERENCE_SCHEMAS:
-            continue
-        if not table.db and table.name in ctes:
-            continue
-        alias = table.alias or table.name
-        if (table.db, table.name) == (model.schema, model.name):
-            if mode == "fold":
-                own_sql = f"select * from {_rel(model.schema, model.name)}"
-            else:
-                own = sqlglot.parse_one(_self_relation(model, date(1900, 1, 1) if mode == "range" else None),
-                                        read="duckdb")
-                own_sql = own.sql(dialect="duckdb").replace("'1900-01-01'", _START)
-            table.replace(sqlglot.parse_one(own_sql, read="duckdb").subquery(alias))
-            continue
-        if mode == "full" or (table.db, table.name) not in dated:
-            continue
-        bare = exp.Table(this=exp.to_identifier(table.name), db=exp.to_identifier(table.db))
-        table.replace(exp.select("*").from_(bare).where(window.copy()).subquery(alias))
-    text = tree.sql(dialect="duckdb", pretty=True)
-    if mode == "range":
-        text = (f"select * from (\n{text}\n) as __model\n"
-                f"where {column} between cast({_START} as date) and cast({_END} as date)")
-    _TEMPLATES[key] = text = text + "\n"
-    return text
-
-
-def full_build_sql(model: Model) -> str:
-    """The SELECT a full build of ``model`` runs (DuckDB dialect): its SQL, with a self-reference
-    (``Model.reads_itself``) replaced by an empty relation typed by its ``.yml`` columns. Another engine
-    transpiles this text (:mod:`rank_pipeline.transform.spark_engine`)."""
-    if model.incremental is not None and (model.reads_itself or model.incremental.strategy == "fold"):
-        return _template(model, "full", frozenset())
-    return _strip_sql(model.sql)
-
-
-def windowed_sql(model: Model, start: date | None, end: date | None, dated: frozenset[tuple[str, str]],
-                 mode: str = "range") -> str:
-    """The SELECT (DuckDB dialect) an incremental build of ``model`` runs, for any engine.
-
-    Args:
-        model: an incremental model.
-        start, end: the days built (inclusive); both None: a full build (only a self-reference replaced,
-            by an empty typed relation).
-        dated: the ``(schema, name)`` of every relation that has the model's date column (DuckDB: its
-            catalog; Spark: the session's tables and views); only those are windowed to
-            ``[start - lookback_days, end]``.
-        mode: ``range`` (output kept to ``start .. end``, own rows before ``start``) or ``fold`` (own
-            relation whole, output whole); see the module docstring.
-
-    Raises:
-        BuildError: the model is not incremental, or ``end`` is before ``start``.
-    """
-    if model.incremental is None:
-        raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")
-    if start is None or end is None:  # full build: only a self-reference is replaced
-        return _template(model, "full", frozenset())
-    if end < start:
-        raise BuildError(f"{model.path}: empty build range {start} .. {end}")
-    first = start - timedelta(days=model.incremental.lookback_days)
-    text = _template(model, mode, dated)
-    return (text.replace(_FIRST, f"'{first.isoformat()}'").replace(_START, f"'{start.isoformat()}'")
-            .replace(_END, f"'{end.isoformat()}'"))
-
-
 def _rewrite(con: duckdb.DuckDBPyConnection, model: Model, start: date | None, end: date | None,
              mode: str = "range") -> str:
     dated = (_dated_relations(con, model.incremental.date_column)
              if model.incremental is not None and start is not None and end is not None else frozenset())
     return windowed_sql(model, start, end, dated, mode)
-
-
-def fold_start(watermark: date | None, partition_date: date | None) -> date | None:
-    """The first upstream day a ``strategy: fold`` build folds in (the day after ``watermark``, the
-    relation's last folded day), or None when it must rebuild whole: no relation or watermark yet, a full
-    build (``partition_date`` None), or a build of a day at or before the watermark (a backfill)."""
-    if watermark is None or partition_date is None or partition_date <= watermark:
-        return None
-    return watermark + timedelta(days=1)
 
 
 def _build_fold(con: duckdb.DuckDBPyConnection, model: Model, partition_date: date | None, full_refresh: bool,
@@ -282,7 +146,7 @@ def build(
     started = time.perf_counter()
     schema, name = model.schema, model.name
     con.execute(f"create schema if not exists {_qi(schema)}")
-    sql = _strip_sql(model.sql)
+    sql = strip_sql(model.sql)
     where = f"{model.path} ({model.qualified_name})"
     if model.materialized == "view":
         con.begin()
@@ -399,15 +263,16 @@ def build_all(
 
 class DuckDBEngine:
     """The models on DuckDB: one writer connection to the warehouse's build file
-    (:class:`rank_pipeline.transform.engines.ModelEngine`, made by :func:`rank_pipeline.transform.engines.open_engine`).
+    (:class:`rank_pipeline.transform.engines.ModelEngine`, made by :func:`rank_pipeline.warehouse.engines.open_engine`).
 
     Incremental: a build of days rebuilds those days (and, in :meth:`build_all`, every later loaded day
     within the horizon); tests read the rows rebuilt. :meth:`publish` copies the build file over the
-    published one atomically.
+    published one atomically. The raw tables are the caller's to load on :attr:`con`.
 
     Args:
-        con: the open writer connection (:meth:`rank_pipeline.warehouse.database.Warehouse.connect`).
-        warehouse: the :class:`~rank_pipeline.warehouse.database.Warehouse` it belongs to.
+        con: the open writer connection to the build file.
+        warehouse: what owns the build file: ``build_path``, ``published_path`` and ``publish(con)`` (the
+            pipeline's ``Warehouse``, :mod:`rank_pipeline.warehouse.engines`).
     """
 
     name = "duckdb"
@@ -432,25 +297,8 @@ class DuckDBEngine:
         """Where ``schema.name`` is stored: the build file (until :meth:`publish`)."""
         return str(self.warehouse.build_path)
 
-    def prepare(self, snapshots_uri: Any, project: Project | None = None) -> None:
-        """Nothing to do: the raw tables and earlier builds are in the build file."""
-
-    def load_partitions(self, snapshots_uri: Any, first: date, last: date) -> dict[date, dict[str, int]]:
-        """Replace the raw rows of ``first .. last`` from their committed snapshots, one transaction
-        (:func:`rank_pipeline.warehouse.database.load_partitions`; every day must be committed).
-        Returns ``{day: {endpoint: rows}}``."""
-        from rank_pipeline.warehouse.database import load_partitions
-
-        return load_partitions(self.con, snapshots_uri, first, last)
-
-    def reload_raw(self, snapshots_uri: Any, first: date | None = None,
-                   last: date | None = None) -> dict[date, dict[str, int]]:
-        """Make the raw rows of ``first .. last`` (None: open bound; both None: every table dropped and
-        reloaded) exactly the committed snapshots of those days
-        (:func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`). Returns ``{day: {endpoint: rows}}``."""
-        from rank_pipeline.warehouse.database import reload_raw_from_snapshots
-
-        return reload_raw_from_snapshots(self.con, snapshots_uri, first, last)
+    def prepare(self, project: Project) -> None:
+        """Nothing to do: earlier builds are in the build file."""
 
     def build_seed(self, seed: Seed) -> BuildResult:
         """:func:`build_seed` on this connection."""
@@ -503,6 +351,6 @@ class DuckDBEngine:
         return int(rows)
 
     def publish(self):
-        """Copy the build file over the published one atomically; returns the published path
-        (:meth:`rank_pipeline.warehouse.database.Warehouse.publish`)."""
+        """Copy the build file over the published one atomically (``warehouse.publish``); returns the
+        published path."""
         return self.warehouse.publish(self.con)

@@ -13,7 +13,7 @@ its columns (type, description, tests) each with its column-level lineage (the u
 reads, and the raw and seed columns at its origin, from :mod:`rank_pipeline.transform.lineage`; each a
 link to that column on its relation's page) and the model columns reading it, its model-level tests,
 its unit tests and its SQL. A raw table's page lists the JSON fields of ``attributes`` the staging models
-read. The text comes from the ``.yml`` files (raw tables: :mod:`rank_pipeline.api.endpoints`); types from the
+read. The text comes from the ``.yml`` files (raw tables: the ``raw_docs`` the caller gives, :func:`write_site`); types from the
 project built on empty inputs (:func:`rank_pipeline.transform.unit_tests.relation_types`).
 
 Deterministic: the same project writes the same files. Nothing is fetched from the network.
@@ -30,6 +30,9 @@ from pathlib import Path
 from rank_pipeline.transform.dependencies import SEED_SCHEMA
 from rank_pipeline.transform.lineage import ColumnRef, ProjectLineage, project_lineage
 from rank_pipeline.transform.project import ColumnSpec, Model, Project, Seed, TestSpec
+
+RawDoc = tuple[str, Mapping[str, str]]
+"""A raw table's description and ``{column: description}`` (:func:`write_site`)."""
 
 __all__ = ["SiteReport", "page_name", "write_site"]
 
@@ -337,15 +340,9 @@ def _relation_page(project: Project, relation: Model | Seed, types: Mapping[str,
 
 
 def _raw_page(project: Project, qualified: str, types: Mapping[str, str], lineage: ProjectLineage,
-              known: set[str]) -> str:
-    from rank_pipeline.api.endpoints import by_name, raw_column_descriptions
-
+              known: set[str], raw_docs: Mapping[str, RawDoc]) -> str:
     name = qualified.split(".", 1)[1]
-    try:
-        resource = by_name(name)
-        described, description = raw_column_descriptions(name), f"{resource.description} ({resource.endpoint})"
-    except KeyError:
-        described, description = {}, "A raw table the models read."
+    description, described = raw_docs.get(name, ("A raw table the models read.", {}))
     columns = [(c, t, described.get(c, ""), []) for c, t in (types or {c: "" for c in described}).items()]
     body = [f"<h1><code>{_e(qualified)}</code></h1>", f'<p class="description">{_e(description)}</p>',
             "<ul class=\"meta\"><li>Loaded from the Parquet snapshots, one partition per <code>snapshot_date</code>"
@@ -393,16 +390,12 @@ def _index_page(project: Project, known: set[str], lineage: ProjectLineage) -> s
     return _page("Models", "\n".join(body))
 
 
-def _search_index(project: Project, types: Mapping[str, Mapping[str, str]]) -> list[dict]:
-    from rank_pipeline.api.endpoints import raw_column_descriptions
-
+def _search_index(project: Project, types: Mapping[str, Mapping[str, str]],
+                  raw_docs: Mapping[str, RawDoc]) -> list[dict]:
     entries = []
     relations: list[tuple[str, str, str, dict[str, str]]] = []
     for q in sorted(project.sources):
-        try:
-            described = raw_column_descriptions(q.split(".", 1)[1])
-        except KeyError:
-            described = {}
+        described = raw_docs.get(q.split(".", 1)[1], ("", {}))[1]
         relations.append((q, "raw table", "", {c: described.get(c, "") for c in (types.get(q) or described)}))
     for rel in [*project.seeds.values(), *project.topological_order()]:
         cols = {c.name: c.description for c in rel.columns}
@@ -419,10 +412,13 @@ def _search_index(project: Project, types: Mapping[str, Mapping[str, str]]) -> l
     return entries
 
 
-def write_site(project: Project, out_dir: Path | str, cache_dir: Path | str | None = None) -> SiteReport:
+def write_site(project: Project, out_dir: Path | str, cache_dir: Path | str | None = None,
+               raw_docs: Mapping[str, RawDoc] | None = None) -> SiteReport:
     """Write the documentation site of ``project`` into ``out_dir`` (created; files of an earlier site
     there are replaced, other files left alone). ``cache_dir``: where the column lineage is cached
-    (:func:`rank_pipeline.transform.lineage.project_lineage`).
+    (:func:`rank_pipeline.transform.lineage.project_lineage`). ``raw_docs``: ``{raw table: (description,
+    {column: description})}`` (the command line gives the API's, :mod:`rank_pipeline.api.endpoints`); a raw
+    table without one is "A raw table the models read.".
 
     Returns:
         :class:`SiteReport` (the index page is ``out_dir/index.html``).
@@ -437,7 +433,7 @@ def write_site(project: Project, out_dir: Path | str, cache_dir: Path | str | No
     known = {*project.sources, *(s.qualified_name for s in project.seeds.values()), *(m.qualified_name for m in project.models.values())}
     pages = {"index.html": _index_page(project, known, lineage)}
     for q in sorted(project.sources):
-        pages[page_name(q)] = _raw_page(project, q, types.get(q, {}), lineage, known)
+        pages[page_name(q)] = _raw_page(project, q, types.get(q, {}), lineage, known, raw_docs or {})
     for rel in [*project.seeds.values(), *project.topological_order()]:
         pages[page_name(rel.qualified_name)] = _relation_page(project, rel, types.get(rel.qualified_name, {}),
                                                               lineage, known)
@@ -445,6 +441,6 @@ def write_site(project: Project, out_dir: Path | str, cache_dir: Path | str | No
         (out / name).write_text(text, encoding="utf-8")
     (out / "assets" / "site.css").write_text(_CSS.lstrip(), encoding="utf-8")
     (out / "assets" / "site.js").write_text(_JS.lstrip(), encoding="utf-8")
-    index = json.dumps(_search_index(project, types), indent=0, sort_keys=True, ensure_ascii=False)
+    index = json.dumps(_search_index(project, types, raw_docs or {}), indent=0, sort_keys=True, ensure_ascii=False)
     (out / "assets" / "search-index.js").write_text(f"window.SEARCH_INDEX = {index};\n", encoding="utf-8")
     return SiteReport(out, len(pages), dict(lineage.errors))

@@ -13,15 +13,15 @@ Engine choice and settings (read by :meth:`rank_pipeline.transform.engines.Engin
 =========================================  ============================================================
 
 How a model runs on Spark
-    1. Raw layer: for every resource, the Parquet files that the committed snapshot manifests list
-       (:mod:`rank_pipeline.snapshots.parquet`; readers trust only what a manifest lists) are read by Spark
+    1. Raw layer: for every raw table, the Parquet files the caller lists (the pipeline lists those of the
+       committed snapshot manifests: :mod:`rank_pipeline.warehouse.engines`) are read by Spark
        (columns merged by name, read in place), ``attributes`` kept as JSON text, plus ``loaded_at`` (the
-       registration time), as the session's temporary view ``__raw_<resource>``; :func:`to_spark_sql`
-       rewrites ``raw.<resource>`` to it.
+       registration time), as the session's temporary view ``__raw_<resource>``
+       (:meth:`SparkEngine.register_raw`); :func:`to_spark_sql` rewrites ``raw.<resource>`` to it.
     2. Seeds: the CSV is read with the same typed reader as on DuckDB (DuckDB's ``read_csv`` with the
        seed's declared types, in memory) and written as Parquet, so both engines see identical values.
-    3. Each model: the SELECT the DuckDB runner would run (:func:`rank_pipeline.transform.runner.full_build_sql`
-       for a full build, :func:`rank_pipeline.transform.runner.windowed_sql` for days: the ONE upstream-window
+    3. Each model: the SELECT the DuckDB runner would run (:func:`rank_pipeline.transform.rewrite.full_build_sql`
+       for a full build, :func:`rank_pipeline.transform.rewrite.windowed_sql` for days: the ONE upstream-window
        rewrite of both engines, here given the relations of the session that have the date column) is
        transpiled with sqlglot from the ``duckdb`` to the ``spark`` dialect (:func:`to_spark_sql`, plus the
        one rewrite sqlglot lacks: DuckDB's ``json_transform(json, structure)`` becomes Spark's
@@ -34,10 +34,10 @@ How a model runs on Spark
 Incremental builds (as on DuckDB: :mod:`rank_pipeline.transform.runner`, :mod:`rank_pipeline.transform.horizon`)
     :meth:`SparkEngine.build_all` with days ``a .. b`` rebuilds, for each incremental model, the days
     :func:`rank_pipeline.transform.horizon.affected_ranges` gives (the last loaded day: the last committed
-    snapshot day :meth:`SparkEngine.load_raw` listed); upstream relations are read over the model's
+    snapshot day :meth:`SparkEngine.register_raw` was given); upstream relations are read over the model's
     look-back window only. Tables (``materialized: table``) and seeds rebuild whole. ``strategy: fold``
     (``dim_keywords``) folds the days after its watermark into its previous relation, or rebuilds whole
-    (:func:`rank_pipeline.transform.runner.fold_start`). A self-reference (``Model.reads_itself``) reads the
+    (:func:`rank_pipeline.transform.rewrite.fold_start`). A self-reference (``Model.reads_itself``) reads the
     model's own stored rows dated before the first day built.
 
     Views: a view with ``snapshot_date`` is stored by day like an incremental model, and a build of days
@@ -78,7 +78,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -87,22 +87,20 @@ import sqlglot
 from sqlglot import exp
 
 from rank_pipeline.settings import DEFAULT_SPARK_MASTER
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
-from rank_pipeline.transform.dependencies import MODEL_SCHEMAS
+from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA
+from rank_pipeline.transform.engines import BuildResult
 from rank_pipeline.transform.errors import BuildError, TestExecutionError
 from rank_pipeline.transform.horizon import affected_ranges
 from rank_pipeline.transform.project import Model, Project, Seed
-from rank_pipeline.transform.runner import BuildResult, fold_start, full_build_sql, windowed_sql
+from rank_pipeline.transform.rewrite import fold_start, full_build_sql, windowed_sql
 from rank_pipeline.transform.spark_files import absolute_uri, file_system, list_names
+from rank_pipeline.transform.sql import quote_ident as _duck_qi
 from rank_pipeline.transform.testing import TestResult, json_safe, test_sql
-from rank_pipeline.warehouse.sql import quote_ident as _duck_qi
 
 __all__ = ["MIN_JAVA", "SparkEngine", "java_home", "spark_session", "to_spark_sql"]
 
 MIN_JAVA = 17
 """The oldest Java release pyspark 4 runs on."""
-
-RAW_SCHEMA = "raw"
 
 VIEW_DATE_COLUMN = "snapshot_date"
 """The column by which a view's rows are stored per day on Spark (when the view has it)."""
@@ -293,30 +291,32 @@ class SparkEngine:
     name = "spark"
     incremental = True
     catalog = "spark_catalog"
-    con = None  # no DuckDB connection: raw.keywords_file is an empty view here
 
     def __init__(self, spark, warehouse_uri: str | Path):
         self.spark = spark
         self.warehouse_uri = absolute_uri(warehouse_uri)  # executors resolve relative paths elsewhere
         self._raw_files: dict[str, tuple[str, ...]] = {}
+        self._raw_dated: set[str] = set()  # raw views with a snapshot_date column
         self._last_loaded: date | None = None
-        self._prepared: tuple[bool, bool] = (False, False)  # (raw registered, earlier tables attached)
+        self._attached = False
 
     @property
     def written_to(self) -> str:
         """Where the tables are written: the warehouse URI (``<uri>/<schema>/<name>``)."""
         return self.warehouse_uri
 
-    def prepare(self, snapshots_uri: str | Path, project: Project | None = None) -> None:
-        """Once per session: register the raw views over the committed snapshots under ``snapshots_uri``
-        (:meth:`load_raw`) and, given the ``project``, the seeds and models earlier sessions wrote under
-        the warehouse URI (:meth:`attach_existing`), so a build of one model finds its parents."""
-        raw, attached = self._prepared
-        if not raw:
-            self.load_raw(snapshots_uri)
-        if project is not None and not attached:
+    @property
+    def raw_registered(self) -> bool:
+        """True once :meth:`register_raw` registered a raw view in this session."""
+        return bool(self._raw_files)
+
+    def prepare(self, project: Project) -> None:
+        """Once per session: attach the seeds and models earlier sessions wrote under the warehouse URI
+        (:meth:`attach_existing`), so a build of one model finds its parents. The raw views are the
+        caller's: :meth:`register_raw`."""
+        if not self._attached:
             self.attach_existing(project)
-        self._prepared = (True, attached or project is not None)
+            self._attached = True
 
     # -------------------------------------------------------------- storage
 
@@ -473,68 +473,60 @@ class SparkEngine:
 
     # -------------------------------------------------------------- raw layer
 
-    def load_raw(self, snapshot_roots: str | Path | Sequence[str | Path],
-                 resources: Iterable[str] = ENDPOINTS) -> dict[str, int]:
-        """Register ``raw.<resource>`` over every committed snapshot's files under ``snapshot_roots`` (one
-        root, or several whose days are combined). Re-registers only resources whose file list changed.
+    def register_raw(self, name: str, files: Sequence[str], columns: Sequence[tuple[str, str]],
+                     last_day: date | None = None) -> int:
+        """Register ``raw.<name>`` (the session's view :func:`raw_view`) over the Parquet ``files`` (read in
+        place, columns merged by name, plus ``loaded_at``: the registration time), or, with no file, as an
+        empty view of ``columns`` (``(column, DuckDB type)``, ``loaded_at`` included where the table has it).
+        Re-registers only when the file list changed.
+
+        Args:
+            last_day: the last day the files hold (the horizon's last loaded day; the latest of all calls).
 
         Returns:
-            ``{resource: number of Parquet files}``.
+            The number of files.
+
+        Raises:
+            BuildError: a column type this engine cannot map (the message names it).
         """
-        roots = [snapshot_roots] if isinstance(snapshot_roots, str | Path) else list(snapshot_roots)
-        counts = {}
-        for resource in resources:
-            files: list[str] = []
-            for root in roots:
-                for day in list_snapshot_dates(root, resource):
-                    self._last_loaded = max(self._last_loaded or day, day)
-                    folder = partition_dir(root, resource, day)
-                    files += [str(folder / name) for name in read_manifest(root, resource, day).files]
-            counts[resource] = len(files)
-            key = tuple(files)
-            if self._raw_files.get(resource) == key:
-                continue
-            self._register_raw(resource, files)
-            self._raw_files[resource] = key
-        if "keywords_file" not in self._raw_files:  # raw.keywords_file is DuckDB-only: empty on Spark
-            from rank_pipeline.warehouse.database import KEYWORDS_FILE_COLUMNS
+        if last_day is not None:
+            self._last_loaded = max(self._last_loaded or last_day, last_day)
+        if any(column == "snapshot_date" for column, _ in columns):
+            self._raw_dated.add(name)
+        key = tuple(files)
+        if self._raw_files.get(name) == key:
+            return len(key)
+        from pyspark.sql import functions as F
 
-            types = {"varchar": "string", "varchar[]": "array<string>", "integer": "int",
-                     "timestamp with time zone": "timestamp"}
-            ddl = ", ".join(f"{name} {types[kind]}" for name, kind in KEYWORDS_FILE_COLUMNS)
-            self.spark.createDataFrame([], ddl).createOrReplaceTempView(raw_view("keywords_file"))
-            self._raw_files["keywords_file"] = ()
-        return counts
+        if files:
+            df = self.spark.read.option("mergeSchema", "true").parquet(*files)
+            df = df.withColumn("loaded_at", F.current_timestamp())
+        else:
+            df = self.spark.createDataFrame([], ", ".join(f"{c} {_spark_type_of(t, name)}" for c, t in columns))
+        df.createOrReplaceTempView(raw_view(name))
+        self._raw_files[name] = key
+        return len(key)
 
-    def _span_rows(self, first: date | None, last: date | None) -> dict[date, dict[str, int]]:
-        """``{day: {endpoint: rows}}`` of the registered raw views, over ``first .. last`` (None: open)."""
+    def forget_last_loaded(self) -> None:
+        """Forget the last loaded day before raw is registered again from scratch (:meth:`register_raw`)."""
+        self._last_loaded = None
+
+    def raw_rows_by_day(self, first: date | None, last: date | None) -> dict[date, dict[str, int]]:
+        """``{day: {raw table: rows}}`` of the registered raw views with a ``snapshot_date``, over
+        ``first .. last`` (None: open bound)."""
         span = " and ".join([*([f"snapshot_date >= date '{first.isoformat()}'"] if first else []),
                              *([f"snapshot_date <= date '{last.isoformat()}'"] if last else [])]) or "true"
         out: dict[date, dict[str, int]] = {}
-        for resource in ENDPOINTS:
-            for day, rows in self.spark.sql(f"select snapshot_date, count(*) from {raw_view(resource)} "
+        for name in sorted(self._raw_dated):
+            for day, rows in self.spark.sql(f"select snapshot_date, count(*) from {raw_view(name)} "
                                             f"where {span} group by snapshot_date").collect():
-                out.setdefault(day, {})[resource] = int(rows)
+                out.setdefault(day, {})[name] = int(rows)
         return dict(sorted(out.items()))
-
-    def load_partitions(self, snapshots_uri: str | Path, first: date, last: date) -> dict[date, dict[str, int]]:
-        """(Re-)register every raw view over all committed snapshots (the files are read in place,
-        nothing is copied; a raw view always holds every committed day) and return ``{day: {endpoint:
-        rows}}`` of ``first .. last``."""
-        self._last_loaded = None
-        self.load_raw(snapshots_uri)
-        self._prepared = (True, self._prepared[1])
-        return self._span_rows(first, last)
-
-    def reload_raw(self, snapshots_uri: str | Path, first: date | None = None,
-                   last: date | None = None) -> dict[date, dict[str, int]]:
-        """As :meth:`load_partitions`; ``first``/``last`` None: every committed day."""
-        return self.load_partitions(snapshots_uri, first, last)
 
     def affected_ranges(self, project: Project, first: date, last: date) -> dict[str, tuple[date, date]]:
         """``{incremental model or view: (first day, last day)}`` a load of ``first .. last`` makes it
         rebuild (:func:`rank_pipeline.transform.horizon.affected_ranges`, views included: Spark stores
-        their rows by day); the last loaded day is the last committed snapshot day :meth:`load_raw` saw."""
+        their rows by day); the last loaded day is the latest ``last_day`` :meth:`register_raw` was given."""
         return affected_ranges(project, first, last, self._last_loaded, views=True)
 
     def _frame(self, qualified: str):
@@ -560,19 +552,6 @@ class SparkEngine:
         """Nothing to publish: the tables are already where readers find them (the warehouse URI)."""
         return None
 
-    def _register_raw(self, resource: str, files: list[str]) -> None:
-        from pyspark.sql import functions as F
-
-        from rank_pipeline.snapshots.parquet import arrow_schema
-
-        view = raw_view(resource)
-        if files:
-            df = self.spark.read.option("mergeSchema", "true").parquet(*files)
-        else:
-            df = self.spark.createDataFrame(arrow_schema(resource).empty_table())
-        df = df.withColumn("loaded_at", F.current_timestamp())
-        df.createOrReplaceTempView(view)
-
     # -------------------------------------------------------------- build
 
     def build_seed(self, seed: Seed) -> BuildResult:
@@ -594,7 +573,7 @@ class SparkEngine:
 
     def _dated(self, model: Model, column: str) -> frozenset[tuple[str, str]]:
         """The ``(schema, name)`` of every relation ``model`` reads that has ``column`` in this session
-        (what :func:`rank_pipeline.transform.runner.windowed_sql` windows)."""
+        (what :func:`rank_pipeline.transform.rewrite.windowed_sql` windows)."""
         dated = set()
         for qualified in model.depends_on:
             try:
@@ -659,7 +638,7 @@ class SparkEngine:
 
     def _build_fold(self, model: Model, partition_date: date | None, full_refresh: bool, started: float,
                     where: str) -> BuildResult:
-        """``strategy: fold`` as on DuckDB (:func:`rank_pipeline.transform.runner.fold_start`): the upstream days
+        """``strategy: fold`` as on DuckDB (:func:`rank_pipeline.transform.rewrite.fold_start`): the upstream days
         after the watermark folded into the previous relation (read whole), or a whole rebuild."""
         assert model.incremental is not None and model.incremental.watermark is not None
         watermark = None
@@ -684,13 +663,11 @@ class SparkEngine:
         """Every seed, then every model in topological order, as
         :func:`rank_pipeline.transform.runner.build_all`: with ``partition_date`` (and ``until``) the raw days
         just loaded, each incremental model and dated view rebuilds the days the load changed
-        (:meth:`affected_ranges`); raw must be registered (:meth:`load_raw`)."""
+        (:meth:`affected_ranges`); raw must be registered (:meth:`register_raw`)."""
         results: dict[str, BuildResult] = {}
         for schema in MODEL_SCHEMAS:
             self.spark.sql(f"create database if not exists {_qi(schema)}")
-        if not self._prepared[1]:  # a new process: the days kept from earlier builds are read
-            self.attach_existing(project)
-            self._prepared = (self._prepared[0], True)
+        self.prepare(project)  # a new process: the days kept from earlier builds are read
         for seed in project.seeds.values():
             results[seed.qualified_name] = self.build_seed(seed)
         ranges: dict[str, tuple[date, date]] = {}
@@ -772,12 +749,26 @@ class SparkEngine:
                 self.spark.catalog.dropTempView(view)
 
     def raw_rows(self, resource: str) -> int:
-        """Rows of ``raw.<resource>`` as :meth:`load_raw` registered it (0 for a resource with no snapshot)."""
+        """Rows of ``raw.<resource>`` as :meth:`register_raw` registered it (0 for a resource with no snapshot)."""
         return int(self.spark.table(raw_view(resource)).count())
 
     def to_arrow(self, schema: str, name: str):
         """The whole relation ``schema.name`` as a pyarrow Table (for comparisons and exports)."""
         return self.spark.table(f"{_qi(schema)}.{_qi(name)}").toArrow()
+
+
+_SPARK_TYPES = {"VARCHAR": "string", "JSON": "string", "DATE": "date", "TIMESTAMP WITH TIME ZONE": "timestamp",
+                "TIMESTAMPTZ": "timestamp", "BOOLEAN": "boolean", "BIGINT": "bigint", "INTEGER": "int",
+                "DOUBLE": "double", "VARCHAR[]": "array<string>"}
+"""DuckDB column types (as ``raw_sources:`` or DuckDB's catalog name them) and their Spark types."""
+
+
+def _spark_type_of(duckdb_type: str, table: str) -> str:
+    try:
+        return _SPARK_TYPES[duckdb_type.strip().upper()]
+    except KeyError:
+        raise BuildError(f"raw.{table}: no Spark type for the DuckDB type {duckdb_type!r} "
+                         f"(known: {', '.join(sorted(_SPARK_TYPES))})") from None
 
 
 def _short(exc: BaseException) -> str:

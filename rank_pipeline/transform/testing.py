@@ -33,8 +33,8 @@ import sqlglot
 
 from rank_pipeline.transform.errors import TestExecutionError
 from rank_pipeline.transform.project import Model, Seed, TestSpec
-from rank_pipeline.warehouse.sql import quote_ident as _qi
-from rank_pipeline.warehouse.sql import table_columns
+from rank_pipeline.transform.sql import quote_ident as _qi
+from rank_pipeline.transform.sql import table_columns
 
 __all__ = ["TestResult", "run_test", "run_tests", "test_sql"]
 

@@ -25,7 +25,7 @@ Written in the model's ``.yml`` (the layout of dbt 1.8 unit tests, one list per 
 How one runs (:func:`run_unit_test`): a fresh in-memory DuckDB gets one table per relation the model
 reads, typed like the real relation, holding the given rows (an input not given is empty, except a seed,
 which holds its CSV: give the seed to test other reference values); the model's
-full-build SELECT (:func:`rank_pipeline.transform.runner.full_build_sql`) runs on them; nothing
+full-build SELECT (:func:`rank_pipeline.transform.rewrite.full_build_sql`) runs on them; nothing
 upstream is built with data. The types come from a *skeleton*: the whole project built once per process
 on empty raw tables (the snapshot contract) and the seed CSVs, then described
 (:func:`relation_types`); it takes well under a second.
@@ -50,9 +50,9 @@ from typing import Any
 import duckdb
 
 from rank_pipeline.errors import RankPipelineError
-from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
+from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA, SEED_SCHEMA
 from rank_pipeline.transform.project import Model, Project, UnitRows, UnitTest
-from rank_pipeline.warehouse.sql import quote_ident as _qi
+from rank_pipeline.transform.sql import quote_ident as _qi
 
 __all__ = ["FLOAT_DECIMALS", "UnitTestResult", "relation_types", "run_unit_test", "run_unit_tests"]
 
@@ -127,22 +127,25 @@ def _describe(con: duckdb.DuckDBPyConnection, qualified: str) -> list[tuple[str,
 
 def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
     """``{qualified relation: [(column, DuckDB type), ...]}`` for every raw table, seed and model of
-    ``project``, from the project built once on empty raw tables (cached per project folder and files'
-    text for the process).
+    ``project``, from the project built once on empty raw tables typed as ``raw_sources:`` declares them
+    (cached per project folder and files' text for the process).
 
     Raises:
         BuildError: a model of the project does not build on empty inputs.
     """
     from rank_pipeline.transform.runner import build, build_seed
-    from rank_pipeline.warehouse.database import RAW_SCHEMA, _ensure_raw_table
 
-    key = (str(project.root), tuple(sorted((m.qualified_name, m.sql) for m in project.models.values())))
+    key = (str(project.root), tuple(sorted((m.qualified_name, m.sql) for m in project.models.values())),
+           tuple(sorted(project.raw_columns.items())))
     cached = _SKELETONS.get(key)
     if cached is not None:
         return cached
     with duckdb.connect(":memory:") as con:
+        con.execute(f"create schema if not exists {_qi(RAW_SCHEMA)}")
         for source in sorted(project.sources):
-            _ensure_raw_table(con, source.partition(".")[2])
+            schema, _, name = source.partition(".")
+            columns = ", ".join(f"{_qi(c)} {t}" for c, t in project.raw_columns[source])
+            con.execute(f"create table {_qi(schema)}.{_qi(name)} ({columns})")
         for schema in (SEED_SCHEMA, *MODEL_SCHEMAS):
             con.execute(f"create schema if not exists {_qi(schema)}")
         for seed in project.seeds.values():
@@ -232,7 +235,7 @@ def run_unit_test(project: Project, model: Model, unit: UnitTest, engine: Select
 
     ``engine``: run the model's SELECT on another engine instead (the inputs are built and typed on
     DuckDB as above, handed over as Arrow tables, and the output compared on DuckDB the same way)."""
-    from rank_pipeline.transform.runner import full_build_sql
+    from rank_pipeline.transform.rewrite import full_build_sql
 
     types = relation_types(project)  # once per process, not counted in the test's time
     started = time.perf_counter()

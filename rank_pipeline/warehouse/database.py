@@ -99,8 +99,8 @@ from rank_pipeline.snapshots.parquet import (
     snapshot_files,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
-from rank_pipeline.warehouse.sql import quote_ident as _qi
-from rank_pipeline.warehouse.sql import table_columns
+from rank_pipeline.transform.sql import quote_ident as _qi
+from rank_pipeline.transform.sql import table_columns
 
 __all__ = [
     "DEFAULT_STORAGE_VERSION",

@@ -26,6 +26,7 @@ from rank_pipeline.snapshots.parquet import ENDPOINTS, partition_dir
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.spark_engine import SparkEngine
 from rank_pipeline.warehouse.database import SCHEMAS, reload_raw_from_snapshots
+from rank_pipeline.warehouse.engines import load_partitions, register_snapshots
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(900)]
 
@@ -58,7 +59,7 @@ def test_any_order_of_days_on_spark_equals_a_full_rebuild(spark, snapshots_dirs,
 
     def run(day: date) -> dict:
         _commit(sources, root, day)
-        engine.load_partitions(root, day, day)
+        load_partitions(engine, root, day, day)
         return engine.build_all(project, day)
 
     for day in (d0, d1, d3):  # d2 late, d4 never
@@ -85,7 +86,7 @@ def test_any_order_of_days_on_spark_equals_a_full_rebuild(spark, snapshots_dirs,
 
     loaded = [d0, d1, d2, d3, d5]
     full = SparkEngine(spark, tmp_path / "spark_full")
-    full.load_raw(root)
+    register_snapshots(full, root)
     full.build_all(project)
     con = duckdb.connect(str(tmp_path / "full.duckdb"))
     for schema in SCHEMAS:

@@ -1,5 +1,6 @@
-"""One model-engine interface: both engines offer every member of ``ModelEngine``, and only the factory
-turns an engine's name into an engine."""
+"""One model-engine interface: both engines offer every member of ``ModelEngine`` (building, testing and
+publishing; loading the raw tables is not the engine's), and only the pipeline's engine module
+(``warehouse/engines.py``: the factory and the raw loading) branches on an engine's name."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def test_both_engines_offer_every_member_of_the_protocol_with_its_parameters():
     from rank_pipeline.transform import spark_engine  # imports without pyspark: the session is made on demand
 
     wanted = _members(ModelEngine)
-    assert {"build", "build_all", "run_tests", "load_partitions", "reload_raw", "publish"} <= wanted
+    assert {"build", "build_all", "run_tests", "prepare", "publish"} <= wanted
+    assert not {"con", "load_partitions", "reload_raw"} & wanted, "raw loading and DuckDB's connection left the interface"
     for engine in (DuckDBEngine, spark_engine.SparkEngine):
         assert wanted <= _members(engine), (engine.__name__, sorted(wanted - _members(engine)))
         for name in wanted:
@@ -41,4 +43,18 @@ def test_the_engine_name_is_branched_on_only_in_the_factory():
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             if branch.search(line):
                 found.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
-    assert [f.split(":")[0] for f in found] == ["transform/engines.py"], found  # in open_engine
+    assert {f.split(":")[0] for f in found} == {"warehouse/engines.py"}, found  # open_engine and the raw loading
+
+
+def test_only_duckdb_hands_out_its_build_file_connection(tmp_path):
+    """``raw.keywords_file`` is written where the engine has a build file: DuckDB's connection, none on Spark
+    (the branch lives in warehouse/engines.py, where this test sees both sides)."""
+    from rank_pipeline.settings import DataPaths, EngineSettings
+    from rank_pipeline.transform.spark_engine import SparkEngine
+    from rank_pipeline.warehouse.engines import build_file_connection, open_engine
+
+    with open_engine(EngineSettings(), DataPaths(tmp_path)) as engine:
+        assert isinstance(engine, DuckDBEngine)
+        con = build_file_connection(engine)
+        assert con is engine.con and con.execute("select 1").fetchone() == (1,)
+    assert build_file_connection(SparkEngine(None, tmp_path / "spark")) is None

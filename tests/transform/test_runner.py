@@ -477,15 +477,32 @@ def test_incremental_model_must_output_its_date_column(tmp_path):
 
 
 def test_the_raw_sources_are_declared_in_yml_and_equal_what_the_warehouse_loads(tmp_path):
-    """The runner knows the raw tables from ``raw_sources:`` in ``sources/vendor_contract.yml`` (no Python
-    declaration): the shipped list equals the tables the warehouse loads, and a model reading a raw table
-    the folder does not declare is refused, naming the file and the table."""
+    """The runner knows the raw tables, with their columns and types, from ``raw_sources:`` in
+    ``sources/vendor_contract.yml`` (no Python declaration): the shipped declaration equals the tables the
+    warehouse creates, column by column in order, each type as DuckDB names it; a model reading a raw table the
+    folder does not declare is refused, naming the file and the table; a declaration without columns is refused."""
+    import duckdb
+
+    from rank_pipeline.transform.errors import ModelConfigError
+    from rank_pipeline.transform.sql import table_columns
     from rank_pipeline.warehouse.database import SOURCE_TABLES
+    from rank_pipeline.warehouse.engines import raw_columns
 
     shipped = load_project(Path(__file__).resolve().parents[2] / "dbt_like_sql")
     assert shipped.sources == frozenset(SOURCE_TABLES)
+    with duckdb.connect() as con:  # the declared types, as DuckDB spells them
+        con.execute("create schema raw")
+        for q, cols in shipped.raw_columns.items():
+            con.execute(f"create table {q} ({', '.join(f'{c} {t}' for c, t in cols)})")
+        declared = {q: tuple(table_columns(con, "raw", q.split(".")[1]).items()) for q in shipped.raw_columns}
+    assert declared == {q: raw_columns(q.split(".")[1]) for q in SOURCE_TABLES}
     write_project(tmp_path, {"staging/stg_x.sql": "select * from raw.rankings\n", "staging/stg_x.yml": yml("stg_x")})
     with pytest.raises(DependencyError, match=r"stg_x.sql: references raw.rankings"):
         load_project(tmp_path)
+    (tmp_path / "sources" / "raw.yml").write_text("raw_sources: {rankings: {snapshot_date: date, position: integer}}\n")
+    loaded = load_project(tmp_path)
+    assert loaded.sources == frozenset({"raw.rankings"})
+    assert loaded.raw_columns == {"raw.rankings": (("snapshot_date", "date"), ("position", "integer"))}
     (tmp_path / "sources" / "raw.yml").write_text("raw_sources: [rankings]\n")
-    assert load_project(tmp_path).sources == frozenset({"raw.rankings"})
+    with pytest.raises(ModelConfigError, match=r"raw.yml: `raw_sources:` maps each raw table name .* to its columns"):
+        load_project(tmp_path)

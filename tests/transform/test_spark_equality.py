@@ -26,6 +26,7 @@ import pytest
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.spark_engine import SparkEngine
 from rank_pipeline.transform.unit_tests import run_unit_tests
+from rank_pipeline.warehouse.engines import register_snapshots
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
 
@@ -78,7 +79,7 @@ def assert_same_relation(duck_con, engine: SparkEngine, schema: str, name: str) 
 
 def _build_and_compare(duck_con, engine: SparkEngine, roots, expected_failures=frozenset()) -> None:
     project = load_project(SQL_DIR)
-    counts = engine.load_raw(roots)
+    counts = register_snapshots(engine, roots)
     assert all(counts.values()), counts
     engine.build_all(project)
     failed = []

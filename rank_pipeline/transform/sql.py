@@ -1,4 +1,4 @@
-"""DuckDB helpers shared by the warehouse and the SQL model runner (written once, used everywhere).
+"""DuckDB identifiers and catalog reads shared by the model runner and the warehouse (written once, used everywhere).
 
 No Dagster and no project knowledge here: quoting identifiers and reading the catalog of the current
 database.
