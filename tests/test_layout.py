@@ -3,7 +3,7 @@
 Stages, lowest first: ``errors`` (the one exception root) < ``settings`` < ``api``, ``transform`` < ``sandbox`` <
 ``snapshots`` < ``shape``, ``extract`` < ``warehouse`` < ``steps`` < ``operations``, ``keywords`` < ``defs`` < ``cli``. A
 module may import its own package and any lower stage, never a higher one nor a sibling of the same rank; no module
-lies loose in ``rank_pipeline/`` but ``errors.py`` and ``settings.py``. Imports inside functions count as much as those
+lies loose in ``rank_pipeline/`` but ``errors.py``. Imports inside functions count as much as those
 at the top.
 
 The model runner (``transform``) stands alone: it imports nothing of the pipeline but the exception root and the
@@ -92,7 +92,7 @@ def test_the_model_runner_imports_only_the_exception_root_and_the_settings():
 def test_the_architecture_page_names_every_stage_package():
     page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
     packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    assert packages == set(STAGES) - {"errors", "settings"}
+    assert packages == set(STAGES) - {"errors"}
     for name in sorted(packages):
         assert re.search(rf"`{name}/`", page), f"docs/architecture.md does not describe {name}/"
 

@@ -1,6 +1,6 @@
 """Only :mod:`rank_pipeline.settings` reads the ``RANK_*`` environment variables, and it reads all of them.
 
-The scan parses every module under ``rank_pipeline/`` (except the settings module) and reports each
+The scan parses every module under ``rank_pipeline/`` (except those of the settings package) and reports each
 environment access whose variable is, or may be, a ``RANK_*`` one:
 
 - ``os.environ.get/pop/setdefault(K)``, ``os.environ[K]``, ``K in os.environ``, ``os.getenv(K)``, and
@@ -24,7 +24,8 @@ from rank_pipeline import settings as settings_module
 from rank_pipeline.settings import Settings, models_dir
 
 PACKAGE = Path(rank_pipeline.__file__).resolve().parent
-SETTINGS = Path(settings_module.__file__).resolve()
+SETTINGS = Path(settings_module.__file__).resolve().parent
+"""The settings package's folder: its modules are the readers."""
 
 _ENV_NAME = re.compile(r"^(env|environ|environment)$|_env$")
 _ENV_METHODS = {"get", "pop", "setdefault"}
@@ -115,10 +116,10 @@ def test_only_the_settings_module_reads_rank_variables():
     sources = _package_sources()
     constants = rank_constants(sources.values())
     assert {"SHARD_ENV", "SNAPSHOTS_URI_ENV", "LOCK_TIMEOUT_ENV"} <= constants  # the scan resolves named keys
-    found = [line for path, source in sources.items() if path != SETTINGS
+    found = [line for path, source in sources.items() if SETTINGS not in path.parents
              for line in scan(source, str(path.relative_to(PACKAGE.parent)), constants)]
-    assert not found, ("RANK_* variables read outside rank_pipeline/settings.py (read them through "
-                       "Settings, or a reader of the settings module):\n" + "\n".join(found))
+    assert not found, ("RANK_* variables read outside rank_pipeline/settings/ (read them through "
+                       "Settings, or a reader of the settings package):\n" + "\n".join(found))
 
 
 SAMPLE = '''\
@@ -142,7 +143,7 @@ def f(env, name, account):
 
 
 def test_the_scan_names_each_offending_file_and_line():
-    constants = rank_constants([SAMPLE, SETTINGS.read_text()])
+    constants = rank_constants([SAMPLE, *(path.read_text() for path in sorted(SETTINGS.glob("*.py")))])
     found = scan(SAMPLE, "rank_pipeline/sample.py", constants)
     lines = [int(f.split(":")[1]) for f in found]
     assert lines == [4, 5, 6, 8, 9, 10, 11, 12, 15, 15, 16], "\n".join(found)

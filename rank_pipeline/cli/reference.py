@@ -3,7 +3,7 @@
 ``docs/hooks.py`` adds them to the MkDocs build (``mkdocs.yml``); nothing is written to ``docs/``:
 
 - ``reference/settings.md``: every environment variable, from the table in :mod:`rank_pipeline.settings`'s
-  docstring (the settings module is the only reader of the environment);
+  docstring (the settings package is the only reader of the environment);
 - ``reference/cli.md``: every command's ``--help``, from :func:`rank_pipeline.cli.parser.build_parser`;
 - ``reference/exit-codes.md``: the exit statuses of :mod:`rank_pipeline.errors` and which error classes
   end a command with each.
@@ -50,7 +50,7 @@ def _markdown(text: str) -> str:
 
 def settings_page() -> str:
     lines = ["# Settings", "",
-             "Every setting is an environment variable, read by `rank_pipeline/settings.py` alone; all are optional,",
+             "Every setting is an environment variable, read by `rank_pipeline/settings/` alone; all are optional,",
              "and with none set the pipeline runs on the embedded sandbox. A malformed value ends a command with",
              "exit status 2 and one line naming the variable and what to set. API keys, alert URLs and the",
              "PostgreSQL URL are secrets: never logged or stored.", "",

@@ -1,0 +1,76 @@
+"""Values read at the moment of use as well as by :meth:`~rank_pipeline.settings.Settings.from_env`: the
+lock timeout (a lock about to be waited for), the warehouse's storage version and the dashboards' address
+(a publish), and the embedded sandbox's shape."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+
+from rank_pipeline.settings.values import ConfigurationError
+
+__all__ = ["DASHBOARD_URL_ENV", "DEFAULT_DASHBOARD_URL", "DEFAULT_LOCK_TIMEOUT_S", "DEFAULT_STORAGE_VERSION",
+           "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV", "dashboard_url_from_env",
+           "lock_timeout_from_env", "sandbox_shape_from_env", "storage_version_from_env"]
+
+LOCK_TIMEOUT_ENV = "RANK_PIPELINE_LOCK_TIMEOUT_S"
+DEFAULT_LOCK_TIMEOUT_S = 3600.0
+"""How long a run waits for another run of the same data folder before giving up (seconds)."""
+
+
+def lock_timeout_from_env(env: Mapping[str, str] | None = None) -> float:
+    """Seconds to wait for a held lock: ``RANK_PIPELINE_LOCK_TIMEOUT_S`` or :data:`DEFAULT_LOCK_TIMEOUT_S`.
+
+    Raises:
+        ConfigurationError: the variable is not a finite number of at least 0.
+    """
+    env = os.environ if env is None else env
+    raw = (env.get(LOCK_TIMEOUT_ENV) or "").strip()
+    if not raw:
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigurationError(
+            f"{LOCK_TIMEOUT_ENV}={raw!r} is not a number of seconds; set it to 0 (refuse at once) or more "
+            f"(default {DEFAULT_LOCK_TIMEOUT_S:.0f})"
+        )
+    return value
+
+
+STORAGE_VERSION_ENV = "RANK_PIPELINE_STORAGE_VERSION"
+"""Environment variable naming the storage version of the published file (:mod:`rank_pipeline.warehouse.database`)."""
+DEFAULT_STORAGE_VERSION = "v1.0.0"
+"""The oldest DuckDB release whose storage format our warehouse fits in: readable by DuckDB 1.0 and later."""
+
+
+def storage_version_from_env(env: Mapping[str, str] | None = None) -> str:
+    """``RANK_PIPELINE_STORAGE_VERSION`` stripped, or :data:`DEFAULT_STORAGE_VERSION`; not checked here
+    (``rank_pipeline.warehouse.database.Warehouse`` refuses a value that is not a DuckDB release)."""
+    env = os.environ if env is None else env
+    return (env.get(STORAGE_VERSION_ENV) or "").strip() or DEFAULT_STORAGE_VERSION
+
+
+SANDBOX_SHAPE_ENV = "RANK_SANDBOX_SHAPE"
+"""The shape the sandbox serves keyword records in (``default``, ``vendor-b``, ``language-string``, optionally
+``NAME@YYYY-MM-DD``: from that simulated day on; :mod:`rank_pipeline.sandbox.shapes`)."""
+
+
+def sandbox_shape_from_env(env: Mapping[str, str] | None = None) -> str:
+    """The raw ``RANK_SANDBOX_SHAPE`` (``default`` when unset); parsed by the sandbox."""
+    env = os.environ if env is None else env
+    return env.get(SANDBOX_SHAPE_ENV, "").strip() or "default"
+
+
+DASHBOARD_URL_ENV = "RANK_PIPELINE_DASHBOARD_URL"
+DEFAULT_DASHBOARD_URL = "http://127.0.0.1:8088"
+"""Where the Superset dashboards over the published file are served (``make dashboard``)."""
+
+
+def dashboard_url_from_env(env: Mapping[str, str] | None = None) -> str:
+    """``RANK_PIPELINE_DASHBOARD_URL`` without a trailing ``/``, or :data:`DEFAULT_DASHBOARD_URL`."""
+    env = os.environ if env is None else env
+    return (env.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
