@@ -39,7 +39,9 @@ Output
 
 Usage
     ``python benchmarks/overhead.py`` (sizes demo, 5000 and 50000; about 5 minutes on 2 busy cores);
-    ``--sizes demo`` for one size, ``--days 4`` for more measured days, ``--no-floor`` without the floor. Data folders go to
+    ``--sizes demo`` for one size, ``--days 4`` for more measured days, ``--no-floor`` without the floor,
+    ``--storage both`` to measure each size on the project's pooled event log and on Dagster's stock SQLite
+    storage in turn (the figures that keep, or remove, :mod:`rank_pipeline.defs.sqlite_storage`). Data folders go to
     ``--workdir`` (default ``benchmarks/.work/overhead``, git-ignored), emptied first.
 """
 
@@ -62,11 +64,19 @@ PARTS = ("run_creation", "load", "step_overhead", "run_history", "publish", "bet
 """The parts of the rest, in the order a run meets them (module docstring)."""
 
 
-def _child(size: str, days: int, data_dir: Path) -> None:
+STOCK_DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+"""``--storage stock``: a ``dagster.yaml`` of the user's own (no event-log class named), which
+:func:`rank_pipeline.defs.instance.open_instance` keeps: Dagster's stock SQLite storage."""
+
+
+def _child(size: str, days: int, data_dir: Path, storage: str = "pooled") -> None:
     """Run ``days`` days of the size in this process; print one JSON line per day."""
     started = time.perf_counter()
     os.environ["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
     os.environ.pop("DAGSTER_HOME", None)
+    if storage == "stock":
+        (data_dir / "dagster_home").mkdir(parents=True, exist_ok=True)
+        (data_dir / "dagster_home" / "dagster.yaml").write_text(STOCK_DAGSTER_YAML)
     from rank_pipeline.settings import unset_for_demo
 
     unset_for_demo()
@@ -199,12 +209,13 @@ def split(logs, wall0: float, wall1: float, sql: float) -> dict[str, float]:
     }
 
 
-def _run_size(size: str, days: int, workdir: Path) -> tuple[float, list[dict]]:
+def _run_size(size: str, days: int, workdir: Path, storage: str = "pooled") -> tuple[float, list[dict]]:
     """Run ``size`` (``demo``, a keyword count, or ``floor``) in a child process: (imports s, days' lines)."""
     data_dir = workdir / size
     shutil.rmtree(data_dir, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, __file__, "--child", size, "--days", str(days), "--workdir", str(workdir)],
+    out = subprocess.run([sys.executable, __file__, "--child", size, "--days", str(days), "--workdir", str(workdir),
+                          "--storage", storage],
                          env=env, capture_output=True, text=True, cwd=ROOT)
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     if size == "floor":
@@ -221,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=3, help="days per size; the first is a warm-up")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "overhead")
     parser.add_argument("--no-floor", action="store_true", help="leave out Dagster's floor (the job's shape, empty)")
+    parser.add_argument("--storage", choices=("pooled", "stock", "both"), default="pooled",
+                        help="Dagster's event log: the project's pooled SQLite class (default, what the command line "
+                             "opens), Dagster's stock SQLite storage, or both in turn per size (the stock row's rest "
+                             "against the pooled one's, measured in the same run)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.days < 2:
@@ -229,29 +244,36 @@ def main(argv: list[str] | None = None) -> int:
         _floor_child(args.days, args.workdir / "floor")
         return 0
     if args.child:
-        _child(args.child, args.days, args.workdir / args.child)
+        _child(args.child, args.days, args.workdir / args.child, args.storage)
         return 0
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     args.workdir.mkdir(parents=True, exist_ok=True)
     print(f"overhead benchmark: the daily job, {args.days - 1} measured day(s) after a warm-up, sizes "
           f"{', '.join(sizes)}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
     rows = []
+    storages = ("pooled", "stock") if args.storage == "both" else (args.storage,)
     for size in sizes:
-        imports, days = _run_size(size, args.days, args.workdir)
-        med = {k: statistics.median(d[k] for d in days[1:]) for k in ("wall", "sql", "extraction", "keywords", *PARTS)}
-        med["rest"] = statistics.median(d["wall"] - d["sql"] - d["extraction"] for d in days[1:])
-        rows.append((size, imports, med))
-        print(f"  {size}: {int(med['keywords']):,} keywords, {med['wall']:.1f} s a day (imports and definitions "
-              f"{imports:.1f} s once per process); rest: " + ", ".join(f"{p} {med[p]:.2f}" for p in PARTS), flush=True)
-    print("\n| size | keywords | day s | extraction s | models' SQL s | rest s | rest / SQL | rest / extraction |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for size, _imports, m in rows:
-        print(f"| {size} | {int(m['keywords']):,} | {m['wall']:.1f} | {m['extraction']:.2f} | {m['sql']:.2f} | "
+        for storage in storages:
+            imports, days = _run_size(size, args.days, args.workdir / storage, storage)
+            med = {k: statistics.median(d[k] for d in days[1:]) for k in ("wall", "sql", "extraction", "keywords", *PARTS)}
+            med["rest"] = statistics.median(d["wall"] - d["sql"] - d["extraction"] for d in days[1:])
+            rows.append((size, storage, med))
+            print(f"  {size} ({storage} event log): {int(med['keywords']):,} keywords, {med['wall']:.1f} s a day (imports "
+                  f"and definitions {imports:.1f} s once per process); rest: "
+                  + ", ".join(f"{p} {med[p]:.2f}" for p in PARTS), flush=True)
+    print("\n| size | event log | keywords | day s | extraction s | models' SQL s | rest s | rest / SQL | rest / extraction |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for size, storage, m in rows:
+        print(f"| {size} | {storage} | {int(m['keywords']):,} | {m['wall']:.1f} | {m['extraction']:.2f} | {m['sql']:.2f} | "
               f"{m['rest']:.2f} | {m['rest'] / m['sql']:.2f} | {m['rest'] / m['extraction']:.2f} |")
+    if len(storages) == 2:
+        for size in sizes:
+            pooled, stock = (next(m for s_, st, m in rows if s_ == size and st == which) for which in storages)
+            print(f"{size}: stock event log's rest / pooled event log's rest = {stock['rest'] / pooled['rest']:.2f}")
     if not args.no_floor:
         _, days = _run_size("floor", args.days, args.workdir)
         wall = statistics.median(d["wall"] for d in days[1:])
-        demo_sql = next((m["sql"] for size, _i, m in rows if size == "demo"), None)
+        demo_sql = next((m["sql"] for size, _s, m in rows if size == "demo"), None)
         print(f"\nDagster's floor for the daily job's shape ({days[0]['steps']} steps, {days[0]['checks']} asset checks, "
               f"{days[0]['events']} events, empty bodies): {wall:.2f} s a day"
               + (f" = {wall / demo_sql:.2f} x the demo's models' SQL" if demo_sql else ""))
