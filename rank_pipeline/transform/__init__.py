@@ -9,9 +9,14 @@ check. Typical use::
         for check in run_tests(con, model, partition_date=day):
             ...                                        # TestResult(name, passed, failures, ...)
 
-See :mod:`.project` for the project layout and ``.yml`` format, :mod:`.runner` for materializations and
-the incremental contract, :mod:`.testing` for the tests, :mod:`.docs` for the data dictionary, and
-:mod:`.errors` for the error hierarchy.
+See :mod:`.project` for the project layout and ``.yml`` format (the raw sources too: ``raw_sources:`` under
+``sources/``, each table with its columns and types), :mod:`.runner` for materializations on DuckDB and
+:mod:`.rewrite` for the SQL both engines run, :mod:`.testing` for the tests, :mod:`.docs` for the data
+dictionary, and :mod:`.errors` for the error hierarchy.
+
+The runner stands alone: it imports nothing of the pipeline but :mod:`rank_pipeline.errors` and
+:mod:`rank_pipeline.settings`. Its caller loads the raw tables (the pipeline:
+:mod:`rank_pipeline.warehouse.engines`).
 """
 
 from rank_pipeline.transform.dependencies import sql_dependencies
