@@ -30,7 +30,11 @@ daily run), each its own transaction in each file it goes to. Dagster hands them
 Kept, measured again (``benchmarks/run_storage.py --days 3``, the same daily job interleaved on the same
 2-core machine, medians; ``benchmarks/README.md``): in memory 13.4 s a day, stock SQLite 59.6 s, this
 pooled event log 10.9 s. Stock SQLite is 5.5x the pooled one, far beyond the ~1.3x that would justify
-dropping private API, so the subclass stays, confined here: this is the only module that imports ``dagster._core``
+dropping private API. Measured again after the bookkeeping cuts (``benchmarks/overhead.py --sizes demo,5000
+--storage both --days 4``, 2026-11-26, quiet machine, load 0.2-1.0; ``benchmarks/RESULTS.md``): a day's rest
+(everything but the extraction and the models' SQL) is 3.05 s on this event log and 13.33 s on Dagster's
+stock SQLite at the demo's size (4.4x; 3.15 s and 13.62 s at 5,000 keywords), rest / SQL 1.76 against 7.21.
+Stock storage does not keep a day's bookkeeping within its work, so the subclass stays, confined here: this is the only module that imports ``dagster._core``
 (``tests/defs/test_sqlite_storage.py`` greps the repository for any other), and it names the private
 things it relies on in :data:`PRIVATE_API`. :func:`check_private_api` says which of them a Dagster
 upgrade moved; the module's import fails with the same kind of one-line message. The ``dagster<1.14``
