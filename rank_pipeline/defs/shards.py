@@ -13,6 +13,16 @@ With a shard plan the definitions hold:
 - the sensor ``daily_run_when_shards_committed`` (:func:`build_shards_committed_sensor`, on by default):
   it requests the daily run of day D once every shard of D has a successful run, once per day.
 
+Why a sensor and not a declarative automation condition: Dagster 1.13 automates a whole job only as a
+preview (``define_asset_job(automation_condition=AutomationCondition.all_job_root_assets_match(...))``).
+Tried on this shape (day x shard assets feeding the daily job's root through
+``MultiToSingleDimensionPartitionMapping``), Dagster's own ``evaluate_automation_conditions`` requested the
+day once both shards were in and then again at the next evaluation with nothing new; and an asset-level
+condition would launch ``__ASSET_JOB`` runs, not ``daily_rank_pipeline``, whose name the run history, the
+alerts and the partitions' run lookups go by. A shard run whose blocking ``complete`` check fails has still
+materialized its assets, so "all deps updated" would also start the day too early; the sensor counts
+successful runs. The tag names it reads are declared once (:mod:`rank_pipeline.defs.partitions`).
+
 Without a plan none of this exists: one daily job extracts every account and builds the models.
 
 The shard count is the partitioning of the ``snapshots/*`` assets, so changing it would strand their
