@@ -4,7 +4,9 @@ Dagster's stock SQLite event log opens a new SQLAlchemy engine and connection fo
 it with a full ``fsync`` and closes the connection, and closing the last connection of a WAL database
 checkpoints it (more ``fsync``). A daily run stores about 1,260 events (668 of them asset-check events:
 a planned one and a result for each of the 334 checks, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps one engine and one
-pooled connection per shard, and commits with ``PRAGMA synchronous=NORMAL`` (safe in WAL mode: a crash
+pooled connection per shard (Dagster's word, kept here because its methods we override use it: one SQLite
+file of the event log, one per run plus the index; nothing to do with the account shards of
+``RANK_PIPELINE_SHARDS``), and commits with ``PRAGMA synchronous=NORMAL`` (safe in WAL mode: a crash
 of the process loses nothing committed; a power cut can lose the last few events, never corrupt the
 file).
 
