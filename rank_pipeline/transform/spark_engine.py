@@ -198,7 +198,10 @@ _SPARK_TYPES = {
     "VARCHAR": "string", "TEXT": "string", "STRING": "string", "INTEGER": "int", "INT": "int",
     "BIGINT": "bigint", "SMALLINT": "smallint", "TINYINT": "tinyint", "DOUBLE": "double",
     "FLOAT": "float", "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp",
+    "TIMESTAMP WITH TIME ZONE": "timestamp", "TIMESTAMPTZ": "timestamp", "JSON": "string",
 }
+"""DuckDB type names and their Spark DDL types: ``json_transform`` structures and the raw tables' declared
+columns (Spark keeps JSON as text, and a time zone's instant as its ``timestamp``)."""
 
 
 def _spark_type(structure: Any) -> str:
@@ -757,18 +760,16 @@ class SparkEngine:
         return self.spark.table(f"{_qi(schema)}.{_qi(name)}").toArrow()
 
 
-_SPARK_TYPES = {"VARCHAR": "string", "JSON": "string", "DATE": "date", "TIMESTAMP WITH TIME ZONE": "timestamp",
-                "TIMESTAMPTZ": "timestamp", "BOOLEAN": "boolean", "BIGINT": "bigint", "INTEGER": "int",
-                "DOUBLE": "double", "VARCHAR[]": "array<string>"}
-"""DuckDB column types (as ``raw_sources:`` or DuckDB's catalog name them) and their Spark types."""
-
-
 def _spark_type_of(duckdb_type: str, table: str) -> str:
-    try:
-        return _SPARK_TYPES[duckdb_type.strip().upper()]
-    except KeyError:
+    """A raw column's DuckDB type (as ``raw_sources:`` or DuckDB's catalog name it; ``X[]`` a list) as a Spark
+    DDL type (:data:`_SPARK_TYPES`)."""
+    name = duckdb_type.strip().upper()
+    if name.endswith("[]"):
+        return f"array<{_spark_type_of(name[:-2], table)}>"
+    if name not in _SPARK_TYPES:
         raise BuildError(f"raw.{table}: no Spark type for the DuckDB type {duckdb_type!r} "
-                         f"(known: {', '.join(sorted(_SPARK_TYPES))})") from None
+                         f"(known: {', '.join(sorted(_SPARK_TYPES))}, and lists of them)")
+    return _SPARK_TYPES[name]
 
 
 def _short(exc: BaseException) -> str:

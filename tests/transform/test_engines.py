@@ -58,3 +58,21 @@ def test_only_duckdb_hands_out_its_build_file_connection(tmp_path):
         con = build_file_connection(engine)
         assert con is engine.con and con.execute("select 1").fetchone() == (1,)
     assert build_file_connection(SparkEngine(None, tmp_path / "spark")) is None
+
+
+def test_every_declared_raw_column_has_a_spark_type_and_an_unknown_one_is_named():
+    """Spark gives a raw table with no snapshot yet the declared columns (``raw_sources:``): each declared
+    DuckDB type maps to a Spark type (a list to an array), and a type it cannot map is refused naming the table."""
+    import pytest
+
+    from rank_pipeline.transform import load_project
+    from rank_pipeline.transform.errors import BuildError
+    from rank_pipeline.transform.spark_engine import _spark_type_of
+
+    project = load_project(PACKAGE.parent / "dbt_like_sql")
+    types = {t for cols in project.raw_columns.values() for _, t in cols}
+    assert {_spark_type_of(t, "x") for t in types} == {"date", "string", "timestamp", "boolean", "bigint", "int",
+                                                       "array<string>"}
+    assert _spark_type_of("varchar[][]", "x") == "array<array<string>>"
+    with pytest.raises(BuildError, match=r"raw\.rankings: no Spark type for the DuckDB type 'uuid'"):
+        _spark_type_of("uuid", "rankings")
