@@ -6,7 +6,9 @@ loopback port: ``dagster-webserver -w workspace.yaml`` and ``dagster-daemon run 
 script starts a background job (SIGINT ignored, which ``dagster dev`` turned into ignoring SIGTERM), with
 SIGTERM to its process group (as a terminal or ``KillMode=control-group`` does; GNU make does not pass
 a SIGTERM sent only to its own pid on to the recipe). Ready means: the UI answers HTTP, the daemon
-heartbeats.
+heartbeats. One exception to the 30 s, Dagster's: ``dagster dev`` may restart a code server that the
+group's SIGTERM stopped, and that new one, which never got the signal, exits when its heartbeat stops
+(within 60 s).
 """
 
 from __future__ import annotations
@@ -51,9 +53,26 @@ def _heartbeats_since(home: Path, since: float) -> bool:
     return any(b.timestamp > since for b in beats.values())
 
 
+RESTARTED_CODE_SERVER_BOUND_S = 60
+"""How long a code server that ``dagster dev`` restarted *after* the group's SIGTERM may live: it never got
+the signal, and exits by itself when its heartbeat (45 s) stops."""
+
+
+def _restarted_code_servers(leftovers: list[str], before: set[str]) -> bool:
+    """True when every leftover is a Dagster code server (``code-server start`` or ``api grpc``) that was not
+    in the group when SIGTERM was sent: Dagster's proxy server manager saw its code server exit and started a
+    new one while shutting down (a race in ``dagster dev`` under load, seen in ``dev.log`` as "Code server
+    process has exited with code 0. Restarting the code server process.")."""
+    return bool(leftovers) and all(
+        line.split()[0] not in before and ("dagster code-server start" in line or "dagster api grpc" in line)
+        for line in leftovers)
+
+
 def _stop_and_check_children(proc: subprocess.Popen, log: Path, *, group: bool) -> None:
     """SIGTERM the service (its pid, or its whole process group); assert that it and every process of
-    its group (code servers, webserver, daemon) are gone within the bound."""
+    its group (code servers, webserver, daemon) are gone within the bound. A code server Dagster restarted
+    after the signal may take :data:`RESTARTED_CODE_SERVER_BOUND_S` (:func:`_restarted_code_servers`)."""
+    before = {line.split()[0] for line in group_members(proc.pid)}
     t0 = time.monotonic()
     if group:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -66,6 +85,10 @@ def _stop_and_check_children(proc: subprocess.Popen, log: Path, *, group: bool) 
                              f"log {log}") from None
     while group_members(proc.pid) and time.monotonic() - t0 < STOP_BOUND_S:
         time.sleep(0.5)
+    if _restarted_code_servers(group_members(proc.pid), before):
+        print(f"code server(s) restarted by Dagster after SIGTERM: {group_members(proc.pid)}")
+        while group_members(proc.pid) and time.monotonic() - t0 < RESTARTED_CODE_SERVER_BOUND_S:
+            time.sleep(0.5)
     assert not group_members(proc.pid), f"left behind after SIGTERM: {group_members(proc.pid)}"
     print(f"stopped in {time.monotonic() - t0:.1f} s")
 
@@ -124,3 +147,12 @@ def test_shipped_systemd_units_are_valid_and_run_the_tested_commands(tmp_path, u
     local.write_text(text.replace("/opt/rank-pipeline", str(REPO)).replace("User=rank-pipeline", "User=root"))
     out = subprocess.run(["systemd-analyze", "verify", str(local)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and not out.stderr.strip(), out.stderr
+
+
+def test_only_code_servers_started_after_the_signal_get_the_longer_bound():
+    new = ["26135 /venv/bin/python -m dagster code-server start --socket /tmp/s --heartbeat",
+           "26291 /venv/bin/python -m dagster api grpc --lazy-load-user-code --socket /tmp/t --heartbeat"]
+    assert _restarted_code_servers(new, before={"100", "101"})
+    assert not _restarted_code_servers(new, before={"26135"}), "a code server that got the signal must stop in 30 s"
+    assert not _restarted_code_servers(["26300 /venv/bin/dagster-daemon run"], before=set())
+    assert not _restarted_code_servers([], before=set())
