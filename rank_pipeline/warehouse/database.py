@@ -118,6 +118,7 @@ __all__ = [
     "Warehouse",
     "WarehouseError",
     "ensure_keywords_file_table",
+    "ensure_raw_table",
     "load_partition",
     "load_partitions",
     "reload_raw_from_snapshots",
@@ -220,7 +221,7 @@ def _table_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> d
     return table_columns(con, schema, table) or None
 
 
-def _ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:
+def ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:
     """Create ``raw.<resource>`` from the snapshot contract if absent (and the keywords file's table,
     :func:`ensure_keywords_file_table`, so every loaded warehouse has every source); return its columns."""
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
@@ -272,7 +273,7 @@ def _load_resource(
             ) from exc
         file_names.update(schema.names)
         file_schemas.append(schema)
-    columns = _ensure_raw_table(con, resource)
+    columns = ensure_raw_table(con, resource)
     table = f"{RAW_SCHEMA}.{_qi(resource)}"
     con.execute(f"delete from {table} where snapshot_date = ?", [snapshot_date])
     if not files:
@@ -441,7 +442,7 @@ def reload_raw_from_snapshots(
         for resource in ENDPOINTS:
             if whole:
                 con.execute(f"drop table if exists {RAW_SCHEMA}.{_qi(resource)}")
-            _ensure_raw_table(con, resource)
+            ensure_raw_table(con, resource)
             if not whole:
                 con.execute(f"delete from {RAW_SCHEMA}.{_qi(resource)} where snapshot_date between ? and ?", [lo, hi])
         for d, resources in snapshot_dates(root).items():

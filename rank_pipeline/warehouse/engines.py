@@ -28,7 +28,10 @@ from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse import database
 
-__all__ = ["build_file_connection", "load_partitions", "open_engine", "prepare", "raw_columns", "register_snapshots",
+KEYWORDS_FILE = database.KEYWORDS_FILE_TABLE.removeprefix(f"{database.RAW_SCHEMA}.")
+"""The keywords file's raw table, by its bare name (``keywords_file``)."""
+
+__all__ = ["KEYWORDS_FILE", "build_file_connection", "load_partitions", "open_engine", "prepare", "raw_columns", "register_snapshots",
            "reload_raw"]
 
 
@@ -81,10 +84,10 @@ def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
     """
     with duckdb.connect(":memory:") as con:
         con.execute(f"create schema {database.RAW_SCHEMA}")
-        if table == database.KEYWORDS_FILE_TABLE.removeprefix(f"{database.RAW_SCHEMA}."):
+        if table == KEYWORDS_FILE:
             database.ensure_keywords_file_table(con)
         else:
-            database._ensure_raw_table(con, table)
+            database.ensure_raw_table(con, table)
         return tuple(table_columns(con, database.RAW_SCHEMA, table).items())
 
 
@@ -107,8 +110,7 @@ def register_snapshots(engine: Any, snapshot_roots: Path | str | Sequence[Path |
                 folder = partition_dir(root, resource, day)
                 files += [str(folder / name) for name in read_manifest(root, resource, day).files]
         counts[resource] = engine.register_raw(resource, files, raw_columns(resource), max(days, default=None))
-    keywords_file = database.KEYWORDS_FILE_TABLE.removeprefix(f"{database.RAW_SCHEMA}.")
-    engine.register_raw(keywords_file, [], raw_columns(keywords_file))
+    engine.register_raw(KEYWORDS_FILE, [], raw_columns(KEYWORDS_FILE))
     return counts
 
 
@@ -133,9 +135,7 @@ def load_partitions(engine: ModelEngine, snapshots_uri: Path | str, first: date,
             snapshot is damaged (nothing loaded).
     """
     if engine.name == "spark":
-        engine.forget_last_loaded()
-        register_snapshots(engine, snapshots_uri)
-        return engine.raw_rows_by_day(first, last)
+        return _register_all_and_count(engine, snapshots_uri, first, last)
     return database.load_partitions(engine.con, snapshots_uri, first, last)
 
 
@@ -145,10 +145,17 @@ def reload_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date | Non
     raw table dropped and reloaded, :func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`);
     ``{day: {endpoint: rows}}``. On Spark as :func:`load_partitions`."""
     if engine.name == "spark":
-        engine.forget_last_loaded()
-        register_snapshots(engine, snapshots_uri)
-        return engine.raw_rows_by_day(first, last)
+        return _register_all_and_count(engine, snapshots_uri, first, last)
     return database.reload_raw_from_snapshots(engine.con, snapshots_uri, first, last)
+
+
+def _register_all_and_count(engine: Any, snapshots_uri: Path | str, first: date | None,
+                            last: date | None) -> dict[date, dict[str, int]]:
+    """Spark: every raw view registered again over all committed snapshots (the last loaded day found
+    afresh), then ``{day: {endpoint: rows}}`` of ``first .. last`` (None: open bound)."""
+    engine.forget_last_loaded()
+    register_snapshots(engine, snapshots_uri)
+    return engine.raw_rows_by_day(first, last)
 
 
 def build_file_connection(engine: ModelEngine) -> duckdb.DuckDBPyConnection | None:
