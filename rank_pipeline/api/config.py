@@ -31,8 +31,10 @@ class ClientConfig(RateSettings):
     run's configuration from its settings with :meth:`from_rates`. Tests use a short window.
 
     Attributes:
-        safety_margin: fraction of each ceiling left unused for requests in flight, in ``[0, 1)``; the
-            pacer allows ``floor(ceiling * (1 - safety_margin))`` (see ``rank_pipeline.api.pacing``).
+        safety_margin: fraction of each ceiling left unused, in ``[0, 1)``; the pacer allows
+            ``floor(ceiling * (1 - safety_margin))``. Requests in flight do not need it (their pacing
+            slots are held until the response; see ``rank_pipeline.api.pacing``); it is headroom for
+            what the client cannot see.
         per_page: ``per_page`` sent to list endpoints (spec maximum 1000; larger values are capped).
         timeout_s: per-request timeout in seconds (read, write, pool).
         connect_timeout_s: timeout for opening a connection, in seconds.

@@ -12,7 +12,8 @@ raised at once, as for any other client error.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from .config import ClientConfig, KeyStats
@@ -104,20 +105,32 @@ class KeyPool:
             slot.limiter.wait_s(now) + slot.queued * slot.limiter.window_s / max(1, slot.limiter.limit),
             slot.stats.requests))
 
-    async def acquire(self) -> KeySlot:
-        """Wait for a slot of the chosen key's pacer, then of the IP pacer; the key to send with."""
+    @asynccontextmanager
+    async def sending(self) -> AsyncIterator[KeySlot]:
+        """Wait for a slot of the chosen key's pacer, then of the IP pacer; yield the key to send with.
+
+        Both acquisitions are held while the block runs (the request is in flight) and settled when it
+        ends, whatever the outcome, so neither pacer lets a server window count more than its limit
+        whatever the latency (``rank_pipeline.api.pacing``, "Requests in flight").
+        """
         while True:
             slot = self.choose()
             slot.queued += 1
             try:
-                stamp = await slot.limiter.acquire()
+                stamp = await slot.limiter.acquire(hold=True)
             finally:
                 slot.queued -= 1
             if slot.active:  # else dropped while this request waited: take another key
                 break
-        await self.ip_limiter.acquire()
-        slot.limiter.restamp(stamp)  # no-op unless the IP limiter made this request wait
-        return slot
+            slot.limiter.settle(stamp)
+        try:
+            ip_stamp = await self.ip_limiter.acquire(hold=True)
+            try:
+                yield slot
+            finally:
+                self.ip_limiter.settle(ip_stamp)
+        finally:
+            slot.limiter.settle(stamp)
 
     def drop(self, slot: KeySlot) -> bool:
         """A 401 for ``slot``'s key: drop it for the rest of the run; True while another key is left."""

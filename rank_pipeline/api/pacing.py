@@ -6,17 +6,29 @@ acquisition times and lets an acquisition through only when fewer than ``limit``
 the last ``window_s`` seconds. Then *every* span of ``window_s`` seconds, whatever its alignment, holds
 at most ``limit`` acquisitions, so a server-side fixed window of any alignment never counts more.
 
-Why a margin below the ceiling (``effective_limit``)
------------------------------------------------------
-The server counts *arrivals*, and a request arrives a little after its acquisition. For a server
-window starting at ``a``, the arrivals inside it come from acquisitions in ``[a, a + window_s)`` (at
-most ``limit``) plus requests acquired before ``a`` that had not yet arrived at ``a``. The client
-acquires a pacing slot only after taking one of its ``max_in_flight`` connection slots and sends right
-after, so that second group is bounded by the requests in flight and in practice is about
-``rate x one-way latency`` (a few requests, since the pacer mostly releases about one request per
-``window_s / limit`` seconds). A margin of 2 % (300 -> 294, 600 -> 588) leaves 6 and 12 requests
-of headroom for that, which is what ``ClientConfig.safety_margin`` defaults to. ``effective_limit``
-computes ``floor(ceiling * (1 - safety_margin))``.
+Requests in flight: an acquisition is held until its response
+-------------------------------------------------------------
+The server counts *arrivals*, and a request arrives some time between its send and its response. A
+limiter that forgets an acquisition ``window_s`` after it was *sent* can therefore be overrun: requests
+sent just before a server window opens may arrive inside it, on top of the ``limit`` sent inside it.
+How many depends on the latency and on the requests in flight (up to ``max_in_flight`` per key), which a
+fixed margin cannot bound: a 2 % margin of an 80-per-window ceiling is 1 request, and one stall of a
+loaded machine put more than that across a window's edge (a 429 in CI, 2026-11-26).
+
+So a caller that sends holds its acquisition (``acquire(hold=True)``) and settles it when the response
+(or the failure) is in (``settle(stamp)``): a held acquisition counts as in the window until it is
+settled, and a settled one for ``window_s`` after its settle time. Then no server window of any
+alignment counts more than ``limit``, whatever the latency: of the requests that arrive in a server
+window ``[a, a + window_s)``, take the one acquired last. It was acquired before it arrived, so before
+``a + window_s``; every other one was acquired before it and answered after ``a``, so when it was let
+through each of them was held, or settled within the last ``window_s`` seconds, and fewer than
+``limit`` of them were. The cost is one
+round trip per window on each request's share of the budget (``latency / window_s``: under 0.2 % at the
+spec's minute).
+
+``ClientConfig.safety_margin`` (default 2 %, 300 -> 294, 600 -> 588; ``effective_limit`` computes
+``floor(ceiling * (1 - safety_margin))``) is kept below the ceiling for what the client cannot see
+(another client of the same key or IP address between two 429s); held acquisitions no longer rely on it.
 
 429 handling and an outside consumer of the budget
 --------------------------------------------------
@@ -40,7 +52,8 @@ Several accounts in one run
 Create one limiter for the IP address (``SlidingWindowLimiter.for_ceiling(600, 60.0, margin)``) and
 pass it as ``ip_limiter`` to every ``RankTrackerClient`` of the run; each client makes its own per-key
 limiter. A request takes the key's limiter, then the IP limiter; if it had to wait for the IP limiter,
-its key stamp is moved to the moment it is sent (``restamp``), so the key's log matches the arrivals.
+its key stamp is moved to the moment it is sent (``restamp``), so the key's log matches the arrivals;
+``rank_pipeline.api.keys.KeyPool.sending`` holds both and settles both when the response is in.
 
 Fairness: acquisitions are served first-in, first-out (an ``asyncio.Lock``, whose waiters are woken in
 arrival order, serialises them; only the head waiter sleeps).
@@ -61,7 +74,7 @@ def effective_limit(ceiling: int, safety_margin: float) -> int:
 
     Args:
         ceiling: requests per window the server allows (spec "Limits": 300 per key, 600 per IP).
-        safety_margin: fraction in ``[0, 1)`` kept free for requests in flight (see module docstring).
+        safety_margin: fraction in ``[0, 1)`` kept free below the ceiling (see module docstring).
     Raises:
         ValueError: when ``ceiling < 1`` or the margin is outside ``[0, 1)``.
     """
@@ -81,7 +94,7 @@ class LimiterCounts:
         base_limit: the configured limit.
         acquired: acquisitions granted so far.
         waited: acquisitions that had to wait (budget spent, pause on, or queued behind others).
-        in_window: acquisitions in the last ``window_s`` seconds.
+        in_window: acquisitions held (not settled) or settled in the last ``window_s`` seconds.
         pauses: pauses started by ``note_rate_limited`` (a 429 during a pause does not count).
         rate_limited: 429s reported through ``note_rate_limited``.
         reductions: times the limit was lowered.
@@ -131,7 +144,8 @@ class SlidingWindowLimiter:
         self._limit = int(limit)
         self._clock = clock
         self._sleep = sleep
-        self._log: list[float] = []  # sorted acquisition times within the last window
+        self._log: list[float] = []  # sorted acquisition (or settle) times within the last window
+        self._held: list[float] = []  # sorted stamps of held acquisitions, not settled yet: always in the window
         self._gate = asyncio.Lock()
         self._paused_until = 0.0
         self._recover_at: float | None = None
@@ -170,10 +184,10 @@ class SlidingWindowLimiter:
         return self._paused_until
 
     def in_window(self) -> int:
-        """Acquisitions within the last ``window_s`` seconds."""
+        """Acquisitions held, or logged within the last ``window_s`` seconds."""
         now = self._clock()
         self._purge(now)
-        return len(self._log)
+        return len(self._log) + len(self._held)
 
     def counts(self) -> LimiterCounts:
         """A snapshot of the counters (see ``LimiterCounts``)."""
@@ -197,12 +211,13 @@ class SlidingWindowLimiter:
 
     # -- acquisition ---------------------------------------------------------------------------
 
-    async def acquire(self) -> float:
+    async def acquire(self, hold: bool = False) -> float:
         """Wait for a slot and take it; returns the clock time recorded for this acquisition.
 
-        Waits while a 429 pause is on and while ``limit`` acquisitions lie in the last ``window_s``
-        seconds. Callers are served in the order they called (FIFO). Cancellation while waiting
-        takes no slot.
+        Waits while a 429 pause is on and while ``limit`` acquisitions are held or lie in the last
+        ``window_s`` seconds. Callers are served in the order they called (FIFO). Cancellation while
+        waiting takes no slot. With ``hold`` the acquisition stays in the window until ``settle`` is
+        called with the returned stamp (see module docstring, "Requests in flight").
         """
         waited = self._gate.locked()
         async with self._gate:
@@ -213,7 +228,7 @@ class SlidingWindowLimiter:
                     break
                 waited = True
                 await self._sleep(delay)
-            self._log.append(now)  # now >= every logged time: the log stays sorted
+            (self._held if hold else self._log).append(now)  # now >= every stamp: both stay sorted
             if self._first_acquired is None:
                 self._first_acquired = now
             self.acquired += 1
@@ -225,12 +240,27 @@ class SlidingWindowLimiter:
         """Seconds until an acquisition would be allowed (0.0: now), ignoring callers already queued."""
         return max(0.0, self._delay(self._clock() if now is None else now))
 
+    def settle(self, stamp: float, now: float | None = None) -> float:
+        """End the hold of the acquisition stamped ``stamp`` (its response is in, or it failed).
+
+        It then counts for ``window_s`` seconds from ``now`` (default: the clock); returns that time.
+        A stamp that is not held (settled already) changes nothing and is returned as it is.
+        """
+        index = bisect.bisect_left(self._held, stamp)
+        if index == len(self._held) or self._held[index] != stamp:
+            return stamp
+        del self._held[index]
+        settled = max(stamp, self._clock() if now is None else now)
+        bisect.insort(self._log, settled)
+        return settled
+
     def restamp(self, stamp: float, now: float | None = None) -> float:
         """Move a logged acquisition from ``stamp`` to ``now`` (default: the clock); returns the new stamp.
 
         Used when a request took this slot, then waited elsewhere (the IP limiter) before being sent:
         the log must hold the send time. Moving a stamp later by less than ``window_s`` keeps the
         window invariant (every acquisition after the new time sees it; every one before saw the old).
+        A held stamp is left as it is: it counts until it is settled anyway.
         """
         now = self._clock() if now is None else now
         index = bisect.bisect_left(self._log, stamp)
@@ -254,10 +284,14 @@ class SlidingWindowLimiter:
             return self._paused_until - now
         self._recover(now)
         self._purge(now)
-        if len(self._log) < self._limit:
+        counted = len(self._log) + len(self._held)
+        if counted < self._limit:
             return 0.0
-        # the oldest stamp that must leave the window so that fewer than limit remain
-        delay = self._log[len(self._log) - self._limit] + self.window_s - now
+        leave = counted - self._limit + 1  # stamps that must leave the window so that fewer than limit remain
+        if leave <= len(self._log):
+            delay = self._log[leave - 1] + self.window_s - now
+        else:  # held ones must settle: the earliest a settled one leaves is a full window from now
+            delay = self.window_s
         if self._recover_at is not None:
             delay = min(delay, self._recover_at - now)  # re-check when the limit rises
         return delay
@@ -286,7 +320,7 @@ class SlidingWindowLimiter:
         self._recover(now)
         if self._first_acquired is None or now - self._first_acquired < self.window_s:
             return True  # not one full window of our own traffic yet: pause only
-        lowered = max(1, min(self._limit - 1, len(self._log) - 1))
+        lowered = max(1, min(self._limit - 1, len(self._log) + len(self._held) - 1))
         if lowered < self._limit:
             if self._limit < self.base_limit:  # a raised limit was refused: probe less often
                 self._recover_interval = min(2 * self._recover_interval, 8 * self.window_s)

@@ -252,8 +252,7 @@ class Transport:
         """One paced attempt: the key used, and the response or the failure to get one."""
         response: httpx.Response | None = None
         failure: TransportError | None = None
-        async with self._in_flight:
-            slot = await self._pool.acquire()
+        async with self._in_flight, self._pool.sending() as slot:
             if self._t0 is None:
                 self._t0 = self._clock()
                 self.stats.started_at = datetime.now(UTC)

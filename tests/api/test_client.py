@@ -530,3 +530,44 @@ def test_config_rejects_a_retry_bound_shorter_than_one_rate_window():
         ClientConfig(max_retry_s=30.0, window_s=60.0)
     with pytest.raises(ValueError, match="per_page must be at least 1"):
         ClientConfig(per_page=0)
+
+
+def test_a_request_holds_its_pacing_slots_until_its_response_and_frees_them_whatever_the_outcome(vrun):
+    """The door of ``KeyPool.sending``: a slow response keeps its key and IP slots past the window (so a
+    request sent next cannot join it in a server window), and a failed or cancelled request frees them."""
+    window_s = 1.0
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        loop = asyncio.get_running_loop()
+        answer.arrivals.append((request.url.path, loop.time()))
+        if request.url.path.endswith("/slow"):
+            await asyncio.sleep(5.0)
+        if request.url.path.endswith("/broken"):
+            raise httpx.ReadError("connection reset")
+        return httpx.Response(200, json=USAGE)
+
+    answer.arrivals = []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        async with make_client(answer, per_key_limit=3, per_ip_limit=3, window_s=window_s, safety_margin=0.0,
+                               max_attempts=1) as client:
+            t0 = loop.time()
+            slow = [asyncio.create_task(client.get("/v1/slow")) for _ in range(3)]
+            await asyncio.sleep(0)
+            await client.get("/v1/account/usage")  # waits for a slow one's response, then a window
+            fast_at = loop.time() - t0
+            await asyncio.gather(*slow)
+            with pytest.raises(TransportError):
+                await client.get("/v1/broken")
+            cancelled = asyncio.create_task(client.get("/v1/slow"))
+            await asyncio.sleep(0.5)
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+            await asyncio.sleep(window_s)
+            return fast_at, client.key_limiter.in_window(), client.ip_limiter.in_window()
+
+    fast_at, key_left, ip_left = vrun(main())
+    assert fast_at == pytest.approx(5.0 + window_s)
+    assert key_left == ip_left == 0  # the failed and the cancelled request held nothing a window later

@@ -162,6 +162,59 @@ def test_margin_keeps_server_arrivals_under_the_ceiling_despite_latency(vrun, se
     assert max_in_any_window(run(ceiling), window_s) > ceiling
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_held_acquisitions_keep_arrivals_under_the_bare_ceiling_whatever_the_latency(vrun, seed):
+    """With each acquisition held until its response, the limiter runs at the ceiling itself (no margin)
+    and a server window of any alignment still never counts more, even with stalls longer than the
+    window; the same traffic with acquisitions forgotten at send time overruns it."""
+    ceiling, window_s, in_flight = 20, 2.0, 12
+
+    def run(hold: bool):
+        rng = random.Random(seed)
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            limiter = SlidingWindowLimiter(ceiling, window_s, clock=loop.time)
+            slots = asyncio.Semaphore(in_flight)
+            arrivals: list[float] = []
+
+            async def request():
+                async with slots:
+                    stamp = await limiter.acquire(hold=hold)
+                    stall = rng.uniform(0.5, 3.0) if rng.random() < 0.1 else 0.0  # a loaded machine
+                    await asyncio.sleep(rng.uniform(0.0, 0.3) + stall)  # client -> server
+                    arrivals.append(loop.time())
+                    await asyncio.sleep(rng.uniform(0.01, 0.2))  # server work and the response
+                    limiter.settle(stamp)
+
+            await asyncio.gather(*(request() for _ in range(300)))
+            return arrivals, limiter.in_window()
+
+        return vrun(main())
+
+    held, left = run(hold=True)
+    assert len(held) == 300 and left <= ceiling
+    assert max_in_any_window(held, window_s) <= ceiling
+    forgotten, _ = run(hold=False)
+    assert max_in_any_window(forgotten, window_s) > ceiling
+
+
+def test_a_held_acquisition_counts_until_settled_then_a_full_window_from_its_settle_time(vrun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        limiter = SlidingWindowLimiter(1, 10.0, clock=loop.time)
+        t0 = loop.time()
+        stamp = await limiter.acquire(hold=True)
+        await asyncio.sleep(25.0)  # in flight for longer than a window
+        assert limiter.in_window() == 1 and limiter.wait_s() > 0
+        assert limiter.settle(stamp) == pytest.approx(t0 + 25.0)
+        assert limiter.settle(stamp) == stamp  # a second settle changes nothing
+        await limiter.acquire()
+        return loop.time() - t0
+
+    assert vrun(main()) == pytest.approx(35.0)
+
+
 def test_a_429_pauses_every_waiter_once_and_a_second_429_does_not_stack(vrun):
     async def main():
         loop = asyncio.get_running_loop()
