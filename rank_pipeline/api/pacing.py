@@ -51,9 +51,9 @@ Several accounts in one run
 ---------------------------
 Create one limiter for the IP address (``SlidingWindowLimiter.for_ceiling(600, 60.0, margin)``) and
 pass it as ``ip_limiter`` to every ``RankTrackerClient`` of the run; each client makes its own per-key
-limiter. A request takes the key's limiter, then the IP limiter; if it had to wait for the IP limiter,
-its key stamp is moved to the moment it is sent (``restamp``), so the key's log matches the arrivals;
-``rank_pipeline.api.keys.KeyPool.sending`` holds both and settles both when the response is in.
+limiter. A request takes the key's limiter, then the IP limiter, holding both
+(``rank_pipeline.api.keys.KeyPool.sending``), and settles both when its response is in; a key's slot
+then counts from before any wait for the IP limiter until a window after the response.
 
 Fairness: acquisitions are served first-in, first-out (an ``asyncio.Lock``, whose waiters are woken in
 arrival order, serialises them; only the head waiter sleeps).
@@ -253,22 +253,6 @@ class SlidingWindowLimiter:
         settled = max(stamp, self._clock() if now is None else now)
         bisect.insort(self._log, settled)
         return settled
-
-    def restamp(self, stamp: float, now: float | None = None) -> float:
-        """Move a logged acquisition from ``stamp`` to ``now`` (default: the clock); returns the new stamp.
-
-        Used when a request took this slot, then waited elsewhere (the IP limiter) before being sent:
-        the log must hold the send time. Moving a stamp later by less than ``window_s`` keeps the
-        window invariant (every acquisition after the new time sees it; every one before saw the old).
-        A held stamp is left as it is: it counts until it is settled anyway.
-        """
-        now = self._clock() if now is None else now
-        index = bisect.bisect_left(self._log, stamp)
-        if index < len(self._log) and self._log[index] == stamp and now > stamp:
-            del self._log[index]
-            bisect.insort(self._log, now)
-            return now
-        return stamp
 
     def _purge(self, now: float) -> None:
         # drop stamps whose window has passed: t + window_s <= now (the same test as in _delay)

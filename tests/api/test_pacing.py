@@ -1,5 +1,5 @@
 """SlidingWindowLimiter under a virtual clock (no real sleeping): window invariant, FIFO, margin,
-pause-once on 429, adaptation to a budget shared with an outside consumer, and restamping."""
+pause-once on 429, adaptation to a budget shared with an outside consumer, and held acquisitions."""
 
 from __future__ import annotations
 
@@ -306,20 +306,6 @@ def test_adapts_to_an_outside_consumer_of_the_key_budget_and_still_finishes(vrun
     assert windows <= math.ceil(200 / (ceiling - outside)) * 2  # finished, at a useful pace
 
 
-def test_restamp_moves_an_acquisition_to_its_send_time(vrun):
-    async def main():
-        loop = asyncio.get_running_loop()
-        limiter = SlidingWindowLimiter(1, 10.0, clock=loop.time)
-        t0 = loop.time()
-        stamp = await limiter.acquire()
-        await asyncio.sleep(4.0)  # waited elsewhere (the IP limiter) before sending
-        limiter.restamp(stamp)
-        await limiter.acquire()
-        return loop.time() - t0
-
-    assert vrun(main()) == pytest.approx(14.0)  # a full window after the send, not after the stamp
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_two_keys_sharing_an_ip_limiter_stay_under_both_ceilings(vrun, seed):
     rng = random.Random(seed)
@@ -333,10 +319,12 @@ def test_two_keys_sharing_an_ip_limiter_stay_under_both_ceilings(vrun, seed):
 
         async def request(name, offset):
             await asyncio.sleep(offset)
-            stamp = await keys[name].acquire()
-            await ip.acquire()
-            keys[name].restamp(stamp)
+            stamp = await keys[name].acquire(hold=True)
+            ip_stamp = await ip.acquire(hold=True)
             sent[name].append(loop.time())
+            await asyncio.sleep(rng.uniform(0.0, 0.5))  # in flight
+            ip.settle(ip_stamp)
+            keys[name].settle(stamp)
 
         await asyncio.gather(*(request(rng.choice("ab"), rng.uniform(0, 12)) for _ in range(90)))
         return sent
