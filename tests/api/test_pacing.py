@@ -129,36 +129,48 @@ def test_effective_limit_rejects_nonsense(ceiling, margin):
         effective_limit(ceiling, margin)
 
 
+def arrivals_at_the_server(vrun, limit: int, window_s: float, in_flight: int, requests: int, seed: int, *,
+                           hold: bool, to_server, to_client) -> list[float]:
+    """Server arrival times of ``requests`` requests through one limiter, at most ``in_flight`` at once.
+
+    Each request acquires (held until its response when ``hold``), reaches the server ``to_server(rng)``
+    seconds later, and its response is in ``to_client(rng)`` seconds after that (then it is settled)."""
+    rng = random.Random(seed)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        limiter = SlidingWindowLimiter(limit, window_s, clock=loop.time)
+        slots = asyncio.Semaphore(in_flight)
+        arrivals: list[float] = []
+
+        async def request():
+            async with slots:
+                stamp = await limiter.acquire(hold=hold)
+                await asyncio.sleep(to_server(rng))
+                arrivals.append(loop.time())
+                await asyncio.sleep(to_client(rng))
+                limiter.settle(stamp)
+
+        await asyncio.gather(*(request() for _ in range(requests)))
+        assert limiter.in_window() <= limit
+        return arrivals
+
+    return vrun(main())
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_margin_keeps_server_arrivals_under_the_ceiling_despite_latency(vrun, seed):
-    """Requests arrive at the server a random delay after acquisition. With the margin covering the
-    requests in flight, a server fixed window of any alignment never counts more than the ceiling;
-    at the bare ceiling it does (which is why the margin exists)."""
+    """Requests arrive at the server a random delay after acquisition. Without holding, a margin covering
+    the requests in flight keeps a server fixed window of any alignment at the ceiling; at the bare
+    ceiling it is overrun (why a margin alone needed a bound on the requests in flight)."""
     ceiling, window_s, in_flight = 50, 10.0, 8
 
     def run(limit):
-        rng = random.Random(seed)
+        return arrivals_at_the_server(vrun, limit, window_s, in_flight, 400, seed, hold=False,
+                                      to_server=lambda rng: rng.uniform(0.0, 0.4),  # client -> server
+                                      to_client=lambda rng: rng.uniform(0.05, 0.3))  # server work, response
 
-        async def main():
-            loop = asyncio.get_running_loop()
-            limiter = SlidingWindowLimiter(limit, window_s, clock=loop.time)
-            slots = asyncio.Semaphore(in_flight)
-            arrivals: list[float] = []
-
-            async def request():
-                async with slots:
-                    await limiter.acquire()
-                    await asyncio.sleep(rng.uniform(0.0, 0.4))  # client -> server latency
-                    arrivals.append(loop.time())
-                    await asyncio.sleep(rng.uniform(0.05, 0.3))  # server work and the response
-
-            await asyncio.gather(*(request() for _ in range(400)))
-            return arrivals
-
-        return vrun(main())
-
-    with_margin = run(effective_limit(ceiling, in_flight / ceiling))
-    assert max_in_any_window(with_margin, window_s) <= ceiling
+    assert max_in_any_window(run(effective_limit(ceiling, in_flight / ceiling)), window_s) <= ceiling
     assert max_in_any_window(run(ceiling), window_s) > ceiling
 
 
@@ -169,50 +181,17 @@ def test_held_acquisitions_keep_arrivals_under_the_bare_ceiling_whatever_the_lat
     window; the same traffic with acquisitions forgotten at send time overruns it."""
     ceiling, window_s, in_flight = 20, 2.0, 12
 
+    def to_server(rng: random.Random) -> float:
+        stall = rng.uniform(0.5, 3.0) if rng.random() < 0.1 else 0.0  # a loaded machine
+        return rng.uniform(0.0, 0.3) + stall
+
     def run(hold: bool):
-        rng = random.Random(seed)
+        return arrivals_at_the_server(vrun, ceiling, window_s, in_flight, 300, seed, hold=hold,
+                                      to_server=to_server, to_client=lambda rng: rng.uniform(0.01, 0.2))
 
-        async def main():
-            loop = asyncio.get_running_loop()
-            limiter = SlidingWindowLimiter(ceiling, window_s, clock=loop.time)
-            slots = asyncio.Semaphore(in_flight)
-            arrivals: list[float] = []
-
-            async def request():
-                async with slots:
-                    stamp = await limiter.acquire(hold=hold)
-                    stall = rng.uniform(0.5, 3.0) if rng.random() < 0.1 else 0.0  # a loaded machine
-                    await asyncio.sleep(rng.uniform(0.0, 0.3) + stall)  # client -> server
-                    arrivals.append(loop.time())
-                    await asyncio.sleep(rng.uniform(0.01, 0.2))  # server work and the response
-                    limiter.settle(stamp)
-
-            await asyncio.gather(*(request() for _ in range(300)))
-            return arrivals, limiter.in_window()
-
-        return vrun(main())
-
-    held, left = run(hold=True)
-    assert len(held) == 300 and left <= ceiling
-    assert max_in_any_window(held, window_s) <= ceiling
-    forgotten, _ = run(hold=False)
-    assert max_in_any_window(forgotten, window_s) > ceiling
-
-
-def test_a_held_acquisition_counts_until_settled_then_a_full_window_from_its_settle_time(vrun):
-    async def main():
-        loop = asyncio.get_running_loop()
-        limiter = SlidingWindowLimiter(1, 10.0, clock=loop.time)
-        t0 = loop.time()
-        stamp = await limiter.acquire(hold=True)
-        await asyncio.sleep(25.0)  # in flight for longer than a window
-        assert limiter.in_window() == 1 and limiter.wait_s() > 0
-        assert limiter.settle(stamp) == pytest.approx(t0 + 25.0)
-        assert limiter.settle(stamp) == stamp  # a second settle changes nothing
-        await limiter.acquire()
-        return loop.time() - t0
-
-    assert vrun(main()) == pytest.approx(35.0)
+    held = run(hold=True)
+    assert len(held) == 300 and max_in_any_window(held, window_s) <= ceiling
+    assert max_in_any_window(run(hold=False), window_s) > ceiling
 
 
 def test_a_429_pauses_every_waiter_once_and_a_second_429_does_not_stack(vrun):
