@@ -12,7 +12,7 @@ The server counts *arrivals*, and a request arrives some time between its send a
 limiter that forgets an acquisition ``window_s`` after it was *sent* can therefore be overrun: requests
 sent just before a server window opens may arrive inside it, on top of the ``limit`` sent inside it.
 How many depends on the latency and on the requests in flight (up to ``max_in_flight`` per key), which a
-fixed margin cannot bound: a 2 % margin of an 80-per-window ceiling is 1 request, and one stall of a
+fixed margin cannot bound: a 2 % margin of an 80-per-window ceiling is 2 requests, and one stall of a
 loaded machine put more than that across a window's edge (a 429 in CI, 2026-11-26).
 
 So a caller that sends holds its acquisition (``acquire(hold=True)``) and settles it when the response
