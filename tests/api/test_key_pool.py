@@ -30,9 +30,10 @@ pytestmark = pytest.mark.xdist_group("key_pool")
 
 DAY = date(2026, 11, 21)
 PER_KEY, PER_IP, WINDOW_S = 40, 80, 2.0  # two keys together reach the per-IP ceiling
-# The client's pacing slots are held until each response (rank_pipeline.api.pacing, "Requests in flight"):
-# before that, a stall of a loaded 2-core machine between send and arrival put more than that across a window's
-# edge and the sandbox answered 429 on the IP ceiling (CI, 2026-11-26), the 2 % margin being 2 requests.
+# The client's pacing slots are held until each response (rank_pipeline.api.pacing, "Requests in flight").
+# Before that, the 2 % margin (2 requests of 80) was all that covered requests in flight across a window's
+# edge; a stall of the loaded 2-core CI machine put more there and the sandbox answered 429 on the IP
+# ceiling (2026-11-26).
 
 
 def _world() -> World:
