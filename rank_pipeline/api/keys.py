@@ -111,7 +111,11 @@ class KeyPool:
 
         Both acquisitions are held while the block runs (the request is in flight) and settled when it
         ends, whatever the outcome, so neither pacer lets a server window count more than its limit
-        whatever the latency (``rank_pipeline.api.pacing``, "Requests in flight").
+        whatever the latency (``rank_pipeline.api.pacing``, "Requests in flight"; spec "Limits": 300 requests
+        per key and 600 per IP address a minute).
+
+        Raises:
+            AuthenticationError: every key of the account was dropped after a 401 (no slot is held then).
         """
         while True:
             slot = self.choose()

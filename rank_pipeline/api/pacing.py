@@ -22,9 +22,9 @@ alignment counts more than ``limit``, whatever the latency: of the requests that
 window ``[a, a + window_s)``, take the one acquired last. It was acquired before it arrived, so before
 ``a + window_s``; every other one was acquired before it and answered after ``a``, so when it was let
 through each of them was held, or settled within the last ``window_s`` seconds, and fewer than
-``limit`` of them were. The cost is one
-round trip per window on each request's share of the budget (``latency / window_s``: under 0.2 % at the
-spec's minute).
+``limit`` of them were. The cost is one round trip (and the event loop's lag before the settle) per
+window on each request's share of the budget: measured at about 1 % of the rate at the spec's minute,
+4-5 % at a 12 s window (``benchmarks/RESULTS.md``, "Held pacing slots").
 
 ``ClientConfig.safety_margin`` (default 2 %, 300 -> 294, 600 -> 588; ``effective_limit`` computes
 ``floor(ceiling * (1 - safety_margin))``) is kept below the ceiling for what the client cannot see
@@ -187,7 +187,7 @@ class SlidingWindowLimiter:
         """Acquisitions held, or logged within the last ``window_s`` seconds."""
         now = self._clock()
         self._purge(now)
-        return len(self._log) + len(self._held)
+        return self._counted()
 
     def counts(self) -> LimiterCounts:
         """A snapshot of the counters (see ``LimiterCounts``)."""
@@ -254,6 +254,10 @@ class SlidingWindowLimiter:
         bisect.insort(self._log, settled)
         return settled
 
+    def _counted(self) -> int:
+        """Acquisitions that count against the limit: held ones and those logged (purge first)."""
+        return len(self._log) + len(self._held)
+
     def _purge(self, now: float) -> None:
         # drop stamps whose window has passed: t + window_s <= now (the same test as in _delay)
         cut = 0
@@ -268,7 +272,7 @@ class SlidingWindowLimiter:
             return self._paused_until - now
         self._recover(now)
         self._purge(now)
-        counted = len(self._log) + len(self._held)
+        counted = self._counted()
         if counted < self._limit:
             return 0.0
         leave = counted - self._limit + 1  # stamps that must leave the window so that fewer than limit remain
@@ -304,7 +308,7 @@ class SlidingWindowLimiter:
         self._recover(now)
         if self._first_acquired is None or now - self._first_acquired < self.window_s:
             return True  # not one full window of our own traffic yet: pause only
-        lowered = max(1, min(self._limit - 1, len(self._log) + len(self._held) - 1))
+        lowered = max(1, min(self._limit - 1, self._counted() - 1))
         if lowered < self._limit:
             if self._limit < self.base_limit:  # a raised limit was refused: probe less often
                 self._recover_interval = min(2 * self._recover_interval, 8 * self.window_s)
