@@ -538,15 +538,11 @@ def test_a_request_holds_its_pacing_slots_until_its_response_and_frees_them_what
     window_s = 1.0
 
     async def answer(request: httpx.Request) -> httpx.Response:
-        loop = asyncio.get_running_loop()
-        answer.arrivals.append((request.url.path, loop.time()))
         if request.url.path.endswith("/slow"):
             await asyncio.sleep(5.0)
         if request.url.path.endswith("/broken"):
             raise httpx.ReadError("connection reset")
         return httpx.Response(200, json=USAGE)
-
-    answer.arrivals = []
 
     async def main():
         loop = asyncio.get_running_loop()

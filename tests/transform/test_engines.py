@@ -8,6 +8,8 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 from rank_pipeline.transform.engines import ENGINES, ModelEngine
 from rank_pipeline.transform.runner import DuckDBEngine
 
@@ -63,8 +65,6 @@ def test_only_duckdb_hands_out_its_build_file_connection(tmp_path):
 def test_every_declared_raw_column_has_a_spark_type_and_an_unknown_one_is_named():
     """Spark gives a raw table with no snapshot yet the declared columns (``raw_sources:``): each declared
     DuckDB type maps to a Spark type (a list to an array), and a type it cannot map is refused naming the table."""
-    import pytest
-
     from rank_pipeline.transform import load_project
     from rank_pipeline.transform.errors import BuildError
     from rank_pipeline.transform.spark_engine import _spark_type_of
