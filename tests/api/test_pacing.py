@@ -194,6 +194,22 @@ def test_held_acquisitions_keep_arrivals_under_the_bare_ceiling_whatever_the_lat
     assert max_in_any_window(run(hold=False), window_s) > ceiling
 
 
+def test_a_held_acquisition_counts_until_settled_then_a_full_window_from_its_settle_time(vrun):
+    async def main():
+        loop = asyncio.get_running_loop()
+        limiter = SlidingWindowLimiter(1, 10.0, clock=loop.time)
+        t0 = loop.time()
+        stamp = await limiter.acquire(hold=True)
+        await asyncio.sleep(25.0)  # in flight for longer than a window
+        assert limiter.in_window() == 1 and limiter.wait_s() > 0
+        assert limiter.settle(stamp) == pytest.approx(t0 + 25.0)
+        assert limiter.settle(stamp) == stamp  # a second settle changes nothing
+        await limiter.acquire()
+        return loop.time() - t0
+
+    assert vrun(main()) == pytest.approx(35.0)
+
+
 def test_a_429_pauses_every_waiter_once_and_a_second_429_does_not_stack(vrun):
     async def main():
         loop = asyncio.get_running_loop()
