@@ -32,7 +32,7 @@ import pytest
 from rank_pipeline.operations import history
 from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
 from rank_pipeline.transform import load_project
-from tests.transform.failing import failing_models
+from tests.transform.model_folders import failing_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
 

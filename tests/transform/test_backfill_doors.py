@@ -32,6 +32,7 @@ from rank_pipeline.settings import DataPaths
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.steps.rebuild import rebuild
 from rank_pipeline.steps.shape import SHAPE_CHECK
+from tests.transform.model_folders import door_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -180,14 +181,15 @@ def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_n
 @pytest.mark.spark
 @pytest.mark.timeout(1500)
 def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
-    """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model built on Spark from the snapshots,
-    each equal row by row to a DuckDB full rebuild of the same snapshots; the DuckDB files are not touched."""
+    """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model of the models folder (the door
+    subset, :data:`model_folders.DOOR_MODELS`) built on Spark from the snapshots, each equal row by row to a
+    DuckDB full rebuild of the same snapshots; the DuckDB files are not touched."""
     data_dir, _, _, _ = backfilled
     work = tmp_path / "data"
     shutil.copytree(data_dir / "snapshots", work / "snapshots")
-    uri = tmp_path / "spark_warehouse"
+    uri, models = tmp_path / "spark_warehouse", door_models(tmp_path)
     spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": "local[2]",
-                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri)}
+                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri), "RANK_PIPELINE_MODELS_DIR": str(models)}
 
     proc = _cli(work, env={**spark_env, "RANK_PIPELINE_ENGINE": "sparkk"})
     assert proc.returncode == 2 and "RANK_PIPELINE_ENGINE='sparkk'" in proc.stderr, proc.stderr
@@ -203,19 +205,19 @@ def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     assert proc.stdout.startswith(f"rebuilt {DAYS[-1]} .. {DAYS[-1]}: 1 day(s)"), proc.stdout
     assert "0 failed" in proc.stdout
 
-    _assert_spark_models_equal(_reference(data_dir, tmp_path), uri)
+    _assert_spark_models_equal(_reference(data_dir, tmp_path), uri, models)
 
 
-def _assert_spark_models_equal(duckdb_file: Path, uri: Path) -> None:
-    """Every model's Parquet table under ``uri`` equals the same model in ``duckdb_file``, row by row."""
+def _assert_spark_models_equal(duckdb_file: Path, uri: Path, models: Path = ROOT / "dbt_like_sql") -> None:
+    """Every model of the project ``models`` has its Parquet table under ``uri``, equal to the same model in
+    ``duckdb_file``, row by row."""
     import pyarrow.parquet as pq
     from test_spark_equality import _close, _rows
 
     from rank_pipeline.transform import load_project
 
-    models = load_project(ROOT / "dbt_like_sql").topological_order()
     with duckdb.connect(str(duckdb_file), read_only=True) as con:
-        for model in models:
+        for model in load_project(models).topological_order():
             duck_names, duck = _rows(con.sql(f'select * from "{model.schema}"."{model.name}"').to_arrow_table())
             assert (uri / model.schema / model.name).is_dir(), f"{model.qualified_name}: no Parquet table under {uri}"
             # the files hold every column; a model stored by day has snapshot_date=<day> folders: no hive partitioning
@@ -268,7 +270,8 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
 @pytest.mark.slow
 def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
     """With ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
-    project's definitions) builds every seed and model on one Spark session as Parquet under
+    project's definitions, with the door subset of models, :data:`model_folders.DOOR_MODELS`, on both engines)
+    builds every seed and model on one Spark session as Parquet under
     ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, each equal row by row to the same job on DuckDB over the same
     snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance.
 
@@ -281,12 +284,13 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     duck, spark = tmp_path / "duck", tmp_path / "spark"
     for work in (duck, spark):
         shutil.copytree(data_dir / "snapshots", work / "snapshots")
-    proc = _dagster_job(duck, home, "rebuild_full_refresh", DAYS[2])
+    models = door_models(tmp_path)  # the same folder on both engines
+    proc = _dagster_job(duck, home, "rebuild_full_refresh", DAYS[2], env={"RANK_PIPELINE_MODELS_DIR": str(models)})
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     uri = tmp_path / "spark_warehouse"
     spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": master,
-                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri)}
+                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri), "RANK_PIPELINE_MODELS_DIR": str(models)}
     proc = _dagster_job(spark, home, "rebuild_full_refresh", DAYS[2], env=spark_env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
     log = proc.stdout + proc.stderr
@@ -300,11 +304,11 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
         tables = con.execute("select table_schema || '.' || table_name from information_schema.tables "
                              "where table_catalog = current_database()").fetchall()
     assert [t for (t,) in tables if t not in ("ops.run_history", "raw.keywords_file")] == [], tables
-    _assert_spark_models_equal(duck / "warehouse.duckdb", uri)
+    _assert_spark_models_equal(duck / "warehouse.duckdb", uri, models)
 
     checks = _recorded_checks(home)
     assert set(checks) == {"duckdb", "spark"}, checks.keys()
-    project = load_project(ROOT / "dbt_like_sql")
+    project = load_project(models)
     expected = {(f"{r.schema}/{r.name}", t.name) for r in [*project.seeds.values(), *project.models.values()]
                 for t in r.tests} | {(f"raw/{r}", c) for r in ENDPOINTS for c in ("one_row_per_record", SHAPE_CHECK)} | {
         (t.qualified_name.replace(".", "/"), test.name) for t in project.tables.values() for test in t.tests}

@@ -3,8 +3,10 @@
 ``rank-pipeline run --date D`` as a subprocess over the embedded sandbox, with ``RANK_PIPELINE_ENGINE=spark``
 and ``RANK_PIPELINE_SPARK_MASTER=spark://127.0.0.1:<port>`` (and again ``sc://127.0.0.1:<port>``, a Spark
 Connect server on that cluster): the daily job extracts the day, builds every
-seed and model on the cluster as Parquet under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, and every model
-equals a DuckDB full rebuild of the same snapshots, row by row. A malformed Spark master is refused by
+seed and model of its models folder on the cluster as Parquet under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``,
+and every model equals a DuckDB full rebuild of the same snapshots, row by row. The folder is the door
+subset (``tests/transform/model_folders.py``, ``DOOR_MODELS``: one model of each kind Spark builds
+differently); every shipped model is compared on the cluster by ``test_spark_cluster.py``. A malformed Spark master is refused by
 ``run`` and ``rebuild`` with exit 2 and one line, before anything is written.
 
 A blocking data test that fails stops the run the same way on both engines: the run exits 1, the
@@ -27,7 +29,7 @@ from spark_cluster import start_connect_server
 from test_backfill_doors import _assert_spark_models_equal, _reference
 
 from rank_pipeline.transform import load_project
-from tests.transform.failing import failing_models
+from tests.transform.model_folders import door_models, failing_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
 
@@ -64,25 +66,27 @@ def test_a_malformed_spark_master_exits_2_in_one_line(tmp_path, master):
 def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, tmp_path, door):
     """``spark``: the master's ``spark://`` URL; ``connect``: a Spark Connect server's ``sc://`` URL, its
     application on the same cluster (the run talks to it over gRPC)."""
-    data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
+    data, uri, models = tmp_path / "data", tmp_path / "spark_warehouse", door_models(tmp_path)
     with contextlib.ExitStack() as stack:
         master = spark_cluster.master_url
         if door == "connect":
             master = stack.enter_context(start_connect_server(master, work_dir=tmp_path / "connect")).url
-        done = _cli(data, "run", "--date", DAY.isoformat(), **_spark(master, uri))
+        done = _cli(data, "run", "--date", DAY.isoformat(), **_spark(master, uri),
+                    RANK_PIPELINE_MODELS_DIR=str(models))
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert done.stdout.strip().splitlines()[-1].startswith("Completed: 1 day(s), ")
     assert " 0 failed, " in done.stdout
     # Spark's tables are the warehouse; DuckDB holds only the run history
     assert not (data / "warehouse.duckdb").exists()
-    _assert_spark_models_equal(_reference(data, tmp_path), uri)
+    _assert_spark_models_equal(_reference(data, tmp_path), uri, models)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.cluster)])
 def test_a_failing_blocking_test_stops_every_downstream_asset(engine, request, tmp_path):
     data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
-    models = failing_models(tmp_path)
+    # on Spark the door subset: the test's point is the stop; every model on Spark: test_spark_equality.py
+    models = failing_models(tmp_path, door_models(tmp_path) if engine == "spark" else None)
     extra = {"RANK_PIPELINE_MODELS_DIR": str(models)}
     if engine == "spark":
         extra.update(_spark(request.getfixturevalue("spark_cluster").master_url, uri))
