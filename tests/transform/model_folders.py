@@ -18,8 +18,8 @@ reading raw JSON (``stg_keywords``), a table (``dim_domains``), a fold over its 
 an incremental model reading itself (``fct_keyword_best_position_daily``) and the widest mart, reading seeds
 (``fct_keyword_rankings_daily``); every seed. Spark's cost is per relation, not per row, so a door test
 spends its time on the door, not on 21 more models. Every shipped model is compared with DuckDB on Spark
-by ``test_spark_equality.py``, ``test_spark_cluster.py`` (the standalone cluster) and
-``test_any_order_spark.py``; ``test_model_folders.py`` holds this subset to its kinds."""
+by ``test_spark_equality.py`` (on the standalone cluster) and ``test_any_order_spark.py`` (``local[2]``);
+``test_model_folders.py`` holds this subset to its kinds."""
 
 
 def door_models(tmp: Path, name: str = "door_models") -> Path:

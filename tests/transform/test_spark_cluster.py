@@ -1,12 +1,11 @@
-"""The models on a real Spark standalone cluster, and through Spark Connect.
+"""The models through Spark Connect on a real standalone cluster, and the cluster module itself.
 
 The cluster is a master and two workers, JVMs of their own started from the pyspark wheel's
-``spark-class`` on loopback (``tests/spark_cluster.py``; the session fixture ``spark_cluster``).
-The equality test of ``test_spark_equality.py`` then runs with the driver in this process and the
-executors in the workers' JVMs (the driver runs no task): every yml test passes on the cluster and every
-model equals DuckDB's, row by row. The same again through a Spark Connect server (``sc://``) started
-from the wheel's ``sbin/start-connect-server.sh``, its application on the same cluster: the client in
-this process has no JVM.
+``spark-class`` on loopback (``tests/spark_cluster.py``; the session fixture ``spark_cluster``). The
+equality on the cluster itself (driver here, executors in the workers' JVMs) is ``test_spark_equality.py``'s.
+With ``-m spark_long``: the same equality through a Spark Connect server (``sc://``) started from the
+wheel's ``sbin/start-connect-server.sh``, its application on the same cluster: the client in this
+process has no JVM.
 
 The cluster module itself: it stops every JVM it started, also when the process that started it is
 killed with SIGKILL.
@@ -22,39 +21,13 @@ import time
 from pathlib import Path
 
 import pytest
-from spark_cluster import alive_workers, start_connect_server
+from spark_cluster import start_connect_server
 from test_spark_equality import _build_and_compare
 
 from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
 
 # every test here starts a cluster: through the spark_cluster fixture, or one of its own
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
-
-
-def _executor_ids(spark) -> set[str]:
-    """The ids of the executors registered with the driver (``SparkContext.getExecutorIds``: the driver's own
-    block manager, which ``getExecutorMemoryStatus`` also lists, is not among them)."""
-    ids = spark.sparkContext._jsc.sc().getExecutorIds()
-    return {ids.apply(i) for i in range(ids.size())}
-
-
-def test_spark_marts_equal_duckdb_marts_on_a_standalone_cluster(spark_cluster, warehouse, snapshots_dirs,
-                                                                  tmp_path, monkeypatch):
-    assert alive_workers(spark_cluster.web_url) == 2
-    spark = spark_session(spark_cluster.master_url, shuffle_partitions=2, app_name="rank-pipeline-cluster-test")
-    try:
-        assert spark.sparkContext.master == spark_cluster.master_url
-        deadline = time.monotonic() + 120
-        while len(_executor_ids(spark)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert len(_executor_ids(spark)) == 2, _executor_ids(spark)  # one executor JVM per worker
-        # a relative warehouse path works too: the engine hands the executors an absolute one
-        monkeypatch.chdir(tmp_path)
-        engine = SparkEngine(spark, "spark_warehouse")
-        assert engine.warehouse_uri == str(tmp_path / "spark_warehouse")
-        _build_and_compare(warehouse, engine, list(snapshots_dirs))
-    finally:
-        spark.stop()
 
 
 @pytest.mark.spark_long  # Spark Connect stays in make test through test_spark_doors' sc:// run, also equal to DuckDB

@@ -2,12 +2,12 @@
 
 ``rank-pipeline run --date D`` as a subprocess over the embedded sandbox, with ``RANK_PIPELINE_ENGINE=spark``
 and ``RANK_PIPELINE_SPARK_MASTER=spark://127.0.0.1:<port>`` (and again ``sc://127.0.0.1:<port>``, a Spark
-Connect server on that cluster): the daily job extracts the day, builds every
-seed and model of its models folder on the cluster as Parquet under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``,
-and every model equals a DuckDB full rebuild of the same snapshots, row by row. The folder is the door
-subset (``tests/transform/model_folders.py``, ``DOOR_MODELS``: one model of each kind Spark builds
-differently); every shipped model is compared on the cluster by ``test_spark_cluster.py``. A malformed Spark master is refused by
-``run`` and ``rebuild`` with exit 2 and one line, before anything is written.
+Connect server on that cluster): the daily job extracts the day, builds every seed and model of its
+models folder on the cluster as Parquet under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, and every model equals
+a DuckDB full rebuild of the same snapshots, row by row. The folder is the door subset
+(``tests/transform/model_folders.py``, ``DOOR_MODELS``: one model of each kind Spark builds differently);
+every shipped model is compared on the cluster by ``test_spark_equality.py``. A malformed Spark master is
+refused by ``run`` and ``rebuild`` with exit 2 and one line, before anything is written.
 
 A blocking data test that fails stops the run the same way on both engines: the run exits 1, the
 Dagster instance records the failed check, no model downstream of the failing one is materialized and
@@ -85,7 +85,7 @@ def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, 
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.cluster)])
 def test_a_failing_blocking_test_stops_every_downstream_asset(engine, request, tmp_path):
     data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
-    # on Spark the door subset: the test's point is the stop; every model on Spark: test_spark_equality.py
+    # on Spark the door subset: the test's point is the stop (every model on Spark: test_spark_equality.py)
     models = failing_models(tmp_path, door_models(tmp_path) if engine == "spark" else None)
     extra = {"RANK_PIPELINE_MODELS_DIR": str(models)}
     if engine == "spark":

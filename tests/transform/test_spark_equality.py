@@ -1,4 +1,4 @@
-"""The same SQL models on DuckDB and on Spark (local[2]) give the same marts, row by row.
+"""The same SQL models on DuckDB and on Spark, on a real standalone cluster, give the same marts, row by row.
 
 Both engines read the same Parquet snapshots (conftest's 35-day world: the history root and the recent
 root). DuckDB loads them into its raw tables and builds every model in full (the ``warehouse`` fixture,
@@ -7,28 +7,38 @@ every yml test run there); Spark reads the manifest-listed files in place and bu
 row by row (rows sorted; floats within 1e-9 relative; timestamps compared as UTC instants), and every yml
 test of every seed and model must pass on Spark too.
 
+The Spark session is the driver in this process and its executors on the standalone cluster of
+``spark_cluster`` (a master and two workers, JVMs of their own from the pyspark wheel's ``spark-class`` on
+loopback; ``tests/spark_cluster.py``): one executor per worker, the driver runs no task. The build is made
+ONCE per module (:func:`built`) and read by the equality test and by the cluster test; ``local[2]`` builds
+of every model are compared with DuckDB by ``test_any_order_spark.py`` and the ``rebuild`` door.
+
 The SQL unit tests of every model (``unit_tests:`` in the .yml) run on Spark too: the same given rows,
 typed on DuckDB and handed to Spark as Arrow, the model's SELECT transpiled and run by Spark, its rows
 compared with the expected ones as on DuckDB.
 
-One Spark session per module. ``-m spark_long`` selects the longer variant: the gapped history (missed
-days, a bulk import, deletions) compared the same way.
+One Spark session per module (stopped after it, so the cluster's cores are free for the next module's
+applications). ``-m spark_long`` selects the longer variant: the gapped history (missed days, a bulk
+import, deletions) compared the same way.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from spark_cluster import alive_workers
 
 from rank_pipeline.transform import load_project
-from rank_pipeline.transform.spark_engine import SparkEngine
+from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
 from rank_pipeline.transform.unit_tests import run_unit_tests
 from rank_pipeline.warehouse.engines import register_snapshots
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.xdist_group(name="spark"),
+              pytest.mark.timeout(1800)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 
@@ -66,7 +76,7 @@ def _rows(table) -> tuple[list[str], list[tuple]]:
 
 def assert_same_relation(duck_con, engine: SparkEngine, schema: str, name: str) -> int:
     """Assert DuckDB's and Spark's ``schema.name`` hold the same rows; return the row count."""
-    duck_names, duck = _rows(duck_con.execute(f'select * from "{schema}"."{name}"').to_arrow_table())
+    duck_names, duck = _rows(duck_con.sql(f'select * from "{schema}"."{name}"').to_arrow_table())
     spark_names, spk = _rows(engine.to_arrow(schema, name))
     assert spark_names == duck_names, f"{schema}.{name}: columns differ: {spark_names} vs {duck_names}"
     assert len(spk) == len(duck), f"{schema}.{name}: {len(spk)} rows on Spark, {len(duck)} on DuckDB"
@@ -77,7 +87,43 @@ def assert_same_relation(duck_con, engine: SparkEngine, schema: str, name: str) 
     return len(duck)
 
 
-def _build_and_compare(duck_con, engine: SparkEngine, roots, expected_failures=frozenset()) -> None:
+def _executor_ids(spark) -> set[str]:
+    """The ids of the executors registered with the driver (``SparkContext.getExecutorIds``: the driver's own
+    block manager, which ``getExecutorMemoryStatus`` also lists, is not among them)."""
+    ids = spark.sparkContext._jsc.sc().getExecutorIds()
+    return {ids.apply(i) for i in range(ids.size())}
+
+
+@pytest.fixture(scope="module")
+def spark(spark_cluster):
+    """This module's session: the driver here, the executors on the standalone cluster (2 shuffle
+    partitions), once both workers' executors registered; stopped after the module."""
+    assert alive_workers(spark_cluster.web_url) == 2
+    session = spark_session(spark_cluster.master_url, shuffle_partitions=2, app_name="rank-pipeline-equality")
+    deadline = time.monotonic() + 120
+    while len(_executor_ids(session)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def built(spark, warehouse, snapshots_dirs, tmp_path_factory):
+    """The 35-day world built once on the cluster session and compared with DuckDB
+    (:func:`_build_and_compare`): ``(engine, {model: rows compared})``. The warehouse path is given
+    relative (to a fresh folder, the working directory during the build): the engine must hand the
+    executors an absolute one."""
+    folder = tmp_path_factory.mktemp("equality")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        engine = SparkEngine(spark, "spark_warehouse")
+        assert engine.warehouse_uri == str(folder / "spark_warehouse")
+        return engine, _build_and_compare(warehouse, engine, list(snapshots_dirs))
+
+
+def _build_and_compare(duck_con, engine: SparkEngine, roots, expected_failures=frozenset()) -> dict[str, int]:
+    """Build every seed and model on ``engine`` over ``roots``, run every yml test there, and compare each
+    model with ``duck_con``'s; returns ``{model: rows}``."""
     project = load_project(SQL_DIR)
     counts = register_snapshots(engine, roots)
     assert all(counts.values()), counts
@@ -95,11 +141,23 @@ def _build_and_compare(duck_con, engine: SparkEngine, roots, expected_failures=f
     for mart in ("marts.fct_keyword_rankings_daily", "marts.dim_keywords", "marts.fct_quota_cycle_daily",
                  "marts.fct_ranking_url_flips", "marts.agg_domain_daily"):
         assert compared[mart] > 0, mart
+    return compared
 
 
-def test_spark_marts_equal_duckdb_marts(spark, warehouse, snapshots_dirs, tmp_path):
-    engine = SparkEngine(spark, tmp_path / "spark_warehouse")
-    _build_and_compare(warehouse, engine, list(snapshots_dirs))
+def test_spark_marts_equal_duckdb_marts(built):
+    """Every model built on Spark equals DuckDB's row by row, and every yml test passed there
+    (:func:`built`); every shipped model was compared."""
+    _, compared = built
+    assert set(compared) == {m.qualified_name for m in load_project(SQL_DIR).topological_order()}
+
+
+def test_spark_marts_equal_duckdb_marts_on_a_standalone_cluster(spark, spark_cluster, built):
+    """The equal build ran on the standalone cluster: the session's master is the cluster's, with one
+    executor JVM per worker, and the tables went to the absolute path the relative one names."""
+    engine, _ = built
+    assert engine.spark is spark and spark.sparkContext.master == spark_cluster.master_url
+    assert len(_executor_ids(spark)) == 2, _executor_ids(spark)  # one executor JVM per worker
+    assert Path(engine.location("marts", "fct_keyword_rankings_daily")).is_dir()
 
 
 def test_every_unit_test_passes_on_spark(spark, tmp_path):
