@@ -131,9 +131,11 @@ SUPERSET_STAMP := $(SUPERSET_VENV)/.installed
 
 dashboard-env: $(SUPERSET_STAMP) browser
 
-$(SUPERSET_STAMP): dashboards/requirements.txt dashboards/constraints.txt
+# the same installer as the pipeline's venv (uv when make env could install it, else pip), into this venv
+$(SUPERSET_STAMP): dashboards/requirements.txt dashboards/constraints.txt | $(UV_STAMP)
 	@test -x $(SUPERSET_VENV)/bin/python || $(PYTHON) -m venv $(SUPERSET_VENV)
-	$(SUPERSET_VENV)/bin/pip install --quiet -c dashboards/constraints.txt -r dashboards/requirements.txt
+	$(if $(wildcard $(BIN)/uv),$(BIN)/uv pip install --python $(SUPERSET_VENV)/bin/python,$(SUPERSET_VENV)/bin/pip install) \
+	  --quiet -c dashboards/constraints.txt -r dashboards/requirements.txt
 	@touch $@
 
 # $(call apt_install,PACKAGE,WHAT NEEDS IT): Debian's PACKAGE through apt when root, else one line and exit 1

@@ -1,0 +1,37 @@
+"""``make test`` runs ``pytest -n 2 --dist loadgroup``: every test of one ``xdist_group`` runs on one worker,
+so a group's session fixtures (the Spark cluster, a module's shared build) are made once and its heavy
+tests never run beside each other. pytest 9.2 with pytest-xdist 3.8 ignores the groups without a word
+(pytest-xdist issue #1386: the group is written into a node id pytest no longer reads), and ``make test``
+still passes, only slower: this test fails instead.
+
+Three tiny test files, two of them in one group, run in a pytest subprocess with this project's pytest and
+xdist (their own rootdir and ini file, so neither this project's options nor its conftest apply).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+GROUPED = """
+import pytest
+pytestmark = pytest.mark.xdist_group("shared")
+{tests}
+"""
+
+
+def test_the_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
+    body = "\n".join(f"def test_{i}():\n    pass\n" for i in range(6))
+    (tmp_path / "test_one.py").write_text(GROUPED.format(tests=body))
+    (tmp_path / "test_two.py").write_text(GROUPED.format(tests=body))
+    (tmp_path / "test_free.py").write_text(body)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p",
+                           "no:cacheprovider", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = re.findall(r"^\[(gw\d)\].*PASSED (test_\w+\.py)::", done.stdout, re.M)
+    assert len(ran) == 18, done.stdout
+    grouped = {worker for worker, module in ran if module != "test_free.py"}
+    assert len(grouped) == 1, f"the group ran on {sorted(grouped)}:\n{done.stdout}"
