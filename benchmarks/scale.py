@@ -14,6 +14,9 @@ contract). For each size:
   rank_pipeline/transform/spark_engine.py). The slowest models of that day are printed, to show what the
   day costs. Each Spark engine gets its own session (one at a time: Spark allows one per process).
 
+The models are the shipped ``dbt_like_sql/``, or ``--models DIR`` (default ``RANK_PIPELINE_MODELS_DIR`` when
+set, as for the pipeline: :func:`rank_pipeline.settings.models_dir`).
+
 Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what to compare. Usage::
 
     .venv/bin/python benchmarks/scale.py --days 365 --keywords 50000,300000
@@ -43,7 +46,8 @@ sys.path.insert(0, str(ROOT / "tests"))  # spark_cluster.py: the launcher the te
 from models import Generator, write_keywords, write_small  # noqa: E402
 from spark_cluster import start_cluster  # noqa: E402
 
-from rank_pipeline.transform import build_all, load_project  # noqa: E402
+from rank_pipeline.settings import models_dir  # noqa: E402
+from rank_pipeline.transform import Project, build_all, load_project  # noqa: E402
 from rank_pipeline.transform.spark_engine import SparkEngine, spark_session  # noqa: E402
 from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 from rank_pipeline.warehouse.engines import register_snapshots  # noqa: E402
@@ -56,9 +60,9 @@ def _timed(fn):
 
 
 def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager], days: int, keywords: int, domains: int,
-             workdir: Path, engines: list[str], report) -> dict[str, float]:
+             workdir: Path, engines: list[str], report, project: Project) -> dict[str, float]:
     """Generate ``days`` x ``keywords`` snapshots under ``workdir`` and time each engine of ``engines``
-    (``duckdb``, ``spark``, ``cluster``) on them.
+    (``duckdb``, ``spark``, ``cluster``) on them, building ``project`` (seeds and models).
 
     Returns ``{"rows": keyword rows, "generate": s, "<engine>_load_history": s, "<engine>_full": s,
     "<engine>_load_day": s, "<engine>_day": s}`` (wall-clock seconds); ``report(keywords, out, engine)``
@@ -81,7 +85,6 @@ def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager],
         write_small(root, gen, t)
     out: dict[str, float] = {"rows": rows, "generate": time.perf_counter() - started}
     print(f"  {keywords:,} keywords: generated {rows:,} keyword rows in {out['generate']:.0f} s", flush=True)
-    project = load_project(ROOT / "dbt_like_sql")
     if "duckdb" in engines:
         _duckdb(out, workdir, project, history, recent, last_day)
         report(keywords, out, "duckdb")
@@ -178,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                              "--cluster workers started here)")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--models", type=Path, default=None,
+                        help="the models project to build (default: RANK_PIPELINE_MODELS_DIR, else the shipped "
+                             "dbt_like_sql/)")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.keywords.split(",") if x.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -185,12 +191,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need --days >= 2 and keyword counts >= 1")
     if not engines or set(engines) - {"duckdb", *SPARK_ENGINES} or args.cluster < 1:
         parser.error("--engines takes duckdb, spark, cluster or several, and --cluster at least 1 worker")
+    models = args.models or models_dir()
+    if not models.is_dir():
+        parser.error(f"--models {models}: not a folder")
     label = {"duckdb": "duckdb", "spark": f"spark {args.master}",
              "cluster": f"spark cluster ({args.cluster} workers x 1 core)"}
     print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; engines "
           f"{', '.join(label[e] for e in engines)} (Spark driver memory {args.driver_memory}, "
           f"{args.shuffle_partitions} shuffle partitions); {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs, python {platform.python_version()}, duckdb {duckdb.__version__}", flush=True)
+    project = load_project(models)
+    print(f"models: {len(project.models)} models and {len(project.seeds)} seeds from {models}", flush=True)
     rows_out: list[str] = []
 
     def report(n: int, r: dict[str, float], eng: str) -> None:
@@ -200,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for n in sizes:
         r = run_size(lambda engine, folder: spark_for(engine, args, folder), args.days, n, args.domains, args.workdir / f"k{n}",
-                     engines, report)
+                     engines, report, project)
         if "duckdb" in engines:
             rows_out.extend(f"<!-- {n:,} keywords: {label[e]}/duckdb full rebuild {r[e + '_full'] / r['duckdb_full']:.2f}, "
                             f"one day {r[e + '_day'] / r['duckdb_day']:.1f} -->" for e in engines if e in SPARK_ENGINES)

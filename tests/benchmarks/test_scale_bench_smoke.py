@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.transform.model_folders import DOOR_MODELS, door_models
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "scale.py"
 
 
@@ -33,27 +35,37 @@ def test_scale_benchmark_refuses_an_unknown_engine(tmp_path):
 
 
 SPARK_DAYS, SPARK_KEYWORDS = 15, 1_000
-"""The Spark smoke size: 15 days x 1,000 keywords. The smoke's point is the three rows and each Spark engine's
-incremental day, which any size shows; Spark's cost at this size is its fixed cost per relation, so a larger
-world only lengthens `make test` (the measured sizes are `make bench-scale`'s)."""
+"""The Spark smoke size: 15 days x 1,000 keywords, built with the door subset of the models
+(:data:`tests.transform.model_folders.DOOR_MODELS`, ``--models``). The smoke's point is the three rows and
+each Spark engine's incremental day, which any size and any model of each kind shows; Spark's cost at this
+size is its fixed cost per relation, so a larger world or more models only lengthen `make test` (the measured
+sizes and every model are `make bench-scale`'s)."""
+
+DATED = ("staging.stg_domains", "staging.stg_keywords", "marts.fct_keyword_best_position_daily",
+         "marts.fct_keyword_rankings_daily")
+"""The door subset's models stored by day (a dated view, incremental models): the ones the last day rebuilds
+for that day only; the table and the fold (``dim_domains``, ``dim_keywords``) are built whole."""
 
 
 @pytest.mark.cluster  # the benchmark starts Spark local[2] and a standalone cluster itself
-@pytest.mark.xdist_group(name="spark")
+@pytest.mark.xdist_group(name="spark_scale")  # its own cluster: not the session's
 @pytest.mark.timeout(2400)
 def test_scale_benchmark_prints_duckdb_local_and_cluster_rows_with_an_incremental_day(tmp_path):
     """DuckDB, Spark local[2] and a standalone cluster of two one-core workers in one run;
     each Spark engine's one day is an incremental build of that day. The benchmark starts the cluster and
     stops it: no JVM of it is left."""
+    assert set(DATED) < set(DOOR_MODELS)
     proc = subprocess.run([sys.executable, str(BENCH), "--days", str(SPARK_DAYS), "--keywords", str(SPARK_KEYWORDS),
                            "--engines", "duckdb,spark,cluster", "--cluster", "2", "--executor-memory", "1g",
-                           "--driver-memory", "2g", "--workdir", str(tmp_path / "work")],
+                           "--driver-memory", "2g", "--workdir", str(tmp_path / "work"),
+                           "--models", str(door_models(tmp_path))],
                           capture_output=True, text=True, timeout=2300)
     assert proc.returncode == 0, proc.stderr[-4000:]
+    assert f"models: {len(DOOR_MODELS)} models and " in proc.stdout, proc.stdout
     assert re.search(r"standalone cluster spark://127\.0\.0\.1:\d+: 2 workers ALIVE", proc.stdout), proc.stdout
     for key in ("spark", "cluster"):
         found = re.search(rf"^  {key} one day: (\d+) models built for that day only", proc.stdout, re.M)
-        assert found and int(found.group(1)) >= 10, proc.stdout  # stg_keywords, the daily marts, dated views
+        assert found and int(found.group(1)) == len(DATED), proc.stdout
     table = proc.stdout.split("| keywords |", 1)[1]
     ratios = {}
     for engine in ("duckdb", r"spark local\[2\]", r"spark cluster \(2 workers x 1 core\)"):
