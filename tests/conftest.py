@@ -5,13 +5,20 @@ the rest that takes long; pyproject.toml registers them, ``make test-fast`` leav
 starts the real part itself, and here for every test using a fixture that starts it (:data:`FIXTURE_MARKERS`).
 A test marked ``spark`` or ``root`` then checks, before its fixtures start, that the machine has what it
 needs (:func:`support.require`: skip, or fail under ``CI=true``).
+
+Every Spark application the tests start (in this process, in a ``rank-pipeline`` or benchmark subprocess,
+on the cluster and Connect server of ``spark_cluster.py``) reads Spark's defaults from
+``tests/spark-conf/`` (``spark_cluster.TEST_SPARK_CONF_DIR``, which says why): its JVMs compile with C1
+only, unless a session that lives through a module asks otherwise.
 """
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 import pytest
+from spark_cluster import TEST_SPARK_CONF_DIR
 from support import require_root, require_spark
 
 FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
@@ -22,6 +29,8 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "gapped": ("slow",),                  # tests/transform/conftest.py: the second, gapped history built twice
 }
 """Fixture name -> the markers of every test that uses it (directly or through another fixture)."""
+
+os.environ["SPARK_CONF_DIR"] = str(TEST_SPARK_CONF_DIR)  # the tests' and their subprocesses', whatever the developer's
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker

@@ -21,7 +21,9 @@ closes the pipe and the guards stop the daemons the same way: no JVM is left beh
 Workers run executors with this Python (``PYSPARK_PYTHON``) and in UTC (``TZ``, ``-Duser.timezone``);
 :func:`rank_pipeline.transform.spark_engine.spark_session` sets the same on the driver side. Paths the
 executors read (snapshots, the Spark warehouse) must be readable by every worker: here they share the
-machine's disk.
+machine's disk. A ``spark-defaults.conf`` in the caller's ``SPARK_CONF_DIR`` is copied into the daemons'
+configuration folder, so the Connect server's application reads the same defaults as the caller's own
+(the tests' C1-only JVMs, ``tests/spark-conf/``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,21 @@ __all__ = ["ConnectServer", "Daemons", "StandaloneCluster", "alive_workers", "fr
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 LOOPBACK = "127.0.0.1"
+
+TEST_SPARK_CONF_DIR = Path(__file__).resolve().parent / "spark-conf"
+"""The tests' ``SPARK_CONF_DIR`` (``tests/conftest.py`` sets it for the whole test session): its
+``spark-defaults.conf`` makes every driver and executor JVM of the tests compile with C1 only
+(``-XX:TieredStopAtLevel=1`` as ``spark.*.defaultJavaOptions``). Most of the tests' Spark applications
+live for a door's run, under a minute of work, where C2's compilations cost more CPU than they win:
+measured 2026-11-26 on this 2-core machine, quiet, the three Spark door tests of
+``test_spark_doors.py`` used 267 CPU-seconds with it and 423 without. ``make bench-*`` does not read it
+(the benchmarks measure Spark as users run it); the scale benchmark's smoke test, a subprocess of the tests,
+does."""
+
+MODULE_SESSION_CONF = {"spark.driver.defaultJavaOptions": "", "spark.executor.defaultJavaOptions": ""}
+"""Settings of a Spark session that lives through a whole test module (``tests/transform/conftest.py``'s
+``spark``, ``test_spark_equality.py``'s): Spark's own JIT (C1 then C2), not :data:`TEST_SPARK_CONF_DIR`'s.
+Over minutes of queries C2 pays: the any-order test used 256 CPU-seconds with C2 and 316 with C1 only."""
 
 # reads stdin until EOF (the parent closed the pipe or died), then stops the whole process group
 _GUARD = '"$@" & cat >/dev/null; kill -TERM 0'
@@ -86,6 +103,9 @@ def _environment(work_dir: Path) -> dict[str, str]:
         "TZ": "UTC", "SPARK_DAEMON_JAVA_OPTS": utc, "SPARK_DAEMON_MEMORY": "512m",
     })
     (work_dir / "conf").mkdir(parents=True, exist_ok=True)
+    defaults = Path(os.environ.get("SPARK_CONF_DIR", "")) / "spark-defaults.conf"
+    if os.environ.get("SPARK_CONF_DIR") and defaults.is_file():  # the caller's Spark defaults hold here too
+        shutil.copyfile(defaults, work_dir / "conf" / "spark-defaults.conf")
     return env
 
 

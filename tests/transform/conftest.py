@@ -381,8 +381,11 @@ def gapped(tmp_path_factory: pytest.TempPathFactory):
 def spark(request):
     """A Spark ``local[2]`` session (2 shuffle partitions) for one test module, its application named after
     the module, stopped after it. Its tests are marked ``spark`` (tests/conftest.py)."""
+    from spark_cluster import MODULE_SESSION_CONF
+
     from rank_pipeline.transform.spark_engine import spark_session
 
-    session = spark_session("local[2]", shuffle_partitions=2, app_name=f"rank-pipeline-{request.module.__name__}")
+    session = spark_session("local[2]", shuffle_partitions=2, app_name=f"rank-pipeline-{request.module.__name__}",
+                            conf=MODULE_SESSION_CONF)
     yield session
     session.stop()

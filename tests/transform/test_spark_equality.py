@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
-from spark_cluster import alive_workers
+from spark_cluster import MODULE_SESSION_CONF, alive_workers
 
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
@@ -99,7 +99,8 @@ def spark(spark_cluster):
     """This module's session: the driver here, the executors on the standalone cluster (2 shuffle
     partitions), once both workers' executors registered; stopped after the module."""
     assert alive_workers(spark_cluster.web_url) == 2
-    session = spark_session(spark_cluster.master_url, shuffle_partitions=2, app_name="rank-pipeline-equality")
+    session = spark_session(spark_cluster.master_url, shuffle_partitions=2, app_name="rank-pipeline-equality",
+                            conf=MODULE_SESSION_CONF)
     deadline = time.monotonic() + 120
     while len(_executor_ids(session)) < 2 and time.monotonic() < deadline:
         time.sleep(0.5)
