@@ -34,6 +34,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.xdist_group(na
 def test_spark_marts_equal_duckdb_marts_through_spark_connect(spark_cluster, warehouse, snapshots_dirs, tmp_path):
     from rank_pipeline.transform.spark_files import is_connect
 
+    environ = dict(os.environ)  # a Connect session sets SPARK_CONNECT_MODE_ENABLED in it
     with start_connect_server(spark_cluster.master_url, work_dir=tmp_path / "connect",
                               conf={"spark.sql.shuffle.partitions": "2"}) as server:
         spark = spark_session(server.url, shuffle_partitions=2)
@@ -44,6 +45,8 @@ def test_spark_marts_equal_duckdb_marts_through_spark_connect(spark_cluster, war
             _build_and_compare(warehouse, engine, list(snapshots_dirs))
         finally:
             spark.stop()
+            os.environ.clear()  # else the next session of this worker, and its subprocesses, ask for Connect
+            os.environ.update(environ)
 
 
 _STARTER = """
