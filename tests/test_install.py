@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from support import require
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_install")]
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,7 +19,7 @@ import pytest
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 from rank_pipeline.snapshots.parquet import read_snapshot
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_cli_doors")]
 
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 

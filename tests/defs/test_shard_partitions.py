@@ -31,7 +31,7 @@ from rank_pipeline.extract.embedded_sandbox import EmbeddedSandbox
 from rank_pipeline.settings import SPEC_PER_IP_LIMIT, Settings, Shard, ShardPlan, shard_of
 from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_manifest, read_snapshot
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_shard_partitions"), pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = date(2026, 3, 2)

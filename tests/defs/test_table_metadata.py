@@ -33,7 +33,7 @@ from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, l
 from rank_pipeline.extract.source import Source
 from rank_pipeline.transform import load_project
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_table_metadata")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DAYS = [date(2026, 3, 2) + timedelta(days=i) for i in range(2)]

@@ -19,7 +19,7 @@ import pytest
 from rank_pipeline.operations.alerts import TOP_ITEMS
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_alert_doors")]
 
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.daemon, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.daemon, pytest.mark.xdist_group("e2e_daemon_freshness_alerts")]
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -34,7 +34,7 @@ from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
 from rank_pipeline.transform import load_project
 from tests.transform.model_folders import failing_models
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_run_history"), pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 _BIN = Path(sys.executable).parent

@@ -15,7 +15,7 @@ import pytest
 
 from rank_pipeline.settings import models_dir
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e"), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_warn_checks_visible"), pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"

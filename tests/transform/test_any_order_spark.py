@@ -28,7 +28,7 @@ from rank_pipeline.transform.spark_engine import SparkEngine
 from rank_pipeline.warehouse.database import SCHEMAS, reload_raw_from_snapshots
 from rank_pipeline.warehouse.engines import load_partitions, register_snapshots
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark_local"), pytest.mark.timeout(900)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 

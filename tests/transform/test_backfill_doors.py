@@ -34,7 +34,7 @@ from rank_pipeline.steps.rebuild import rebuild
 from rank_pipeline.steps.shape import SHAPE_CHECK
 from tests.transform.model_folders import door_models
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_backfill_doors")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY1 = date(2026, 3, 2)

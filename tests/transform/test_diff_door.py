@@ -13,7 +13,7 @@ import pytest
 
 from tests.transform.test_unit_tests import MODELS, cli
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_diff_door")]
 
 
 @pytest.fixture(scope="module")

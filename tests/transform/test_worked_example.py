@@ -23,7 +23,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_worked_example")]
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
