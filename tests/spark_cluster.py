@@ -51,7 +51,8 @@ LOOPBACK = "127.0.0.1"
 TEST_SPARK_CONF_DIR = Path(__file__).resolve().parent / "spark-conf"
 """The tests' ``SPARK_CONF_DIR`` (``tests/conftest.py`` sets it for the whole test session): its
 ``spark-defaults.conf`` makes every driver and executor JVM of the tests compile with C1 only
-(``-XX:TieredStopAtLevel=1`` as ``spark.*.defaultJavaOptions``). Most of the tests' Spark applications
+(``-XX:TieredStopAtLevel=1`` as ``spark.*.defaultJavaOptions``, with a 256 MB code cache: C1's own 48 MB
+fills within a minute). Most of the tests' Spark applications
 live for a door's run, under a minute of work, where C2's compilations cost more CPU than they win:
 measured 2026-11-26 on this 2-core machine, quiet, the three Spark door tests of
 ``test_spark_doors.py`` used 267 CPU-seconds with it and 423 without. ``make bench-*`` does not read it
@@ -103,9 +104,9 @@ def _environment(work_dir: Path) -> dict[str, str]:
         "TZ": "UTC", "SPARK_DAEMON_JAVA_OPTS": utc, "SPARK_DAEMON_MEMORY": "512m",
     })
     (work_dir / "conf").mkdir(parents=True, exist_ok=True)
-    defaults = Path(os.environ.get("SPARK_CONF_DIR", "")) / "spark-defaults.conf"
-    if os.environ.get("SPARK_CONF_DIR") and defaults.is_file():  # the caller's Spark defaults hold here too
-        shutil.copyfile(defaults, work_dir / "conf" / "spark-defaults.conf")
+    caller = os.environ.get("SPARK_CONF_DIR")
+    if caller and (Path(caller) / "spark-defaults.conf").is_file():  # the caller's Spark defaults hold here too
+        shutil.copyfile(Path(caller) / "spark-defaults.conf", work_dir / "conf" / "spark-defaults.conf")
     return env
 
 
