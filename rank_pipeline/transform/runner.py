@@ -338,11 +338,7 @@ class DuckDBEngine:
     def column_types(self, qualified: str) -> list[tuple[str, str]]:
         """``[(column, DuckDB type)]`` of ``schema.name`` in the build file, in table order."""
         schema, name = qualified.split(".", 1)
-        rows = self.con.execute(
-            "select column_name, data_type from information_schema.columns where table_catalog = "
-            "current_database() and table_schema = ? and table_name = ? order by ordinal_position",
-            [schema, name]).fetchall()
-        return [(str(c), str(t)) for c, t in rows]
+        return list(table_columns(self.con, schema, name).items())
 
     def row_count(self, qualified: str) -> int:
         """Rows of ``schema.name`` (the whole relation)."""

@@ -23,7 +23,20 @@ def qualified(schema: str, name: str) -> str:
 
 def table_columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> dict[str, str]:
     """``{column: DuckDB type}`` of a table or view of the current database, in column order; empty
-    when the relation does not exist."""
+    when the relation does not exist.
+
+    The answer is ``information_schema.columns``' (``column_name``, ``data_type``), read by binding the
+    relation (``con.table``: about 0.2 ms) instead of querying that view (about 3 ms: DuckDB builds it from
+    the whole catalog, and the daily job asks this once per data test). ``tests/transform/test_sql.py``
+    compares both on every relation of a built warehouse and on every kind of DuckDB type. A relation that
+    cannot be bound (a view whose table was dropped) is answered by ``information_schema`` itself.
+    """
+    (database,) = con.execute("select current_database()").fetchone()
+    try:
+        relation = con.table(f"{quote_ident(database)}.{qualified(schema, name)}")
+        return dict(zip(relation.columns, map(str, relation.types), strict=True))
+    except duckdb.Error:
+        pass
     rows = con.execute(
         "select column_name, data_type from information_schema.columns "
         "where table_catalog = current_database() and table_schema = ? and table_name = ? "

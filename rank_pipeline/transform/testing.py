@@ -73,6 +73,12 @@ def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: 
     return column in table_columns(con, schema, name)
 
 
+def _partition_column(relation: Model | Seed) -> str:
+    """The column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date``."""
+    incremental = getattr(relation, "incremental", None)
+    return incremental.date_column if incremental is not None else "snapshot_date"
+
+
 def _relation_sql(
     con: duckdb.DuckDBPyConnection | None, relation: Model | Seed, partition_date: date | None,
     until: date | None = None,
@@ -80,8 +86,7 @@ def _relation_sql(
     base = f"{_qi(relation.schema)}.{_qi(relation.name)}"
     if partition_date is None:
         return base
-    incremental = getattr(relation, "incremental", None)
-    column = incremental.date_column if incremental is not None else "snapshot_date"
+    column = _partition_column(relation)
     if con is not None and not _has_column(con, relation.schema, relation.name, column):
         return base
     if until is None or until == partition_date:
@@ -158,7 +163,11 @@ def run_test(
     sample_size: int = 5,
 ) -> TestResult:
     """Run one test; see :func:`run_tests`."""
-    sql = test_sql(relation, test, partition_date, con, until)
+    return _run(con, relation, test, test_sql(relation, test, partition_date, con, until), sample_size)
+
+
+def _run(con: duckdb.DuckDBPyConnection, relation: Model | Seed, test: TestSpec, sql: str,
+         sample_size: int) -> TestResult:
     try:
         (failures,) = con.execute(f"select count(*) from ({sql}) as failing").fetchone()
         sample: list[dict[str, Any]] = []
@@ -196,5 +205,9 @@ def run_tests(
     Raises:
         TestExecutionError: a test's SQL failed (e.g. the relation or a column does not exist).
     """
-    return [run_test(con, relation, t, partition_date, until=until, sample_size=sample_size)
+    if partition_date is not None and relation.tests and not _has_column(
+            con, relation.schema, relation.name, _partition_column(relation)):
+        partition_date = until = None  # no partition column: every test reads the whole relation
+    # the relation's columns are read once here, not once per test (test_sql's con=None)
+    return [_run(con, relation, t, test_sql(relation, t, partition_date, None, until), sample_size)
             for t in relation.tests]
