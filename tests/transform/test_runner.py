@@ -25,6 +25,7 @@ from rank_pipeline.transform import (
     incremental_sql,
     load_project,
     loaded_project,
+    run_test,
     run_tests,
 )
 
@@ -322,6 +323,26 @@ def test_each_test_kind_passes_on_clean_data_and_fails_on_crafted_data(tmp_path)
     build(con, fct)
     day = {r.name: r.failures for r in run_tests(con, fct, D0 + timedelta(1))}
     assert day["not_null_id"] == 1 and day["unique_id"] == 0 and day["accepted_device"] == 1
+
+
+def test_a_model_without_the_partition_column_is_tested_whole_on_a_daily_run(tmp_path):
+    """A daily run's tests read only that day's rows of a relation with the partition column; a relation
+    without it is tested whole, by run_tests (which asks the catalog once per relation) and run_test alike."""
+    project = load_project(write_project(tmp_path, {
+        "marts/nodate.sql": "select * from (values ('a'), (null), (null), ('b'), ('b')) as t(id)\n",
+        "marts/nodate.yml": yml("nodate", "table", body="""\
+    columns:
+      - name: id
+        tests: [not_null, unique]
+""")}))
+    con = duckdb.connect()
+    build_all(con, project)
+    model = project.models["nodate"]
+    results = run_tests(con, model, D0, until=D0 + timedelta(2))
+    assert [(r.name, r.failures) for r in results] == [("not_null_id", 2), ("unique_id", 1)]
+    assert not any("snapshot_date" in r.sql for r in results)
+    one_by_one = [run_test(con, model, t, D0, until=D0 + timedelta(2)) for t in model.tests]
+    assert [(r.failures, r.sql) for r in one_by_one] == [(r.failures, r.sql) for r in results]
 
 
 def test_running_tests_on_an_unbuilt_model_is_a_clear_error(tmp_path):
