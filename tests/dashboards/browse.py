@@ -148,8 +148,15 @@ def capture(page, expect: int, timeout_s: float, shot: Path) -> list[dict]:
 
 
 def login(page, plan: dict, attempts: int = 3) -> None:
-    """Log in through Superset's login form. A loaded machine can drop the first submit (the form posts
-    before its page finished loading), so the form is filled again, up to ``attempts`` times."""
+    """Log in through Superset's login form, until the session is the user's (``/api/v1/me/`` answers 200).
+
+    Two races of a loaded machine can undo a login, so the form is filled again, up to ``attempts`` times:
+    - the form posts before its page finished loading, and the page stays on ``/login``;
+    - the login page's event-log beacon, sent as the page unloads, reaches Superset without the new
+      session, is redirected to the login page, and that page's answer sets an anonymous session cookie
+      over the one the login just set. Seen in CI: the login's POST answered 302, then the welcome page's
+      API calls answered 401 and the dashboard redirected to the login form.
+    """
     for attempt in range(1, attempts + 1):
         page.goto(plan["base_url"] + "/login/", wait_until="networkidle")
         page.fill("#username", plan["user"])
@@ -157,11 +164,20 @@ def login(page, plan: dict, attempts: int = 3) -> None:
         page.click('[data-test="login-button"]')
         try:
             page.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
-            return
+            page.wait_for_load_state("networkidle")
         except PlaywrightTimeoutError:
             if attempt == attempts:
                 raise
             print(f"login attempt {attempt} stayed on {page.url}; trying again", file=sys.stderr)
+            continue
+        status = page.request.get(plan["base_url"] + "/api/v1/me/").status
+        if status == 200:
+            return
+        if attempt == attempts:
+            raise RuntimeError(f"logged in {attempts} times, and each time /api/v1/me/ answered {status}: "
+                               "the browser's session is not the user's")
+        print(f"login attempt {attempt}: /api/v1/me/ answered {status} (the session cookie was replaced); "
+              "logging in again", file=sys.stderr)
 
 
 def main() -> int:
