@@ -164,12 +164,15 @@ def login(page, plan: dict, attempts: int = 3) -> None:
         page.click('[data-test="login-button"]')
         try:
             page.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
-            page.wait_for_load_state("networkidle")
         except PlaywrightTimeoutError:
             if attempt == attempts:
                 raise
             print(f"login attempt {attempt} stayed on {page.url}; trying again", file=sys.stderr)
             continue
+        try:  # the requests in flight (the beacon among them) end before the session is asked
+            page.wait_for_load_state("networkidle", timeout=30_000)
+        except PlaywrightTimeoutError:
+            pass
         status = page.request.get(plan["base_url"] + "/api/v1/me/").status
         if status == 200:
             return
