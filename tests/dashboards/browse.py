@@ -16,6 +16,7 @@ Debian's chromium is used (``/usr/bin/chromium``); no browser is downloaded.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -147,40 +148,51 @@ def capture(page, expect: int, timeout_s: float, shot: Path) -> list[dict]:
     return states
 
 
+LOG_BEACON = re.compile(r"/superset/log/")
+"""Superset's frontend event log (``POST /superset/log/?explode=events``), which the login page sends as
+it unloads: during a login its answer can replace the new session (:func:`login`)."""
+
+
 def login(page, plan: dict, attempts: int = 3) -> None:
     """Log in through Superset's login form, until the session is the user's (``/api/v1/me/`` answers 200).
 
-    Two races of a loaded machine can undo a login, so the form is filled again, up to ``attempts`` times:
+    Two races of a loaded machine can undo a login:
     - the form posts before its page finished loading, and the page stays on ``/login``;
-    - the login page's event-log beacon, sent as the page unloads, reaches Superset without the new
-      session, is redirected to the login page, and that page's answer sets an anonymous session cookie
-      over the one the login just set. Seen in CI: the login's POST answered 302, then the welcome page's
-      API calls answered 401 and the dashboard redirected to the login form.
+    - the login page's event-log beacon (:data:`LOG_BEACON`), sent as the page unloads, reaches Superset
+      without the new session, is redirected to the login page, and that page's answer sets an anonymous
+      session cookie over the one the login just set. Seen in CI: the login's POST answered 302, then the
+      welcome page's API calls answered 401 and the dashboard redirected to the login form.
+    So the beacon is not sent during the login (it only logs page events), and the form is filled again,
+    up to ``attempts`` times, until the session is the user's.
     """
-    for attempt in range(1, attempts + 1):
-        page.goto(plan["base_url"] + "/login/", wait_until="networkidle")
-        page.fill("#username", plan["user"])
-        page.fill("#password", plan["password"])
-        page.click('[data-test="login-button"]')
-        try:
-            page.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
-        except PlaywrightTimeoutError:
+    page.route(LOG_BEACON, lambda route: route.abort())
+    try:
+        for attempt in range(1, attempts + 1):
+            page.goto(plan["base_url"] + "/login/", wait_until="networkidle")
+            page.fill("#username", plan["user"])
+            page.fill("#password", plan["password"])
+            page.click('[data-test="login-button"]')
+            try:
+                page.wait_for_url(lambda url: "/login" not in url, timeout=60_000)
+            except PlaywrightTimeoutError:
+                if attempt == attempts:
+                    raise
+                print(f"login attempt {attempt} stayed on {page.url}; trying again", file=sys.stderr)
+                continue
+            try:  # the requests in flight end before the session is asked
+                page.wait_for_load_state("networkidle", timeout=30_000)
+            except PlaywrightTimeoutError:
+                pass
+            status = page.request.get(plan["base_url"] + "/api/v1/me/").status
+            if status == 200:
+                return
             if attempt == attempts:
-                raise
-            print(f"login attempt {attempt} stayed on {page.url}; trying again", file=sys.stderr)
-            continue
-        try:  # the requests in flight (the beacon among them) end before the session is asked
-            page.wait_for_load_state("networkidle", timeout=30_000)
-        except PlaywrightTimeoutError:
-            pass
-        status = page.request.get(plan["base_url"] + "/api/v1/me/").status
-        if status == 200:
-            return
-        if attempt == attempts:
-            raise RuntimeError(f"logged in {attempts} times, and each time /api/v1/me/ answered {status}: "
-                               "the browser's session is not the user's")
-        print(f"login attempt {attempt}: /api/v1/me/ answered {status} (the session cookie was replaced); "
-              "logging in again", file=sys.stderr)
+                raise RuntimeError(f"logged in {attempts} times, and each time /api/v1/me/ answered {status}: "
+                                   "the browser's session is not the user's")
+            print(f"login attempt {attempt}: /api/v1/me/ answered {status} (the session cookie was replaced); "
+                  "logging in again", file=sys.stderr)
+    finally:
+        page.unroute(LOG_BEACON)
 
 
 def main() -> int:
