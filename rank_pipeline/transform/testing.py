@@ -21,7 +21,7 @@ costs one day; the target of a ``relationships`` test is read whole. Without it,
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from datetime import time as dt_time
@@ -36,7 +36,7 @@ from rank_pipeline.transform.project import Model, Seed, TestSpec
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import table_columns
 
-__all__ = ["TestResult", "run_test", "run_tests", "test_scope", "test_sql"]
+__all__ = ["TestResult", "run_test", "run_tests", "test_sql"]
 
 
 @dataclass(frozen=True)
@@ -69,31 +69,29 @@ def _literal(value: Any) -> str:
     return sqlglot.exp.convert(value).sql(dialect="duckdb")
 
 
+def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: str) -> bool:
+    return column in table_columns(con, schema, name)
+
+
 def _partition_column(relation: Model | Seed) -> str:
     """The column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date``."""
     incremental = getattr(relation, "incremental", None)
     return incremental.date_column if incremental is not None else "snapshot_date"
 
 
-def test_scope(relation: Model | Seed, columns: Collection[str], partition_date: date | None,
-               until: date | None = None) -> tuple[date | None, date | None]:
-    """The days ``(partition_date, until)`` a daily test of ``relation`` reads, given the relation's
-    ``columns`` (names, from the engine's catalog): ``(None, None)``, the whole relation, when there is no
-    partition date or the relation lacks its partition column (module docstring, "Partition scope").
-    Both engines scope their tests with it."""
-    if partition_date is None or _partition_column(relation) not in columns:
-        return None, None
-    return partition_date, until
-
-
-def _relation_sql(relation: Model | Seed, partition_date: date | None, until: date | None = None) -> str:
+def _relation_sql(
+    con: duckdb.DuckDBPyConnection | None, relation: Model | Seed, partition_date: date | None,
+    until: date | None = None,
+) -> str:
     base = f"{_qi(relation.schema)}.{_qi(relation.name)}"
     if partition_date is None:
         return base
-    column = _qi(_partition_column(relation))
+    column = _partition_column(relation)
+    if con is not None and not _has_column(con, relation.schema, relation.name, column):
+        return base
     if until is None or until == partition_date:
-        return f"(select * from {base} where {column} = date '{partition_date.isoformat()}')"
-    return (f"(select * from {base} where {column} between date '{partition_date.isoformat()}' "
+        return f"(select * from {base} where {_qi(column)} = date '{partition_date.isoformat()}')"
+    return (f"(select * from {base} where {_qi(column)} between date '{partition_date.isoformat()}' "
             f"and date '{until.isoformat()}')")
 
 
@@ -126,13 +124,10 @@ def test_sql(
 ) -> str:
     """The SELECT of failing rows for ``test`` on ``relation`` (see the module docstring).
 
-    ``con`` is used only to check that the relation has the partition column (:func:`test_scope`); without
-    it the partition filter is applied whenever ``partition_date`` is given.
+    ``con`` is used only to check that the relation has the partition column; without it the partition
+    filter is applied whenever ``partition_date`` is given.
     """
-    if con is not None and partition_date is not None:
-        partition_date, until = test_scope(relation, table_columns(con, relation.schema, relation.name),
-                                           partition_date, until)
-    rel = _relation_sql(relation, partition_date, until)
+    rel = _relation_sql(con, relation, partition_date, until)
     p = test.params
     if test.kind == "not_null":
         return f"select * from {rel} as t where {_qi(test.column)} is null"
@@ -210,8 +205,9 @@ def run_tests(
     Raises:
         TestExecutionError: a test's SQL failed (e.g. the relation or a column does not exist).
     """
-    if relation.tests and partition_date is not None:  # the catalog is read once here, not once per test
-        partition_date, until = test_scope(relation, table_columns(con, relation.schema, relation.name),
-                                           partition_date, until)
+    if partition_date is not None and relation.tests and not _has_column(
+            con, relation.schema, relation.name, _partition_column(relation)):
+        partition_date = until = None  # no partition column: every test reads the whole relation
+    # the relation's columns are read once here, not once per test (test_sql's con=None)
     return [_run(con, relation, t, test_sql(relation, t, partition_date, None, until), sample_size)
             for t in relation.tests]
