@@ -95,7 +95,7 @@ from rank_pipeline.transform.project import Model, Project, Seed
 from rank_pipeline.transform.rewrite import fold_start, full_build_sql, windowed_sql
 from rank_pipeline.transform.spark_files import absolute_uri, file_system, list_names
 from rank_pipeline.transform.sql import quote_ident as _duck_qi
-from rank_pipeline.transform.testing import TestResult, json_safe, test_sql
+from rank_pipeline.transform.testing import TestResult, json_safe, partition_column, test_sql
 
 __all__ = ["MIN_JAVA", "SparkEngine", "java_home", "spark_session", "to_spark_sql"]
 
@@ -691,9 +691,7 @@ class SparkEngine:
             TestExecutionError: a test's SQL failed on Spark.
         """
         columns = set(self.spark.table(f"{_qi(relation.schema)}.{_qi(relation.name)}").columns)
-        incremental = getattr(relation, "incremental", None)
-        date_column = incremental.date_column if incremental is not None else "snapshot_date"
-        scoped = partition_date if date_column in columns else None
+        scoped = partition_date if partition_column(relation) in columns else None
         sqls = [to_spark_sql(test_sql(relation, test, scoped, None, until if scoped else None))
                 for test in relation.tests]
         if not sqls:

@@ -36,7 +36,7 @@ from rank_pipeline.transform.project import Model, Seed, TestSpec
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import table_columns
 
-__all__ = ["TestResult", "run_test", "run_tests", "test_sql"]
+__all__ = ["TestResult", "partition_column", "run_test", "run_tests", "test_sql"]
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,9 @@ def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: 
     return column in table_columns(con, schema, name)
 
 
-def _partition_column(relation: Model | Seed) -> str:
-    """The column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date``."""
+def partition_column(relation: Model | Seed) -> str:
+    """The column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date`` (a relation
+    without that column is tested whole). Used by :func:`run_tests` here and by the Spark engine's ``run_tests``."""
     incremental = getattr(relation, "incremental", None)
     return incremental.date_column if incremental is not None else "snapshot_date"
 
@@ -86,7 +87,7 @@ def _relation_sql(
     base = f"{_qi(relation.schema)}.{_qi(relation.name)}"
     if partition_date is None:
         return base
-    column = _partition_column(relation)
+    column = partition_column(relation)
     if con is not None and not _has_column(con, relation.schema, relation.name, column):
         return base
     if until is None or until == partition_date:
@@ -206,7 +207,7 @@ def run_tests(
         TestExecutionError: a test's SQL failed (e.g. the relation or a column does not exist).
     """
     if partition_date is not None and relation.tests and not _has_column(
-            con, relation.schema, relation.name, _partition_column(relation)):
+            con, relation.schema, relation.name, partition_column(relation)):
         partition_date = until = None  # no partition column: every test reads the whole relation
     # the relation's columns are read once here, not once per test (test_sql's con=None)
     return [_run(con, relation, t, test_sql(relation, t, partition_date, None, until), sample_size)
