@@ -9,7 +9,8 @@ needs (:func:`support.require`: skip, or fail under ``CI=true``).
 Every Spark application the tests start (in this process, in a ``rank-pipeline`` or benchmark subprocess,
 on the cluster and Connect server of ``spark_cluster.py``) reads Spark's defaults from
 ``tests/spark-conf/`` (``spark_cluster.TEST_SPARK_CONF_DIR``, which says why): its JVMs compile with C1
-only, unless a session that lives through a module asks otherwise.
+only, unless a session that lives through a module asks otherwise, and its drivers list local folders
+without a Spark job.
 """
 
 from __future__ import annotations

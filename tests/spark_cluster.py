@@ -52,7 +52,8 @@ TEST_SPARK_CONF_DIR = Path(__file__).resolve().parent / "spark-conf"
 """The tests' ``SPARK_CONF_DIR`` (``tests/conftest.py`` sets it for the whole test session): its
 ``spark-defaults.conf`` makes every driver and executor JVM of the tests compile with C1 only
 (``-XX:TieredStopAtLevel=1`` as ``spark.*.defaultJavaOptions``, with a 256 MB code cache: C1's own 48 MB
-fills within a minute). Most of the tests' Spark applications
+fills within a minute), and its drivers list the tests' local folders themselves instead of starting
+a listing job for more than 32 paths (the file's comment has the measurement). Most of the tests' Spark applications
 live for a door's run, under a minute of work, where C2's compilations cost more CPU than they win:
 measured 2026-11-26 on this 2-core machine, quiet, the three Spark door tests of
 ``test_spark_doors.py`` used 267 CPU-seconds with it and 423 without. ``make bench-*`` does not read it
