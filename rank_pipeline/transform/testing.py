@@ -74,8 +74,9 @@ def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: 
 
 
 def partition_column(relation: Model | Seed) -> str:
-    """The column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date`` (a relation
-    without that column is tested whole). Used by :func:`run_tests` here and by the Spark engine's ``run_tests``."""
+    """The name of the column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date``
+    (a relation without that column is tested whole). Used by :func:`run_tests` here and by the Spark engine's
+    ``run_tests``. Reads only the model's ``.yml`` (no warehouse); raises nothing."""
     incremental = getattr(relation, "incremental", None)
     return incremental.date_column if incremental is not None else "snapshot_date"
 

@@ -28,11 +28,13 @@ import math
 import time
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from spark_cluster import MODULE_SESSION_CONF, alive_workers
 
 from rank_pipeline.transform import load_project
+from rank_pipeline.transform.engines import BuildResult
 from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
 from rank_pipeline.transform.unit_tests import run_unit_tests
 from rank_pipeline.warehouse.engines import register_snapshots
@@ -108,8 +110,15 @@ def spark(spark_cluster):
     session.stop()
 
 
+class Built(NamedTuple):
+    """A build of the 35-day world on the cluster: its engine, and its results by qualified name."""
+
+    engine: SparkEngine
+    results: dict[str, BuildResult]
+
+
 @pytest.fixture(scope="module")
-def built(spark, snapshots_dirs, tmp_path_factory) -> SparkEngine:
+def built(spark, snapshots_dirs, tmp_path_factory) -> Built:
     """The 35-day world's every seed and model built once on the cluster session (:func:`_build`), for
     the tests that read it. The warehouse path is given relative (to a fresh folder, the working directory
     during the build): the engine must hand the executors an absolute one."""
@@ -118,11 +127,11 @@ def built(spark, snapshots_dirs, tmp_path_factory) -> SparkEngine:
         patch.chdir(folder)
         engine = SparkEngine(spark, "spark_warehouse")
         assert engine.warehouse_uri == str(folder / "spark_warehouse")
-        engine.results = _build(engine, list(snapshots_dirs))  # read by the equality test
-    return engine
+        results = _build(engine, list(snapshots_dirs))
+    return Built(engine, results)
 
 
-def _build(engine: SparkEngine, roots) -> dict:
+def _build(engine: SparkEngine, roots) -> dict[str, BuildResult]:
     """Register the raw views over the snapshots under ``roots`` and build every seed and model on ``engine``;
     the build's results by qualified name."""
     counts = register_snapshots(engine, roots)
@@ -136,9 +145,10 @@ def _build_and_compare(duck_con, engine: SparkEngine, roots, expected_failures=f
     _compare(duck_con, engine, expected_failures)
 
 
-def _compare(duck_con, engine: SparkEngine, expected_failures=frozenset()) -> None:
+def _compare(duck_con, engine: SparkEngine, expected_failures=frozenset()) -> dict[str, int]:
     """Every yml test of every seed and model passes on ``engine`` (but ``expected_failures``,
-    ``<relation>.<test>``), and every model equals ``duck_con``'s row by row."""
+    ``<relation>.<test>``), and every model equals ``duck_con``'s row by row; returns each model's row count
+    by qualified name."""
     project = load_project(SQL_DIR)
     failed = []
     for relation in [*project.seeds.values(), *project.topological_order()]:
@@ -160,7 +170,7 @@ def test_spark_marts_equal_duckdb_marts(built, warehouse):
     """Every yml test of every shipped seed and model passes on the cluster's build (:func:`built`), and
     every shipped model equals DuckDB's row by row (:func:`_compare`); each model's build counted the rows
     DuckDB's table holds (the count the write observed, what the asset's ``rows`` metadata shows)."""
-    compared = _compare(warehouse, built)
+    compared = _compare(warehouse, built.engine)
     counted = {q: built.results[q].rows for q in compared}
     assert counted == compared
 
@@ -168,7 +178,7 @@ def test_spark_marts_equal_duckdb_marts(built, warehouse):
 def test_spark_marts_equal_duckdb_marts_on_a_standalone_cluster(spark, spark_cluster, built):
     """The equal build ran on the standalone cluster: the session's master is the cluster's, with one
     executor JVM per worker, and the tables went to the absolute path the relative one names."""
-    engine = built
+    engine = built.engine
     assert engine.spark is spark and spark.sparkContext.master == spark_cluster.master_url
     assert len(_executor_ids(spark)) == 2, _executor_ids(spark)  # one executor JVM per worker
     assert Path(engine.location("marts", "fct_keyword_rankings_daily")).is_dir()
