@@ -28,13 +28,15 @@ What it does
     Then Dagster's own floor for the daily job's shape, in a process of its own: a job of the same
     assets, dependencies, partitions and asset checks (blocking where they block), each step's body
     empty (it reports its materializations without metadata and every check passed), on the same
-    SQLite instance, ``--days`` days, the first a warm-up. What no cut of ours can go below while every
-    check is its own Dagster check.
+    SQLite instance, ``--days`` days, the first a warm-up. And the same assets and checks in ONE empty
+    step (the shape dagster-dbt gives a dbt project: one step for every model, each model its own asset
+    and each test its own check): what no cut of ours can go below while every asset and every check is
+    its own in Dagster. And the job's steps without their checks: what the checks themselves cost.
 
 Output
     Per size: keywords extracted, the day's seconds and its parts (medians), then the ratios
     rest / models' SQL and rest / extraction (the issue's target: rest / models' SQL at most 1 at the
-    demo's size), and the floor's seconds a day against the demo's models' SQL. Ratios, never a pass or
+    demo's size), and each floor's seconds a day against the demo's models' SQL. Ratios, never a pass or
     fail: the machine is shared and timings are noisy.
 
 Usage
@@ -48,6 +50,7 @@ Usage
 from __future__ import annotations
 
 import argparse
+import graphlib
 import json
 import os
 import shutil
@@ -119,8 +122,15 @@ def _child(size: str, days: int, data_dir: Path, storage: str = "pooled") -> Non
                           **split(instance.all_logs(run.run_id), wall0, wall1, sql[0])}), flush=True)
 
 
-def _floor_child(days: int, data_dir: Path) -> None:
-    """Dagster's floor (module docstring): the daily job's shape with empty steps; one JSON line per day."""
+FLOORS = {"floor": "the daily job's shape", "floor-one-step": "its assets and checks in one step",
+          "floor-no-checks": "its steps without their asset checks"}
+"""Dagster's floors (module docstring): the child's name, and the shape it runs with empty bodies."""
+
+
+def _floor_child(floor: str, days: int, data_dir: Path) -> None:
+    """Dagster's floor ``floor`` (:data:`FLOORS`): the daily job's assets with empty bodies, in its own
+    steps (``floor``, ``floor-no-checks`` without the checks) or in one step (:func:`_one_step`); one JSON
+    line per day."""
     os.environ["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
     os.environ.pop("DAGSTER_HOME", None)
     import dagster as dg
@@ -135,10 +145,12 @@ def _floor_child(days: int, data_dir: Path) -> None:
     instance = dagster_instance(settings.data_dir)
     real = [a for a in defs.resolve_job_def(DAILY_JOB_NAME).asset_layer.asset_graph.assets_defs if a.is_executable]
     job = dg.define_asset_job("floor", selection=dg.AssetSelection.all(), executor_def=dg.in_process_executor)
-    floor = dg.Definitions(assets=[_empty_copy(a) for a in real], jobs=[job]).resolve_job_def("floor")
+    checked = floor != "floor-no-checks"
+    assets = [_one_step(real)] if floor == "floor-one-step" else [_empty_copy(a, checked) for a in real]
+    floor = dg.Definitions(assets=assets, jobs=[job]).resolve_job_def("floor")
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-    steps = len(real)
-    checks = sum(len(list(a.check_specs)) for a in real)
+    steps = len(assets)
+    checks = sum(len(list(a.check_specs)) for a in real) if checked else 0
     for i in range(days):
         day = FIRST_DAY + timedelta(days=i)
         started = time.perf_counter()
@@ -147,16 +159,37 @@ def _floor_child(days: int, data_dir: Path) -> None:
                           "events": len(instance.all_logs(result.run_id))}), flush=True)
 
 
-def _empty_copy(assets_def):
-    """``assets_def`` with an empty body: same name, asset keys, dependencies, partitions and checks."""
+def _empty_copy(assets_def, checked: bool = True):
+    """``assets_def`` with an empty body: same name, asset keys, dependencies, partitions and (if
+    ``checked``) checks."""
+    return _empty(assets_def.node_def.name, [assets_def], checked)
+
+
+def _one_step(assets_defs):
+    """Every asset and asset check of ``assets_defs`` in one multi-asset with an empty body: the floor of
+    the shape dagster-dbt gives a dbt project (one step for every model, each model its own asset and
+    each test its own check), with the same keys, dependencies, partitions and checks."""
+    partitions = {a.partitions_def for a in assets_defs}
+    if len(partitions) != 1:
+        raise SystemExit(f"the one-step floor needs one partitions definition for every asset, not {len(partitions)}")
+    return _empty("one_step", assets_defs)
+
+
+def _empty(name: str, assets_defs, checked: bool = True):
+    """One multi-asset named ``name`` with the specs and (if ``checked``) the check specs of
+    ``assets_defs``, and an empty body."""
     import dagster as dg
 
-    specs = [dg.AssetSpec(spec.key, deps=spec.deps, group_name=spec.group_name) for spec in assets_def.specs]
+    given = {spec.key: spec for a in assets_defs for spec in a.specs}
+    order = graphlib.TopologicalSorter({k: [d.asset_key for d in s.deps if d.asset_key in given]
+                                        for k, s in given.items()}).static_order()  # a step yields in this order
+    specs = [dg.AssetSpec(k, deps=given[k].deps, group_name=given[k].group_name) for k in order]
     checks = [dg.AssetCheckSpec(c.name, asset=c.asset_key, blocking=c.blocking, additional_deps=c.additional_deps)
-              for c in assets_def.check_specs]
+              for a in assets_defs for c in a.check_specs if checked]
+    first = assets_defs[0]
 
-    @dg.multi_asset(name=assets_def.node_def.name, specs=specs, check_specs=checks,
-                    partitions_def=assets_def.partitions_def, backfill_policy=assets_def.backfill_policy)
+    @dg.multi_asset(name=name, specs=specs, check_specs=checks,
+                    partitions_def=first.partitions_def, backfill_policy=first.backfill_policy)
     def empty():
         for spec in specs:
             yield dg.MaterializeResult(asset_key=spec.key)
@@ -210,7 +243,8 @@ def split(logs, wall0: float, wall1: float, sql: float) -> dict[str, float]:
 
 
 def _run_size(size: str, days: int, workdir: Path, storage: str = "pooled") -> tuple[float, list[dict]]:
-    """Run ``size`` (``demo``, a keyword count, or ``floor``) in a child process: (imports s, days' lines)."""
+    """Run ``size`` (``demo``, a keyword count, or a floor of :data:`FLOORS`) in a child process:
+    (imports s, days' lines)."""
     data_dir = workdir / size
     shutil.rmtree(data_dir, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -218,7 +252,7 @@ def _run_size(size: str, days: int, workdir: Path, storage: str = "pooled") -> t
                           "--storage", storage],
                          env=env, capture_output=True, text=True, cwd=ROOT)
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    if size == "floor":
+    if size.startswith("floor"):
         lines.insert(0, {"imports": 0.0})
     if out.returncode != 0 or len(lines) != days + 1:
         sys.stderr.write(out.stderr[-4000:])
@@ -240,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.days < 2:
         parser.error("--days must be at least 2 (the first day is a warm-up)")
-    if args.child == "floor":
-        _floor_child(args.days, args.workdir / "floor")
+    if args.child in FLOORS:
+        _floor_child(args.child, args.days, args.workdir / args.child)
         return 0
     if args.child:
         _child(args.child, args.days, args.workdir / args.child, args.storage)
@@ -271,12 +305,14 @@ def main(argv: list[str] | None = None) -> int:
             pooled, stock = (next(m for s_, st, m in rows if s_ == size and st == which) for which in storages)
             print(f"{size}: stock event log's rest / pooled event log's rest = {stock['rest'] / pooled['rest']:.2f}")
     if not args.no_floor:
-        _, days = _run_size("floor", args.days, args.workdir)
-        wall = statistics.median(d["wall"] for d in days[1:])
         demo_sql = next((m["sql"] for size, _s, m in rows if size == "demo"), None)
-        print(f"\nDagster's floor for the daily job's shape ({days[0]['steps']} steps, {days[0]['checks']} asset checks, "
-              f"{days[0]['events']} events, empty bodies): {wall:.2f} s a day"
-              + (f" = {wall / demo_sql:.2f} x the demo's models' SQL" if demo_sql else ""))
+        print()
+        for floor, shape in FLOORS.items():
+            _, days = _run_size(floor, args.days, args.workdir)
+            wall = statistics.median(d["wall"] for d in days[1:])
+            print(f"Dagster's floor for {shape} ({days[0]['steps']} steps, {days[0]['checks']} asset checks, "
+                  f"{days[0]['events']} events, empty bodies): {wall:.2f} s a day"
+                  + (f" = {wall / demo_sql:.2f} x the demo's models' SQL" if demo_sql else ""), flush=True)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
