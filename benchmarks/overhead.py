@@ -147,14 +147,14 @@ def _floor_child(floor: str, days: int, data_dir: Path) -> None:
     job = dg.define_asset_job("floor", selection=dg.AssetSelection.all(), executor_def=dg.in_process_executor)
     checked = floor != "floor-no-checks"
     assets = [_one_step(real)] if floor == "floor-one-step" else [_empty_copy(a, checked) for a in real]
-    floor = dg.Definitions(assets=assets, jobs=[job]).resolve_job_def("floor")
+    job_def = dg.Definitions(assets=assets, jobs=[job]).resolve_job_def("floor")
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
     steps = len(assets)
-    checks = sum(len(list(a.check_specs)) for a in real) if checked else 0
+    checks = sum(len(list(a.check_specs)) for a in assets)
     for i in range(days):
         day = FIRST_DAY + timedelta(days=i)
         started = time.perf_counter()
-        result = floor.execute_in_process(partition_key=day.isoformat(), instance=instance, run_config=run_config)
+        result = job_def.execute_in_process(partition_key=day.isoformat(), instance=instance, run_config=run_config)
         print(json.dumps({"day": str(day), "wall": time.perf_counter() - started, "steps": steps, "checks": checks,
                           "events": len(instance.all_logs(result.run_id))}), flush=True)
 
@@ -252,7 +252,7 @@ def _run_size(size: str, days: int, workdir: Path, storage: str = "pooled") -> t
                           "--storage", storage],
                          env=env, capture_output=True, text=True, cwd=ROOT)
     lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    if size.startswith("floor"):
+    if size in FLOORS:
         lines.insert(0, {"imports": 0.0})
     if out.returncode != 0 or len(lines) != days + 1:
         sys.stderr.write(out.stderr[-4000:])

@@ -132,7 +132,8 @@ def serve(
     ``out`` (stdout), then runs uvicorn in the foreground. ``port`` 0: a free port, named in the URL.
 
     Raises:
-        KeyboardInterrupt: the server stopped on SIGINT or SIGTERM (the command line's status 130).
+        KeyboardInterrupt: the server stopped on a signal uvicorn caught (SIGINT: the command line's
+            status 130), should uvicorn's own raise of that signal after its shutdown not have ended the call.
     """
     from rank_pipeline.sandbox.app import create_app
     from rank_pipeline.sandbox.faults import Faults
