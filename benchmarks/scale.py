@@ -47,8 +47,14 @@ from models import Generator, write_keywords, write_small  # noqa: E402
 from spark_cluster import start_cluster  # noqa: E402
 
 from rank_pipeline.settings import models_dir  # noqa: E402
-from rank_pipeline.transform import Project, build_all, load_project  # noqa: E402
-from rank_pipeline.transform.spark_engine import SparkEngine, spark_session  # noqa: E402
+from rank_pipeline.transform import (  # noqa: E402
+    Project,
+    build_all,
+    load_project,
+    materialize,  # noqa: E402
+)
+from rank_pipeline.transform.spark_engine import SparkEngine  # noqa: E402
+from rank_pipeline.transform.spark_session import spark_session  # noqa: E402
 from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 from rank_pipeline.warehouse.engines import register_snapshots  # noqa: E402
 
@@ -112,9 +118,9 @@ def _spark(out, spark, key: str, workdir, project, history, recent, last_day) ->
     that day incrementally (seconds into ``out`` as ``<key>_...``; the day's slowest models printed)."""
     engine = SparkEngine(spark, workdir / f"{key}_warehouse")
     _, out[f"{key}_load_history"] = _timed(lambda: register_snapshots(engine, [history]))
-    _, out[f"{key}_full"] = _timed(lambda: engine.build_all(project))
+    _, out[f"{key}_full"] = _timed(lambda: materialize.build_all(engine, project))
     _, out[f"{key}_load_day"] = _timed(lambda: register_snapshots(engine, [history, recent]))
-    built, out[f"{key}_day"] = _timed(lambda: engine.build_all(project, last_day))
+    built, out[f"{key}_day"] = _timed(lambda: materialize.build_all(engine, project, last_day))
     days = sum(1 for b in built.values() if b.partition_date is not None and b.partition_date == b.until == last_day)
     print(f"  {key} one day: {days} models built for that day only, {len(built) - days} seeds, tables and folds "
           "whole", flush=True)

@@ -2,7 +2,7 @@
 
 For the tests, the scale benchmark and anyone trying the pipeline on a cluster without one: a master
 and N workers, each a JVM started with the wheel's ``bin/spark-class`` on loopback (127.0.0.1), with
-the Java :func:`rank_pipeline.transform.spark_engine.java_home` picks, in a work folder of their own::
+the Java :func:`rank_pipeline.transform.spark_session.java_home` picks, in a work folder of their own::
 
     with start_cluster(workers=2) as cluster:        # waits until the master reports 2 ALIVE workers
         os.environ["RANK_PIPELINE_SPARK_MASTER"] = cluster.master_url   # spark://127.0.0.1:<port>
@@ -19,7 +19,7 @@ SIGTERM to its whole group (the JVM and, for a worker, its executors), then SIGK
 closes the pipe and the guards stop the daemons the same way: no JVM is left behind.
 
 Workers run executors with this Python (``PYSPARK_PYTHON``) and in UTC (``TZ``, ``-Duser.timezone``);
-:func:`rank_pipeline.transform.spark_engine.spark_session` sets the same on the driver side. Paths the
+:func:`rank_pipeline.transform.spark_session.spark_session` sets the same on the driver side. Paths the
 executors read (snapshots, the Spark warehouse) must be readable by every worker: here they share the
 machine's disk. A ``spark-defaults.conf`` in the caller's ``SPARK_CONF_DIR`` is copied into the daemons'
 configuration folder, so the Connect server's application reads the same defaults as the caller's own
@@ -91,7 +91,7 @@ def free_port() -> int:
 
 
 def _environment(work_dir: Path) -> dict[str, str]:
-    from rank_pipeline.transform.spark_engine import java_home
+    from rank_pipeline.transform.spark_session import java_home
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPARK_")}
     home = java_home()

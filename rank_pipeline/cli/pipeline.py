@@ -123,8 +123,8 @@ def _check_before_a_run(settings):
     """The source (:func:`rank_pipeline.steps.extract.check_source`) and the model engine, checked before
     anything is written or a run starts; returns the source. Raises ConfigurationError or UsageError."""
     from rank_pipeline.extract.source import Source
+    from rank_pipeline.settings import EngineSettings
     from rank_pipeline.steps.extract import check_source
-    from rank_pipeline.transform.engines import EngineSettings
 
     if settings.shards is not None:
         raise UsageError(f"RANK_PIPELINE_SHARDS={settings.shards.count} shards the extraction under Dagster: "
@@ -199,9 +199,8 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from rank_pipeline.settings import models_dir
+    from rank_pipeline.settings import EngineSettings, models_dir
     from rank_pipeline.steps.rebuild import RebuildError, rebuild
-    from rank_pipeline.transform.engines import EngineSettings
 
     settings = load_settings()
     try:

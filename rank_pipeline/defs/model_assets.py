@@ -13,7 +13,7 @@ which each asset receives the partition key range and builds it at once. With th
 tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model is rebuilt from scratch.
 
 Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`): each
-asset builds through the run's :class:`rank_pipeline.transform.engines.ModelEngine` and the step
+asset builds through the run's :class:`rank_pipeline.transform.primitives.ModelEngine` and the step
 :func:`rank_pipeline.steps.models.build_relation`. On ``duckdb`` (default) the above. On ``spark`` each
 seed and model is built on the run's Spark session from the committed snapshots under the ``warehouse``
 resource's snapshots location, incrementally by the run's days as on DuckDB, written as Parquet under the
@@ -45,10 +45,11 @@ from rank_pipeline.defs.table_metadata import (
     table_name,
 )
 from rank_pipeline.settings import DataPaths, models_dir
+from rank_pipeline.settings.engine import ENGINES
 from rank_pipeline.steps.models import build_relation
 from rank_pipeline.transform import Model, Project, Seed, loaded_project
-from rank_pipeline.transform.engines import ENGINES, ModelEngine
 from rank_pipeline.transform.lineage import project_lineage
+from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.transform.testing import TestResult
 
 FULL_REFRESH_TAG = "rank_pipeline/full_refresh"

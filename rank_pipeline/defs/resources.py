@@ -22,14 +22,14 @@ from rank_pipeline.defs.instance import record_process_tags
 from rank_pipeline.defs.partitions import SHARD_TAG
 from rank_pipeline.extract.source import Source
 from rank_pipeline.settings import ConfigurationError, DataPaths, Settings, Shard, check_spark_master
-from rank_pipeline.transform.engines import (
+from rank_pipeline.settings.engine import (
     DEFAULT_SPARK_MASTER,
     ENGINES,
     EngineSettings,
-    ModelEngine,
     describe,
     needs_warehouse_uri,
 )
+from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.warehouse.engines import open_engine
 from rank_pipeline.warehouse.locks import hold_shard_writer, hold_writer
 
@@ -102,7 +102,7 @@ def warehouse_from_env(settings: Settings | None = None) -> WarehouseResource:
 
 
 class ModelEngineResource(dg.ConfigurableResource):
-    """Which engine builds the seeds and SQL models (:mod:`rank_pipeline.transform.engines`).
+    """Which engine builds the seeds and SQL models (:mod:`rank_pipeline.settings.engine`).
 
     ``engine`` is ``duckdb`` (default: the models are built in the warehouse's DuckDB build file, which
     the ``warehouse/published`` asset publishes) or ``spark``: the model assets run on ONE Spark session
@@ -112,7 +112,7 @@ class ModelEngineResource(dg.ConfigurableResource):
     ``hdfs://...``). On Spark, as on DuckDB, a run of days rebuilds those days of each incremental model
     (and its later loaded days within the horizon), tables whole, and its tests read the rows rebuilt.
 
-    :meth:`open` gives the run's :class:`~rank_pipeline.transform.engines.ModelEngine`
+    :meth:`open` gives the run's :class:`~rank_pipeline.transform.primitives.ModelEngine`
     (:func:`~rank_pipeline.warehouse.engines.open_engine`), opened at the run's first use (a run that builds
     no model, or Dagster re-initializing the resources after a run to read its outputs, opens nothing)
     and closed when the run's steps end (:meth:`yield_for_execution`; with a multiprocess executor, one
@@ -132,7 +132,7 @@ class ModelEngineResource(dg.ConfigurableResource):
     _log: Any = PrivateAttr(default=None)
 
     def settings(self) -> EngineSettings:
-        """These settings as :class:`rank_pipeline.transform.engines.EngineSettings`.
+        """These settings as :class:`rank_pipeline.settings.EngineSettings`.
 
         Raises:
             ConfigurationError: an unknown engine, a malformed ``spark_master``, or ``engine=spark`` without

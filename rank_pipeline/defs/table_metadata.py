@@ -30,7 +30,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rank_pipeline.transform.engines import EngineSettings
+from rank_pipeline.settings import EngineSettings
 from rank_pipeline.transform.lineage import ProjectLineage
 from rank_pipeline.transform.project import ColumnSpec, Model, Seed, TestSpec
 
@@ -63,7 +63,7 @@ def table_name(qualified: str, catalog: str) -> str:
     """``warehouse.marts.agg_domain_daily`` (DuckDB: the catalog is the published file's name without
     ``.duckdb``) or ``spark_catalog.marts.agg_domain_daily`` (Spark): ``<catalog>.<schema>.<name>``, the
     catalog from the open engine (``ModelEngine.catalog``) or, before one is open, from
-    :data:`rank_pipeline.transform.engines.ENGINES`."""
+    :data:`rank_pipeline.settings.engine.ENGINES`."""
     return f"{catalog}.{qualified}"
 
 

@@ -38,13 +38,13 @@ from rank_pipeline.defs.table_metadata import (
 )
 from rank_pipeline.operations.dagster_names import LOAD_STEP, PUBLISHED_PATH
 from rank_pipeline.settings import ShardPlan, dashboard_url_from_env, models_dir
+from rank_pipeline.settings.engine import ENGINES
 from rank_pipeline.shape import ShapeResult
 from rank_pipeline.snapshots.parquet import ENDPOINTS
 from rank_pipeline.steps.load import PER_ACCOUNT_ENDPOINTS, load_raw
 from rank_pipeline.steps.publish import publish
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 from rank_pipeline.transform import loaded_project
-from rank_pipeline.transform.engines import ENGINES
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in ENDPOINTS}
 UNIQUE_RECORD_CHECK = "one_row_per_record"

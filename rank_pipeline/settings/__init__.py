@@ -50,7 +50,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    ``matches_tracked_keywords`` fails when the file and the tracked
                                    keywords differ; unset: no check, an empty table.
 ``RANK_PIPELINE_ENGINE``           which engine builds the SQL models: ``duckdb`` (default) or ``spark``
-                                   (:mod:`rank_pipeline.transform.engines`).
+                                   (:mod:`rank_pipeline.settings.engine`).
 ``RANK_PIPELINE_SPARK_MASTER``     the Spark master URL (default ``local[2]``).
 ``RANK_PIPELINE_SPARK_WAREHOUSE_URI`` where Spark writes the model tables as Parquet (default
                                    ``<data dir>/spark_warehouse``).

@@ -10,12 +10,37 @@ from pathlib import Path
 
 from rank_pipeline.settings.values import ConfigurationError
 
-__all__ = ["DEFAULT_SPARK_MASTER", "ENGINES", "ENGINE_ENV", "SPARK_MASTER_ENV", "EngineSettings",
-           "check_spark_master"]
+__all__ = ["DEFAULT_SPARK_MASTER", "ENGINES", "ENGINE_ENV", "SPARK_MASTER_ENV", "EngineKind", "EngineSettings",
+           "check_spark_master", "describe", "needs_warehouse_uri"]
 
 ENGINE_ENV = "RANK_PIPELINE_ENGINE"
-ENGINES = ("duckdb", "spark")
-"""The engines that can build the SQL models (:mod:`rank_pipeline.transform.engines`)."""
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    """What is known of an engine before it is opened (asset definitions, log lines).
+
+    Attributes:
+        description: one log line; ``{spark_master}`` and ``{spark_warehouse_uri}`` are filled in.
+        catalog: the catalog its tables are named in (DuckDB: the published file's default name).
+        raw_kinds: the Dagster kinds of its raw tables (where the raw rows are read from).
+        writes_under_uri: its tables are written under ``spark_warehouse_uri`` (which is then required).
+    """
+
+    description: str
+    catalog: str
+    raw_kinds: frozenset[str]
+    writes_under_uri: bool = False
+
+
+ENGINES: dict[str, EngineKind] = {
+    "duckdb": EngineKind("model engine: duckdb (the warehouse's build file)", "warehouse", frozenset({"duckdb"})),
+    "spark": EngineKind("model engine: spark on {spark_master}, seeds and models as Parquet tables under "
+                        "{spark_warehouse_uri}", "spark_catalog", frozenset({"spark", "parquet"}),
+                        writes_under_uri=True),
+}
+"""The engines that can build the SQL models, by name (``RANK_PIPELINE_ENGINE``; opened by
+:func:`rank_pipeline.warehouse.engines.open_engine`)."""
 DEFAULT_SPARK_MASTER = "local[2]"
 SPARK_MASTER_ENV = "RANK_PIPELINE_SPARK_MASTER"
 _SPARK_MASTER = re.compile(
@@ -43,7 +68,7 @@ def check_spark_master(master: str) -> str:
 @dataclass(frozen=True)
 class EngineSettings:
     """The model engine and its Spark settings (``RANK_PIPELINE_ENGINE``, ``RANK_PIPELINE_SPARK_MASTER``,
-    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``; :mod:`rank_pipeline.transform.engines`)."""
+    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``; :mod:`rank_pipeline.warehouse.engines`)."""
 
     engine: str = "duckdb"
     spark_master: str = DEFAULT_SPARK_MASTER
@@ -71,3 +96,14 @@ class EngineSettings:
             spark_warehouse_uri=env.get("RANK_PIPELINE_SPARK_WAREHOUSE_URI", "").strip()
             or str(data / "spark_warehouse"),
         )
+
+
+def needs_warehouse_uri(settings: EngineSettings) -> bool:
+    """True when the engine writes its tables under ``settings.spark_warehouse_uri`` (which is then required)."""
+    return ENGINES[settings.engine].writes_under_uri
+
+
+def describe(settings: EngineSettings) -> str:
+    """One log line: the engine, and where it writes (no secret)."""
+    return ENGINES[settings.engine].description.format(spark_master=settings.spark_master,
+                                                       spark_warehouse_uri=settings.spark_warehouse_uri)

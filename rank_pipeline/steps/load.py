@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rank_pipeline.api.endpoints import CATALOG
 from rank_pipeline.snapshots.parquet import ENDPOINTS
-from rank_pipeline.transform.engines import ModelEngine
+from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.warehouse.engines import load_partitions, reload_raw
 
 __all__ = ["PER_ACCOUNT_ENDPOINTS", "RawLoad", "load_raw", "repeated_records_sql"]
@@ -28,7 +28,7 @@ same record may appear once per account (docs/architecture.md)."""
 def repeated_records_sql(endpoint: str, first: date, last: date) -> str:
     """The DuckDB SELECT of the records of ``raw.<endpoint>`` appearing more than once on one day of
     ``first .. last`` (one row per repeated record: ``snapshot_date``, its key, ``n_rows``, ``accounts``);
-    Spark runs it transpiled (:func:`rank_pipeline.transform.spark_engine.to_spark_sql`)."""
+    Spark runs it transpiled (:func:`rank_pipeline.transform.spark_dialect.to_spark_sql`)."""
     key = "account, id, parent_id" if endpoint in PER_ACCOUNT_ENDPOINTS else "id, parent_id"
     return (f"select snapshot_date, {key}, count(*) as n_rows, list_sort(list(distinct account)) as accounts "
             f"from raw.{endpoint} where snapshot_date between date '{first.isoformat()}' and "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rank_pipeline.transform.engines import ModelEngine
+from rank_pipeline.transform.primitives import ModelEngine
 
 __all__ = ["publish"]
 

@@ -38,12 +38,12 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.settings import DataPaths
-from rank_pipeline.steps.models import scope_of_tests
+from rank_pipeline.settings import DataPaths, EngineSettings
 from rank_pipeline.steps.publish import publish as publish_build
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 from rank_pipeline.transform import load_project
-from rank_pipeline.transform.engines import EngineSettings, ModelEngine
+from rank_pipeline.transform.materialize import build_all, run_all_tests
+from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.transform.testing import TestResult
 from rank_pipeline.warehouse.database import WarehouseError, snapshot_dates
 from rank_pipeline.warehouse.engines import open_engine, reload_raw
@@ -186,16 +186,14 @@ def _rebuild(engine: ModelEngine, paths: DataPaths, project, first: date | None,
             f"the vendor's shape does not match the contract ({'; '.join(report.blocking_failed)}): nothing was "
             "built or published; the paths and what to edit are listed above"))
     loaded = reload_raw(engine, paths.snapshot_store_uri, report.first, report.last)
-    built = engine.build_all(project, report.first, until=report.last, full_refresh=full_refresh)
+    built = build_all(engine, project, report.first, until=report.last, full_refresh=full_refresh)
     report.days = len(loaded)
     report.raw_rows = sum(sum(r.values()) for r in loaded.values())
     report.models = sum(1 for q in built if not q.startswith("seeds."))
     report.model_ranges = {q: (b.partition_date, b.until) for q, b in built.items()
                            if b.partition_date is not None and b.until is not None}
-    for relation in [*project.seeds.values(), *project.topological_order()]:
-        # the rows rebuilt (incremental), the days reloaded (views, tables), or everything
-        scope = scope_of_tests(engine, built.get(relation.qualified_name), report.first, report.last)
-        report.add_tests(relation.qualified_name, engine.run_tests(relation, scope[0], until=scope[1]))
+    for qualified, results in run_all_tests(engine, project, built, report.first, report.last):
+        report.add_tests(qualified, results)
     if report.blocking_failed:
         raise RebuildError.tests_failed(report, (
             f"blocking data test(s) failed, the published warehouse was left as it was: "

@@ -10,8 +10,8 @@ check. Typical use::
             ...                                        # TestResult(name, passed, failures, ...)
 
 See :mod:`.project` for the project layout and ``.yml`` format (the raw sources too: ``raw_sources:`` under
-``sources/``, each table with its columns and types), :mod:`.runner` for materializations on DuckDB and
-:mod:`.rewrite` for the SQL both engines run, :mod:`.testing` for the tests, :mod:`.docs` for the data
+``sources/``, each table with its columns and types), :mod:`.materialize` for the one materialization flow, :mod:`.duckdb_engine` and
+:mod:`.spark_engine` for the engines' primitives, :mod:`.rewrite` for the SQL both engines run, :mod:`.testing` for the tests, :mod:`.docs` for the data
 dictionary, and :mod:`.errors` for the error hierarchy.
 
 The runner stands alone: it imports nothing of the pipeline but :mod:`rank_pipeline.errors` and
@@ -20,7 +20,7 @@ The runner stands alone: it imports nothing of the pipeline but :mod:`rank_pipel
 """
 
 from rank_pipeline.transform.dependencies import sql_dependencies
-from rank_pipeline.transform.engines import BuildResult
+from rank_pipeline.transform.duckdb_engine import build, build_all, build_seed, incremental_sql
 from rank_pipeline.transform.errors import (
     BuildError,
     DependencyError,
@@ -30,6 +30,7 @@ from rank_pipeline.transform.errors import (
     SqlModelError,
     TestExecutionError,
 )
+from rank_pipeline.transform.primitives import BuildResult
 from rank_pipeline.transform.project import (
     ColumnSpec,
     IncrementalConfig,
@@ -41,7 +42,6 @@ from rank_pipeline.transform.project import (
     load_project,
     loaded_project,
 )
-from rank_pipeline.transform.runner import build, build_all, build_seed, incremental_sql
 from rank_pipeline.transform.testing import TestResult, run_test, run_tests, test_sql
 
 __all__ = [

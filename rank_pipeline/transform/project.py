@@ -162,7 +162,7 @@ class IncrementalConfig:
         strategy: ``delete+insert`` (default): the model's rows of the days built are replaced; or
             ``fold``: a relation without the date column (a dimension) that reads itself; a build of new
             days computes the whole new relation from its previous rows and the upstream rows dated after
-            its ``watermark`` (see :mod:`rank_pipeline.transform.runner`).
+            its ``watermark`` (see :mod:`rank_pipeline.transform.materialize`).
         watermark: ``fold`` only: the output date column whose maximum is the last day folded in.
     """
 

@@ -133,7 +133,7 @@ def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
     Raises:
         BuildError: a model of the project does not build on empty inputs.
     """
-    from rank_pipeline.transform.runner import build, build_seed
+    from rank_pipeline.transform.duckdb_engine import build, build_seed
 
     key = (str(project.root), tuple(sorted((m.qualified_name, m.sql) for m in project.models.values())),
            tuple(sorted(project.raw_columns.items())))
@@ -162,7 +162,7 @@ def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
 
 def _create_input(con: duckdb.DuckDBPyConnection, project: Project, qualified: str,
                   columns: list[tuple[str, str]], given: UnitRows | None) -> None:
-    from rank_pipeline.transform.runner import seed_sql
+    from rank_pipeline.transform.materialize import seed_sql
 
     schema, _, name = qualified.partition(".")
     con.execute(f"create schema if not exists {_qi(schema)}")

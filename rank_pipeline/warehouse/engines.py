@@ -23,7 +23,7 @@ import duckdb
 
 from rank_pipeline.settings import DataPaths, EngineSettings
 from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
-from rank_pipeline.transform.engines import ModelEngine
+from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse import database
@@ -39,7 +39,7 @@ __all__ = ["KEYWORDS_FILE", "build_file_connection", "load_partitions", "open_en
 def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEngine]:
     """The engine ``settings`` names, for the duration of the ``with`` block.
 
-    ``duckdb``: a :class:`rank_pipeline.transform.runner.DuckDBEngine` on a writer connection to
+    ``duckdb``: a :class:`rank_pipeline.transform.duckdb_engine.DuckDBEngine` on a writer connection to
     ``paths.build_db`` (published to ``paths.published_db``), closed at the end. ``spark``: a
     :class:`rank_pipeline.transform.spark_engine.SparkEngine` on one Spark session on
     ``settings.spark_master``, writing under ``settings.spark_warehouse_uri``; the session is stopped at
@@ -48,7 +48,7 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
 
     Raises:
         RuntimeError: on Spark, pyspark is not installed (``pip install 'rank-pipeline[spark]'``), or no
-            Java 17+ (:func:`rank_pipeline.transform.spark_engine.java_home`).
+            Java 17+ (:func:`rank_pipeline.transform.spark_session.java_home`).
         rank_pipeline.warehouse.database.WarehouseError: on DuckDB, the build file cannot be opened.
     """
     if settings.engine == "spark":
@@ -57,7 +57,8 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
         except ImportError as exc:
             raise RuntimeError("RANK_PIPELINE_ENGINE=spark needs pyspark: install the project's spark extra "
                                "(pip install -e '.[spark]'), or unset RANK_PIPELINE_ENGINE for duckdb") from exc
-        from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
+        from rank_pipeline.transform.spark_engine import SparkEngine
+        from rank_pipeline.transform.spark_session import spark_session
 
         already = SparkSession.getActiveSession()
         engine = SparkEngine(spark_session(settings.spark_master), settings.spark_warehouse_uri)
@@ -67,7 +68,7 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
             if already is None:
                 engine.spark.stop()
         return
-    from rank_pipeline.transform.runner import DuckDBEngine
+    from rank_pipeline.transform.duckdb_engine import DuckDBEngine
 
     warehouse = database.Warehouse(paths.build_db, paths.published_db)
     with warehouse.connect() as con:

@@ -383,7 +383,7 @@ def spark(request):
     the module, stopped after it. Its tests are marked ``spark`` (tests/conftest.py)."""
     from spark_cluster import MODULE_SESSION_CONF
 
-    from rank_pipeline.transform.spark_engine import spark_session
+    from rank_pipeline.transform.spark_session import spark_session
 
     session = spark_session("local[2]", shuffle_partitions=2, app_name=f"rank-pipeline-{request.module.__name__}",
                             conf=MODULE_SESSION_CONF)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rank_pipeline.transform import build_all, load_project, runner
+from rank_pipeline.transform import build_all, load_project, materialize
 from rank_pipeline.warehouse.database import SCHEMAS, load_partition
 
 DEFAULT_HISTORIES = 2
@@ -42,7 +42,7 @@ class Killed(RuntimeError):
 @contextmanager
 def _killed_after(builds: int) -> Iterator[None]:
     """Make the runner die before its ``builds + 1``-th model build."""
-    real = runner.build
+    real = materialize.build
     count = [0]
 
     def dying(*args, **kwargs):
@@ -51,11 +51,11 @@ def _killed_after(builds: int) -> Iterator[None]:
         count[0] += 1
         return real(*args, **kwargs)
 
-    runner.build = dying
+    materialize.build = dying
     try:
         yield
     finally:
-        runner.build = real
+        materialize.build = real
 
 
 def _open(path: Path) -> duckdb.DuckDBPyConnection:

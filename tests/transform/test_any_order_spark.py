@@ -3,7 +3,7 @@
 Over the last days of the sandbox World of ``conftest.py``, a history runs days as the daily job does on
 Spark: the day's snapshot is committed (copied into the run's snapshot root), the raw views are
 re-registered (:meth:`SparkEngine.load_partitions`) and every model is built for the day
-(:meth:`SparkEngine.build_all`): days in order, a skipped day (never run), a day after the gap, a late day
+(:func:`rank_pipeline.transform.materialize.build_all` on a :class:`SparkEngine`): days in order, a skipped day (never run), a day after the gap, a late day
 (backfill) and a re-run. Then every staging model and mart must equal, row by row, a full Spark rebuild
 of the same snapshots, and DuckDB's full rebuild of them (floats within 1e-9 relative).
 
@@ -24,6 +24,7 @@ from test_spark_equality import assert_same_relation
 
 from rank_pipeline.snapshots.parquet import ENDPOINTS, partition_dir
 from rank_pipeline.transform import load_project
+from rank_pipeline.transform.materialize import build_all
 from rank_pipeline.transform.spark_engine import SparkEngine
 from rank_pipeline.transform.testing import partition_column
 from rank_pipeline.warehouse.database import SCHEMAS, reload_raw_from_snapshots
@@ -61,7 +62,7 @@ def test_any_order_of_days_on_spark_equals_a_full_rebuild(spark, snapshots_dirs,
     def run(day: date) -> dict:
         _commit(sources, root, day)
         load_partitions(engine, root, day, day)
-        return engine.build_all(project, day)
+        return build_all(engine, project, day)
 
     for day in (d0, d1, d3):  # d2 late, d4 never
         run(day)
@@ -95,14 +96,14 @@ def test_any_order_of_days_on_spark_equals_a_full_rebuild(spark, snapshots_dirs,
     loaded = [d0, d1, d2, d3, d5]
     full = SparkEngine(spark, tmp_path / "spark_full")
     register_snapshots(full, root)
-    full.build_all(project)
+    build_all(full, project)
     con = duckdb.connect(str(tmp_path / "full.duckdb"))
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
     reload_raw_from_snapshots(con, root)
-    from rank_pipeline.transform import build_all
+    from rank_pipeline.transform.duckdb_engine import build_all as build_all_on
 
-    build_all(con, project, full_refresh=True)
+    build_all_on(con, project, full_refresh=True)
     assert sorted(r[0] for r in con.execute("select distinct snapshot_date from raw.keywords").fetchall()) == loaded
 
     for model in project.topological_order():

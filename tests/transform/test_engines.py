@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rank_pipeline.transform.engines import ENGINES, ModelEngine
-from rank_pipeline.transform.runner import DuckDBEngine
+from rank_pipeline.settings.engine import ENGINES
+from rank_pipeline.transform.duckdb_engine import DuckDBEngine
+from rank_pipeline.transform.primitives import ModelEngine
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rank_pipeline"
 
@@ -25,10 +26,13 @@ def test_both_engines_offer_every_member_of_the_protocol_with_its_parameters():
     from rank_pipeline.transform import spark_engine  # imports without pyspark: the session is made on demand
 
     wanted = _members(ModelEngine)
-    assert {"build", "build_all", "run_tests", "prepare", "publish"} <= wanted
+    assert {"render", "watermark", "replace_whole", "replace_days", "run_tests", "prepare", "publish"} <= wanted
+    flow = {"build", "build_all", "build_seed", "affected_ranges"}  # transform/materialize.py's, for every engine
+    assert not flow & wanted
     assert not {"con", "load_partitions", "reload_raw"} & wanted, "raw loading and DuckDB's connection left the interface"
     for engine in (DuckDBEngine, spark_engine.SparkEngine):
         assert wanted <= _members(engine), (engine.__name__, sorted(wanted - _members(engine)))
+        assert not flow & _members(engine), (engine.__name__, "an engine supplies primitives, not the flow")
         for name in wanted:
             declared = getattr(ModelEngine, name, None)
             if inspect.isfunction(declared):
@@ -67,7 +71,7 @@ def test_every_declared_raw_column_has_a_spark_type_and_an_unknown_one_is_named(
     DuckDB type maps to a Spark type (a list to an array), and a type it cannot map is refused naming the table."""
     from rank_pipeline.transform import load_project
     from rank_pipeline.transform.errors import BuildError
-    from rank_pipeline.transform.spark_engine import _spark_type_of
+    from rank_pipeline.transform.spark_dialect import spark_type_of as _spark_type_of
 
     project = load_project(PACKAGE.parent / "dbt_like_sql")
     types = {t for cols in project.raw_columns.values() for _, t in cols}

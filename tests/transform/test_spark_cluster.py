@@ -24,7 +24,8 @@ import pytest
 from spark_cluster import start_connect_server
 from test_spark_equality import _build_and_compare
 
-from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
+from rank_pipeline.transform.spark_engine import SparkEngine
+from rank_pipeline.transform.spark_session import spark_session
 
 # every test here starts a cluster: through the spark_cluster fixture, or one of its own
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.xdist_group(name="spark"), pytest.mark.timeout(1800)]

@@ -34,8 +34,10 @@ import pytest
 from spark_cluster import MODULE_SESSION_CONF, alive_workers
 
 from rank_pipeline.transform import load_project
-from rank_pipeline.transform.engines import BuildResult
-from rank_pipeline.transform.spark_engine import SparkEngine, spark_session
+from rank_pipeline.transform.materialize import build_all
+from rank_pipeline.transform.primitives import BuildResult
+from rank_pipeline.transform.spark_engine import SparkEngine
+from rank_pipeline.transform.spark_session import spark_session
 from rank_pipeline.transform.unit_tests import run_unit_tests
 from rank_pipeline.warehouse.engines import register_snapshots
 
@@ -136,7 +138,7 @@ def _build(engine: SparkEngine, roots) -> dict[str, BuildResult]:
     the build's results by qualified name."""
     counts = register_snapshots(engine, roots)
     assert all(counts.values()), counts
-    return engine.build_all(load_project(SQL_DIR))
+    return build_all(engine, load_project(SQL_DIR))
 
 
 def _build_and_compare(duck_con, engine: SparkEngine, roots, expected_failures=frozenset()) -> None:
@@ -224,14 +226,14 @@ def test_a_table_stored_by_day_without_rows_keeps_its_columns_in_its_files(spark
     where = "tests (marts.flips)"
     select = "select 'acct' as account, date '2026-03-02' as snapshot_date, 3 as position"
     for days in (None, (date(2026, 3, 2), date(2026, 3, 2))):  # a whole build, then a build of one day
-        assert engine._write(spark.sql(select + " where false"), "marts", "flips", where,
+        assert engine.store.write(spark.sql(select + " where false"), "marts", "flips", where,
                              date_column="snapshot_date", days=days) == 0
         files = pq.read_table(engine.location("marts", "flips"), partitioning=None)
         assert (files.column_names, files.num_rows) == (["account", "snapshot_date", "position"], 0)
         assert engine.spark.table("marts.flips").columns == ["account", "snapshot_date", "position"]
-        assert not engine._by_day("marts", "flips", "snapshot_date")
-    assert engine._write(spark.sql(select), "marts", "flips", where, date_column="snapshot_date") == 1
-    assert engine._by_day("marts", "flips", "snapshot_date")
+        assert not engine.store.by_day("marts", "flips", "snapshot_date")
+    assert engine.store.write(spark.sql(select), "marts", "flips", where, date_column="snapshot_date") == 1
+    assert engine.store.by_day("marts", "flips", "snapshot_date")
     assert pq.read_table(engine.location("marts", "flips"), partitioning=None).to_pylist() == [
         {"account": "acct", "snapshot_date": date(2026, 3, 2), "position": 3}]
 

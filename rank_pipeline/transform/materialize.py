@@ -1,0 +1,227 @@
+"""The one materialization flow, for every engine: which days a model builds, whether it is replaced,
+folded or rebuilt whole, seeds before the graph, and the days its tests read.
+
+An engine supplies primitives only (:class:`rank_pipeline.transform.primitives.ModelEngine`); the SQL is
+written here in DuckDB's dialect (:mod:`rank_pipeline.transform.rewrite`) and rendered by the engine.
+docs/concepts/any-order.md explains the contract an incremental model meets so that any order of loads
+equals a full build.
+
+=====================================  =====================================================================
+model                                  a build of the days ``first .. last``
+=====================================  =====================================================================
+view, engine keeps views               the view is created or replaced
+view, engine does not keep views       stored as a table: by day when it outputs ``snapshot_date`` (only
+                                       the days built are replaced), else whole
+table                                  rebuilt whole
+incremental                            the days replaced; whole when not stored yet, on a full refresh or
+                                       without days
+incremental, ``strategy: fold``        the upstream days after its watermark folded into the previous
+                                       relation; whole when a day at or before the watermark is built
+seed                                   loaded whole from its CSV
+=====================================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+
+from rank_pipeline.transform.dependencies import MODEL_SCHEMAS
+from rank_pipeline.transform.errors import BuildError
+from rank_pipeline.transform.horizon import affected_ranges as _horizon_ranges
+from rank_pipeline.transform.primitives import BuildResult, ModelEngine
+from rank_pipeline.transform.project import Model, Project, Seed
+from rank_pipeline.transform.rewrite import fold_start, full_build_sql, strip_sql, windowed_sql
+from rank_pipeline.transform.sql import quote_ident
+from rank_pipeline.transform.testing import TestResult
+
+__all__ = ["VIEW_DATE_COLUMN", "RelationBuild", "affected_ranges", "build", "build_all", "build_and_test",
+           "build_seed", "seed_sql", "run_all_tests", "scope_of_tests"]
+
+VIEW_DATE_COLUMN = "snapshot_date"
+"""The column by which a view's rows are stored per day on an engine that keeps no views."""
+
+_OPEN_END = date(9999, 12, 31)
+"""The last day of a fold: every upstream day after the watermark."""
+
+
+def _where(relation: Model | Seed) -> str:
+    return f"{relation.path} ({relation.qualified_name})"
+
+
+def seed_sql(seed: Seed) -> str:
+    """The DuckDB SELECT that reads a seed's CSV (header row), typed by its ``.yml`` ``column_types``."""
+    path = str(seed.path).replace("'", "''")
+    types = ""
+    if seed.column_types:
+        pairs = ", ".join(
+            f"'{k.replace(chr(39), chr(39) * 2)}': '{v.replace(chr(39), chr(39) * 2)}'"
+            for k, v in seed.column_types.items()
+        )
+        types = f", types = {{{pairs}}}"
+    return f"select * from read_csv('{path}', header = true, auto_detect = true{types})\n"
+
+
+def build_seed(engine: ModelEngine, seed: Seed) -> BuildResult:
+    """Load a seed's CSV whole as ``seeds.<name>``, typed by its ``.yml``.
+
+    Raises:
+        BuildError: the CSV cannot be read or a value does not fit its declared type.
+    """
+    started = time.perf_counter()
+    sql = seed_sql(seed)
+    engine.ensure_schema(seed.schema)
+    rows = engine.load_seed(seed, sql)
+    return BuildResult(rows, time.perf_counter() - started, sql, "seed")
+
+
+def affected_ranges(engine: ModelEngine, project: Project, first: date, last: date) -> dict[str, tuple[date, date]]:
+    """``{model: (first day, last day)}`` a load of the raw days ``first .. last`` makes it rebuild
+    (:func:`rank_pipeline.transform.horizon.affected_ranges`; views too on an engine that stores them)."""
+    return _horizon_ranges(project, first, last, engine.last_loaded(project), views=not engine.persistent_views)
+
+
+def _date_column(engine: ModelEngine, model: Model, full_sql: str, where: str) -> str | None:
+    """The column ``model`` is stored by (None: stored whole)."""
+    if model.incremental is not None:
+        return model.incremental.date_column
+    if model.materialized == "view":
+        columns = engine.output_columns(engine.render(full_sql), where)
+        return VIEW_DATE_COLUMN if VIEW_DATE_COLUMN in columns else None
+    return None
+
+
+def build(engine: ModelEngine, model: Model, partition_date: date | None = None, *, until: date | None = None,
+          full_refresh: bool = False) -> BuildResult:
+    """Build ``model`` for the days ``partition_date .. until`` (``until`` default ``partition_date``) by its
+    materialization (module docstring); whole without ``partition_date`` or with ``full_refresh``.
+
+    Raises:
+        BuildError: the SQL failed, an incremental model's output lacks its date column, or the range is
+            empty; naming the model. The relation keeps its previous state (on an engine storing by day,
+            the days not replaced keep their rows).
+    """
+    started = time.perf_counter()
+    where = _where(model)
+    engine.ensure_schema(model.schema)
+    inc = model.incremental
+    if model.materialized == "view" and engine.persistent_views:
+        sql = engine.render(strip_sql(model.sql))
+        engine.create_view(model.schema, model.name, sql, where)
+        return BuildResult(None, time.perf_counter() - started, sql, "view")
+    if inc is not None and inc.strategy == "fold":
+        return _fold(engine, model, None if full_refresh else partition_date, started, where)
+    full_sql = full_build_sql(model)
+    column = _date_column(engine, model, full_sql, where)
+    if (column is None or full_refresh or partition_date is None
+            or not engine.stored_by_day(model.schema, model.name, column)):
+        sql = engine.render(full_sql)
+        if inc is not None and inc.date_column not in engine.output_columns(sql, where):
+            raise BuildError(f"{where}: an incremental model must output its date column {inc.date_column!r}")
+        rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=column)
+        return BuildResult(rows, time.perf_counter() - started, sql, "table" if inc is None else "full_refresh")
+    end = until or partition_date
+    if end < partition_date:
+        raise BuildError(f"{model.path}: empty build range {partition_date} .. {end}")
+    if inc is not None:
+        select = windowed_sql(model, partition_date, end, engine.dated_relations(model, column))
+    else:  # a view stored by day: its rows of the days (the engine pushes the filter down)
+        select = (f"select * from (\n{full_sql}) as __model\nwhere {quote_ident(column)} between "
+                  f"date '{partition_date.isoformat()}' and date '{end.isoformat()}'\n")
+    sql = engine.render(select)
+    rows = engine.replace_days(model.schema, model.name, sql, where, column, partition_date, end)
+    return BuildResult(rows, time.perf_counter() - started, sql, "incremental", partition_date, end)
+
+
+def _fold(engine: ModelEngine, model: Model, partition_date: date | None, started: float,
+          where: str) -> BuildResult:
+    """``strategy: fold``: the upstream days after the watermark folded into the previous relation, or a
+    whole rebuild (:func:`rank_pipeline.transform.rewrite.fold_start`); swapped in whole either way."""
+    inc = model.incremental
+    assert inc is not None and inc.watermark is not None
+    watermark = (engine.watermark(model.schema, model.name, inc.watermark)
+                 if partition_date is not None else None)
+    first = fold_start(watermark, partition_date)
+    if first is None:
+        sql = engine.render(full_build_sql(model))
+        rows = engine.replace_whole(model.schema, model.name, sql, where)
+        return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
+    dated = engine.dated_relations(model, inc.date_column)
+    sql = engine.render(windowed_sql(model, first, _OPEN_END, dated, mode="fold"))
+    rows = engine.replace_whole(model.schema, model.name, sql, where)
+    return BuildResult(rows, time.perf_counter() - started, sql, "incremental", first, None)
+
+
+def build_all(engine: ModelEngine, project: Project, partition_date: date | None = None, *,
+              until: date | None = None, full_refresh: bool = False) -> dict[str, BuildResult]:
+    """Every seed, then every model in :meth:`Project.topological_order`.
+
+    With ``partition_date`` (and ``until``, default the same day), the raw days just loaded: each model
+    rebuilds the days that load changed, later loaded days within its horizon included
+    (:func:`affected_ranges`).
+
+    Returns:
+        ``{qualified name: BuildResult}`` in build order. Stops at the first :class:`BuildError`.
+    """
+    for schema in MODEL_SCHEMAS:
+        engine.ensure_schema(schema)
+    engine.prepare(project)
+    results = {seed.qualified_name: build_seed(engine, seed) for seed in project.seeds.values()}
+    ranges: dict[str, tuple[date, date]] = {}
+    if partition_date is not None and not full_refresh:
+        ranges = affected_ranges(engine, project, partition_date, until or partition_date)
+    for model in project.topological_order():
+        first, last = ranges.get(model.qualified_name, (partition_date, until))
+        results[model.qualified_name] = build(engine, model, first, until=last, full_refresh=full_refresh)
+    return results
+
+
+def scope_of_tests(engine: ModelEngine, built: BuildResult | None, first: date | None,
+               last: date | None) -> tuple[date | None, date | None]:
+    """The days the tests of a relation read after ``built``: the days an incremental build rebuilt,
+    else ``first .. last`` (None: the whole relation, as after any build of a non-incremental engine)."""
+    if built is not None and built.partition_date is not None:
+        return built.partition_date, built.until
+    return (first, last) if engine.incremental else (None, None)
+
+
+@dataclass
+class RelationBuild:
+    """What :func:`build_and_test` did: the build, the test results, and the days the tests read
+    (``first`` None: the whole relation)."""
+
+    built: BuildResult
+    tests: list[TestResult]
+    first: date | None
+    last: date | None
+
+
+def build_and_test(engine: ModelEngine, project: Project, relation: Model | Seed, first: date, last: date, *,
+                   full_refresh: bool = False) -> RelationBuild:
+    """Build one relation for the run's days ``first .. last`` (a seed and a full refresh whole), then run
+    its ``.yml`` tests over the days :func:`scope_of_tests` gives.
+
+    Raises:
+        BuildError: the build failed (the old relation is kept);
+        rank_pipeline.transform.TestExecutionError: a test's SQL failed.
+    """
+    if isinstance(relation, Seed):
+        built, scope = build_seed(engine, relation), (None, None)
+    elif full_refresh:
+        built, scope = build(engine, relation, full_refresh=True), (None, None)
+    else:
+        start, end = affected_ranges(engine, project, first, last).get(relation.qualified_name, (first, last))
+        built = build(engine, relation, start, until=end)
+        scope = scope_of_tests(engine, built, first, last)
+    return RelationBuild(built, engine.run_tests(relation, scope[0], until=scope[1]), *scope)
+
+
+def run_all_tests(engine: ModelEngine, project: Project, built: dict[str, BuildResult], first: date | None,
+             last: date | None) -> Iterator[tuple[str, list[TestResult]]]:
+    """``(qualified name, test results)`` of every seed and model of ``project`` in build order, each over
+    the days :func:`scope_of_tests` gives for its entry of ``built`` (:func:`build_all`'s result)."""
+    for relation in [*project.seeds.values(), *project.topological_order()]:
+        scope = scope_of_tests(engine, built.get(relation.qualified_name), first, last)
+        yield relation.qualified_name, engine.run_tests(relation, scope[0], until=scope[1])

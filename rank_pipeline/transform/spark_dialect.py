@@ -1,0 +1,124 @@
+"""DuckDB SQL as Spark SQL: the one translation the Spark engine runs every model, test and seed through.
+
+sqlglot transpiles from the ``duckdb`` to the ``spark`` dialect; :func:`to_spark_sql` adds the rewrites
+sqlglot lacks (``json_transform`` -> ``from_json``, a distinct count or a median over a window) and points
+``raw.<resource>`` at the session's temporary view (:func:`raw_view`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from rank_pipeline.transform.dependencies import RAW_SCHEMA
+from rank_pipeline.transform.errors import BuildError
+
+__all__ = ["quote", "raw_view", "short_error", "spark_type_of", "to_spark_sql"]
+
+_SPARK_TYPES = {
+    "VARCHAR": "string", "TEXT": "string", "STRING": "string", "INTEGER": "int", "INT": "int",
+    "BIGINT": "bigint", "SMALLINT": "smallint", "TINYINT": "tinyint", "DOUBLE": "double",
+    "FLOAT": "float", "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamp",
+    "TIMESTAMP WITH TIME ZONE": "timestamp", "TIMESTAMPTZ": "timestamp", "JSON": "string",
+}
+"""DuckDB type names and their Spark DDL types: ``json_transform`` structures and the raw tables' declared
+columns (Spark keeps JSON as text, and a time zone's instant as its ``timestamp``)."""
+
+
+def _spark_type(structure: Any) -> str:
+    """A DuckDB ``json_transform`` structure (``"VARCHAR"``, ``{...}``, ``[...]``) as a Spark DDL type."""
+    if isinstance(structure, dict):
+        return "struct<" + ", ".join(f"`{k}`: {_spark_type(v)}" for k, v in structure.items()) + ">"
+    if isinstance(structure, list) and len(structure) == 1:
+        return f"array<{_spark_type(structure[0])}>"
+    if isinstance(structure, str) and structure.upper() in _SPARK_TYPES:
+        return _SPARK_TYPES[structure.upper()]
+    raise BuildError(f"json_transform structure {structure!r} has no Spark equivalent in spark_dialect._SPARK_TYPES")
+
+
+def _json_transform_to_from_json(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "json_transform" and len(node.expressions) == 2:
+        source, structure = node.expressions
+        if isinstance(structure, exp.Literal) and structure.is_string:
+            schema = _spark_type(json.loads(structure.this))
+            return exp.Anonymous(this="from_json", expressions=[source.copy(), exp.Literal.string(schema)])
+    return node
+
+
+def _distinct_window_count(node: exp.Expression) -> exp.Expression:
+    """``count(distinct x) over (...)`` (DuckDB has it, Spark refuses it) -> ``size(collect_set(x) over (...))``:
+    both count the distinct non-null values of the window frame."""
+    if isinstance(node, exp.Window) and isinstance(node.this, exp.Count) and isinstance(node.this.this, exp.Distinct):
+        values = node.this.this.expressions
+        if len(values) == 1:
+            window = node.copy()
+            window.set("this", exp.Anonymous(this="collect_set", expressions=[values[0].copy()]))
+            return exp.Anonymous(this="size", expressions=[window])
+    if isinstance(node, exp.Window) and isinstance(node.this, exp.Median):
+        # Spark refuses a frame on median(); percentile(x, 0.5) interpolates like DuckDB's median
+        window = node.copy()
+        window.set("this", exp.Anonymous(this="percentile",
+                                         expressions=[node.this.this.copy(), exp.Literal.number("0.5")]))
+        return window
+    return node
+
+
+_SPARK_SQL: dict[str, str] = {}
+
+
+def raw_view(resource: str) -> str:
+    """The temporary view holding ``raw.<resource>`` in a Spark session (``__raw_<resource>``)."""
+    return f"__raw_{resource}"
+
+
+def to_spark_sql(duckdb_sql: str) -> str:
+    """One DuckDB SELECT as Spark SQL: sqlglot's ``duckdb`` -> ``spark`` transpilation, plus
+    ``json_transform(x, '<structure>')`` -> ``from_json(x, '<Spark DDL type>')``, ``count(distinct x) over
+    w`` -> ``size(collect_set(x) over w)``, ``median(x) over w`` -> ``percentile(x, 0.5) over w``, and ``raw.<resource>``
+    -> the session's temporary view :func:`raw_view` (raw files are read in place, never copied).
+
+    Raises:
+        BuildError: sqlglot cannot parse the SQL or cannot express a construct in Spark SQL.
+    """
+    cached = _SPARK_SQL.get(duckdb_sql)
+    if cached is not None:
+        return cached
+    try:
+        tree = sqlglot.parse_one(duckdb_sql, read="duckdb").transform(_json_transform_to_from_json)
+        tree = tree.transform(_distinct_window_count)
+        for table in list(tree.find_all(exp.Table)):
+            if table.db == RAW_SCHEMA and isinstance(table.this, exp.Identifier):
+                alias = table.alias or table.name
+                table.replace(exp.Table(this=exp.to_identifier(raw_view(table.name))).as_(alias))
+        text = tree.sql(dialect="spark", pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
+    except sqlglot.errors.SqlglotError as exc:
+        raise BuildError(f"cannot transpile to Spark SQL: {exc}") from exc
+    _SPARK_SQL[duckdb_sql] = text
+    return text
+
+
+
+def spark_type_of(duckdb_type: str, table: str) -> str:
+    """A raw column's DuckDB type (as ``raw_sources:`` or DuckDB's catalog name it; ``X[]`` a list) as a Spark
+    DDL type (:data:`_SPARK_TYPES`)."""
+    name = duckdb_type.strip().upper()
+    if name.endswith("[]"):
+        return f"array<{spark_type_of(name[:-2], table)}>"
+    if name not in _SPARK_TYPES:
+        raise BuildError(f"raw.{table}: no Spark type for the DuckDB type {duckdb_type!r} "
+                         f"(known: {', '.join(sorted(_SPARK_TYPES))}, and lists of them)")
+    return _SPARK_TYPES[name]
+
+
+def short_error(exc: BaseException) -> str:
+    """The first line of a Spark/py4j error (their messages carry a JVM stack trace)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def quote(name: str) -> str:
+    """A Spark SQL identifier, quoted."""
+    return "`" + name.replace("`", "``") + "`"
