@@ -200,6 +200,28 @@ def test_runs_killed_during_extraction_load_and_publish_then_rerun_give_a_clean_
     assert dg.DagsterRunStatus.STARTED not in statuses, statuses
 
 
+def test_a_run_killed_during_extraction_leaves_the_next_good_run_no_failed_check(tmp_path):
+    """The killed run's history row has unknown counts (null): no failed sum for every run after it."""
+    data_dir, day = tmp_path / "data", date(2026, 11, 1)
+    run = _run(data_dir, day)
+    assert run.wait_until("a snapshot being written", lambda: bool(list(data_dir.glob("snapshots/*/.staging-*"))))
+    run.kill()
+
+    run = _run(data_dir, day)
+    assert run.finish() == 0, run.output[-3000:]
+    printed = "\n".join(run.lines)
+    assert "failed check" not in printed and "/ 0 failed" in printed, printed[-3000:]
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        cur = con.execute("select * from ops.run_history order by started_at")
+        names = [d[0] for d in cur.description]
+        killed, good = (dict(zip(names, r, strict=True)) for r in cur.fetchall())
+    assert killed["status"] == "failure" and "ended without reporting" in killed["failure_reason"], killed
+    assert killed["snapshot_rows"] is None and killed["rows_keywords"] is None, killed
+    assert good["status"] == "success" and good["snapshot_rows"] > 0, good
+    # the good run's checks, the history's own tests (run on both rows) included, all passed
+    assert good["checks_failed"] == 0 and good["failed_checks"] is None and good["checks_passed"] > 0, good
+
+
 def test_two_first_runs_at_once_both_end_well_and_the_warehouse_is_consistent(demo, tmp_path):
     _, day, reference = demo
     data_dir = tmp_path / "data"
