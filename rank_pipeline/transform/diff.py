@@ -27,7 +27,8 @@ from typing import Any
 import duckdb
 
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
-from rank_pipeline.transform.project import Model, Project, Seed
+from rank_pipeline.transform.nodes import Model, Seed
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.runner import build_all
 from rank_pipeline.transform.sql import quote_ident as _qi
 

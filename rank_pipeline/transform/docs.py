@@ -12,15 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rank_pipeline.transform.lineage import ProjectLineage
-from rank_pipeline.transform.project import (
-    ColumnSpec,
-    Model,
-    Project,
-    Seed,
-    SourceTable,
-    TestSpec,
-    load_project,
-)
+from rank_pipeline.transform.nodes import ColumnSpec, Model, Seed, SourceTable, TestSpec
+from rank_pipeline.transform.project import Project, load_project
 
 __all__ = ["render_data_dictionary", "write_data_dictionary"]
 
