@@ -32,7 +32,7 @@ import dagster as dg
 
 from rank_pipeline.settings import EngineSettings
 from rank_pipeline.transform.lineage import ProjectLineage
-from rank_pipeline.transform.project import ColumnSpec, Model, Seed, TestSpec
+from rank_pipeline.transform.nodes import ColumnSpec, Model, Seed, TestSpec
 
 __all__ = ["TABLE_NAME", "column_lineage", "column_schema", "code_reference", "engine_in_use",
            "relation_key", "table_name"]

@@ -81,7 +81,7 @@ class _ContractDoc(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     version: int
-    raw_sources: dict[str, dict[str, str]] = Field(default_factory=dict)  # read by the model runner (transform/project.py)
+    raw_sources: dict[str, dict[str, str]] = Field(default_factory=dict)  # read by the model runner (transform/loading.py)
     contract: dict[str, _EndpointEntry]
 
 

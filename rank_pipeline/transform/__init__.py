@@ -30,18 +30,9 @@ from rank_pipeline.transform.errors import (
     SqlModelError,
     TestExecutionError,
 )
+from rank_pipeline.transform.nodes import ColumnSpec, IncrementalConfig, Model, Seed, SourceTable, TestSpec
 from rank_pipeline.transform.primitives import BuildResult
-from rank_pipeline.transform.project import (
-    ColumnSpec,
-    IncrementalConfig,
-    Model,
-    Project,
-    Seed,
-    SourceTable,
-    TestSpec,
-    load_project,
-    loaded_project,
-)
+from rank_pipeline.transform.project import Project, load_project, loaded_project
 from rank_pipeline.transform.testing import TestResult, run_test, run_tests, test_sql
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Dependencies of a model: the qualified relations its one SELECT reads, parsed with sqlglot.
 
-Used by :mod:`rank_pipeline.transform.project` when loading the project; the schemas a model may read
+Used by :mod:`rank_pipeline.transform.loading` when reading the project's models; the schemas a model may read
 are declared here once.
 """
 

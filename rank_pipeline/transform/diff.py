@@ -28,7 +28,8 @@ import duckdb
 
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
 from rank_pipeline.transform.duckdb_engine import build_all
-from rank_pipeline.transform.project import Model, Project, Seed
+from rank_pipeline.transform.nodes import Model, Seed
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import quote_ident as _qi
 
 __all__ = ["EXAMPLES", "REL_TOLERANCE", "RelationDiff", "WarehouseDiff", "diff_models"]

@@ -12,15 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rank_pipeline.transform.lineage import ProjectLineage
-from rank_pipeline.transform.project import (
-    ColumnSpec,
-    Model,
-    Project,
-    Seed,
-    SourceTable,
-    TestSpec,
-    load_project,
-)
+from rank_pipeline.transform.nodes import ColumnSpec, Model, Seed, SourceTable, TestSpec
+from rank_pipeline.transform.project import Project, load_project
 
 __all__ = ["render_data_dictionary", "write_data_dictionary"]
 
@@ -84,6 +77,29 @@ def render_data_dictionary(project: Project, sources: str = "", lineage: Project
     lists the raw and seed columns it comes from ("comes from").
     """
     order = project.topological_order()
+    lines = _contents(project, order)
+    if sources:
+        lines += [sources.rstrip(), ""]
+    if project.seeds:
+        lines += ["## Seeds", ""]
+    for seed in project.seeds.values():
+        lines += _seed_section(project, seed)
+    for schema in ("staging", "marts"):
+        models = [m for m in order if m.schema == schema]
+        if not models:
+            continue
+        lines += [f"## {schema}", ""]
+        for model in models:
+            lines += _model_section(project, model, lineage)
+    if project.tables:
+        lines += ["## ops", ""]
+    for table in project.tables.values():
+        lines += _table_section(project, table)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _contents(project: Project, order: list[Model]) -> list[str]:
+    """The title, the schemas in a paragraph, and the contents: seeds, models in build order, ops tables."""
     lines = [
         "# Data dictionary",
         "",
@@ -106,59 +122,62 @@ def render_data_dictionary(project: Project, sources: str = "", lineage: Project
     for table in project.tables.values():
         lines.append(f"- [`{table.qualified_name}`](#{_anchor(table.qualified_name)}) (written by the pipeline)")
     lines.append("")
-    if sources:
-        lines += [sources.rstrip(), ""]
-    if project.seeds:
-        lines += ["## Seeds", ""]
-    for seed in project.seeds.values():
-        lines += [f"### {seed.qualified_name}", "", _cell(seed.description), ""]
-        lines.append(f"- Source: `{seed.path.relative_to(project.root.parent) if seed.path.is_relative_to(project.root.parent) else seed.path}`"
-                     f", version {seed.version or 'not set'}")
-        users = project.downstream(seed.qualified_name)
-        if users:
-            lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
-        lines.append("")
-        lines += _columns_table(seed.columns, dict(seed.column_types))
-        lines += _model_tests(seed)
-    for schema in ("staging", "marts"):
-        models = [m for m in order if m.schema == schema]
-        if not models:
-            continue
-        lines += [f"## {schema}", ""]
-        for model in models:
-            lines += [f"### {model.qualified_name}", "", _cell(model.description), ""]
-            mat = model.materialized
-            if model.incremental is not None:
-                if model.incremental.strategy == "fold":
-                    mat += (f" fold of the `{model.incremental.date_column}` days after its watermark "
-                            f"(max `{model.incremental.watermark}`)")
-                else:
-                    mat += (f" by `{model.incremental.date_column}`, lookback {model.incremental.lookback_days} "
-                            f"day{'s' if model.incremental.lookback_days != 1 else ''}")
-                if model.reads_itself:
-                    mat += "; reads its own earlier rows"
-            lines.append(f"- Materialization: {mat}")
-            if model.unique_key:
-                lines.append("- Grain (unique key): " + ", ".join(f"`{c}`" for c in model.unique_key))
-            deps = sorted(model.depends_on)
-            lines.append("- Depends on: " + (", ".join(_link(project, d) for d in deps) or "—"))
-            users = project.downstream(model.qualified_name)
-            if users:
-                lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
-            lines.append("")
-            lines += _columns_table(model.columns, lineage=lineage, qualified=model.qualified_name)
-            lines += _model_tests(model)
-    if project.tables:
-        lines += ["## ops", ""]
-    for table in project.tables.values():
-        lines += [f"### {table.qualified_name}", "", _cell(table.description), ""]
-        where = table.yml_path
-        if where is not None and where.is_relative_to(project.root.parent):
-            where = where.relative_to(project.root.parent)
-        lines += [f"- Written by the pipeline's code; declared in `{where}`", ""]
-        lines += _columns_table(table.columns)
-        lines += _model_tests(table)
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
+
+
+def _seed_section(project: Project, seed: Seed) -> list[str]:
+    lines = [f"### {seed.qualified_name}", "", _cell(seed.description), ""]
+    lines.append(f"- Source: `{seed.path.relative_to(project.root.parent) if seed.path.is_relative_to(project.root.parent) else seed.path}`"
+                 f", version {seed.version or 'not set'}")
+    users = project.downstream(seed.qualified_name)
+    if users:
+        lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
+    lines.append("")
+    lines += _columns_table(seed.columns, dict(seed.column_types))
+    lines += _model_tests(seed)
+    return lines
+
+
+def _model_section(project: Project, model: Model, lineage: ProjectLineage | None) -> list[str]:
+    lines = [f"### {model.qualified_name}", "", _cell(model.description), ""]
+    lines.append(f"- Materialization: {_materialization(model)}")
+    if model.unique_key:
+        lines.append("- Grain (unique key): " + ", ".join(f"`{c}`" for c in model.unique_key))
+    deps = sorted(model.depends_on)
+    lines.append("- Depends on: " + (", ".join(_link(project, d) for d in deps) or "—"))
+    users = project.downstream(model.qualified_name)
+    if users:
+        lines.append("- Used by: " + ", ".join(_link(project, m.qualified_name) for m in users))
+    lines.append("")
+    lines += _columns_table(model.columns, lineage=lineage, qualified=model.qualified_name)
+    lines += _model_tests(model)
+    return lines
+
+
+def _materialization(model: Model) -> str:
+    """``table``, ``view``, or ``incremental`` with its date column and lookback (or its fold watermark)."""
+    mat = model.materialized
+    if model.incremental is not None:
+        if model.incremental.strategy == "fold":
+            mat += (f" fold of the `{model.incremental.date_column}` days after its watermark "
+                    f"(max `{model.incremental.watermark}`)")
+        else:
+            mat += (f" by `{model.incremental.date_column}`, lookback {model.incremental.lookback_days} "
+                    f"day{'s' if model.incremental.lookback_days != 1 else ''}")
+        if model.reads_itself:
+            mat += "; reads its own earlier rows"
+    return mat
+
+
+def _table_section(project: Project, table: SourceTable) -> list[str]:
+    lines = [f"### {table.qualified_name}", "", _cell(table.description), ""]
+    where = table.yml_path
+    if where is not None and where.is_relative_to(project.root.parent):
+        where = where.relative_to(project.root.parent)
+    lines += [f"- Written by the pipeline's code; declared in `{where}`", ""]
+    lines += _columns_table(table.columns)
+    lines += _model_tests(table)
+    return lines
 
 
 def write_data_dictionary(project_dir: Path | str, out_path: Path | str, sources: str = "") -> Path:

@@ -16,8 +16,9 @@ import duckdb
 from rank_pipeline.transform import materialize
 from rank_pipeline.transform.errors import BuildError
 from rank_pipeline.transform.horizon import last_loaded_date
+from rank_pipeline.transform.nodes import Model, Seed
 from rank_pipeline.transform.primitives import BuildResult
-from rank_pipeline.transform.project import Model, Project, Seed
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import windowed_sql
 from rank_pipeline.transform.sql import qualified as _rel
 from rank_pipeline.transform.sql import quote_ident as _qi

@@ -38,7 +38,8 @@ from datetime import date, timedelta
 import duckdb
 
 from rank_pipeline.transform.dependencies import SEED_SCHEMA
-from rank_pipeline.transform.project import Model, Project
+from rank_pipeline.transform.nodes import Model
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import qualified, quote_ident
 
 __all__ = ["affected_ranges", "last_loaded_date", "propagation_days"]

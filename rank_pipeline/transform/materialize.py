@@ -31,8 +31,9 @@ from datetime import date
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS
 from rank_pipeline.transform.errors import BuildError
 from rank_pipeline.transform.horizon import affected_ranges as _horizon_ranges
+from rank_pipeline.transform.nodes import Model, Seed
 from rank_pipeline.transform.primitives import BuildResult, ModelEngine
-from rank_pipeline.transform.project import Model, Project, Seed
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import fold_start, full_build_sql, strip_sql, windowed_sql
 from rank_pipeline.transform.sql import quote_ident
 from rank_pipeline.transform.testing import TestResult

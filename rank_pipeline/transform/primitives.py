@@ -15,7 +15,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
-from rank_pipeline.transform.project import Model, Project, Seed
+from rank_pipeline.transform.nodes import Model, Seed
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.testing import TestResult
 
 __all__ = ["BuildResult", "ModelEngine"]

@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from rank_pipeline.transform.dependencies import REFERENCE_SCHEMAS
 from rank_pipeline.transform.errors import BuildError
-from rank_pipeline.transform.project import Model
+from rank_pipeline.transform.nodes import Model
 from rank_pipeline.transform.sql import qualified as _rel
 from rank_pipeline.transform.sql import quote_ident as _qi
 

@@ -7,8 +7,8 @@ Every class refuses unknown keys (``extra="forbid"``) and wrong types (``strict`
 
     <file>, model 'fct_x': config.incremental.lookback_days: Input should be greater than or equal to 0 (got -1)
 
-This module only checks shapes and values; :mod:`rank_pipeline.transform.project` finds the files and
-assembles the validated entries into ``Model`` and ``Seed`` objects.
+This module only checks shapes and values; :mod:`rank_pipeline.transform.loading` finds the files and
+assembles the validated entries into ``Model`` and ``Seed`` objects (:mod:`rank_pipeline.transform.nodes`).
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from rank_pipeline.transform.dependencies import SEED_SCHEMA
 from rank_pipeline.transform.lineage import ColumnRef, ProjectLineage, project_lineage
-from rank_pipeline.transform.project import ColumnSpec, Model, Project, Seed, TestSpec
+from rank_pipeline.transform.nodes import ColumnSpec, Model, Seed, TestSpec
+from rank_pipeline.transform.project import Project
 
 RawDoc = tuple[str, Mapping[str, str]]
 """A raw table's description and ``{column: description}`` (:func:`write_site`)."""

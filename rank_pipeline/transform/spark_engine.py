@@ -22,7 +22,8 @@ from sqlglot import exp
 
 from rank_pipeline.transform.dependencies import RAW_SCHEMA
 from rank_pipeline.transform.errors import BuildError, TestExecutionError
-from rank_pipeline.transform.project import Model, Project, Seed
+from rank_pipeline.transform.nodes import Model, Seed
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import full_build_sql
 from rank_pipeline.transform.spark_dialect import quote as _qi
 from rank_pipeline.transform.spark_dialect import raw_view, short_error, spark_type_of, to_spark_sql

@@ -32,7 +32,7 @@ import duckdb
 import sqlglot
 
 from rank_pipeline.transform.errors import TestExecutionError
-from rank_pipeline.transform.project import Model, Seed, TestSpec
+from rank_pipeline.transform.nodes import Model, Seed, TestSpec
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import table_columns
 

@@ -51,7 +51,8 @@ import duckdb
 
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA, SEED_SCHEMA
-from rank_pipeline.transform.project import Model, Project, UnitRows, UnitTest
+from rank_pipeline.transform.nodes import Model, UnitRows, UnitTest
+from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import quote_ident as _qi
 
 __all__ = ["FLOAT_DECIMALS", "UnitTestResult", "relation_types", "run_unit_test", "run_unit_tests"]

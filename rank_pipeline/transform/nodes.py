@@ -1,0 +1,221 @@
+"""The nodes of a dbt-like SQL project: models, seeds, the tables the pipeline writes, and their tests.
+
+Frozen dataclasses only, built by :mod:`rank_pipeline.transform.loading` from the project folder (its layout
+and ``.yml`` format: :mod:`rank_pipeline.transform.project`); every other module of the runner reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rank_pipeline.transform.dependencies import SEED_SCHEMA
+
+__all__ = [
+    "ColumnSpec",
+    "IncrementalConfig",
+    "Model",
+    "Seed",
+    "SourceTable",
+    "TestSpec",
+    "UnitRows",
+    "UnitTest",
+]
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One data test of a model or seed; becomes one Dagster asset check named :attr:`name`.
+
+    Attributes:
+        name: stable identifier (letters, digits, ``_``), unique within its model.
+        kind: one of ``unique, not_null, accepted_values, relationships, expression, unique_combination``.
+        column: the column for column tests, None for model-level tests.
+        params: ``{"values": [...]}`` (accepted_values), ``{"to": "marts.x", "field": "y"}``
+            (relationships), ``{"expression": sql}``, ``{"columns": [...]}`` (unique_combination).
+        blocking: a failure should block downstream assets (Dagster ``blocking=True`` check).
+        depends_on: relations the test reads besides its model (the relationships target).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    kind: str
+    column: str | None
+    params: Mapping[str, Any]
+    blocking: bool = False
+    depends_on: frozenset[str] = frozenset()
+
+    def describe(self) -> str:
+        """A short human description, e.g. ``accepted_values: google, bing``."""
+        if self.kind == "accepted_values":
+            return "accepted_values: " + ", ".join(str(v) for v in self.params["values"])
+        if self.kind == "relationships":
+            return f"relationships: {self.params['to']}.{self.params['field']}"
+        if self.kind == "expression":
+            return f"expression: {self.params['expression']}"
+        if self.kind == "unique_combination":
+            return "unique_combination: " + ", ".join(self.params["columns"])
+        return self.kind
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A documented column: name, description, optional data type, and its tests."""
+
+    name: str
+    description: str = ""
+    data_type: str | None = None
+    tests: tuple[TestSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class IncrementalConfig:
+    """How an incremental model is built one partition at a time.
+
+    Attributes:
+        date_column: the partition column of the model's output and of the upstream relations that are
+            filtered to the lookback window (default ``snapshot_date``).
+        lookback_days: the model's look-back horizon: its rows of day d depend only on upstream rows
+            dated ``d - lookback_days .. d`` (>= 0). Loading day D therefore changes this model's rows
+            of ``D .. D + lookback_days`` (see :mod:`rank_pipeline.transform.horizon`).
+        strategy: ``delete+insert`` (default): the model's rows of the days built are replaced; or
+            ``fold``: a relation without the date column (a dimension) that reads itself; a build of new
+            days computes the whole new relation from its previous rows and the upstream rows dated after
+            its ``watermark`` (see :mod:`rank_pipeline.transform.materialize`).
+        watermark: ``fold`` only: the output date column whose maximum is the last day folded in.
+    """
+
+    date_column: str = "snapshot_date"
+    lookback_days: int = 0
+    strategy: str = "delete+insert"
+    watermark: str | None = None
+
+
+@dataclass(frozen=True)
+class UnitRows:
+    """Rows of a unit test's input or expectation.
+
+    Attributes:
+        relation: the qualified input (``staging.stg_usage``); ``""`` for the expected rows.
+        columns: the column names the rows mention, in first-seen order.
+        rows: one mapping per row; values as YAML gave them (dates, numbers, text, null) or, from CSV,
+            text (an empty field is null). Columns a row omits are null.
+    """
+
+    relation: str
+    columns: tuple[str, ...]
+    rows: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class UnitTest:
+    """One SQL unit test of a model (``unit_tests:`` in its ``.yml``): given rows for some of the
+    relations the model reads (the others are empty), the rows the model must return (compared as a
+    multiset on the expected columns; see :mod:`rank_pipeline.transform.unit_tests`)."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    model: str
+    description: str
+    given: tuple[UnitRows, ...]
+    expect: UnitRows
+
+
+@dataclass(frozen=True)
+class Model:
+    """One SQL model: ``<schema>.<name>`` built from ``path``.
+
+    Attributes:
+        name: file stem, unique across the project.
+        schema: ``staging`` or ``marts`` (the folder).
+        path: the ``.sql`` file; ``sql`` its text (one SELECT).
+        description: from the ``.yml``.
+        materialized: ``view``, ``table`` or ``incremental``.
+        columns: documented columns, in ``.yml`` order.
+        tests: every test (column tests first, then model-level), names unique.
+        depends_on: qualified names it reads (``raw.keywords``, ``seeds.ctr_curve``, ``staging.stg_x``).
+        unique_key: the grain (documentation; checked by the tests the ``.yml`` declares).
+        incremental: set when ``materialized == "incremental"``.
+        yml_path: where its entry was found.
+        reads_itself: the SQL reads the model's own relation (an incremental model carrying a running
+            state forward, e.g. best position to date); not part of ``depends_on``. In a partition
+            build it sees its own rows dated before the build range; in a full build an empty relation
+            typed by the ``.yml`` columns' ``data_type``.
+    """
+
+    name: str
+    schema: str
+    path: Path
+    sql: str
+    description: str
+    materialized: str
+    columns: tuple[ColumnSpec, ...]
+    tests: tuple[TestSpec, ...]
+    depends_on: frozenset[str]
+    unique_key: tuple[str, ...] = ()
+    incremental: IncrementalConfig | None = None
+    yml_path: Path | None = None
+    reads_itself: bool = False
+    unit_tests: tuple[UnitTest, ...] = ()
+
+    @property
+    def qualified_name(self) -> str:
+        """``<schema>.<name>``, the relation it builds."""
+        return f"{self.schema}.{self.name}"
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A CSV reference table loaded as ``seeds.<name>``.
+
+    Attributes:
+        column_types: column -> DuckDB type for columns whose type is given (others auto-detected).
+        version: the ``.yml`` ``version`` (None when absent).
+        checksum: sha256 of the CSV bytes (a data version: changes when the file changes).
+    """
+
+    name: str
+    path: Path
+    description: str = ""
+    version: str | None = None
+    column_types: Mapping[str, str] = field(default_factory=dict)
+    columns: tuple[ColumnSpec, ...] = ()
+    tests: tuple[TestSpec, ...] = ()
+    checksum: str = ""
+    yml_path: Path | None = None
+    schema: str = SEED_SCHEMA
+    materialized: str = "seed"
+    depends_on: frozenset[str] = frozenset()
+
+    @property
+    def qualified_name(self) -> str:
+        """``seeds.<name>``."""
+        return f"{self.schema}.{self.name}"
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """A table the pipeline's code writes (``sources/<name>.yml``), e.g. ``ops.run_history``.
+
+    Attributes:
+        columns: every column with its DuckDB ``data_type``, in ``.yml`` order; tests: as for models
+            (run on the whole table).
+    """
+
+    name: str
+    schema: str
+    description: str
+    columns: tuple[ColumnSpec, ...]
+    tests: tuple[TestSpec, ...]
+    yml_path: Path | None = None
+    materialized: str = "source"
+    depends_on: frozenset[str] = frozenset()
+
+    @property
+    def qualified_name(self) -> str:
+        """``<schema>.<name>``."""
+        return f"{self.schema}.{self.name}"
