@@ -100,7 +100,8 @@ bench-models: env
 bench-lineage: env
 	RANK_BENCH_RECORD=1 $(BIN)/python benchmarks/lineage.py --fresh
 
-## DuckDB and Spark local, full rebuild and one day, at 365 days x 50,000 and x 300,000 keywords (hours).
+## DuckDB, Spark local[2] and a two-worker standalone cluster: full rebuild and one day, at 365 days x 50,000 and
+## x 300,000 keywords (hours).
 bench-scale: env
 	RANK_BENCH_RECORD=1 $(BIN)/python benchmarks/scale.py
 
@@ -108,7 +109,7 @@ lint: env
 	$(BIN)/ruff check .
 
 docs: env-runtime
-	$(BIN)/rank-pipeline docs --dictionary docs/data_dictionary.md
+	$(BIN)/rank-pipeline docs --dictionary docs/reference/data-dictionary.md
 
 ## The documentation site (MkDocs, Material theme, from docs/ and mkdocs.yml) into build/site, --strict:
 ## a broken link or a page missing from the nav fails (make test builds it too: tests/test_documentation.py).

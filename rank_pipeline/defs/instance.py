@@ -57,7 +57,8 @@ __all__ = [
 ]
 
 _MARKER = "# written by rank-pipeline"
-# what earlier versions wrote: pools of one slot, which a killed run kept claimed for ever
+# a dagster.yaml without the marker that this module also replaces: pools of one slot, which a killed run keeps
+# claimed for ever
 _LEGACY_CONFIG = "concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
 
 
