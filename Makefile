@@ -7,12 +7,7 @@ BIN    := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP         := $(VENV)/.installed-dev
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-# Python keeps each module it compiles as bytecode (__pycache__/, git-ignored) and reads it back in every
-# later process. An environment that sets PYTHONDONTWRITEBYTECODE (container images often do; this
-# project's machines do) makes every process compile dagster, pandas, pyspark... from source again:
-# importing the definitions took 11.6 s against 4.5 s from cached bytecode (measured 2026-11-26 on a
-# 2-core machine), and make test starts well over a hundred such processes (pytest workers, the command
-# line's doors, the daemon's runs and code servers, Superset, Spark's Python workers).
+# cache bytecode even if the environment forbids it, so each process reuses modules compiled once, not again
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale bench-shape bench-overhead lint lock \
@@ -105,7 +100,8 @@ bench-models: env
 bench-lineage: env
 	RANK_BENCH_RECORD=1 $(BIN)/python benchmarks/lineage.py --fresh
 
-## DuckDB and Spark local, full rebuild and one day, at 365 days x 50,000 and x 300,000 keywords (hours).
+## DuckDB, Spark local[2] and a two-worker standalone cluster: full rebuild and one day, at 365 days x 50,000 and
+## x 300,000 keywords (hours).
 bench-scale: env
 	RANK_BENCH_RECORD=1 $(BIN)/python benchmarks/scale.py
 
@@ -113,7 +109,7 @@ lint: env
 	$(BIN)/ruff check .
 
 docs: env-runtime
-	$(BIN)/rank-pipeline docs --dictionary docs/data_dictionary.md
+	$(BIN)/rank-pipeline docs --dictionary docs/reference/data-dictionary.md
 
 ## The documentation site (MkDocs, Material theme, from docs/ and mkdocs.yml) into build/site, --strict:
 ## a broken link or a page missing from the nav fails (make test builds it too: tests/test_documentation.py).

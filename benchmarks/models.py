@@ -2,7 +2,7 @@
 
 What it does
     1. Generates ``--days`` daily snapshots of one account with ``--keywords`` tracked keywords spread over
-       ``--domains`` domains, written straight into the snapshot column contract (docs/architecture.md,
+       ``--domains`` domains, written straight into the snapshot column contract (docs/concepts/completeness.md,
        "Snapshots": the common columns, the spec's flattened fields, the full ``attributes`` JSON in the
        sandbox's invented keyword shape) with numpy and pyarrow, plus a ``_manifest.json`` per partition.
        Keywords are vectorised (no per-record Python); the small resources (domains, competitors, tags,

@@ -31,7 +31,7 @@ def test_the_site_builds_strict_with_every_page_and_the_generated_reference(tmp_
     assert done.returncode == 0, done.stdout + done.stderr
     site = tmp_path / "site"
     for page in ("tutorials/vendor-shape", "how-to/alerts", "reference/settings", "reference/cli",
-                 "reference/exit-codes", "data_dictionary", "concepts/any-order", "concepts/completeness"):
+                 "reference/exit-codes", "reference/data-dictionary", "concepts/any-order", "concepts/completeness"):
         assert (site / page / "index.html").is_file(), page
     cli = (site / "reference" / "cli" / "index.html").read_text()
     assert "keywords plan" in cli and "--live" in cli  # every command, nested ones included

@@ -90,11 +90,11 @@ def test_the_model_runner_imports_only_the_exception_root_and_the_settings():
 
 
 def test_the_architecture_page_names_every_stage_package():
-    page = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    page = (PACKAGE.parent / "docs" / "concepts" / "architecture.md").read_text()
     packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert packages == set(STAGES) - {"errors"}
     for name in sorted(packages):
-        assert re.search(rf"`{name}/`", page), f"docs/architecture.md does not describe {name}/"
+        assert re.search(rf"`{name}/`", page), f"docs/concepts/architecture.md does not describe {name}/"
 
 
 def _module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:

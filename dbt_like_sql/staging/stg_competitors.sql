@@ -1,6 +1,6 @@
 -- One row per competitor per domain per snapshot day. Rename and cast only.
--- Reads the competitor fields the spec marks "not shown" (docs/architecture.md, "Invented record
--- shapes"): meeting the real vendor's shape is a change to this file alone.
+-- Reads the competitor fields the spec marks "not shown" (docs/reference/sandbox.md, "Invented
+-- record shapes"): meeting the real vendor's shape is a change to this file alone.
 with
 
 source as (

@@ -1,5 +1,5 @@
 -- One row per tracked keyword per snapshot day. Rename and cast only.
--- The only place that reads the keyword fields the spec marks "not shown" (docs/architecture.md,
+-- The only place that reads the keyword fields the spec marks "not shown" (docs/reference/sandbox.md,
 -- "Invented record shapes"): meeting the real vendor's shape is a change to the `parsed` CTE below.
 with
 

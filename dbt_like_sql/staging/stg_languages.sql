@@ -1,5 +1,5 @@
 -- One row per search engine x language code per snapshot day (reference data). Rename and cast only.
--- Reads the row fields the spec marks "not shown" (docs/architecture.md, "Invented record shapes"):
+-- Reads the row fields the spec marks "not shown" (docs/reference/sandbox.md, "Invented record shapes"):
 -- meeting the real vendor's shape is a change to this file alone.
 with
 

@@ -1,5 +1,5 @@
 -- One row per tag per account per snapshot day. Rename and cast only.
--- Reads the tag fields the spec marks "not shown" (docs/architecture.md, "Invented record shapes"):
+-- Reads the tag fields the spec marks "not shown" (docs/reference/sandbox.md, "Invented record shapes"):
 -- meeting the real vendor's shape is a change to this file alone.
 with
 

@@ -1,6 +1,6 @@
 """Client side of the rank-tracking API spec: pacing, pagination with completeness, retries, typed errors.
 
-Public surface (see docs/architecture.md, "API client")::
+Public surface (see docs/concepts/completeness.md)::
 
     ClientConfig(...)                                  # settings, units in the names
     SlidingWindowLimiter(limit, window_s, clock, sleep)  # pacing; .for_ceiling(ceiling, window_s, margin)

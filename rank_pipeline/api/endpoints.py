@@ -300,7 +300,7 @@ COMMON_COLUMNS: dict[str, str] = {
                   "from here by the staging models only.",
     "loaded_at": "When the row was loaded into the warehouse (UTC).",
 }
-"""The columns every raw table has, before its declared fields (docs/architecture.md, "Snapshots")."""
+"""The columns every raw table has, before its declared fields (docs/concepts/completeness.md, "Snapshots")."""
 
 
 def raw_column_descriptions(name: str) -> dict[str, str]:
@@ -330,7 +330,7 @@ def _read_how(r: Endpoint) -> str:
 def render_markdown() -> str:
     """The raw part of the data dictionary: one section per declared resource (Markdown).
 
-    Columns: the snapshot's common columns (docs/architecture.md, "Snapshots"), then the declared
+    Columns: the snapshot's common columns (docs/concepts/completeness.md, "Snapshots"), then the declared
     fields; everything else the API returns stays in ``attributes``.
     """
     lines = [

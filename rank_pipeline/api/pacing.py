@@ -12,8 +12,8 @@ The server counts *arrivals*, and a request arrives some time between its send a
 limiter that forgets an acquisition ``window_s`` after it was *sent* can therefore be overrun: requests
 sent just before a server window opens may arrive inside it, on top of the ``limit`` sent inside it.
 How many depends on the latency and on the requests in flight (up to ``max_in_flight`` per key), which a
-fixed margin cannot bound: a 2 % margin of an 80-per-window ceiling is 2 requests, and one stall of a
-loaded machine put more than that across a window's edge (a 429 in CI, 2026-11-26).
+fixed margin cannot bound: a 2 % margin of an 80-per-window ceiling is 2 requests, and one stall of the
+client's event loop can put more than that across a window's edge.
 
 So a caller that sends holds its acquisition (``acquire(hold=True)``) and settles it when the response
 (or the failure) is in (``settle(stamp)``): a held acquisition counts as in the window until it is
@@ -23,12 +23,12 @@ window ``[a, a + window_s)``, take the one acquired last. It was acquired before
 ``a + window_s``; every other one was acquired before it and answered after ``a``, so when it was let
 through each of them was held, or settled within the last ``window_s`` seconds, and fewer than
 ``limit`` of them were. The cost is one round trip (and the event loop's lag before the settle) per
-window on each request's share of the budget: measured at about 1 % of the rate at the spec's minute,
-4-5 % at a 12 s window (``benchmarks/RESULTS.md``, "Held pacing slots").
+window on each request's share of the budget, a smaller share the longer the window
+(``benchmarks/extract.py`` measures the rate against the ceiling; ``benchmarks/RESULTS.md``).
 
 ``ClientConfig.safety_margin`` (default 2 %, 300 -> 294, 600 -> 588; ``effective_limit`` computes
 ``floor(ceiling * (1 - safety_margin))``) is kept below the ceiling for what the client cannot see
-(another client of the same key or IP address between two 429s); held acquisitions no longer rely on it.
+(another client of the same key or IP address between two 429s); held acquisitions do not rely on it.
 
 429 handling and an outside consumer of the budget
 --------------------------------------------------

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "declarations. Plain HTML: open index.html, or --serve it.")
     p.add_argument("--out", default="docs/site", help="the site's folder (default docs/site under the current folder)")
     p.add_argument("--dictionary", metavar="PATH",
-                   help="also write the Markdown data dictionary there (the repository's is docs/data_dictionary.md)")
+                   help="also write the Markdown data dictionary there (the repository's is docs/reference/data-dictionary.md)")
     p.add_argument("--models-dir", help=MODELS_DIR_HELP)
     p.add_argument("--serve", action="store_true", help=f"then serve the site on http://127.0.0.1:{DOCS_PORT}/ "
                                                         "until interrupted")

@@ -1,7 +1,7 @@
 """Extraction: one multi-asset writes the day's Parquet snapshot of every endpoint.
 
 One step, one asyncio loop, one pacer per key and one per IP address: extraction assets in separate
-processes would each pace to the ceiling and together exceed it (docs/architecture.md). Each endpoint
+processes would each pace to the ceiling and together exceed it (docs/concepts/architecture.md). Each endpoint
 is still its own asset (``snapshots/<endpoint>``) with its own metadata and a blocking asset check,
 ``complete``, that fails when a list could not be read completely.
 

@@ -24,7 +24,7 @@ the command line, recorded by the run itself otherwise, :func:`record_process_ta
 line's next start and by the daemon's sensor. Dagster's run monitoring is on (:data:`RUN_MONITORING_CONFIG`).
 
 No pool concurrency is configured: nothing in the pipeline depends on a Dagster pool slot being freed
-(a killed run used to keep its slot and wedge every later run); runs serialize on an OS lock instead
+(a slot a killed run keeps would block every later run); runs serialize on an OS lock instead
 (:func:`rank_pipeline.warehouse.locks.writer_lock`, taken by the ``warehouse`` resource).
 """
 
@@ -57,7 +57,8 @@ __all__ = [
 ]
 
 _MARKER = "# written by rank-pipeline"
-# what earlier versions wrote: pools of one slot, which a killed run kept claimed for ever
+# a dagster.yaml without the marker that this module also replaces: pools of one slot, which a killed run keeps
+# claimed for ever
 _LEGACY_CONFIG = "concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
 
 

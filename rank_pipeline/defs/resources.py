@@ -45,7 +45,7 @@ def source_from_env(settings: Settings | None = None) -> Source:
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/architecture.md).
+    """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/concepts/architecture.md).
 
     While a run (or, with a multiprocess executor, a step) uses this resource, its process holds the
     data folder's writer lock (:func:`rank_pipeline.warehouse.locks.hold_writer`, an OS lock released when

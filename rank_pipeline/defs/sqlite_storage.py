@@ -1,14 +1,13 @@
 """Every use of Dagster's private ``dagster._core`` in this project: the SQLite instance storage.
 
-Dagster's stock SQLite event log opens a new SQLAlchemy engine and connection for every event, commits
-it with a full ``fsync`` and closes the connection, and closing the last connection of a WAL database
-checkpoints it (more ``fsync``). A daily run stores about 1,260 events (668 of them asset-check events:
-a planned one and a result for each of the 334 checks, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps one engine and one
-pooled connection per shard (Dagster's word, kept here because its methods we override use it: one SQLite
-file of the event log, one per run plus the index; nothing to do with the account shards of
-``RANK_PIPELINE_SHARDS``), and commits with ``PRAGMA synchronous=NORMAL`` (safe in WAL mode: a crash
-of the process loses nothing committed; a power cut can lose the last few events, never corrupt the
-file).
+Dagster's stock SQLite event log opens a new SQLAlchemy engine and connection for every event, commits it with
+a full ``fsync`` and closes the connection, and closing the last connection of a WAL database checkpoints it
+(more ``fsync``). A daily run stores over a thousand events, about half of them asset-check events (a planned
+one and a result for each check, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps
+one engine and one pooled connection per shard (Dagster's word, kept here because its methods we override use
+it: one SQLite file of the event log, one per run plus the index; nothing to do with the account shards of
+``RANK_PIPELINE_SHARDS``), and commits with ``PRAGMA synchronous=NORMAL`` (safe in WAL mode: a crash of the
+process loses nothing committed; a power cut can lose the last few events, never corrupt the file).
 
 For each asset check result Dagster also asks the event log two questions, which this class answers
 without a new engine or a decoding each time: whether the index has the asset-check table
@@ -24,23 +23,18 @@ through the DB-API cursor with one encoding of each event (:meth:`PooledSqliteEv
 the same rows Dagster's own code writes, which builds a SQLAlchemy statement per row and encodes a check
 result three times); asset events and run status events go Dagster's own way.
 
-When Dagster creates a run it logs one planned event per asset and per asset check of the job (382 a
-daily run), each its own transaction in each file it goes to. Dagster hands them as one batch when
-``DAGSTER_EVENT_BATCH_SIZE`` is set, which opening this storage does (:func:`enable_event_batches`), and
+When Dagster creates a run it logs one planned event per asset and per asset check of the job, each its own
+transaction in each file it goes to. Dagster hands them as one batch when ``DAGSTER_EVENT_BATCH_SIZE`` is set,
+which opening this storage does (:func:`enable_event_batches`), and
 :meth:`PooledSqliteEventLogStorage.store_event_batch` stores a batch in one transaction per file.
 
-Kept, measured again (``benchmarks/run_storage.py --days 3``, the same daily job interleaved on the same
-2-core machine, medians; ``benchmarks/README.md``): in memory 13.4 s a day, stock SQLite 59.6 s, this
-pooled event log 10.9 s. Stock SQLite is 5.5x the pooled one, far beyond the ~1.3x that would justify
-dropping private API. Measured again after the bookkeeping cuts (``benchmarks/overhead.py --sizes demo,5000
---storage both --days 4``, 2026-11-26, quiet machine, load 0.2-1.0; ``benchmarks/RESULTS.md``): a day's rest
-(everything but the extraction and the models' SQL) is 3.05 s on this event log and 13.33 s on Dagster's
-stock SQLite at the demo's size (4.4x; 3.15 s and 13.62 s at 5,000 keywords), rest / SQL 1.76 against 7.21.
-Stock storage does not keep a day's bookkeeping within its work, so the subclass stays, confined here: this is the only module that imports ``dagster._core``
-(``tests/defs/test_sqlite_storage.py`` greps the repository for any other), and it names the private
-things it relies on in :data:`PRIVATE_API`. :func:`check_private_api` says which of them a Dagster
-upgrade moved; the module's import fails with the same kind of one-line message. The ``dagster<1.14``
-pin in ``pyproject.toml`` holds them; lift it only with that test green.
+Dagster's stock SQLite storage makes a day's bookkeeping several times what it is on this event log
+(``benchmarks/run_storage.py`` and ``benchmarks/overhead.py --storage both`` measure both; their figures are
+in ``benchmarks/README.md`` and ``benchmarks/RESULTS.md``), so the subclass stays, confined here: this is the
+only module that imports ``dagster._core`` (``tests/defs/test_sqlite_storage.py`` greps the repository for any
+other), and it names the private things it relies on in :data:`PRIVATE_API`. :func:`check_private_api` says
+which of them a Dagster upgrade moved; the module's import fails with the same kind of one-line message. The
+``dagster<1.14`` pin in ``pyproject.toml`` holds them; lift it only with that test green.
 
 PostgreSQL (``RANK_PIPELINE_DAGSTER_PG_URL``) needs none of this: it is Dagster's own public
 ``storage: postgres:`` configuration (:mod:`rank_pipeline.defs.instance`).

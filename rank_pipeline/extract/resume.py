@@ -1,5 +1,5 @@
 """Per-list checkpoints of one day's extraction, so a failed or killed run retried for the same day
-re-fetches only the lists it did not finish (docs/architecture.md, "Resume").
+re-fetches only the lists it did not finish (docs/concepts/completeness.md, "Resume").
 
 Where: ``<snapshots root>/.resume-snapshot_date=YYYY-MM-DD/`` (one folder per day, beside the
 resource folders; a name distinct from the snapshot writers' ``.staging-*`` folders, which a new run

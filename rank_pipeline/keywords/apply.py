@@ -1,7 +1,7 @@
 """Apply a keywords plan: create the missing combinations, all-or-nothing per call, never twice.
 
-Spec sections "Keyword create: body" (rules 1-4), "Limits" rule 2 and 7, "Errors"; docs/architecture.md, "Writing
-to the vendor".
+Spec sections "Keyword create: body" (rules 1-4), "Limits" rule 2 and 7, "Errors"; docs/concepts/architecture.md,
+"Writing to the vendor".
 
 1. **Re-plan** (:func:`~rank_pipeline.keywords.plan.plan_online`) and **refuse before sending anything**
    when the file has problems (catalogue, domains) or a quota forecast exceeds what remains (402).

@@ -5,7 +5,7 @@ A row says, for one run of a Dagster job (any job building the warehouse) and on
 the snapshot rows it extracted per API resource, its requests, 429 responses, retries and re-read
 passes, its asset checks passed and failed, and its seconds per stage (extract, load, models, publish).
 The columns are :data:`COLUMNS`; they are documented (with their data tests) in
-``dbt_like_sql/sources/run_history.yml`` and in ``docs/data_dictionary.md``.
+``dbt_like_sql/sources/run_history.yml`` and in ``docs/reference/data-dictionary.md``.
 
 Grain and multi-day runs
     ``(run_id, snapshot_date)``. A single-run backfill of several days is one run with one row per day:

@@ -1,4 +1,4 @@
-"""Local, spec-faithful implementation of the rank-tracking API (see docs/architecture.md, "Sandbox").
+"""Local, spec-faithful implementation of the rank-tracking API (see docs/concepts/architecture.md, "Sandbox").
 
 Public surface: :class:`World`, :class:`WorldConfig`, :class:`AccountSpec`, :class:`Account`,
 :class:`KeywordSpec`, :class:`QuotaExceeded`, :func:`create_app`, :class:`RateLimits`,

@@ -29,7 +29,7 @@ CAPTURE_TIME_UTC
 Record builders
 ---------------
 The functions below build every record the sandbox serves, so the invented shapes live here and
-nowhere else. They match docs/architecture.md, "Invented record shapes"::
+nowhere else. They match docs/reference/sandbox.md, "Invented record shapes"::
 
     domain      {"id", "type": "domain", "attributes": {"domain", "host", "matchType", "projectName"}}
     keyword     {"id", "type": "keyword", "attributes": {"keyword", "searchEngine", "device",

@@ -10,7 +10,7 @@ The catalogues are built from real reference data shipped by well-kept packages:
 * languages from ``pycountry`` (ISO 639-1 two-letter codes).
 
 Rows are plain attribute dicts, the ``attributes`` of the JSON:API records served by the lookup
-endpoints (docs/architecture.md, "Invented record shapes")::
+endpoints (docs/reference/sandbox.md, "Invented record shapes")::
 
     location: {"code": "2840", "name": "United States", "variant": "Country", "countryCode": "US"}
     language: {"code": "fr", "name": "French"}

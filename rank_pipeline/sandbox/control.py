@@ -1,5 +1,5 @@
 """Sandbox-only control endpoints, outside ``/v1`` and without authentication (not part of the vendor
-API; docs/architecture.md, "Sandbox"):
+API; docs/concepts/architecture.md, "Sandbox"):
 
 =====  ==========================  ==============================================================
 GET    ``/_sandbox/today``         ``{"today": "YYYY-MM-DD"}``: the simulated day

@@ -156,8 +156,8 @@ def serve(
     server.run(sockets=sockets)
     if server.should_exit:
         # uvicorn stopped on a signal it caught; it raises the signal again after its shutdown, which is
-        # the KeyboardInterrupt the command line turns into status 130. Seen once in CI under load, that
-        # raise did not reach us and the command ended 0: stopping on a signal is an interruption either way.
+        # the KeyboardInterrupt the command line turns into status 130. That raise can fail to reach us (the
+        # command would then end 0), and stopping on a signal is an interruption either way.
         raise KeyboardInterrupt
 
 

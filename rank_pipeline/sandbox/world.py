@@ -226,7 +226,7 @@ class WorldConfig:
 
 @dataclass(frozen=True)
 class Account:
-    """An account as the API sees it (docs/architecture.md, "Sandbox")."""
+    """An account as the API sees it (docs/concepts/architecture.md, "Sandbox")."""
 
     name: str
     account_id: str
@@ -449,7 +449,7 @@ class _AccountState:
 
 
 class World:
-    """The seeded world behind the sandbox API (docs/architecture.md, "Sandbox").
+    """The seeded world behind the sandbox API (docs/concepts/architecture.md, "Sandbox").
 
     ``World(config=WorldConfig(), today=None)``: ``today`` None is the real UTC date. All readers take
     ``day=None`` meaning :attr:`today`. Thread-safe: the HTTP server thread and test code may use one

@@ -46,7 +46,7 @@ def models_dir(env: Mapping[str, str] | None = None) -> Path:
 
 @dataclass(frozen=True)
 class DataPaths:
-    """Where a run's files live under ``data_dir`` (docs/architecture.md; ``data/README.md``).
+    """Where a run's files live under ``data_dir`` (docs/concepts/architecture.md; ``data/README.md``).
 
     ``snapshots_uri`` (``RANK_PIPELINE_SNAPSHOTS_URI``) moves the snapshots elsewhere, e.g. to
     ``s3://bucket/prefix``; the DuckDB files, logs and locks stay under ``data_dir``.

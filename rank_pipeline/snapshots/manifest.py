@@ -3,7 +3,7 @@
 - :class:`ListsReport`: one account's lists of one resource on one day (what was expected, delivered,
   excluded, which parents were missing, which lists could not be proven complete), written into the
   manifest under ``accounts``;
-- :class:`SnapshotManifest`: ``_manifest.json`` of one committed snapshot (docs/architecture.md,
+- :class:`SnapshotManifest`: ``_manifest.json`` of one committed snapshot (docs/concepts/completeness.md,
   "Snapshots");
 - :class:`AccountStats` / :class:`KeyStats`: one account's request statistics in
   :class:`~rank_pipeline.extract.day.ExtractionReport` (never a key's value: keys are named by position).

@@ -5,7 +5,7 @@ snapshot per resource, and every warehouse table can be rebuilt from them. A sna
 committed, except that re-extracting the same day (from the sandbox, or today again from the real API)
 replaces it whole.
 
-Layout (``docs/architecture.md``, "Snapshots")::
+Layout (``docs/concepts/completeness.md``, "Snapshots")::
 
     <root>/<resource>/snapshot_date=YYYY-MM-DD/part-<account>-NNNN.parquet
     <root>/<resource>/snapshot_date=YYYY-MM-DD/_manifest.json

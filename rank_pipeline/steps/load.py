@@ -22,7 +22,7 @@ __all__ = ["PER_ACCOUNT_ENDPOINTS", "RawLoad", "load_raw", "repeated_records_sql
 
 PER_ACCOUNT_ENDPOINTS = frozenset(r.name for r in CATALOG if not r.account_scoped)
 """Catalogue rows (declared ``account_scoped=False``), read once per account that points to them: the
-same record may appear once per account (docs/architecture.md)."""
+same record may appear once per account (docs/concepts/architecture.md)."""
 
 
 def repeated_records_sql(endpoint: str, first: date, last: date) -> str:

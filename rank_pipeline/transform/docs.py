@@ -1,4 +1,4 @@
-"""Generate the data dictionary (``docs/data_dictionary.md``) from the project's ``.yml`` files.
+"""Generate the data dictionary (``docs/reference/data-dictionary.md``) from the project's ``.yml`` files.
 
 For every seed, model and source table (a table the pipeline's code writes, ``sources/*.yml``): qualified name, description, materialization (with the incremental window),
 grain (``unique_key``), dependencies and dependents, columns with descriptions, tests and (given the
@@ -107,7 +107,7 @@ def _contents(project: Project, order: list[Model]) -> list[str]:
         "(`rank-pipeline docs`). Do not edit by hand: edit the `.yml` beside each model and regenerate.",
         "",
         "Schemas: `raw` (one table per API resource, loaded from the Parquet snapshots; see "
-        "docs/architecture.md, \"Snapshots\"), `seeds` (reference CSVs), `staging` (rename and cast only; views, "
+        "docs/concepts/completeness.md, \"Snapshots\"), `seeds` (reference CSVs), `staging` (rename and cast only; views, "
         "or incremental where parsing JSON on every read would cost too much), `marts` (analysis tables), `ops` "
         "(what the pipeline records about itself, written by its own code, kept across rebuilds). Each test below "
         "is a Dagster asset check of the same name.",

@@ -1,4 +1,6 @@
-"""Discover and validate a dbt-like SQL project (docs/architecture.md, "Warehouse and the dbt-like runner").
+"""Discover and validate a dbt-like SQL project.
+
+Why it is shaped so: docs/concepts/architecture.md, "Warehouse and the dbt-like runner".
 
 Layout of a project directory (``dbt_like_sql/``)::
 

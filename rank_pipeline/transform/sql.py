@@ -26,10 +26,10 @@ def table_columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> dic
     when the relation does not exist.
 
     The answer is ``information_schema.columns``' (``column_name``, ``data_type``), read by binding the
-    relation (``con.table``) instead of querying that view, which DuckDB builds from the whole catalog: on
-    a demo's build file 0.85 ms against 4 ms a question (2026-11-26, a loaded 2-core machine). ``tests/transform/test_sql.py``
-    compares both on every relation of a built warehouse and on every kind of DuckDB type. A relation that
-    cannot be bound (a view whose table was dropped) is answered by ``information_schema`` itself.
+    relation (``con.table``) instead of querying that view, which DuckDB builds from the whole catalog at
+    each query. ``tests/transform/test_sql.py`` compares both on every relation of a built warehouse and on
+    every kind of DuckDB type. A relation that cannot be bound (a view whose table was dropped) is answered
+    by ``information_schema`` itself.
     """
     (database,) = con.execute("select current_database()").fetchone()
     try:

@@ -1,12 +1,12 @@
 """DuckDB warehouse: the raw layer loaded from Parquet snapshots, and atomic publishing.
 
-Implements docs/architecture.md, "Warehouse and the dbt-like runner": one writer, and the snapshots as the
+Implements docs/concepts/architecture.md, "Warehouse and the dbt-like runner": one writer, and the snapshots as the
 system of record. No Dagster here; ``rank_pipeline/defs`` wires these functions into assets.
 
 Raw layer
     One table per resource in schema ``raw`` (``raw.domains``, ``raw.keywords``, ``raw.competitors``,
     ``raw.tags``, ``raw.usage``, ``raw.locations``, ``raw.languages``). Columns: the snapshot columns of
-    docs/architecture.md "Snapshots" (``snapshot_date DATE``, ``account``, ``id``, ``type``,
+    docs/concepts/completeness.md, "Snapshots" (``snapshot_date DATE``, ``account``, ``id``, ``type``,
     ``parent_id``, ``extracted_at TIMESTAMPTZ``, the spec's flattened fields, ``attributes JSON``) plus
     ``loaded_at TIMESTAMPTZ`` (the start of the load's transaction; the same for every row of a load).
 
@@ -128,7 +128,7 @@ log = logging.getLogger(__name__)
 
 RAW_SCHEMA = "raw"
 SCHEMAS: tuple[str, ...] = ("raw", "seeds", "staging", "marts")
-"""Schemas of the warehouse (docs/architecture.md, "Warehouse")."""
+"""Schemas of the warehouse (docs/concepts/architecture.md, "Warehouse and the dbt-like runner")."""
 
 RAW_TABLES: tuple[str, ...] = tuple(f"{RAW_SCHEMA}.{r}" for r in ENDPOINTS)
 

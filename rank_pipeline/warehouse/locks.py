@@ -1,6 +1,6 @@
 """Run housekeeping for one data folder: locks the OS releases when a run dies, and leftovers' removal.
 
-Implements docs/architecture.md, "Operations: one writer per data folder".
+Implements docs/concepts/architecture.md, "Operations: one writer per data folder".
 No Dagster here: :func:`hold_writer` (the lock, then the leftovers) is entered by the step functions
 of :mod:`rank_pipeline.steps` and, for a whole Dagster run, by the ``warehouse`` resource
 (:class:`rank_pipeline.defs.resources.WarehouseResource`).

@@ -1,4 +1,4 @@
-"""Snapshot writer and reader (docs/architecture.md, "Snapshots")."""
+"""Snapshot writer and reader (docs/concepts/completeness.md, "Snapshots")."""
 
 from datetime import date
 

@@ -1,6 +1,6 @@
 """Shared fixtures for the SQL model tests: a small sandbox World played over consecutive days.
 
-The ground truth is :class:`rank_pipeline.sandbox.World` (docs/architecture.md, "Sandbox"). For every
+The ground truth is :class:`rank_pipeline.sandbox.World` (docs/concepts/architecture.md, "Sandbox"). For every
 simulated day the fixtures write the World's records as Parquet snapshots with
 :class:`rank_pipeline.snapshots.parquet.SnapshotWriter` (exactly what extraction would write, without HTTP),
 load them into the raw tables with :func:`rank_pipeline.warehouse.database.load_partition`, and build every

@@ -51,7 +51,7 @@ def test_docs_writes_the_site_and_the_dictionary_from_the_same_source(tmp_path):
     row = next(line for line in dictionary.splitlines() if line.startswith("| `visibility` |"))
     assert "`raw.keywords.attributes.results.organic.position`" in row and "`seeds.ctr_curve.ctr`" in row
     # the repository's dictionary is the generated one
-    assert dictionary == (ROOT / "docs" / "data_dictionary.md").read_text()
+    assert dictionary == (ROOT / "docs" / "reference" / "data-dictionary.md").read_text()
 
 
 @pytest.mark.parametrize("args, words", [

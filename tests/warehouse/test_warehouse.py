@@ -1,4 +1,4 @@
-"""Warehouse raw layer and publishing (docs/architecture.md, "Warehouse")."""
+"""Warehouse raw layer and publishing (docs/concepts/architecture.md, "Warehouse and the dbt-like runner")."""
 
 from __future__ import annotations
 
