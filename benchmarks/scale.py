@@ -49,8 +49,9 @@ from spark_cluster import start_cluster  # noqa: E402
 from rank_pipeline.settings import models_dir  # noqa: E402
 from rank_pipeline.transform import Project, build_all, load_project  # noqa: E402
 from rank_pipeline.transform.spark_engine import SparkEngine, spark_session  # noqa: E402
-from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 from rank_pipeline.warehouse.engines import register_snapshots  # noqa: E402
+from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots  # noqa: E402
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402
 
 
 def _timed(fn):

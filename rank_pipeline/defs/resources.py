@@ -89,8 +89,8 @@ class WarehouseResource(dg.ConfigurableResource):
         return self.paths.snapshot_store_uri
 
     def warehouse(self):
-        """The :class:`rank_pipeline.warehouse.database.Warehouse` over the build and published files."""
-        from rank_pipeline.warehouse.database import Warehouse
+        """The :class:`rank_pipeline.warehouse.warehouse_file.Warehouse` over the build and published files."""
+        from rank_pipeline.warehouse.warehouse_file import Warehouse
 
         paths = DataPaths(Path(self.data_dir))
         return Warehouse(paths.build_db, paths.published_db)

@@ -45,9 +45,10 @@ from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.engines import EngineSettings, ModelEngine
 from rank_pipeline.transform.testing import TestResult
-from rank_pipeline.warehouse.database import WarehouseError, snapshot_dates
 from rank_pipeline.warehouse.engines import open_engine, reload_raw
+from rank_pipeline.warehouse.errors import WarehouseError
 from rank_pipeline.warehouse.locks import hold_writer
+from rank_pipeline.warehouse.raw_load import snapshot_dates
 
 __all__ = ["RebuildError", "RebuildReport", "rebuild"]
 

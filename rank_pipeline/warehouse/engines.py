@@ -21,12 +21,12 @@ from typing import Any
 
 import duckdb
 
+from rank_pipeline import warehouse as database  # raw_load, warehouse_file and errors, re-exported
 from rank_pipeline.settings import DataPaths, EngineSettings
 from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
 from rank_pipeline.transform.engines import ModelEngine
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import table_columns
-from rank_pipeline.warehouse import database
 
 KEYWORDS_FILE = database.KEYWORDS_FILE_TABLE.removeprefix(f"{database.RAW_SCHEMA}.")
 """The keywords file's raw table, by its bare name (``keywords_file``)."""
