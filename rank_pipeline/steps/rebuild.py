@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.settings import DataPaths
+from rank_pipeline.settings import DataPaths, hold_writer
 from rank_pipeline.steps.models import scope_of_tests
 from rank_pipeline.steps.publish import publish as publish_build
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
@@ -47,7 +47,6 @@ from rank_pipeline.transform.engines import EngineSettings, ModelEngine
 from rank_pipeline.transform.testing import TestResult
 from rank_pipeline.warehouse.engines import open_engine, reload_raw
 from rank_pipeline.warehouse.errors import WarehouseError
-from rank_pipeline.warehouse.locks import hold_writer
 from rank_pipeline.warehouse.raw_load import snapshot_dates
 
 __all__ = ["RebuildError", "RebuildReport", "rebuild"]
