@@ -9,10 +9,10 @@ What it does
        usage, locations, languages) go through :class:`rank_pipeline.snapshots.parquet.SnapshotWriter`.
        Positions drift, oscillate and cross the top-100 boundary; some ranking URLs flip; keywords are
        added through the year, so every mart has work to do.
-    2. Loads every day but the last into the raw tables (:func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`).
+    2. Loads every day but the last into the raw tables (:func:`rank_pipeline.warehouse.raw_load.reload_raw_from_snapshots`).
     3. Full rebuild: seeds and every model of ``dbt_like_sql/`` with the runner
        (:func:`rank_pipeline.transform.build_all` with ``full_refresh=True``).
-    4. Loads the last day with :func:`rank_pipeline.warehouse.database.load_partition` and, in the same run, the
+    4. Loads the last day with :func:`rank_pipeline.warehouse.raw_load.load_partition` and, in the same run, the
        same files with a bare ``create table ... as select * from read_parquet([...])`` per resource (the
        reference: the least a load can do). The warehouse is checkpointed first, as the daily job's publish
        leaves it; the pair is repeated ``--load-repeats`` times interleaved (each repeat deletes the day
@@ -67,7 +67,8 @@ from rank_pipeline.snapshots.parquet import (  # noqa: E402
     partition_dir,
 )
 from rank_pipeline.transform import build_all, load_project  # noqa: E402
-from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
+from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots  # noqa: E402
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402
 
 ACCOUNT = "bench"
 ENGINES = np.array(["google", "bing", "yahoo"])

@@ -47,16 +47,12 @@ from models import Generator, write_keywords, write_small  # noqa: E402
 from spark_cluster import start_cluster  # noqa: E402
 
 from rank_pipeline.settings import models_dir  # noqa: E402
-from rank_pipeline.transform import (  # noqa: E402
-    Project,
-    build_all,
-    load_project,
-    materialize,  # noqa: E402
-)
+from rank_pipeline.transform import Project, build_all, load_project, materialize  # noqa: E402
 from rank_pipeline.transform.spark_engine import SparkEngine  # noqa: E402
 from rank_pipeline.transform.spark_session import spark_session  # noqa: E402
-from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots  # noqa: E402
 from rank_pipeline.warehouse.engines import register_snapshots  # noqa: E402
+from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots  # noqa: E402
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402
 
 
 def _timed(fn):

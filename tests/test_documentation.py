@@ -71,4 +71,4 @@ def test_the_exit_codes_page_lists_each_status():
     page = exit_codes_page()
     for status in (EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DATA_FOLDER, EXIT_INTERRUPTED):
         assert f"\n| {status} | " in page, status
-    assert "`rank_pipeline.warehouse.database.LoadError`" in page
+    assert "`rank_pipeline.warehouse.errors.LoadError`" in page

@@ -28,7 +28,7 @@ from rank_pipeline.errors import (
     RankPipelineError,
     exception_classes,
 )
-from rank_pipeline.warehouse.database import LoadError
+from rank_pipeline.warehouse.errors import LoadError
 
 ROOT = Path(__file__).resolve().parents[1]
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
@@ -37,7 +37,7 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 def test_every_exception_class_of_the_package_derives_from_the_one_root():
     classes = exception_classes()
     # the walk sees the classes it must see: a guard against a walk that finds nothing and passes
-    for name in ("rank_pipeline.api.errors.RankTrackerError", "rank_pipeline.warehouse.database.LoadError",
+    for name in ("rank_pipeline.api.errors.RankTrackerError", "rank_pipeline.warehouse.errors.LoadError",
                  "rank_pipeline.settings.ConfigurationError", "rank_pipeline.transform.errors.ProjectError",
                  "rank_pipeline.cli.errors.UsageError", "rank_pipeline.sandbox.world.QuotaExceeded"):
         assert name in classes, sorted(classes)

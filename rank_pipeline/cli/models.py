@@ -170,7 +170,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     when the folder does not build."""
     from rank_pipeline.transform.diff import diff_models
     from rank_pipeline.transform.errors import BuildError
-    from rank_pipeline.warehouse.database import reload_raw_from_snapshots
+    from rank_pipeline.warehouse.raw_load import reload_raw_from_snapshots
 
     project = _project(args)
     settings = load_settings()
@@ -194,7 +194,7 @@ def _shape_of_snapshots(project, paths) -> bool:
     """Print whether every committed snapshot day matches the vendor's contract of ``project``
     (:mod:`rank_pipeline.steps.shape`, nothing recorded); True when it does or there is no snapshot."""
     from rank_pipeline.steps.shape import check_shape
-    from rank_pipeline.warehouse.database import snapshot_dates
+    from rank_pipeline.warehouse.raw_load import snapshot_dates
 
     days = sorted(snapshot_dates(paths.snapshot_store_uri))
     if not days:

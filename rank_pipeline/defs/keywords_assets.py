@@ -32,8 +32,8 @@ from rank_pipeline.keywords import (
 )
 from rank_pipeline.settings import ShardPlan
 from rank_pipeline.snapshots.parquet import list_snapshot_dates
-from rank_pipeline.warehouse.database import KEYWORDS_FILE_TABLE
 from rank_pipeline.warehouse.engines import build_file_connection
+from rank_pipeline.warehouse.raw_load import KEYWORDS_FILE_TABLE
 
 KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"

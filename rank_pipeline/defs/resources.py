@@ -21,7 +21,15 @@ from pydantic import PrivateAttr
 from rank_pipeline.defs.instance import record_process_tags
 from rank_pipeline.defs.partitions import SHARD_TAG
 from rank_pipeline.extract.source import Source
-from rank_pipeline.settings import ConfigurationError, DataPaths, Settings, Shard, check_spark_master
+from rank_pipeline.settings import (
+    ConfigurationError,
+    DataPaths,
+    Settings,
+    Shard,
+    check_spark_master,
+    hold_shard_writer,
+    hold_writer,
+)
 from rank_pipeline.settings.engine import (
     DEFAULT_SPARK_MASTER,
     ENGINES,
@@ -31,7 +39,6 @@ from rank_pipeline.settings.engine import (
 )
 from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.warehouse.engines import open_engine
-from rank_pipeline.warehouse.locks import hold_shard_writer, hold_writer
 
 __all__ = ["ModelEngineResource", "WarehouseResource", "model_engine_from_env", "source_from_env",
            "warehouse_from_env"]
@@ -48,12 +55,12 @@ class WarehouseResource(dg.ConfigurableResource):
     """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/concepts/architecture.md).
 
     While a run (or, with a multiprocess executor, a step) uses this resource, its process holds the
-    data folder's writer lock (:func:`rank_pipeline.warehouse.locks.hold_writer`, an OS lock released when
+    data folder's writer lock (:func:`rank_pipeline.settings.data_folder_lock.hold_writer`, an OS lock released when
     the process dies, which first removes the leftovers of dead runs): one run at a time extracts, loads,
     builds and publishes; a second one waits, saying so in its log, and fails with a one-line message
     after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. The steps the assets call hold it too (it is re-entrant).
     A run of one shard partition (``RANK_PIPELINE_SHARDS``, tagged ``dagster/partition/shard``) holds that
-    shard's writer lock instead (:func:`rank_pipeline.warehouse.locks.hold_shard_writer`), so the shards
+    shard's writer lock instead (:func:`rank_pipeline.settings.data_folder_lock.hold_shard_writer`), so the shards
     of a day extract at once.
     Before waiting for the lock the run is tagged with its process
     (:func:`rank_pipeline.defs.instance.record_process_tags`), so it is marked failed if that is killed.
@@ -89,8 +96,8 @@ class WarehouseResource(dg.ConfigurableResource):
         return self.paths.snapshot_store_uri
 
     def warehouse(self):
-        """The :class:`rank_pipeline.warehouse.database.Warehouse` over the build and published files."""
-        from rank_pipeline.warehouse.database import Warehouse
+        """The :class:`rank_pipeline.warehouse.warehouse_file.Warehouse` over the build and published files."""
+        from rank_pipeline.warehouse.warehouse_file import Warehouse
 
         paths = DataPaths(Path(self.data_dir))
         return Warehouse(paths.build_db, paths.published_db)

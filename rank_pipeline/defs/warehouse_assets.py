@@ -66,7 +66,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
     """The ``load_raw_tables`` multi-asset: one ``raw/<endpoint>`` asset per endpoint, kinds naming
     ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`); with ``shards``
     (``RANK_PIPELINE_SHARDS``) each depends on every shard of its day's snapshot, and the load refuses a
-    day not every shard has committed (:class:`rank_pipeline.warehouse.database.SnapshotMissingError`)."""
+    day not every shard has committed (:class:`rank_pipeline.warehouse.errors.SnapshotMissingError`)."""
     engine = engine or engine_in_use()
     kinds = set(ENGINES[engine].raw_kinds)
 

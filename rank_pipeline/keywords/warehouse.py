@@ -3,7 +3,7 @@
 The ``raw/keywords_file`` asset plans the file offline against the day's snapshot
 (:func:`~rank_pipeline.keywords.plan.plan_offline`) and writes one row per wanted combination with
 :func:`write_planned_rows`; the mart ``marts.keywords_file_vs_tracked`` sets them against the keywords
-tracked on the latest snapshot day. Columns: :data:`rank_pipeline.warehouse.database.KEYWORDS_FILE_COLUMNS`.
+tracked on the latest snapshot day. Columns: :data:`rank_pipeline.warehouse.raw_load.KEYWORDS_FILE_COLUMNS`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import duckdb
 
 from rank_pipeline.keywords.plan import Plan
-from rank_pipeline.warehouse.database import (
+from rank_pipeline.warehouse.raw_load import (
     KEYWORDS_FILE_COLUMNS,
     KEYWORDS_FILE_TABLE,
     ensure_keywords_file_table,
@@ -24,7 +24,7 @@ __all__ = ["KEYWORDS_FILE_TABLE", "planned_rows", "write_planned_rows"]
 
 def planned_rows(plan: Plan, planned_at: datetime | None = None) -> list[dict]:
     """One dict per distinct wanted combination of each domain of the plan (file order), keyed by
-    :data:`~rank_pipeline.warehouse.database.KEYWORDS_FILE_COLUMNS`; ``location_code`` is None when the
+    :data:`~rank_pipeline.warehouse.raw_load.KEYWORDS_FILE_COLUMNS`; ``location_code`` is None when the
     location could not be resolved, ``domain_id`` None for a domain no account holds."""
     planned_at = planned_at or datetime.now(UTC)
     rows: list[dict] = []

@@ -30,7 +30,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16), 1..1024.
 ``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
-                                   (default 3600; used by :mod:`rank_pipeline.warehouse.locks`).
+                                   (default 3600; used by :mod:`rank_pipeline.settings.data_folder_lock`).
 ``RANK_PIPELINE_STORAGE_VERSION``  DuckDB storage version of the published warehouse (default
                                    ``v1.0.0``: DuckDB 1.0+ opens it; checked by ``warehouse.Warehouse``).
 ``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
@@ -83,6 +83,7 @@ One module per job, every name re-exported here (import them from ``rank_pipelin
 (the model engine), :mod:`~rank_pipeline.settings.at_use` (values read at the moment of use),
 :mod:`~rank_pipeline.settings.accounts` (accounts, keys, the base address),
 :mod:`~rank_pipeline.settings.paths` (the data folder's layout, the models project),
+:mod:`~rank_pipeline.settings.data_folder_lock` (the data folder's locks and the removal of dead runs' leftovers),
 :mod:`~rank_pipeline.settings.operations` (:class:`OpsSettings`) and
 :mod:`~rank_pipeline.settings.environment` (:class:`Settings`).
 """
@@ -109,6 +110,16 @@ from rank_pipeline.settings.at_use import (
     lock_timeout_from_env,
     sandbox_shape_from_env,
     storage_version_from_env,
+)
+from rank_pipeline.settings.data_folder_lock import (
+    LOCK_DIR_NAME,
+    DataFolderLock,
+    LockTimeout,
+    hold_shard_writer,
+    hold_writer,
+    instance_lock,
+    remove_leftovers,
+    writer_lock,
 )
 from rank_pipeline.settings.engine import (
     DEFAULT_SPARK_MASTER,
@@ -173,6 +184,7 @@ __all__ = [
     "DEFAULT_STORAGE_VERSION",
     "ENGINES",
     "ENGINE_ENV",
+    "LOCK_DIR_NAME",
     "LOCK_TIMEOUT_ENV",
     "MAX_SHARDS",
     "MIN_FRESHNESS_HOURS",
@@ -192,8 +204,10 @@ __all__ = [
     "STORAGE_VERSION_ENV",
     "AccountConfig",
     "ConfigurationError",
+    "DataFolderLock",
     "DataPaths",
     "EngineSettings",
+    "LockTimeout",
     "OpsSettings",
     "RateSettings",
     "Settings",
@@ -204,16 +218,21 @@ __all__ = [
     "check_spark_master",
     "check_uri",
     "dashboard_url_from_env",
+    "hold_shard_writer",
+    "hold_writer",
+    "instance_lock",
     "key_variable",
     "lock_timeout_from_env",
     "models_dir",
     "normalise_base_url",
     "parse_shard",
     "redact_uri",
+    "remove_leftovers",
     "sandbox_shape_from_env",
     "shard_of",
     "snapshots_uri_from_env",
     "storage_version_from_env",
     "unset_for_demo",
     "uri_scheme",
+    "writer_lock",
 ]

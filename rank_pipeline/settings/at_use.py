@@ -42,14 +42,14 @@ def lock_timeout_from_env(env: Mapping[str, str] | None = None) -> float:
 
 
 STORAGE_VERSION_ENV = "RANK_PIPELINE_STORAGE_VERSION"
-"""Environment variable naming the storage version of the published file (:mod:`rank_pipeline.warehouse.database`)."""
+"""Environment variable naming the storage version of the published file (:mod:`rank_pipeline.warehouse.warehouse_file`)."""
 DEFAULT_STORAGE_VERSION = "v1.0.0"
 """The oldest DuckDB release whose storage format our warehouse fits in: readable by DuckDB 1.0 and later."""
 
 
 def storage_version_from_env(env: Mapping[str, str] | None = None) -> str:
     """``RANK_PIPELINE_STORAGE_VERSION`` stripped, or :data:`DEFAULT_STORAGE_VERSION`; not checked here
-    (``rank_pipeline.warehouse.database.Warehouse`` refuses a value that is not a DuckDB release)."""
+    (``rank_pipeline.warehouse.warehouse_file.Warehouse`` refuses a value that is not a DuckDB release)."""
     env = os.environ if env is None else env
     return (env.get(STORAGE_VERSION_ENV) or "").strip() or DEFAULT_STORAGE_VERSION
 

@@ -15,7 +15,7 @@
   ...), wrapped in :class:`pyarrow.fs.PyFileSystem`.
 
 A :class:`Store` is a pyarrow file system plus a root path inside it; everything that reads or writes
-snapshots (:mod:`rank_pipeline.snapshots.parquet`, :mod:`rank_pipeline.extract.resume`, :mod:`rank_pipeline.warehouse.database`)
+snapshots (:mod:`rank_pipeline.snapshots.parquet`, :mod:`rank_pipeline.extract.resume`, :mod:`rank_pipeline.warehouse.raw_load`)
 goes through it, so they work the same on every store. Secrets never appear in :attr:`Store.uri`
 (user info and query strings are dropped from it) and so never in messages, logs or manifests.
 

@@ -64,7 +64,7 @@ def load_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: 
             ``first .. last`` only).
 
     Raises:
-        rank_pipeline.warehouse.database.SnapshotMissingError, LoadError: a day is not committed or
+        rank_pipeline.warehouse.errors.SnapshotMissingError, LoadError: a day is not committed or
             its snapshot is damaged (nothing loaded).
     """
     if full_refresh:

@@ -1,7 +1,7 @@
 """Publish the build: the step behind the Dagster asset ``warehouse/published`` and the end of a rebuild.
 
 DuckDB copies the build file over the published one atomically
-(:meth:`rank_pipeline.warehouse.database.Warehouse.publish`); Spark has nothing to copy (its tables are
+(:meth:`rank_pipeline.warehouse.warehouse_file.Warehouse.publish`); Spark has nothing to copy (its tables are
 written where readers find them).
 """
 
@@ -19,6 +19,6 @@ def publish(engine: ModelEngine) -> Path | None:
     already in place (``engine.written_to``).
 
     Raises:
-        rank_pipeline.warehouse.database.PublishError: the copy failed; the published file is untouched.
+        rank_pipeline.warehouse.errors.PublishError: the copy failed; the published file is untouched.
     """
     return engine.publish()

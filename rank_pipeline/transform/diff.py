@@ -215,7 +215,7 @@ def diff_models(project: Project, load_raw: Callable[[duckdb.DuckDBPyConnection]
     Args:
         project: the models folder to try (:func:`~rank_pipeline.transform.project.load_project`).
         load_raw: loads the raw tables into the scratch file's connection (the command line: every committed
-            snapshot, :func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`).
+            snapshot, :func:`rank_pipeline.warehouse.raw_load.reload_raw_from_snapshots`).
         published_db: the published DuckDB file, opened read-only; when there is none yet (a first run
             stopped by a blocking check), every relation is ``new``.
         scratch_dir: where the scratch file is made (deleted afterwards); default the system temp folder.

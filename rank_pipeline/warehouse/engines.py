@@ -6,7 +6,7 @@ module is where the pipeline hands them to it:
 - :func:`open_engine` turns ``RANK_PIPELINE_ENGINE`` into an engine (the one place that branches on the
   engine's name): DuckDB on the warehouse's build file, or Spark on one session;
 - :func:`load_partitions`, :func:`reload_raw` and :func:`prepare` load the raw tables the models read.
-  DuckDB copies the days' rows into the build file (:mod:`rank_pipeline.warehouse.database`); Spark reads
+  DuckDB copies the days' rows into the build file (:mod:`rank_pipeline.warehouse.raw_load`); Spark reads
   every committed snapshot's Parquet files in place (the files their manifests list).
 """
 
@@ -26,9 +26,10 @@ from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, part
 from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import table_columns
-from rank_pipeline.warehouse import database
+from rank_pipeline.warehouse import raw_load
+from rank_pipeline.warehouse.warehouse_file import Warehouse
 
-KEYWORDS_FILE = database.KEYWORDS_FILE_TABLE.removeprefix(f"{database.RAW_SCHEMA}.")
+KEYWORDS_FILE = raw_load.KEYWORDS_FILE_TABLE.removeprefix(f"{raw_load.RAW_SCHEMA}.")
 """The keywords file's raw table, by its bare name (``keywords_file``)."""
 
 __all__ = ["KEYWORDS_FILE", "build_file_connection", "load_partitions", "open_engine", "prepare", "raw_columns", "register_snapshots",
@@ -49,7 +50,7 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
     Raises:
         RuntimeError: on Spark, pyspark is not installed (``pip install 'rank-pipeline[spark]'``), or no
             Java 17+ (:func:`rank_pipeline.transform.spark_session.java_home`).
-        rank_pipeline.warehouse.database.WarehouseError: on DuckDB, the build file cannot be opened.
+        rank_pipeline.warehouse.errors.WarehouseError: on DuckDB, the build file cannot be opened.
     """
     if settings.engine == "spark":
         try:
@@ -70,7 +71,7 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
         return
     from rank_pipeline.transform.duckdb_engine import DuckDBEngine
 
-    warehouse = database.Warehouse(paths.build_db, paths.published_db)
+    warehouse = Warehouse(paths.build_db, paths.published_db)
     with warehouse.connect() as con:
         yield DuckDBEngine(con, warehouse)
 
@@ -84,12 +85,12 @@ def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
         rank_pipeline.snapshots.parquet.SnapshotError: ``table`` is neither an endpoint nor the keywords file's.
     """
     with duckdb.connect(":memory:") as con:
-        con.execute(f"create schema {database.RAW_SCHEMA}")
+        con.execute(f"create schema {raw_load.RAW_SCHEMA}")
         if table == KEYWORDS_FILE:
-            database.ensure_keywords_file_table(con)
+            raw_load.ensure_keywords_file_table(con)
         else:
-            database.ensure_raw_table(con, table)
-        return tuple(table_columns(con, database.RAW_SCHEMA, table).items())
+            raw_load.ensure_raw_table(con, table)
+        return tuple(table_columns(con, raw_load.RAW_SCHEMA, table).items())
 
 
 def register_snapshots(engine: Any, snapshot_roots: Path | str | Sequence[Path | str]) -> dict[str, int]:
@@ -127,27 +128,27 @@ def prepare(engine: ModelEngine, snapshots_uri: Path | str | None, project: Proj
 def load_partitions(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: date) -> dict[date, dict[str, int]]:
     """Load the raw days ``first .. last`` (each committed); ``{day: {endpoint: rows}}``.
 
-    DuckDB: the days' rows replaced in one transaction (:func:`rank_pipeline.warehouse.database.load_partitions`).
+    DuckDB: the days' rows replaced in one transaction (:func:`rank_pipeline.warehouse.raw_load.load_partitions`).
     Spark: every raw view registered again over all committed snapshots (read in place; a raw view holds every
     committed day), and the rows of ``first .. last`` counted.
 
     Raises:
-        rank_pipeline.warehouse.database.SnapshotMissingError, LoadError: a day is not committed or its
+        rank_pipeline.warehouse.errors.SnapshotMissingError, LoadError: a day is not committed or its
             snapshot is damaged (nothing loaded).
     """
     if engine.name == "spark":
         return _register_all_and_count(engine, snapshots_uri, first, last)
-    return database.load_partitions(engine.con, snapshots_uri, first, last)
+    return raw_load.load_partitions(engine.con, snapshots_uri, first, last)
 
 
 def reload_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date | None = None,
                last: date | None = None) -> dict[date, dict[str, int]]:
     """Make raw hold exactly the committed snapshots of ``first .. last`` (None: open bound; both None: every
-    raw table dropped and reloaded, :func:`rank_pipeline.warehouse.database.reload_raw_from_snapshots`);
+    raw table dropped and reloaded, :func:`rank_pipeline.warehouse.raw_load.reload_raw_from_snapshots`);
     ``{day: {endpoint: rows}}``. On Spark as :func:`load_partitions`."""
     if engine.name == "spark":
         return _register_all_and_count(engine, snapshots_uri, first, last)
-    return database.reload_raw_from_snapshots(engine.con, snapshots_uri, first, last)
+    return raw_load.reload_raw_from_snapshots(engine.con, snapshots_uri, first, last)
 
 
 def _register_all_and_count(engine: Any, snapshots_uri: Path | str, first: date | None,

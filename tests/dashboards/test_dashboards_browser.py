@@ -28,7 +28,7 @@ import duckdb
 import pytest
 import yaml
 
-from rank_pipeline.warehouse.database import Warehouse
+from rank_pipeline.warehouse.warehouse_file import Warehouse
 
 # the session fixtures run a demo and, on a fresh venv, create Superset's metadata database: minutes
 pytestmark = [pytest.mark.xdist_group("dashboards"), pytest.mark.timeout(1800)]

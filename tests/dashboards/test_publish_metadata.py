@@ -18,7 +18,8 @@ import pytest
 
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY, build_publish_asset
-from rank_pipeline.warehouse.database import PublishError, Warehouse, WarehouseError
+from rank_pipeline.warehouse.errors import PublishError, WarehouseError
+from rank_pipeline.warehouse.warehouse_file import Warehouse
 
 DAY = date(2026, 11, 1)
 

@@ -31,7 +31,8 @@ from rank_pipeline.snapshots.parquet import (
 )
 from rank_pipeline.snapshots.shards import Shard, shard_of
 from rank_pipeline.snapshots.storage import store_for
-from rank_pipeline.warehouse.database import SnapshotMissingError, load_partition
+from rank_pipeline.warehouse.errors import SnapshotMissingError
+from rank_pipeline.warehouse.raw_load import load_partition
 
 # the daily runs below are two whole `rank-pipeline run`s: on a loaded 2-core machine they exceed the
 # suite's default 300 s per test (their setup counts against it)

@@ -3,7 +3,7 @@
 The ground truth is :class:`rank_pipeline.sandbox.World` (docs/concepts/architecture.md, "Sandbox"). For every
 simulated day the fixtures write the World's records as Parquet snapshots with
 :class:`rank_pipeline.snapshots.parquet.SnapshotWriter` (exactly what extraction would write, without HTTP),
-load them into the raw tables with :func:`rank_pipeline.warehouse.database.load_partition`, and build every
+load them into the raw tables with :func:`rank_pipeline.warehouse.raw_load.load_partition`, and build every
 model with the runner (:mod:`rank_pipeline.transform`). Tests then compare the marts with pandas
 computations made directly from the World.
 
@@ -40,7 +40,8 @@ import pytest
 from rank_pipeline.sandbox import AccountSpec, KeywordSpec, LimitChange, World, WorldConfig, catalogues
 from rank_pipeline.snapshots.parquet import ENDPOINTS, SnapshotWriter
 from rank_pipeline.transform import build_all, load_project, run_tests
-from rank_pipeline.warehouse.database import SCHEMAS, load_partition, reload_raw_from_snapshots
+from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 
 FIRST_DAY = date(2026, 1, 8)
 N_DAYS = 35

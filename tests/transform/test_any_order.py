@@ -29,7 +29,8 @@ import pandas as pd
 import pytest
 
 from rank_pipeline.transform import build_all, load_project, materialize
-from rank_pipeline.warehouse.database import SCHEMAS, load_partition
+from rank_pipeline.warehouse.raw_load import load_partition
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 
 DEFAULT_HISTORIES = 2
 HISTORIES = int(os.environ.get("RANK_PIPELINE_HISTORIES", DEFAULT_HISTORIES))

@@ -27,8 +27,9 @@ from rank_pipeline.transform import load_project
 from rank_pipeline.transform.materialize import build_all
 from rank_pipeline.transform.spark_engine import SparkEngine
 from rank_pipeline.transform.testing import partition_column
-from rank_pipeline.warehouse.database import SCHEMAS, reload_raw_from_snapshots
 from rank_pipeline.warehouse.engines import load_partitions, register_snapshots
+from rank_pipeline.warehouse.raw_load import reload_raw_from_snapshots
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark_local"), pytest.mark.timeout(900)]
 

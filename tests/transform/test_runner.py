@@ -506,8 +506,8 @@ def test_the_raw_sources_are_declared_in_yml_and_equal_what_the_warehouse_loads(
 
     from rank_pipeline.transform.errors import ModelConfigError
     from rank_pipeline.transform.sql import table_columns
-    from rank_pipeline.warehouse.database import SOURCE_TABLES
     from rank_pipeline.warehouse.engines import raw_columns
+    from rank_pipeline.warehouse.raw_load import SOURCE_TABLES
 
     shipped = load_project(Path(__file__).resolve().parents[2] / "dbt_like_sql")
     assert shipped.sources == frozenset(SOURCE_TABLES)

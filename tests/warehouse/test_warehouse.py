@@ -14,15 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from rank_pipeline.snapshots.parquet import ENDPOINTS, SnapshotWriter, arrow_schema, partition_dir
-from rank_pipeline.warehouse.database import (
-    LoadError,
-    PublishError,
-    SnapshotMissingError,
-    Warehouse,
-    WarehouseError,
-    load_partition,
-    reload_raw_from_snapshots,
-)
+from rank_pipeline.warehouse.errors import LoadError, PublishError, SnapshotMissingError, WarehouseError
+from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots
+from rank_pipeline.warehouse.warehouse_file import Warehouse
 
 DAY1 = date(2026, 11, 20)
 DAY2 = DAY1 + timedelta(days=1)

@@ -1,9 +1,11 @@
-"""Run housekeeping for one data folder: locks the OS releases when a run dies, and leftovers' removal.
+"""The data folder's locks, which the OS releases when a run dies, and the removal of dead runs' leftovers.
 
-Implements docs/concepts/architecture.md, "Operations: one writer per data folder".
-No Dagster here: :func:`hold_writer` (the lock, then the leftovers) is entered by the step functions
-of :mod:`rank_pipeline.steps` and, for a whole Dagster run, by the ``warehouse`` resource
-(:class:`rank_pipeline.defs.resources.WarehouseResource`).
+Implements docs/concepts/architecture.md, "Operations: one writer per data folder". The lock guards the whole data
+folder (the snapshots, the DuckDB files, the Dagster instance), so it lives beside the folder's layout
+(:class:`rank_pipeline.settings.DataPaths`), below every stage that writes the folder; it imports nothing of
+the pipeline but the error root and the other settings modules. No Dagster here: :func:`hold_writer` (the
+lock, then the leftovers) is entered by the step functions of :mod:`rank_pipeline.steps` and, for a whole
+Dagster run, by the ``warehouse`` resource (:class:`rank_pipeline.defs.resources.WarehouseResource`).
 
 Locks
     A lock is an exclusive ``fcntl.flock`` on a file under ``<data_dir>/.locks/``. The kernel drops it
@@ -51,15 +53,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rank_pipeline.errors import RankPipelineError
-from rank_pipeline.settings import LOCK_TIMEOUT_ENV, DataPaths, Shard, lock_timeout_from_env
+from rank_pipeline.settings.at_use import LOCK_TIMEOUT_ENV, lock_timeout_from_env
+from rank_pipeline.settings.paths import DataPaths
+from rank_pipeline.settings.shards import Shard
 
 __all__ = [
     "LOCK_DIR_NAME",
     "DataFolderLock",
     "LockTimeout",
-    "lock_timeout_from_env",
     "hold_shard_writer",
     "hold_writer",
+    "instance_lock",
     "remove_leftovers",
     "writer_lock",
 ]
@@ -82,6 +86,8 @@ _PURPOSES = {
 
 class LockTimeout(RankPipelineError, RuntimeError):
     """The lock stayed held by another process for longer than the timeout; the message is one line."""
+
+    __module__ = "rank_pipeline.settings"  # its public name, as the exit-statuses page lists it (re-exported there)
 
 
 @dataclass

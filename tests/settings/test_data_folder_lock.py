@@ -1,4 +1,4 @@
-"""rank_pipeline.warehouse.locks: OS-released locks and the removal of dead runs' leftovers."""
+"""rank_pipeline.settings.data_folder_lock: OS-released locks and the removal of dead runs' leftovers."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from rank_pipeline.settings import ConfigurationError
-from rank_pipeline.warehouse.locks import (
+from rank_pipeline.settings import (
+    ConfigurationError,
     DataFolderLock,
     LockTimeout,
     lock_timeout_from_env,
@@ -23,7 +23,7 @@ from rank_pipeline.warehouse.locks import (
 
 HOLD = textwrap.dedent("""
     import sys, time
-    from rank_pipeline.warehouse.locks import writer_lock
+    from rank_pipeline.settings import writer_lock
     with writer_lock(sys.argv[1], holder="a test run"):
         print("held", flush=True)
         time.sleep(600)

@@ -1,0 +1,252 @@
+"""The warehouse file: the private build file (one writer) and the published file (readers), and publishing.
+
+Implements docs/architecture.md, "Warehouse and the dbt-like runner": one writer, readers never blocked.
+No Dagster here. What the build file holds in ``raw`` is loaded by :mod:`rank_pipeline.warehouse.raw_load`;
+the errors are :mod:`rank_pipeline.warehouse.errors`.
+
+Concurrency model
+    DuckDB allows one writing process or many reading ones per file. The pipeline has exactly one writer:
+    the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; every
+    run holds the data folder's writer lock (:mod:`rank_pipeline.settings.data_folder_lock`) while it writes.
+    Readers (analysts, BI tools) open only the published file (``data/warehouse.duckdb``) with
+    :meth:`Warehouse.read_only_connect`.
+    :meth:`Warehouse.publish` checkpoints the build file, copies it byte for byte into a new temporary file
+    beside the published one (a streamed file copy: the run's memory does not grow with the warehouse),
+    fsyncs it and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
+    old published file open keeps reading the old, complete file (its open file handle still points at
+    it) and never blocks the load; a connection opened afterwards sees the new complete state. Nobody may
+    open the published file for writing. (On Windows an open file cannot be replaced; not supported.)
+
+Storage version of the published file
+    The build file is written in the running DuckDB's own storage format (duckdb 2.x: newer than the
+    versions 64-68 that DuckDB 1.x reads), which 1.x readers (drivers, BI tools bundling a 1.x DuckDB)
+    refuse. The published file is written in the storage format of :data:`DEFAULT_STORAGE_VERSION`
+    (``v1.0.0``: storage version 64, which DuckDB 1.0 and every later release open; our SQL uses nothing
+    that needs a newer one; tests/dashboards/test_duckdb1_reader.py reads it with duckdb 1.4), or the one named
+    in ``RANK_PIPELINE_STORAGE_VERSION`` (a DuckDB release such as ``v1.4.0``; ``latest`` writes the
+    running DuckDB's own format). A value DuckDB does not know fails the publish with a clear error.
+    The build file is created in that same storage version (DuckDB keeps a file's version for its
+    whole life), so the published file is a plain copy of it. A build file in another version (created
+    before the setting changed) is published through ``ATTACH ... (STORAGE_VERSION ...)`` and
+    ``COPY FROM DATABASE`` instead, which buffers several times the file in memory; a full rebuild
+    (``rank-pipeline rebuild --full-refresh``) recreates the build file in the set version.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import uuid
+from datetime import date
+from pathlib import Path
+
+import duckdb
+
+from rank_pipeline.settings import DEFAULT_STORAGE_VERSION, STORAGE_VERSION_ENV, storage_version_from_env
+from rank_pipeline.transform.sql import quote_ident as _qi
+from rank_pipeline.warehouse.errors import PublishError, WarehouseError
+from rank_pipeline.warehouse.raw_load import ensure_keywords_file_table, reload_raw_from_snapshots
+
+__all__ = ["DEFAULT_STORAGE_VERSION", "SCHEMAS", "STORAGE_VERSION_ENV", "Warehouse"]
+
+log = logging.getLogger(__name__)
+
+SCHEMAS: tuple[str, ...] = ("raw", "seeds", "staging", "marts")
+"""Schemas of the warehouse (docs/architecture.md, "Warehouse")."""
+
+
+class Warehouse:
+    """The build file (one writer) and the published file (readers); see the module docstring.
+
+    Args:
+        build_path: the private working DuckDB file (``data/warehouse.build.duckdb``).
+        published_path: the file analysts open read-only (``data/warehouse.duckdb``).
+    """
+
+    def __init__(self, build_path: Path | str, published_path: Path | str, storage_version: str | None = None):
+        self.build_path = Path(build_path)
+        self.published_path = Path(published_path)
+        version = storage_version or storage_version_from_env()
+        if not re.fullmatch(r"latest|v\d+\.\d+\.\d+", version):
+            raise WarehouseError(
+                f"{STORAGE_VERSION_ENV}={version!r} is not a DuckDB release: set it to one such as "
+                f"{DEFAULT_STORAGE_VERSION} or v1.4.0 (the oldest DuckDB that must read the published file), "
+                "or to latest"
+            )
+        self.storage_version = version
+        """DuckDB release whose storage format the published file is written in, or ``latest``."""
+        if self.build_path.resolve() == self.published_path.resolve():
+            raise WarehouseError(
+                f"build and published paths are the same file ({self.build_path}); readers would block the load"
+            )
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the writer connection to the build file, creating it and the schemas if needed.
+
+        Close it when done (it is a context manager). Within one process, several calls share one
+        database instance; a second process gets a lock error, which is the one-writer rule at work.
+
+        Raises:
+            WarehouseError: the build file is locked by another process or cannot be opened.
+        """
+        self.build_path.parent.mkdir(parents=True, exist_ok=True)
+        # a new build file is created in the published storage version, so publishing is a byte copy, then
+        # reopened like any existing one (which keeps its own version): every connection of the process has
+        # the same configuration, which DuckDB requires of connections sharing a file
+        if not self.build_path.exists() and self.storage_version != "latest":
+            try:
+                duckdb.connect(str(self.build_path),
+                               config={"storage_compatibility_version": self.storage_version}).close()
+            except duckdb.InvalidInputException as exc:
+                self.build_path.unlink(missing_ok=True)
+                raise WarehouseError(
+                    f"{STORAGE_VERSION_ENV}={self.storage_version} is not a storage version this DuckDB writes "
+                    f"({_first_sentence(exc)}): set it to a DuckDB release such as {DEFAULT_STORAGE_VERSION}"
+                ) from exc
+        try:
+            con = duckdb.connect(str(self.build_path))
+        except duckdb.Error as exc:
+            raise WarehouseError(
+                f"cannot open the build warehouse {self.build_path} for writing ({exc}). Only one process may "
+                "write it: take the data folder's writer lock (rank_pipeline.settings.data_folder_lock) first, and "
+                "let readers open the published file instead"
+            ) from exc
+        for schema in SCHEMAS:
+            con.execute(f"create schema if not exists {schema}")
+        ensure_keywords_file_table(con)
+        return con
+
+    def read_only_connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the published file read-only (for analysts, BI, asset checks that only read).
+
+        Raises:
+            WarehouseError: nothing has been published yet.
+        """
+        if not self.published_path.is_file():
+            raise WarehouseError(
+                f"no published warehouse at {self.published_path} yet: load a partition and publish first "
+                "(e.g. `rank-pipeline demo`)"
+            )
+        return duckdb.connect(str(self.published_path), read_only=True)
+
+    def reload_raw_from_snapshots(self, snapshots_uri: Path | str) -> dict[date, dict[str, int]]:
+        """:func:`reload_raw_from_snapshots` on a fresh writer connection (closed afterwards)."""
+        with self.connect() as con:
+            return reload_raw_from_snapshots(con, snapshots_uri)
+
+    def publish(self, con: duckdb.DuckDBPyConnection | None = None) -> Path:
+        """Checkpoint the build file and atomically replace the published file with a copy of it.
+
+        The copy is in :attr:`storage_version` (module docstring, "Storage version of the published
+        file"): a streamed byte copy when the build file is in that version, else ``COPY FROM DATABASE``.
+        It goes into a temporary file beside the published one, fsynced, then renamed over it.
+
+        Args:
+            con: the open writer connection, if the caller holds one (it must be idle: no open
+                transaction); otherwise a connection is opened and closed here.
+
+        Returns:
+            The published path.
+
+        Raises:
+            PublishError: the checkpoint failed (a transaction is still open), DuckDB cannot write that
+                storage version, or the copy failed. The previously published file is untouched.
+        """
+        if not self.build_path.is_file():
+            raise PublishError(f"nothing to publish: {self.build_path} does not exist; load a partition first")
+        self.published_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.published_path.with_name(f".{self.published_path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        own = self.connect() if con is None else None
+        writer = own or con
+        try:
+            try:
+                writer.execute("checkpoint")
+            except duckdb.Error as exc:
+                raise PublishError(
+                    f"cannot checkpoint {self.build_path} before publishing ({exc}); commit or roll back open "
+                    "transactions on the writer connection and publish again"
+                ) from exc
+            self._write_copy(writer, tmp)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            # a stale WAL beside the published file would be replayed onto the new file: remove it
+            stale_wal = self.published_path.with_name(self.published_path.name + ".wal")
+            stale_wal.unlink(missing_ok=True)
+            os.replace(tmp, self.published_path)
+        except PublishError:
+            _remove_tmp(tmp)
+            raise
+        except duckdb.Error as exc:
+            _remove_tmp(tmp)
+            raise PublishError(
+                f"writing {self.published_path} in storage version {self.storage_version} failed ({exc}); the "
+                f"published file is unchanged. If DuckDB does not know that version, set {STORAGE_VERSION_ENV} "
+                f"to another (e.g. {DEFAULT_STORAGE_VERSION}) and publish again"
+            ) from exc
+        except OSError as exc:
+            _remove_tmp(tmp)
+            raise PublishError(
+                f"copying {self.build_path} to {self.published_path} failed ({exc}); the published file is "
+                "unchanged. Check free disk space and permissions, then publish again"
+            ) from exc
+        finally:
+            if own is not None:
+                own.close()
+        try:
+            dir_fd = os.open(self.published_path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError:  # pragma: no cover - some file systems refuse fsync on directories
+            pass
+        log.info("published %s -> %s (storage version %s)", self.build_path, self.published_path,
+                 self.storage_version)
+        return self.published_path
+
+    def _write_copy(self, con: duckdb.DuckDBPyConnection, tmp: Path) -> None:
+        """Copy the checkpointed build database into the new file ``tmp`` in :attr:`storage_version`.
+
+        The caller holds the data folder's writer lock and ``con`` is idle after its checkpoint, so the
+        build file does not change while it is read: a byte copy (``shutil.copyfile``, streamed by the
+        kernel) is the database. When the build file is in another storage version, the database is
+        copied through DuckDB instead (one transaction, buffered in memory).
+        """
+        (source,) = con.execute("select current_database()").fetchone()
+        alias = f"publish_{uuid.uuid4().hex[:8]}"
+        option = "" if self.storage_version == "latest" else f" (STORAGE_VERSION '{self.storage_version}')"
+        con.execute(f"attach '{_sql_str(tmp)}' as {alias}{option}")
+        try:
+            build_version = _storage_tag(con, source)
+            same_version = build_version == _storage_tag(con, alias)
+            if not same_version:
+                log.info("publishing %s through COPY FROM DATABASE: it is in storage %s, the setting asks %s "
+                         "(a full rebuild recreates it in the set version)", self.build_path, build_version,
+                         self.storage_version)
+                con.execute(f"copy from database {_qi(source)} to {alias}")
+        finally:
+            con.execute(f"detach {alias}")
+        if same_version:
+            _remove_tmp(tmp)
+            shutil.copyfile(self.build_path, tmp)
+
+
+def _storage_tag(con: duckdb.DuckDBPyConnection, database: str) -> str:
+    """The oldest DuckDB release that reads ``database`` (``duckdb_databases().tags['storage_version']``)."""
+    (tags,) = con.execute("select tags from duckdb_databases() where database_name = ?", [database]).fetchone()
+    return (tags or {}).get("storage_version", "")
+
+
+def _first_sentence(exc: BaseException) -> str:
+    return str(exc).split(", valid options")[0]
+
+
+def _sql_str(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _remove_tmp(tmp: Path) -> None:
+    tmp.unlink(missing_ok=True)
+    tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
