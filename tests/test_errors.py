@@ -39,7 +39,7 @@ def test_every_exception_class_of_the_package_derives_from_the_one_root():
     # the walk sees the classes it must see: a guard against a walk that finds nothing and passes
     for name in ("rank_pipeline.api.errors.RankTrackerError", "rank_pipeline.warehouse.errors.LoadError",
                  "rank_pipeline.settings.ConfigurationError", "rank_pipeline.transform.errors.ProjectError",
-                 "rank_pipeline.cli.errors.UsageError", "rank_pipeline.sandbox.world.QuotaExceeded"):
+                 "rank_pipeline.cli.errors.UsageError", "rank_pipeline.sandbox.world.errors.QuotaExceeded"):
         assert name in classes, sorted(classes)
     outside = sorted(name for name, cls in classes.items() if not issubclass(cls, RankPipelineError))
     assert outside == [], f"exception classes outside rank_pipeline.errors.RankPipelineError: {outside}"

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rank_pipeline.sandbox import assumptions as A
 from rank_pipeline.sandbox.faults import DroppedConnection, FaultInjector
 from rank_pipeline.sandbox.limits import RateLimiter, rate_limited_response
+from rank_pipeline.sandbox.world import Account
 
 __all__ = ["SandboxMiddleware", "SandboxStats", "error_response", "http_date", "key_ident"]
 
@@ -130,15 +131,7 @@ class SandboxMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        world = self.world
-
-        async def send_with_date(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
-                headers.append((b"date", http_date(world.today).encode()))
-                message = {**message, "headers": headers}
-            await send(message)
-
+        send_with_date = _with_date(send, self.world)
         path = scope["path"]
         if not (path == "/v1" or path.startswith("/v1/")):
             await self.app(scope, receive, send_with_date)
@@ -147,22 +140,7 @@ class SandboxMiddleware:
         ip = (scope.get("client") or ("unknown", 0))[0]
         self.stats.ip_request(ip)
         rejection = self.limiter.hit_ip(ip)
-        account = None
-        known = None  # (account name, key position), for a key the world knows (revoked or not)
-        values = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
-        if len(values) == 1:
-            key = values[0].decode("latin-1")
-            account = world.account_by_key(key)
-            known = world.key_position(key)
-        # stats and the per-key limit count per key: "acme" for an account's first key, "acme#2" ...
-        bucket = key_ident(*known) if known is not None else UNAUTHENTICATED
-        faults = self.injector.faults
-        if account is not None and faults.revoke_after and known[1] == faults.revoke_position:
-            # counted on arrival (not on reply), so requests in flight cannot slip past the switch
-            served = self._arrivals[bucket] = self._arrivals.get(bucket, 0) + 1
-            if served > faults.revoke_after:
-                world.revoke_key(account.name, known[1])  # key rotation: the old key is deleted now
-                account = None
+        account, bucket = self._authenticate(scope)
 
         async def reply(response: Response) -> None:
             self.stats.key_response(bucket, response.status_code)
@@ -184,7 +162,37 @@ class SandboxMiddleware:
             await reply(Response(status_code=403))
             return
         scope.setdefault("state", {})["account"] = account
+        await self._route_with_faults(account, scope, receive, send_with_date, bucket, reply)
 
+    def _authenticate(self, scope: Scope) -> tuple[Account | None, str]:
+        """``(account, bucket)``: the account whose valid key is the request's one ``Authorization`` value
+        (None when there is none, several, or the key is wrong or revoked), and the name stats and the
+        per-key limit count the request under. Applies the revoke fault (key rotation)."""
+        world = self.world
+        account = None
+        known = None  # (account name, key position), for a key the world knows (revoked or not)
+        values = [v for k, v in scope.get("headers", []) if k.lower() == b"authorization"]
+        if len(values) == 1:
+            key = values[0].decode("latin-1")
+            account = world.account_by_key(key)
+            known = world.key_position(key)
+        # stats and the per-key limit count per key: "acme" for an account's first key, "acme#2" ...
+        bucket = key_ident(*known) if known is not None else UNAUTHENTICATED
+        faults = self.injector.faults
+        if account is not None and faults.revoke_after and known[1] == faults.revoke_position:
+            # counted on arrival (not on reply), so requests in flight cannot slip past the switch
+            served = self._arrivals[bucket] = self._arrivals.get(bucket, 0) + 1
+            if served > faults.revoke_after:
+                world.revoke_key(account.name, known[1])  # key rotation: the old key is deleted now
+                account = None
+        return account, bucket
+
+    async def _route_with_faults(
+        self, account: Account, scope: Scope, receive: Receive, send: Send, bucket: str,
+        reply: Callable[[Response], Awaitable[None]],
+    ) -> None:
+        """The route for an authenticated request, after the faults the injector decides for it (latency,
+        shifting records, a hung request, a 5xx, a dropped connection, invalid JSON)."""
         decision = self.injector.decide(records=_page_size(scope), keyword_list=self._is_keyword_list(scope))
         if decision.latency_s > 0:
             await self.sleep(decision.latency_s)
@@ -196,22 +204,17 @@ class SandboxMiddleware:
             await self.sleep(self.injector.faults.hang_s)
         elif decision.action == "error":
             self.stats.fault("error")
-            if decision.error_status == 502:
-                html = "<html><head><title>502 Bad Gateway</title></head><body>Bad Gateway</body></html>"
-                await reply(HTMLResponse(html, status_code=502))
-            else:
-                detail = "The server met an internal error; retry later"
-                await reply(error_response(decision.error_status, A.SERVER_ERROR_CODE, detail))
+            await reply(_server_error(decision.error_status))
             return
 
         if decision.action in ("drop", "invalid_json"):
-            await self._buffered(scope, receive, send_with_date, bucket, decision.action)
+            await self._buffered(scope, receive, send, bucket, decision.action)
             return
 
         async def send_counted(message: Message) -> None:
             if message["type"] == "http.response.start":
                 self.stats.key_response(bucket, message["status"])
-            await send_with_date(message)
+            await send(message)
 
         await self.app(scope, receive, send_counted)
 
@@ -264,6 +267,28 @@ class SandboxMiddleware:
         await send(start)
         await send({"type": "http.response.body", "body": half, "more_body": True})
         raise DroppedConnection("sandbox fault: connection dropped mid-response (drop_rate)")
+
+
+def _with_date(send: Send, world) -> Send:
+    """``send`` with the ``Date`` header of every response start replaced by the world's simulated day."""
+
+    async def send_with_date(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
+            headers.append((b"date", http_date(world.today).encode()))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return send_with_date
+
+
+def _server_error(status: int) -> Response:
+    """The 5xx fault's answer: a proxy's HTML page for 502, else the spec's error envelope."""
+    if status == 502:
+        html = "<html><head><title>502 Bad Gateway</title></head><body>Bad Gateway</body></html>"
+        return HTMLResponse(html, status_code=502)
+    detail = "The server met an internal error; retry later"
+    return error_response(status, A.SERVER_ERROR_CODE, detail)
 
 
 def _page_size(scope: Scope) -> int:

@@ -116,8 +116,32 @@ def _list_operation(operation_id: str, summary: str, item: str, extra_params: li
     return {"operationId": operation_id, "summary": summary, "parameters": params, "responses": responses}
 
 
+_STRING = {"type": "string"}
+
+
 def _schemas() -> dict:
-    string = {"type": "string"}
+    """``components.schemas``: the error envelope, the account's resources, the catalogue rows and the
+    bodies of keyword create, in that order."""
+    return {**_error_schemas(), **_resource_schemas(), **_catalogue_schemas(), **_keyword_create_schemas()}
+
+
+def _resource(type_name: str | None, attributes: dict, *, assumed: bool = False) -> dict:
+    """A JSON:API resource object: ``id``, ``type`` (``type_name``, any string when None), ``attributes``."""
+    schema = {
+        "type": "object",
+        "required": ["id", "type", "attributes"],
+        "properties": {
+            "id": _STRING,
+            "type": {"const": type_name} if type_name else _STRING,
+            "attributes": attributes,
+        },
+    }
+    return {**schema, **_ASSUMED} if assumed else schema
+
+
+def _error_schemas() -> dict:
+    """``ErrorEntry`` and ``ErrorEnvelope`` (spec, "Errors")."""
+    string = _STRING
     error_entry = {
         "type": "object",
         "description": "One error. Unknown extra fields are additive.",
@@ -147,20 +171,13 @@ def _schemas() -> dict:
         "required": ["errors"],
         "properties": {"errors": {"type": "array", "minItems": 1, "items": _ref("ErrorEntry")}},
     }
+    return {"ErrorEntry": error_entry, "ErrorEnvelope": envelope}
 
-    def resource(type_name: str | None, attributes: dict, *, assumed: bool = False) -> dict:
-        schema = {
-            "type": "object",
-            "required": ["id", "type", "attributes"],
-            "properties": {
-                "id": string,
-                "type": {"const": type_name} if type_name else string,
-                "attributes": attributes,
-            },
-        }
-        return {**schema, **_ASSUMED} if assumed else schema
 
-    domain = resource("domain", {
+def _resource_schemas() -> dict:
+    """The account's resources: ``Domain``, ``Keyword``, ``Competitor``, ``Tag``, ``Usage``."""
+    string = _STRING
+    domain = _resource("domain", {
         "type": "object",
         "required": ["domain", "host", "matchType", "projectName"],
         "properties": {
@@ -170,7 +187,7 @@ def _schemas() -> dict:
             "projectName": string,
         },
     })
-    keyword = resource("keyword", {
+    keyword = _resource("keyword", {
         "type": "object",
         "description": "Only location.code is in the spec; other fields are the sandbox's.",
         "required": ["location"],
@@ -188,19 +205,29 @@ def _schemas() -> dict:
         },
     })
     keyword["properties"]["type"] = {"type": "string", **_ASSUMED}
-    competitor = resource(None, {"type": "object"}, assumed=True)
-    tag = resource(None, {"type": "object"}, assumed=True)
     quota = {
         "type": "object",
         "required": ["usage", "limit", "remaining"],
         "properties": {k: {"type": "integer"} for k in ("usage", "limit", "remaining")},
     }
-    usage = resource("usage", {
+    usage = _resource("usage", {
         "type": "object",
         "required": ["apiEnabled", "keywords", "dataRows"],
         "properties": {"apiEnabled": {"type": "boolean"}, "keywords": quota, "dataRows": quota},
     })
-    location_row = resource("location", {
+    return {
+        "Domain": domain,
+        "Keyword": keyword,
+        "Competitor": _resource(None, {"type": "object"}, assumed=True),
+        "Tag": _resource(None, {"type": "object"}, assumed=True),
+        "Usage": usage,
+    }
+
+
+def _catalogue_schemas() -> dict:
+    """The lookup rows: ``LocationRow`` and ``LanguageRow``."""
+    string = _STRING
+    location_row = _resource("location", {
         "type": "object",
         "required": ["code"],
         "properties": {
@@ -211,12 +238,18 @@ def _schemas() -> dict:
         },
     })
     location_row["properties"]["type"] = {"type": "string", **_ASSUMED}
-    language_row = resource("language", {
+    language_row = _resource("language", {
         "type": "object",
         "required": ["code"],
         "properties": {"code": string, "name": {**string, **_ASSUMED}},
     })
     language_row["properties"]["type"] = {"type": "string", **_ASSUMED}
+    return {"LocationRow": location_row, "LanguageRow": language_row}
+
+
+def _keyword_create_schemas() -> dict:
+    """Keyword create's request body and its (assumed) success body: ``KeywordCreateBody`` and
+    ``KeywordCreateResponse``."""
     entry = {
         "type": "object",
         "required": ["name", "device", "location", "language"],
@@ -227,6 +260,8 @@ def _schemas() -> dict:
             "language": {"type": "string", "description": "Language code of that engine; `0000` is rejected."},
         },
     }
+    frequency = {"type": "string",
+                 "description": "Case-insensitive; allowed values in meta.allowed of an error."}
     create_body = {
         "type": "object",
         "required": ["keyword"],
@@ -235,8 +270,8 @@ def _schemas() -> dict:
                 "type": "object",
                 "required": ["frequency", "words", "search_engines"],
                 "properties": {
-                    "frequency": {"type": "string", "description": "Case-insensitive; allowed values in meta.allowed of an error."},
-                    "words": {"type": "array", "minItems": 1, "items": string},
+                    "frequency": frequency,
+                    "words": {"type": "array", "minItems": 1, "items": _STRING},
                     "search_engines": {"type": "array", "minItems": 1, "items": entry},
                 },
             }
@@ -248,19 +283,7 @@ def _schemas() -> dict:
         "properties": {"data": {"type": "array", "items": _ref("Keyword")}},
         **_ASSUMED,
     }
-    return {
-        "ErrorEntry": error_entry,
-        "ErrorEnvelope": envelope,
-        "Domain": domain,
-        "Keyword": keyword,
-        "Competitor": competitor,
-        "Tag": tag,
-        "Usage": usage,
-        "LocationRow": location_row,
-        "LanguageRow": language_row,
-        "KeywordCreateBody": create_body,
-        "KeywordCreateResponse": created,
-    }
+    return {"KeywordCreateBody": create_body, "KeywordCreateResponse": created}
 
 
 def _responses() -> dict:
@@ -294,6 +317,50 @@ def _responses() -> dict:
 
 @functools.cache
 def _document() -> dict:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Rank-Tracking REST API (sandbox)",
+            "version": "v1",
+            "description": "As stated by shared/spec/rank-tracking-api.md. Shapes marked "
+                           "x-sandbox-assumption are the sandbox's where the spec says 'not shown'.",
+        },
+        "security": [{"apiKey": []}],
+        "paths": _paths(),
+        "components": {
+            "securitySchemes": {
+                "apiKey": {"type": "apiKey", "in": "header", "name": "Authorization",
+                           "description": "The key alone, no Bearer prefix."},
+            },
+            "schemas": _schemas(),
+            "responses": _responses(),
+        },
+    }
+
+
+def _paths() -> dict:
+    """``paths``: every endpoint of the spec's "Endpoints" table."""
+    locations_params, languages_params = _catalogue_parameters()
+    return {
+        "/v1/domains": {"get": _list_operation("listDomains", "Domains of the account.", "Domain")},
+        "/v1/domains/{uuid}": {"get": _get_domain_operation()},
+        "/v1/domains/{uuid}/keywords": {"get": _list_keywords_operation(),
+                                        "post": _create_keywords_operation()},
+        "/v1/domains/{uuid}/competitors": {"get": _list_operation(
+            "listCompetitors", "Competitors of a domain.", "Competitor", domain_path=True)},
+        "/v1/tags": {"get": _list_operation("listTags", "Tags of the account.", "Tag")},
+        "/v1/account/usage": {"get": _usage_operation()},
+        "/v1/locations": {"get": _list_operation(
+            "listLocations", "Location catalogue of a search engine (not account-scoped).",
+            "LocationRow", locations_params, validation=True)},
+        "/v1/languages": {"get": _list_operation(
+            "listLanguages", "Language catalogue of a search engine; 0000 never listed.",
+            "LanguageRow", languages_params, validation=True)},
+    }
+
+
+def _catalogue_parameters() -> tuple[list, list]:
+    """The query parameters of ``/v1/locations`` and of ``/v1/languages`` (besides the page ones)."""
     engine_param = {"name": "search_engine", "in": "query", "required": False,
                     "schema": {"type": "string", "enum": list(SEARCH_ENGINES), "default": "google"}}
     locations_params = [
@@ -314,12 +381,33 @@ def _document() -> dict:
         {"name": "q", "in": "query", "required": False,
          "description": "Exact code or a substring of the name.", "schema": {"type": "string"}},
     ]
-    keywords_list = _list_operation(
+    return locations_params, languages_params
+
+
+def _get_domain_operation() -> dict:
+    return {
+        "operationId": "getDomain",
+        "summary": "One domain.",
+        "parameters": [_uuid_parameter()],
+        "responses": {
+            "200": {"description": "The domain.", "content": _json(
+                {"type": "object", "required": ["data"], "properties": {"data": _ref("Domain")}})},
+            "404": {"$ref": "#/components/responses/NotFound"},
+            **_common_responses(),
+        },
+    }
+
+
+def _list_keywords_operation() -> dict:
+    return _list_operation(
         "listKeywords", "Keywords tracked on a domain.", "Keyword",
         [{"name": "results_organic_url", "in": "query", "required": False, "schema": {"type": "string"}}],
         domain_path=True,
     )
-    create = {
+
+
+def _create_keywords_operation() -> dict:
+    return {
         "operationId": "createKeywords",
         "summary": "Track the cartesian product of words and search_engines (all-or-nothing).",
         "description": "The spec names the path parameter domain_uuid.",
@@ -335,18 +423,10 @@ def _document() -> dict:
             **_common_responses(),
         },
     }
-    get_domain = {
-        "operationId": "getDomain",
-        "summary": "One domain.",
-        "parameters": [_uuid_parameter()],
-        "responses": {
-            "200": {"description": "The domain.", "content": _json(
-                {"type": "object", "required": ["data"], "properties": {"data": _ref("Domain")}})},
-            "404": {"$ref": "#/components/responses/NotFound"},
-            **_common_responses(),
-        },
-    }
-    usage = {
+
+
+def _usage_operation() -> dict:
+    return {
         "operationId": "getAccountUsage",
         "summary": "The account's plan usage.",
         "responses": {
@@ -355,39 +435,7 @@ def _document() -> dict:
             **_common_responses(),
         },
     }
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Rank-Tracking REST API (sandbox)",
-            "version": "v1",
-            "description": "As stated by shared/spec/rank-tracking-api.md. Shapes marked "
-                           "x-sandbox-assumption are the sandbox's where the spec says 'not shown'.",
-        },
-        "security": [{"apiKey": []}],
-        "paths": {
-            "/v1/domains": {"get": _list_operation("listDomains", "Domains of the account.", "Domain")},
-            "/v1/domains/{uuid}": {"get": get_domain},
-            "/v1/domains/{uuid}/keywords": {"get": keywords_list, "post": create},
-            "/v1/domains/{uuid}/competitors": {"get": _list_operation(
-                "listCompetitors", "Competitors of a domain.", "Competitor", domain_path=True)},
-            "/v1/tags": {"get": _list_operation("listTags", "Tags of the account.", "Tag")},
-            "/v1/account/usage": {"get": usage},
-            "/v1/locations": {"get": _list_operation(
-                "listLocations", "Location catalogue of a search engine (not account-scoped).",
-                "LocationRow", locations_params, validation=True)},
-            "/v1/languages": {"get": _list_operation(
-                "listLanguages", "Language catalogue of a search engine; 0000 never listed.",
-                "LanguageRow", languages_params, validation=True)},
-        },
-        "components": {
-            "securitySchemes": {
-                "apiKey": {"type": "apiKey", "in": "header", "name": "Authorization",
-                           "description": "The key alone, no Bearer prefix."},
-            },
-            "schemas": _schemas(),
-            "responses": _responses(),
-        },
-    }
+
 
 
 def openapi_document() -> dict[str, Any]:

@@ -6,7 +6,7 @@ the SQL it writes in DuckDB's dialect is rendered by :func:`rank_pipeline.transf
 and written as Parquet under the warehouse URI by :class:`rank_pipeline.transform.spark_storage.ParquetStore`.
 Spark keeps no view across sessions (each Dagster step is a new process), so a view is stored as a table,
 by day when it has ``snapshot_date``. The raw tables are the Parquet files of the committed snapshots, read
-in place as the session's temporary views (:meth:`SparkEngine.register_raw`). docs/how-to/scale-out.md
+in place as the session's temporary views (:meth:`SparkEngine.register_raw`). docs/concepts/scale-out.md
 says how to run it on a cluster.
 """
 

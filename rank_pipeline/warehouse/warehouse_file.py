@@ -1,6 +1,6 @@
 """The warehouse file: the private build file (one writer) and the published file (readers), and publishing.
 
-Implements docs/architecture.md, "Warehouse and the dbt-like runner": one writer, readers never blocked.
+Implements docs/concepts/architecture.md, "Warehouse and the dbt-like runner": one writer, readers never blocked.
 No Dagster here. What the build file holds in ``raw`` is loaded by :mod:`rank_pipeline.warehouse.raw_load`;
 the errors are :mod:`rank_pipeline.warehouse.errors`.
 
@@ -54,7 +54,7 @@ __all__ = ["DEFAULT_STORAGE_VERSION", "SCHEMAS", "STORAGE_VERSION_ENV", "Warehou
 log = logging.getLogger(__name__)
 
 SCHEMAS: tuple[str, ...] = ("raw", "seeds", "staging", "marts")
-"""Schemas of the warehouse (docs/architecture.md, "Warehouse")."""
+"""Schemas of the warehouse (docs/concepts/architecture.md, "Warehouse")."""
 
 
 class Warehouse:

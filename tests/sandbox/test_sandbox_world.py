@@ -311,5 +311,5 @@ def test_scaled_world__builds_only_the_domains_asked_for():
     usage = w.usage(account.account_id)["attributes"]["keywords"]["usage"]
     assert 40 * 700 < usage < 40 * 1100
     assert len(w.keywords(domains[7]["id"])) > 700
-    built = [d for d in w._accounts[0].domains if d.base is not None]  # lazy: only the one listed
+    built = [d for d in w._state.accounts[0].domains if d.base is not None]  # lazy: only the one listed
     assert [d.id for d in built] == [domains[7]["id"]]
