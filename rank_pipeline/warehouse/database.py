@@ -88,15 +88,13 @@ import pyarrow.parquet as pq
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.settings import DEFAULT_STORAGE_VERSION, STORAGE_VERSION_ENV, storage_version_from_env
 from rank_pipeline.snapshots.manifest import SnapshotManifest
-from rank_pipeline.snapshots.parquet import (
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, snapshot_files
+from rank_pipeline.snapshots.schema import (
     ENDPOINTS,
     MANIFEST_NAME,
     SnapshotError,
     arrow_schema,
-    list_snapshot_dates,
     partition_dir,
-    read_manifest,
-    snapshot_files,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
 from rank_pipeline.transform.sql import quote_ident as _qi

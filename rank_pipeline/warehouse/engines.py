@@ -22,7 +22,8 @@ from typing import Any
 import duckdb
 
 from rank_pipeline.settings import DataPaths, EngineSettings
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest
+from rank_pipeline.snapshots.schema import ENDPOINTS, partition_dir
 from rank_pipeline.transform.engines import ModelEngine
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import table_columns

@@ -14,7 +14,7 @@ Grain and multi-day runs
     each of its rows, and ``partitions_in_run`` says how many rows share them (count distinct
     ``run_id`` for runs; do not sum run-level columns over a multi-day run's rows).
 
-Who writes it (``rank_pipeline/defs/history.py`` reads Dagster's records and calls :func:`upsert`)
+Who writes it (``rank_pipeline/defs/run_history_asset.py`` reads Dagster's records and calls :func:`upsert`)
     The publish step of every run (``warehouse/published``) writes the run's own rows (status
     ``success``: publishing is the last step; ``final`` false: end and publish seconds are those of the
     moment of writing) and catches up every other finished run Dagster recorded that has no final row:
@@ -50,7 +50,7 @@ from rank_pipeline.operations.dagster_names import (
     SENSOR_TAG,
     dimension_tag,
 )
-from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.transform.sql import quote_ident, table_columns
 
 __all__ = [
