@@ -126,6 +126,7 @@ from rank_pipeline.settings.operations import (
     DEFAULT_SCHEDULE_TIMEZONE,
     MIN_FRESHNESS_HOURS,
     PARTITIONS_START,
+    SENSOR_INTERVAL_S,
     OpsSettings,
 )
 from rank_pipeline.settings.pace import (
@@ -181,6 +182,7 @@ __all__ = [
     "S3_OPTIONS",
     "S3_SCHEMES",
     "SANDBOX_SHAPE_ENV",
+    "SENSOR_INTERVAL_S",
     "SHARDS_ENV",
     "SHARD_ADDRESSES_ENV",
     "SHARD_ENV",
