@@ -44,6 +44,7 @@ from rank_pipeline.operations.dagster_names import (
     AUTO_MATERIALIZE_TAG,
     BACKFILL_TAG,
     PARTITION_TAG,
+    PID_TAG,
     RANGE_END_TAG,
     RANGE_START_TAG,
     SCHEDULE_TAG,
@@ -91,8 +92,6 @@ STATUSES: tuple[str, ...] = ("success", "failure", "canceled")
 STAGES: tuple[str, ...] = ("extract", "load", "models", "publish")
 """Stages whose seconds are recorded (``<stage>_s``): the extraction step, the raw load step, every seed
 and model step (their data tests included), the publish step."""
-
-_PID_TAG = "rank_pipeline/pid"  # the command line's process tag (rank_pipeline.defs.instance.process_tags)
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "VARCHAR"),
@@ -204,7 +203,7 @@ def launched_by(tags: Mapping[str, str]) -> str:
         return "schedule"
     if tags.get(SENSOR_TAG) or tags.get(AUTO_MATERIALIZE_TAG):
         return "sensor"
-    if tags.get(LAUNCHED_BY_TAG) == "cli" or tags.get(_PID_TAG):
+    if tags.get(LAUNCHED_BY_TAG) == "cli" or tags.get(PID_TAG):
         return "cli"
     return "other"
 
