@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rank_pipeline.settings import Shard
-from rank_pipeline.snapshots.schema import SCHEMA_VERSION, arrow_schema
+from rank_pipeline.snapshots.schema import COMPRESSION, DAY_FOLDER_PREFIX, SCHEMA_VERSION, arrow_schema
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["ListSpool", "ResumeArea", "fingerprint", "resume_dir"]
@@ -62,7 +62,7 @@ def resume_dir(root: Path | str | Store, snapshot_date: date, shard: Shard | Non
 
 def _dir_path(store: Store, snapshot_date: date, shard: Shard | None) -> str:
     tag = "" if shard is None else f"shard-{shard.index}-of-{shard.count}-"
-    return store.join(f".resume-{tag}snapshot_date={snapshot_date.isoformat()}")
+    return store.join(f".resume-{tag}{DAY_FOLDER_PREFIX}{snapshot_date.isoformat()}")
 
 
 def fingerprint(record: Mapping[str, Any]) -> str:
@@ -88,7 +88,7 @@ class ListSpool:
         if not table.num_rows:
             return
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression="zstd", filesystem=self.store.fs)
+            self._writer = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION, filesystem=self.store.fs)
         self._writer.write_table(table)
         self.rows += table.num_rows
 
@@ -110,7 +110,7 @@ class ListSpool:
         if not self.exists():
             return
         tmp = self.path[: -len(".part")] + ".filtering"
-        with pq.ParquetWriter(tmp, self.schema, compression="zstd", filesystem=self.store.fs) as out:
+        with pq.ParquetWriter(tmp, self.schema, compression=COMPRESSION, filesystem=self.store.fs) as out:
             for table in self.tables():
                 keep = [i not in excluded for i in table.column("id").to_pylist()]
                 out.write_table(table.filter(pa.array(keep, type=pa.bool_())))

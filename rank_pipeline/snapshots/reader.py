@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.schema import (
+    DAY_FOLDER_PREFIX,
     MANIFEST_NAME,
     MANIFEST_PREFIX,
     SHARD_MANIFEST_RE,
@@ -110,7 +111,7 @@ def list_snapshot_dates(root: Path | str | Store, resource: str) -> list[date]:
     out = []
     for folder, names in folders.items():
         day = posixpath.basename(folder)
-        if posixpath.dirname(folder).rstrip("/") != base.rstrip("/") or not day.startswith("snapshot_date="):
+        if posixpath.dirname(folder).rstrip("/") != base.rstrip("/") or not day.startswith(DAY_FOLDER_PREFIX):
             continue
         if MANIFEST_NAME in names or committed_manifest(store, folder, names) is not None:
             out.append(date.fromisoformat(day.split("=", 1)[1]))

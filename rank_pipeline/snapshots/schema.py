@@ -38,6 +38,8 @@ from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = [
+    "COMPRESSION",
+    "DAY_FOLDER_PREFIX",
     "ENDPOINTS",
     "MANIFEST_NAME",
     "MANIFEST_PREFIX",
@@ -54,6 +56,11 @@ __all__ = [
 
 ENDPOINTS: tuple[str, ...] = endpoint_names()
 """Every resource the pipeline snapshots, in extraction order (declared in :data:`rank_pipeline.api.endpoints.CATALOG`)."""
+
+COMPRESSION = "zstd"
+"""The Parquet codec of every snapshot file (and of the resume checkpoints, :mod:`rank_pipeline.extract.resume`)."""
+DAY_FOLDER_PREFIX = "snapshot_date="
+"""The start of a day's folder name: ``snapshot_date=YYYY-MM-DD`` (the Hive-style partition key)."""
 
 SCHEMA_VERSION = 1
 """The version of the columns below, written into every manifest (``schema_version``)."""
@@ -108,7 +115,7 @@ def arrow_schema(resource: str) -> pa.Schema:
 
 def day_folder(store: Store, resource: str, snapshot_date: date) -> str:
     """``<resource>/snapshot_date=YYYY-MM-DD`` joined to the store's root, in the store's file system."""
-    return store.join(resource, f"snapshot_date={snapshot_date.isoformat()}")
+    return store.join(resource, f"{DAY_FOLDER_PREFIX}{snapshot_date.isoformat()}")
 
 
 def partition_dir(root: Path | str | Store, resource: str, snapshot_date: date) -> Path | str:

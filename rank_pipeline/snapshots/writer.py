@@ -33,6 +33,8 @@ from rank_pipeline.settings import Shard
 from rank_pipeline.snapshots.manifest import ListsReport, SnapshotManifest
 from rank_pipeline.snapshots.reader import load_manifest_json
 from rank_pipeline.snapshots.schema import (
+    COMPRESSION,
+    DAY_FOLDER_PREFIX,
     MANIFEST_NAME,
     MANIFEST_PREFIX,
     SCHEMA_VERSION,
@@ -110,7 +112,7 @@ class SnapshotWriter:
             self._stage = self._folder
             self.store.makedirs(self._stage)
         else:
-            staging = f".staging-snapshot_date={snapshot_date.isoformat()}-{self._token}"
+            staging = f".staging-{DAY_FOLDER_PREFIX}{snapshot_date.isoformat()}-{self._token}"
             self._stage = self.store.join(resource, staging)
             Path(self._stage).mkdir(parents=True, exist_ok=False)
         self._parts: dict[str, _AccountPart] = {}
@@ -194,7 +196,7 @@ class SnapshotWriter:
         if part.writer is None:
             name = self._file_name(account, len(part.files))
             part.files.append(name)
-            part.writer = pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, compression="zstd",
+            part.writer = pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, compression=COMPRESSION,
                                            filesystem=self.store.fs)
         part.writer.write_table(table, row_group_size=self.row_group_size)
         buf.clear()
@@ -227,7 +229,7 @@ class SnapshotWriter:
             part = self._parts[account]
             if part.writer is None and part.rows == 0:
                 name = self._file_name(account, 0)
-                pq.write_table(self.schema.empty_table(), posixpath.join(self._stage, name), compression="zstd",
+                pq.write_table(self.schema.empty_table(), posixpath.join(self._stage, name), compression=COMPRESSION,
                                filesystem=self.store.fs)
                 part.files.append(name)
             if part.writer is not None:
@@ -315,7 +317,7 @@ class SnapshotWriter:
             source = pq.ParquetFile(self.store.fs.open_input_file(path))
             new_name = name if not self._in_place else name.replace(".parquet", "-x.parquet")
             tmp = path + ".filtering" if not self._in_place else posixpath.join(self._stage, new_name)
-            with pq.ParquetWriter(tmp, self.schema, compression="zstd", filesystem=self.store.fs) as out:
+            with pq.ParquetWriter(tmp, self.schema, compression=COMPRESSION, filesystem=self.store.fs) as out:
                 for index in range(source.num_row_groups):
                     table = source.read_row_group(index)
                     keep = [(p, i) not in excluded for p, i in zip(table.column("parent_id").to_pylist(),
