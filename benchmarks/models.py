@@ -6,7 +6,7 @@ What it does
        "Snapshots": the common columns, the spec's flattened fields, the full ``attributes`` JSON in the
        sandbox's invented keyword shape) with numpy and pyarrow, plus a ``_manifest.json`` per partition.
        Keywords are vectorised (no per-record Python); the small resources (domains, competitors, tags,
-       usage, locations, languages) go through :class:`rank_pipeline.snapshots.parquet.SnapshotWriter`.
+       usage, locations, languages) go through :class:`rank_pipeline.snapshots.writer.SnapshotWriter`.
        Positions drift, oscillate and cross the top-100 boundary; some ranking URLs flip; keywords are
        added through the year, so every mart has work to do.
     2. Loads every day but the last into the raw tables (:func:`rank_pipeline.warehouse.raw_load.reload_raw_from_snapshots`).
@@ -59,13 +59,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rank_pipeline.snapshots.parquet import (  # noqa: E402
-    MANIFEST_NAME,
-    SCHEMA_VERSION,
-    SnapshotWriter,
-    arrow_schema,
-    partition_dir,
-)
+from rank_pipeline.snapshots.schema import MANIFEST_NAME, SCHEMA_VERSION, arrow_schema, partition_dir  # noqa: E402
+from rank_pipeline.snapshots.writer import SnapshotWriter  # noqa: E402
 from rank_pipeline.transform import build_all, load_project  # noqa: E402
 from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots  # noqa: E402
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402

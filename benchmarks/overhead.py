@@ -204,7 +204,7 @@ def split(logs, wall0: float, wall1: float, sql: float) -> dict[str, float]:
     the run, ``sql`` the models' SQL seconds (inside the seed and model steps)."""
     import dagster as dg
 
-    from rank_pipeline.defs.history import EXTRACT_STEP, LOAD_STEP, PUBLISH_STEPS
+    from rank_pipeline.operations.dagster_names import EXTRACT_STEP, LOAD_STEP, PUBLISH_STEPS
 
     starts: dict[str, float] = {}
     ends: dict[str, float] = {}

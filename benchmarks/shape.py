@@ -3,7 +3,7 @@
 What it does
     1. Writes two consecutive snapshot days of ``--keywords`` keyword records (default 50,000) in the
        sandbox's default shape (:func:`rank_pipeline.sandbox.assumptions.keyword_record`, one in six not
-       ranking) with :class:`rank_pipeline.snapshots.parquet.SnapshotWriter`.
+       ranking) with :class:`rank_pipeline.snapshots.writer.SnapshotWriter`.
     2. Times, each ``--repeats`` times (medians):
        - the blocking check of the second day, against the contract and the first day, whose path
          counts the first day's own check kept (:func:`rank_pipeline.shape.check_snapshots`, what every
@@ -37,7 +37,8 @@ import duckdb
 from rank_pipeline.sandbox.assumptions import keyword_record
 from rank_pipeline.settings import models_dir
 from rank_pipeline.shape import check_snapshots, load_contract, load_thresholds, profile_day
-from rank_pipeline.snapshots.parquet import SnapshotWriter, snapshot_files
+from rank_pipeline.snapshots.reader import snapshot_files
+from rank_pipeline.snapshots.writer import SnapshotWriter
 
 D1, D2 = date(2026, 11, 1), date(2026, 11, 2)
 PER_PAGE, PER_MINUTE = 1000, 300

@@ -173,7 +173,7 @@ class RankTrackerClient:
         before goes to ``sink`` (a sync or async callable taking ``list[dict]``) as its page arrives, so
         records stream and only ids are kept in memory. The result's ``excluded`` ids were delivered in an
         earlier pass but deleted during the read: the caller must drop them (the extractor hands them to
-        :meth:`~rank_pipeline.snapshots.parquet.SnapshotWriter.exclude`, which filters them out at commit).
+        :meth:`~rank_pipeline.snapshots.writer.SnapshotWriter.exclude`, which filters them out at commit).
 
         Args:
             path: list path, e.g. ``/v1/domains/<uuid>/keywords``.

@@ -7,7 +7,7 @@ Everything else is derived from :data:`CATALOG`:
 
 - the extraction fan-out (:mod:`rank_pipeline.extract.day`: which lists are read, in which order, children
   of which parent, which lists are checkpointed for a resume);
-- the snapshot schema (:data:`rank_pipeline.snapshots.parquet.ENDPOINTS`, :data:`~rank_pipeline.snapshots.parquet.SPEC_FIELDS`);
+- the snapshot schema (:data:`rank_pipeline.snapshots.schema.ENDPOINTS`, :data:`~rank_pipeline.snapshots.schema.SPEC_FIELDS`);
 - the Dagster asset specs and their descriptions (:mod:`rank_pipeline.defs.extract_assets`,
   :mod:`rank_pipeline.defs.warehouse_assets`);
 - the raw part of the data dictionary (:func:`render_markdown`, written by ``rank-pipeline docs``).

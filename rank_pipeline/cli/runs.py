@@ -128,7 +128,7 @@ def run_partition(defs, instance, day: date, totals: Totals) -> None:
     job = defs.resolve_job_def(DAILY_JOB_NAME)
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
     from rank_pipeline.defs.instance import lock_timeout_message, process_tags
-    from rank_pipeline.operations.history import LAUNCHED_BY_TAG
+    from rank_pipeline.operations.run_history import LAUNCHED_BY_TAG
 
     tags = {**process_tags(), LAUNCHED_BY_TAG: "cli"}  # ops.run_history's launched_by
     with SESSION.capture():

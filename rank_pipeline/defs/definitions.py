@@ -22,7 +22,7 @@ runs failed (:mod:`rank_pipeline.defs.run_monitoring`). Schedule and sensors nee
 With ``RANK_PIPELINE_SHARDS=n`` the ``snapshots/*`` assets are partitioned by day x shard and
 extracted by the job ``extract_shards`` (one run per shard, in parallel), and the sensor
 ``daily_run_when_shards_committed`` requests the daily job (everything else) for a day once all its
-shards have committed (:mod:`rank_pipeline.defs.shards`).
+shards have committed (:mod:`rank_pipeline.defs.shard_runs`).
 
 The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
 (:mod:`rank_pipeline.settings`). The ``model_engine`` resource says which engine builds the seeds and
@@ -34,7 +34,6 @@ import dagster as dg
 
 from rank_pipeline.defs.extract_assets import build_extract_snapshots
 from rank_pipeline.defs.freshness import is_watched, with_freshness_policies
-from rank_pipeline.defs.history import build_run_history_asset
 from rank_pipeline.defs.jobs import (
     build_daily_job,
     build_daily_schedule,
@@ -45,9 +44,10 @@ from rank_pipeline.defs.jobs import (
 from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
+from rank_pipeline.defs.run_history_asset import build_run_history_asset
 from rank_pipeline.defs.run_monitoring import fail_dead_runs_sensor
 from rank_pipeline.defs.sensors import build_alert_sensors
-from rank_pipeline.defs.shards import build_shard_job, build_shards_committed_sensor, check_partitioning
+from rank_pipeline.defs.shard_runs import build_shard_job, build_shards_committed_sensor, check_partitioning
 from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_load_raw_tables, build_publish_asset
 from rank_pipeline.settings import Settings
 
@@ -55,7 +55,7 @@ from rank_pipeline.settings import Settings
 def build_definitions(settings: Settings) -> dg.Definitions:
     """The definitions for ``settings`` (:meth:`Settings.from_env` for ``defs``): unsharded, or with
     ``settings.shards`` (``RANK_PIPELINE_SHARDS``) the extraction as day x shard partitions
-    (:mod:`rank_pipeline.defs.shards`). Everything the definitions need comes from ``settings``: the
+    (:mod:`rank_pipeline.defs.shard_runs`). Everything the definitions need comes from ``settings``: the
     environment is read once, by :meth:`Settings.from_env`, for ``defs``."""
     shards, engine = settings.shards, settings.engine.engine
     check_partitioning(settings.data_dir, shards)  # a changed shard count is refused before anything loads

@@ -26,14 +26,14 @@ from rank_pipeline.defs.partitions import (
     shard_partitions,
 )
 from rank_pipeline.defs.resources import WarehouseResource
-from rank_pipeline.defs.shards import check_partitioning
+from rank_pipeline.defs.shard_runs import check_partitioning
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport
 from rank_pipeline.extract.source import Source
 from rank_pipeline.operations.dagster_names import EXTRACT_STEP
-from rank_pipeline.operations.history import reread_passes
+from rank_pipeline.operations.run_history import reread_passes
 from rank_pipeline.settings import Shard, ShardPlan
 from rank_pipeline.snapshots.manifest import SnapshotManifest
-from rank_pipeline.snapshots.parquet import partition_dir
+from rank_pipeline.snapshots.schema import partition_dir
 from rank_pipeline.steps.extract import extract_days
 
 SNAPSHOT_KEYS = {r.name: dg.AssetKey(["snapshots", r.name]) for r in CATALOG}
@@ -172,7 +172,7 @@ extract_snapshots = build_extract_snapshots()
 
 def _day_figures(report: ExtractionReport) -> dict[str, int]:
     """One day's ``requests``, ``rate_limited`` (429s), ``retries`` over every account, and its
-    ``reread_passes`` (:func:`rank_pipeline.operations.history.reread_passes` of the lists read, not those
+    ``reread_passes`` (:func:`rank_pipeline.operations.run_history.reread_passes` of the lists read, not those
     resumed from a checkpoint)."""
     accounts = report.accounts.values()
     return {"requests": sum(a.requests for a in accounts), "rate_limited": sum(a.rate_limited for a in accounts),

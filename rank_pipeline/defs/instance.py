@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import dagster as dg
 
 from rank_pipeline.defs.sqlite_storage import PooledSqliteEventLogStorage, sqlite_storage_config
+from rank_pipeline.operations.dagster_names import BOOT_TAG, HOST_TAG, PID_TAG
 from rank_pipeline.settings import DAGSTER_PG_URL_ENV, ConfigurationError, Settings, instance_lock
 
 __all__ = [
@@ -169,9 +170,6 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
         return instance
 
 
-PID_TAG = "rank_pipeline/pid"
-HOST_TAG = "rank_pipeline/host"
-BOOT_TAG = "rank_pipeline/boot_id"
 _BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
 
 

@@ -1,5 +1,5 @@
 """The daily job (every asset, one partition per UTC day), its schedule and the rebuild jobs; sharded
-(``RANK_PIPELINE_SHARDS``), the daily job leaves the extraction to ``extract_shards`` (:mod:`rank_pipeline.defs.shards`)."""
+(``RANK_PIPELINE_SHARDS``), the daily job leaves the extraction to ``extract_shards`` (:mod:`rank_pipeline.defs.shard_runs`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ DAILY_JOB_NAME = "daily_rank_pipeline"
 def build_daily_job(shards: ShardPlan | None = None) -> dg.UnresolvedAssetJobDefinition:
     """``daily_rank_pipeline``: every asset for one day; with ``shards`` (``RANK_PIPELINE_SHARDS``) every
     asset but the ``snapshots`` group, which the ``extract_shards`` job extracts per day x shard
-    (:mod:`rank_pipeline.defs.shards`)."""
+    (:mod:`rank_pipeline.defs.shard_runs`)."""
     if shards is None:
         return dg.define_asset_job(
             DAILY_JOB_NAME,
@@ -49,7 +49,7 @@ def build_daily_schedule(ops: OpsSettings, shards: ShardPlan | None = None,
     with a time zone ahead of or behind UTC a tick near midnight requests the UTC day, not the local one.
     Dagster tags the run ``dagster/schedule_name`` and ``dagster/partition``. Runs of two ticks never
     overlap in effect: a run waits for the data folder's writer lock. With ``shards`` (and their
-    ``shard_job``, :func:`rank_pipeline.defs.shards.build_shard_job`) each tick requests one run per
+    ``shard_job``, :func:`rank_pipeline.defs.shard_runs.build_shard_job`) each tick requests one run per
     shard of that day instead (partition ``<day>|<i>-of-<n>``); the daily run follows from the sensor
     ``daily_run_when_shards_committed``.
 

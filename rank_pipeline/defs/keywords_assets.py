@@ -31,7 +31,7 @@ from rank_pipeline.keywords import (
     write_planned_rows,
 )
 from rank_pipeline.settings import ShardPlan
-from rank_pipeline.snapshots.parquet import list_snapshot_dates
+from rank_pipeline.snapshots.reader import list_snapshot_dates
 from rank_pipeline.warehouse.engines import build_file_connection
 from rank_pipeline.warehouse.raw_load import KEYWORDS_FILE_TABLE
 

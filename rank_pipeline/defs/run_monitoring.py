@@ -5,21 +5,19 @@ power cut, a service manager killing the daemon with its code server). When only
 code server that spawned it marks the run failed within a second. When the code server died too, or
 the machine rebooted, nothing of Dagster's default run launcher notices (its run monitoring cannot
 check a started run's worker): this sensor marks such runs failed from their process tags
-(:func:`rank_pipeline.defs.instance.fail_dead_runs`), within :data:`DEAD_RUN_SENSOR_INTERVAL_S`
+(:func:`rank_pipeline.defs.instance.fail_dead_runs`), within :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S`
 seconds (plus the daemon's own loop) once the daemon runs.
 """
 
 import dagster as dg
 
 from rank_pipeline.defs.instance import fail_dead_runs
-
-DEAD_RUN_SENSOR_INTERVAL_S = 30
-"""Seconds between two evaluations of :func:`fail_dead_runs_sensor`."""
+from rank_pipeline.settings import SENSOR_INTERVAL_S
 
 
 @dg.sensor(
     name="fail_dead_runs_sensor",
-    minimum_interval_seconds=DEAD_RUN_SENSOR_INTERVAL_S,
+    minimum_interval_seconds=SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Marks failed the runs of this host still started whose process is gone (killed), from "
                 "their rank_pipeline/pid, /host and /boot_id tags. Launches no run.",

@@ -8,9 +8,9 @@ Sensors (all on by default, so ``dagster-daemon run`` evaluates them with nothin
   one line of cause), every failed blocking asset check of the run (check, asset, partition, failing
   rows from its metadata), and, when the run materialized ``warehouse/published``, the ranking alerts of
   its days from ``marts.fct_ranking_alerts`` (thresholds in ``seeds.alert_rules``).
-- ``alerts_on_stale_assets`` (every 30 s): the assets whose freshness policy
-  (:mod:`rank_pipeline.defs.freshness`) the freshness daemon evaluated as ``FAIL``, one digest for the
-  assets newly failing (each failure, identified by the time its state changed, is sent once).
+- ``alerts_on_stale_assets`` (every :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S` s): the assets whose
+  freshness policy (:mod:`rank_pipeline.defs.freshness`) the freshness daemon evaluated as ``FAIL``, one
+  digest for the assets newly failing (each failure, identified by the time its state changed, is sent once).
 
 The run sensors watch every run of the instance (``monitor_all_code_locations``), those of
 ``rank-pipeline run`` and ``demo`` included (run in the process, without a code location). Those
@@ -31,12 +31,9 @@ from rank_pipeline.defs.partitions import DATE_TAG
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 from rank_pipeline.operations.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
 from rank_pipeline.operations.dagster_names import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
-from rank_pipeline.settings import ConfigurationError, Settings
+from rank_pipeline.settings import SENSOR_INTERVAL_S, ConfigurationError, Settings
 
 __all__ = ["RunOutcome", "build_alert_sensors", "run_outcome", "send_run_digest", "stale_asset_alerts"]
-
-SENSOR_INTERVAL_S = 30
-"""Seconds between evaluations of each alert sensor."""
 
 RANGE_TAGS = (RANGE_START_TAG, RANGE_END_TAG)
 

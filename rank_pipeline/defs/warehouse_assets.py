@@ -24,10 +24,10 @@ import dagster as dg
 
 from rank_pipeline.api.endpoints import raw_column_descriptions
 from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
-from rank_pipeline.defs.history import RUN_HISTORY_KEY
 from rank_pipeline.defs.model_assets import full_refresh, partition_days
 from rank_pipeline.defs.partitions import daily_partitions, date_dependency, deliberate_beta
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
+from rank_pipeline.defs.run_history_asset import RUN_HISTORY_KEY
 from rank_pipeline.defs.table_metadata import (
     COLUMN_SCHEMA,
     ROW_COUNT,
@@ -40,7 +40,7 @@ from rank_pipeline.operations.dagster_names import LOAD_STEP, PUBLISHED_PATH
 from rank_pipeline.settings import ShardPlan, dashboard_url_from_env, models_dir
 from rank_pipeline.settings.engine import ENGINES
 from rank_pipeline.shape import ShapeResult
-from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.steps.load import PER_ACCOUNT_ENDPOINTS, load_raw
 from rank_pipeline.steps.publish import publish
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
@@ -152,7 +152,7 @@ def _shape_result(key: dg.AssetKey, result: ShapeResult, new_fields: dict[str, s
 def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None,
                         dashboard_url: str | None = None) -> dg.AssetsDefinition:
     """``warehouse/published``: depends on every model and on ``ops/run_history`` (the run's own row is
-    written just before: :mod:`rank_pipeline.defs.history`), copies the build file to the published path
+    written just before: :mod:`rank_pipeline.defs.run_history_asset`), copies the build file to the published path
     (kinds: ``engine``, default :func:`rank_pipeline.defs.table_metadata.engine_in_use`); its metadata links
     the dashboards at ``dashboard_url`` (:attr:`rank_pipeline.settings.Settings.dashboard_url`; None: read
     when it runs, for definitions built without settings)."""

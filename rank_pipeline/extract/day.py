@@ -12,7 +12,7 @@ What is read, per account, is derived from the declarations in :data:`rank_pipel
 
 All accounts run concurrently, each through its own :class:`~rank_pipeline.api.RankTrackerClient`
 (its key's pacer), all sharing one per-IP pacer. Records stream page by page into one
-:class:`~rank_pipeline.snapshots.parquet.SnapshotWriter` per resource; nothing is held whole in memory except
+:class:`~rank_pipeline.snapshots.writer.SnapshotWriter` per resource; nothing is held whole in memory except
 the ids needed for de-duplication and the (de-duplicated) requests of the children.
 
 Concurrency is structured (:class:`asyncio.TaskGroup`): a fatal error in one list (a rejected key, a
@@ -49,9 +49,10 @@ from rank_pipeline.api.endpoints import CATALOG, Endpoint, ListRequest, children
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.extract.concurrency import run_all
 from rank_pipeline.extract.resume import ListSpool, ResumeArea, fingerprint
+from rank_pipeline.settings import Shard
 from rank_pipeline.snapshots.manifest import AccountStats, KeyStats, ListsReport, SnapshotManifest
-from rank_pipeline.snapshots.parquet import SnapshotWriter, records_table
-from rank_pipeline.snapshots.shards import Shard
+from rank_pipeline.snapshots.schema import records_table
+from rank_pipeline.snapshots.writer import SnapshotWriter
 
 __all__ = [
     "AccountSource",
@@ -311,7 +312,7 @@ async def extract_day(
             the lists it did not finish; the folder is removed when the day commits.
         source_id: what the checkpoints are valid for (default ``base_url``; the embedded sandbox,
             whose port changes per process, passes ``"sandbox"``). Never a key.
-        shard: extract only the accounts of this shard (:mod:`rank_pipeline.snapshots.shards`) and commit the
+        shard: extract only the accounts of this shard (:mod:`rank_pipeline.settings.sharding`) and commit the
             shard's manifests; a shard owning no account commits empty ones, so the day still completes.
 
     Returns:

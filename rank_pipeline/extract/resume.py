@@ -7,7 +7,7 @@ may delete as leftovers of dead runs: this one must be kept until the day commit
 
     meta.json       {"snapshot_date", "source", "schema_version"}: what the checkpoints are valid for
     lists.jsonl     one JSON line per finished list (appended and flushed when the list is proven)
-    <uuid>.parquet  that list's rows in the snapshot schema (``rank_pipeline.snapshots.parquet.arrow_schema``)
+    <uuid>.parquet  that list's rows in the snapshot schema (``rank_pipeline.snapshots.schema.arrow_schema``)
     <uuid>.part     rows of a list still being read (ignored, and removed, by the next run)
 
 Validity: a checkpoint serves only a run of the same snapshot date and the same source (the API's
@@ -38,8 +38,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rank_pipeline.snapshots.parquet import SCHEMA_VERSION, arrow_schema
-from rank_pipeline.snapshots.shards import Shard
+from rank_pipeline.settings import Shard
+from rank_pipeline.snapshots.schema import COMPRESSION, DAY_FOLDER_PREFIX, SCHEMA_VERSION, arrow_schema
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["ListSpool", "ResumeArea", "fingerprint", "resume_dir"]
@@ -53,7 +53,7 @@ _ENTRY = ".entry.json"
 
 def resume_dir(root: Path | str | Store, snapshot_date: date, shard: Shard | None = None) -> Path | str:
     """``<root>/.resume-snapshot_date=YYYY-MM-DD``: the day's checkpoint folder (a :class:`Path` for a
-    local root, a URI otherwise). A shard worker (:mod:`rank_pipeline.snapshots.shards`) has its own,
+    local root, a URI otherwise). A shard worker (:mod:`rank_pipeline.settings.sharding`) has its own,
     ``<root>/.resume-shard-<i>-of-<n>-snapshot_date=YYYY-MM-DD``."""
     store = store_for(root)
     folder = _dir_path(store, snapshot_date, shard)
@@ -62,7 +62,7 @@ def resume_dir(root: Path | str | Store, snapshot_date: date, shard: Shard | Non
 
 def _dir_path(store: Store, snapshot_date: date, shard: Shard | None) -> str:
     tag = "" if shard is None else f"shard-{shard.index}-of-{shard.count}-"
-    return store.join(f".resume-{tag}snapshot_date={snapshot_date.isoformat()}")
+    return store.join(f".resume-{tag}{DAY_FOLDER_PREFIX}{snapshot_date.isoformat()}")
 
 
 def fingerprint(record: Mapping[str, Any]) -> str:
@@ -88,7 +88,7 @@ class ListSpool:
         if not table.num_rows:
             return
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression="zstd", filesystem=self.store.fs)
+            self._writer = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION, filesystem=self.store.fs)
         self._writer.write_table(table)
         self.rows += table.num_rows
 
@@ -110,7 +110,7 @@ class ListSpool:
         if not self.exists():
             return
         tmp = self.path[: -len(".part")] + ".filtering"
-        with pq.ParquetWriter(tmp, self.schema, compression="zstd", filesystem=self.store.fs) as out:
+        with pq.ParquetWriter(tmp, self.schema, compression=COMPRESSION, filesystem=self.store.fs) as out:
             for table in self.tables():
                 keep = [i not in excluded for i in table.column("id").to_pylist()]
                 out.write_table(table.filter(pa.array(keep, type=pa.bool_())))

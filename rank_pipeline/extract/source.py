@@ -199,7 +199,7 @@ def _describe(label: str) -> str:
 
 def known_account_domains(snapshots_uri: Path | str) -> dict[str, str]:
     """Domain id -> account name, from the latest committed ``domains`` snapshot of the folder ({} if none)."""
-    from rank_pipeline.snapshots.parquet import list_snapshot_dates, read_snapshot
+    from rank_pipeline.snapshots.reader import list_snapshot_dates, read_snapshot
 
     dates = list_snapshot_dates(snapshots_uri, "domains")
     if not dates:
@@ -267,7 +267,7 @@ class OpenedSource:
 class Source:
     """A run's source: ``base_url`` None is the embedded sandbox; ``accounts`` name the key variables
     (the settings' :class:`~rank_pipeline.settings.AccountConfig`, as they are); ``shard`` restricts the
-    extraction to the accounts of one shard (:mod:`rank_pipeline.snapshots.shards`; None: all).
+    extraction to the accounts of one shard (:mod:`rank_pipeline.settings.sharding`; None: all).
 
     Build with :meth:`from_settings`; check before a run with :meth:`validate`; open per day with :meth:`open`.
     """

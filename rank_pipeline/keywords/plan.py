@@ -434,7 +434,7 @@ def plan_offline(loaded: LoadedFile, snapshots_uri: Path | str, accounts: Iterab
     """
     import json
 
-    from rank_pipeline.snapshots.parquet import list_snapshot_dates, read_snapshot
+    from rank_pipeline.snapshots.reader import list_snapshot_dates, read_snapshot
 
     dates = list_snapshot_dates(snapshots_uri, "keywords")
     if day is None:

@@ -1,6 +1,7 @@
 """Every Dagster step key and run tag this project reads or writes by name, declared once.
 
-Run tags are Dagster's own (``dagster/...``: what launched a run, its partition or partition range);
+Run tags are Dagster's own (``dagster/...``: what launched a run, its partition or partition range) or
+the project's (``rank_pipeline/...``: the process a run ran in);
 step keys are the op names of the project's assets (a multi-asset's ``name``) or, for a single asset,
 its key joined by ``__`` as Dagster makes them. The definitions (``rank_pipeline.defs``) name their
 assets from here, and the run history, the alert sensors and the command line read runs with the same
@@ -9,9 +10,9 @@ names, so one edit renames a step everywhere.
 
 from __future__ import annotations
 
-__all__ = ["AUTO_MATERIALIZE_TAG", "BACKFILL_TAG", "EXTRACT_STEP", "LOAD_STEP", "PARTITION_TAG", "PUBLISHED_PATH",
-           "PUBLISH_STEPS", "RANGE_END_TAG", "RANGE_START_TAG", "RUN_HISTORY_PATH", "SCHEDULE_TAG", "SENSOR_TAG",
-           "dimension_tag", "step_key"]
+__all__ = ["AUTO_MATERIALIZE_TAG", "BACKFILL_TAG", "BOOT_TAG", "EXTRACT_STEP", "HOST_TAG", "LOAD_STEP", "PARTITION_TAG",
+           "PID_TAG", "PUBLISHED_PATH", "PUBLISH_STEPS", "RANGE_END_TAG", "RANGE_START_TAG", "RUN_HISTORY_PATH",
+           "SCHEDULE_TAG", "SENSOR_TAG", "dimension_tag", "step_key"]
 
 # --- Dagster's run tags -------------------------------------------------------------------------------
 PARTITION_TAG = "dagster/partition"
@@ -28,6 +29,15 @@ AUTO_MATERIALIZE_TAG = "dagster/auto_materialize"
 def dimension_tag(dimension: str) -> str:
     """The tag Dagster gives a run of a multi-partition key for one ``dimension`` (``dagster/partition/date``)."""
     return f"{PARTITION_TAG}/{dimension}"
+
+
+# --- the project's process tags ----------------------------------------------------------------------
+PID_TAG = "rank_pipeline/pid"
+HOST_TAG = "rank_pipeline/host"
+BOOT_TAG = "rank_pipeline/boot_id"
+"""The process that runs a run: its pid, host name and the machine's boot id, recorded by every run
+(:func:`rank_pipeline.defs.instance.record_process_tags`) so a run whose process is gone can be marked
+failed; a ``rank-pipeline run`` of the command line is known by its pid tag."""
 
 
 # --- the project's step keys ---------------------------------------------------------------------------

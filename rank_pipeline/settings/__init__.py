@@ -15,7 +15,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    the ``AWS_*`` variables) or another pyarrow/fsspec scheme; see
                                    :mod:`rank_pipeline.snapshots.storage`.
 ``RANK_PIPELINE_SHARD``            ``i/n``: this worker extracts only the accounts of shard ``i`` of ``n``
-                                   (:mod:`rank_pipeline.snapshots.shards`); unset: every account. For a
+                                   (:mod:`rank_pipeline.settings.sharding`); unset: every account. For a
                                    worker started by hand (``rank-pipeline extract``).
 ``RANK_PIPELINE_SHARDS``           ``n`` (2..1024): Dagster runs each day's extraction as ``n`` shard
                                    partitions (day x shard ``i-of-n``) and the models once all have
@@ -78,7 +78,7 @@ source (:func:`rank_pipeline.extract.source.read_keys`); a key is never logged.
 
 One module per job, every name re-exported here (import them from ``rank_pipeline.settings``):
 :mod:`~rank_pipeline.settings.values` (:class:`ConfigurationError`, the bounded-number reader),
-:mod:`~rank_pipeline.settings.pace` (the client's rate), :mod:`~rank_pipeline.settings.shards`,
+:mod:`~rank_pipeline.settings.pace` (the client's rate), :mod:`~rank_pipeline.settings.sharding`,
 :mod:`~rank_pipeline.settings.storage` (where the snapshots live), :mod:`~rank_pipeline.settings.engine`
 (the model engine), :mod:`~rank_pipeline.settings.at_use` (values read at the moment of use),
 :mod:`~rank_pipeline.settings.accounts` (accounts, keys, the base address),
@@ -137,6 +137,7 @@ from rank_pipeline.settings.operations import (
     DEFAULT_SCHEDULE_TIMEZONE,
     MIN_FRESHNESS_HOURS,
     PARTITIONS_START,
+    SENSOR_INTERVAL_S,
     OpsSettings,
 )
 from rank_pipeline.settings.pace import (
@@ -147,7 +148,7 @@ from rank_pipeline.settings.pace import (
     RateSettings,
 )
 from rank_pipeline.settings.paths import DataPaths, models_dir
-from rank_pipeline.settings.shards import (
+from rank_pipeline.settings.sharding import (
     MAX_SHARDS,
     SHARD_ADDRESSES_ENV,
     SHARD_ENV,
@@ -193,6 +194,7 @@ __all__ = [
     "S3_OPTIONS",
     "S3_SCHEMES",
     "SANDBOX_SHAPE_ENV",
+    "SENSOR_INTERVAL_S",
     "SHARDS_ENV",
     "SHARD_ADDRESSES_ENV",
     "SHARD_ENV",

@@ -22,7 +22,7 @@ Locks
     Two locks exist: ``writer`` (the snapshots and the DuckDB files of the data folder: extraction,
     load, models, publish; one run at a time) and ``instance`` (creating the Dagster instance's SQLite
     storage, held for a moment by the command line). A shard's extraction
-    (:mod:`rank_pipeline.snapshots.shards`) holds ``writer-shard-<i>-of-<n>`` instead of ``writer``
+    (:mod:`rank_pipeline.settings.sharding`) holds ``writer-shard-<i>-of-<n>`` instead of ``writer``
     (:func:`hold_shard_writer`): shards write their own files in place under unique names and commit
     their own manifests, never a staged folder, so the shards of a day run at once, and beside a load of
     the warehouse (which reads only committed days); one run at a time extracts one shard.
@@ -55,7 +55,7 @@ from pathlib import Path
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.settings.at_use import LOCK_TIMEOUT_ENV, lock_timeout_from_env
 from rank_pipeline.settings.paths import DataPaths
-from rank_pipeline.settings.shards import Shard
+from rank_pipeline.settings.sharding import Shard
 
 __all__ = [
     "LOCK_DIR_NAME",

@@ -23,7 +23,7 @@ from rank_pipeline.settings.engine import EngineSettings
 from rank_pipeline.settings.operations import OpsSettings
 from rank_pipeline.settings.pace import RateSettings
 from rank_pipeline.settings.paths import DataPaths
-from rank_pipeline.settings.shards import SHARD_ENV, Shard, ShardPlan, parse_shard
+from rank_pipeline.settings.sharding import SHARD_ENV, Shard, ShardPlan, parse_shard
 from rank_pipeline.settings.storage import snapshots_uri_from_env
 from rank_pipeline.settings.values import ConfigurationError
 

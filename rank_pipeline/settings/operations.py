@@ -14,7 +14,7 @@ from croniter import croniter
 from rank_pipeline.settings.values import ConfigurationError, _number
 
 __all__ = ["DAGSTER_PG_URL_ENV", "DEFAULT_FRESHNESS_HOURS", "DEFAULT_SCHEDULE_CRON", "DEFAULT_SCHEDULE_TIMEZONE",
-           "MIN_FRESHNESS_HOURS", "PARTITIONS_START", "OpsSettings"]
+           "MIN_FRESHNESS_HOURS", "PARTITIONS_START", "SENSOR_INTERVAL_S", "OpsSettings"]
 
 PARTITIONS_START = "2026-01-01"
 """The first daily partition (UTC); the Dagster partitions and the CLI's ``--date`` check read it."""
@@ -28,6 +28,11 @@ DEFAULT_SCHEDULE_TIMEZONE = "UTC"
 DEFAULT_FRESHNESS_HOURS = 26.0
 MIN_FRESHNESS_HOURS = 1 / 60
 """One minute: the smallest fail window of a Dagster freshness policy."""
+
+SENSOR_INTERVAL_S = 30
+"""Seconds between two evaluations of each of the project's Dagster sensors (``minimum_interval_seconds``):
+the alert sensors, the one that marks killed runs failed, the one that starts a day's run once its shards
+committed."""
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ class DataPaths:
     @property
     def partitioning_record(self) -> Path:
         """``dagster_partitioning.json``: how the snapshot assets of the folder's Dagster runs are partitioned
-        (daily, or day x shard count; ``rank_pipeline.defs.shards.check_partitioning``)."""
+        (daily, or day x shard count; ``rank_pipeline.defs.shard_runs.check_partitioning``)."""
         return self.data_dir / "dagster_partitioning.json"
 
     @property

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from rank_pipeline.shape.contract import Contract, ContractField, ThresholdTable
 from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler, attributes_table
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_manifest
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["PathFinding", "ShapeResult", "check_profile", "check_snapshots"]

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
-from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.snapshots.schema import ENDPOINTS
 
 __all__ = [
     "CONTRACT_FILE",

@@ -29,7 +29,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rank_pipeline.snapshots.parquet import ENDPOINTS, SnapshotError, list_snapshot_dates, snapshot_files
+from rank_pipeline.snapshots.reader import list_snapshot_dates, snapshot_files
+from rank_pipeline.snapshots.schema import ENDPOINTS, SnapshotError
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["EndpointProfile", "PathStats", "Profiler", "attributes_table", "profile_day", "profile_records"]
@@ -204,7 +205,7 @@ def attributes_table(snapshots_uri: Path | str | Store, endpoint: str, day: date
     """The ``attributes`` column of one committed snapshot (every account), as an Arrow table.
 
     Raises:
-        rank_pipeline.snapshots.parquet.SnapshotError: no committed snapshot of ``endpoint`` for ``day``, or
+        rank_pipeline.snapshots.schema.SnapshotError: no committed snapshot of ``endpoint`` for ``day``, or
             one of its files is missing or unreadable.
     """
     store = store_for(snapshots_uri)

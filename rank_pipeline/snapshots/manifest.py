@@ -65,7 +65,7 @@ class SnapshotManifest(BaseModel):
     complete: bool
     accounts: dict[str, ListsReport] = Field(default_factory=dict)
     shard: str | None = None
-    """``"i/n"`` in the manifest one shard worker wrote (:mod:`rank_pipeline.snapshots.shards`); unset otherwise."""
+    """``"i/n"`` in the manifest one shard worker wrote (:mod:`rank_pipeline.settings.sharding`); unset otherwise."""
     shards: int | None = None
     """How many shard manifests a day's manifest was merged from (set only by :func:`read_manifest`)."""
 

@@ -15,13 +15,14 @@
   ...), wrapped in :class:`pyarrow.fs.PyFileSystem`.
 
 A :class:`Store` is a pyarrow file system plus a root path inside it; everything that reads or writes
-snapshots (:mod:`rank_pipeline.snapshots.parquet`, :mod:`rank_pipeline.extract.resume`, :mod:`rank_pipeline.warehouse.raw_load`)
-goes through it, so they work the same on every store. Secrets never appear in :attr:`Store.uri`
-(user info and query strings are dropped from it) and so never in messages, logs or manifests.
+snapshots (:mod:`rank_pipeline.snapshots.writer`, :mod:`rank_pipeline.snapshots.reader`,
+:mod:`rank_pipeline.extract.resume`, :mod:`rank_pipeline.warehouse.raw_load`) goes through it, so they
+work the same on every store. Secrets never appear in :attr:`Store.uri` (user info and query strings
+are dropped from it) and so never in messages, logs or manifests.
 
 :attr:`Store.atomic_rename` says whether renaming a folder is one atomic step (local disk): the snapshot
 writer then commits by renaming a staged folder; on an object store it writes data files under unique
-names and the manifest last (:mod:`rank_pipeline.snapshots.parquet`, "Commit").
+names and the manifest last (:mod:`rank_pipeline.snapshots.writer`, "Commit").
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 
 from rank_pipeline.api.endpoints import CATALOG
-from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.warehouse.engines import load_partitions, reload_raw
 

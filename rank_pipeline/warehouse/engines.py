@@ -22,7 +22,8 @@ from typing import Any
 import duckdb
 
 from rank_pipeline.settings import DataPaths, EngineSettings
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, partition_dir, read_manifest
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest
+from rank_pipeline.snapshots.schema import ENDPOINTS, partition_dir
 from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import table_columns
@@ -82,7 +83,7 @@ def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
     models folder declares the same in ``raw_sources:``; a test holds the two equal).
 
     Raises:
-        rank_pipeline.snapshots.parquet.SnapshotError: ``table`` is neither an endpoint nor the keywords file's.
+        rank_pipeline.snapshots.schema.SnapshotError: ``table`` is neither an endpoint nor the keywords file's.
     """
     with duckdb.connect(":memory:") as con:
         con.execute(f"create schema {raw_load.RAW_SCHEMA}")

@@ -30,7 +30,7 @@ Missing snapshots
 Snapshots on object storage
     ``snapshots_uri`` may be a folder, a URI (``s3://bucket/prefix``) or a
     :class:`rank_pipeline.snapshots.storage.Store` (``RANK_PIPELINE_SNAPSHOTS_URI``). Only the files a committed
-    manifest lists are read (:mod:`rank_pipeline.snapshots.parquet`, "Commit"). Local files are read with DuckDB's
+    manifest lists are read (:mod:`rank_pipeline.snapshots.writer`, "Commit"). Local files are read with DuckDB's
     ``read_parquet``; files on an object store are read through pyarrow (a ``pyarrow.dataset`` over the
     store's pyarrow file system, registered in DuckDB as an Arrow scan), because DuckDB's ``httpfs`` is
     not bundled with the ``duckdb`` wheel and would be downloaded at run time: nothing is downloaded.
@@ -58,15 +58,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rank_pipeline.snapshots.manifest import SnapshotManifest
-from rank_pipeline.snapshots.parquet import (
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, snapshot_files
+from rank_pipeline.snapshots.schema import (
     ENDPOINTS,
     MANIFEST_NAME,
     SnapshotError,
     arrow_schema,
-    list_snapshot_dates,
     partition_dir,
-    read_manifest,
-    snapshot_files,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
 from rank_pipeline.transform.sql import quote_ident as _qi

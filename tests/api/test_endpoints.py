@@ -22,13 +22,9 @@ from rank_pipeline.api.endpoints import CATALOG, children_of
 from rank_pipeline.extract.day import AccountSource, run_extraction
 from rank_pipeline.sandbox import World, create_app
 from rank_pipeline.snapshots.manifest import SnapshotManifest
-from rank_pipeline.snapshots.parquet import (
-    ENDPOINTS,
-    SPEC_FIELDS,
-    SnapshotWriter,
-    arrow_schema,
-    read_manifest,
-)
+from rank_pipeline.snapshots.reader import read_manifest
+from rank_pipeline.snapshots.schema import ENDPOINTS, SPEC_FIELDS, arrow_schema
+from rank_pipeline.snapshots.writer import SnapshotWriter
 
 DAY = date(2026, 11, 21)
 COMMON = ["snapshot_date", "account", "id", "type", "parent_id", "extracted_at", "attributes"]
@@ -109,7 +105,7 @@ ADD_ONE = textwrap.dedent('''
     from rank_pipeline.defs.extract_assets import extract_snapshots
     from rank_pipeline.extract.day import AccountSource, run_extraction
     from rank_pipeline.sandbox import World, create_app
-    from rank_pipeline.snapshots.parquet import read_snapshot
+    from rank_pipeline.snapshots.reader import read_snapshot
 
     day = date(2026, 11, 21)
     world = World(today=day)

@@ -24,7 +24,8 @@ from rank_pipeline.sandbox import (
     WorldConfig,
     create_app,
 )
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_snapshot
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_snapshot
+from rank_pipeline.snapshots.schema import ENDPOINTS
 
 pytestmark = pytest.mark.xdist_group("key_pool")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rank_pipeline.snapshots.parquet import read_snapshot
+from rank_pipeline.snapshots.reader import read_snapshot
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 

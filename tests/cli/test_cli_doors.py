@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from rank_pipeline.sandbox import SandboxServer, World, create_app
-from rank_pipeline.snapshots.parquet import read_snapshot
+from rank_pipeline.snapshots.reader import read_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_cli_doors")]
 

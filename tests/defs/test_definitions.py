@@ -13,7 +13,7 @@ import pytest
 from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import source_from_env
 from rank_pipeline.settings import Settings
-from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.transform import load_project
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,10 +26,11 @@ from rank_pipeline.defs.instance import dagster_home, open_instance
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME, build_daily_job
 from rank_pipeline.defs.partitions import DATE_TAG, SHARD_TAG, shard_partition_key
 from rank_pipeline.defs.sensors import run_outcome
-from rank_pipeline.defs.shards import SHARD_JOB_NAME, build_shards_committed_sensor
+from rank_pipeline.defs.shard_runs import SHARD_JOB_NAME, build_shards_committed_sensor
 from rank_pipeline.extract.embedded_sandbox import EmbeddedSandbox
 from rank_pipeline.settings import SPEC_PER_IP_LIMIT, Settings, Shard, ShardPlan, shard_of
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_manifest, read_snapshot
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, read_snapshot
+from rank_pipeline.snapshots.schema import ENDPOINTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_shard_partitions"), pytest.mark.timeout(900)]
 

@@ -24,11 +24,11 @@ import duckdb
 import pytest
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
-from rank_pipeline.defs.history import build_run_history_asset
 from rank_pipeline.defs.jobs import daily_job
 from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
+from rank_pipeline.defs.run_history_asset import build_run_history_asset
 from rank_pipeline.defs.warehouse_assets import RAW_KEYS, build_publish_asset, load_raw_tables
 from rank_pipeline.extract.source import Source
 from rank_pipeline.transform import load_project

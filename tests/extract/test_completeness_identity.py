@@ -29,7 +29,7 @@ from rank_pipeline.sandbox import (
     WorldConfig,
     create_app,
 )
-from rank_pipeline.snapshots.parquet import read_snapshot
+from rank_pipeline.snapshots.reader import read_snapshot
 
 pytestmark = pytest.mark.xdist_group("completeness_identity")
 

@@ -11,7 +11,8 @@ import pytest
 from rank_pipeline.api import AuthenticationError, BadRequestError, PermissionDeniedError
 from rank_pipeline.extract.day import AccountSource, extract_day
 from rank_pipeline.sandbox import World, create_app
-from rank_pipeline.snapshots.parquet import ENDPOINTS, list_snapshot_dates, read_snapshot
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_snapshot
+from rank_pipeline.snapshots.schema import ENDPOINTS
 
 DAY = date(2026, 11, 21)
 

@@ -24,7 +24,8 @@ from rank_pipeline.api import ClientConfig
 from rank_pipeline.extract.day import AccountSource, extract_day
 from rank_pipeline.extract.resume import ResumeArea, resume_dir
 from rank_pipeline.sandbox import AccountSpec, RateLimits, SandboxServer, World, WorldConfig, create_app
-from rank_pipeline.snapshots.parquet import ENDPOINTS, read_snapshot
+from rank_pipeline.snapshots.reader import read_snapshot
+from rank_pipeline.snapshots.schema import ENDPOINTS
 
 pytestmark = pytest.mark.xdist_group("resume")
 

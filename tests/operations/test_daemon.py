@@ -25,8 +25,8 @@ import duckdb
 import pytest
 from daemon_helpers import BIN, kill_group, prepare_instance, service_env, start, wait_for
 
-from rank_pipeline.defs.instance import PID_TAG
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME, DAILY_SCHEDULE_NAME
+from rank_pipeline.operations.dagster_names import PID_TAG
 
 pytestmark = [pytest.mark.e2e, pytest.mark.daemon, pytest.mark.xdist_group("daemon")]
 

@@ -29,8 +29,9 @@ import dagster as dg
 import duckdb
 import pytest
 
-from rank_pipeline.operations import history
-from rank_pipeline.snapshots.parquet import ENDPOINTS, read_manifest
+from rank_pipeline.operations import run_history
+from rank_pipeline.snapshots.reader import read_manifest
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.transform import load_project
 from tests.transform.model_folders import failing_models
 
@@ -91,8 +92,8 @@ def world(tmp_path_factory):
     assert backfill.returncode == 0, backfill.stderr[-3000:]
     published = data / "warehouse.duckdb"
     with duckdb.connect(str(published), read_only=True) as con:
-        before = con.execute(f"select * from {history.TABLE} order by run_id, snapshot_date").fetchall()
-        cur = con.execute(f"select * from {history.TABLE}")
+        before = con.execute(f"select * from {run_history.TABLE} order by run_id, snapshot_date").fetchall()
+        cur = con.execute(f"select * from {run_history.TABLE}")
         names = [d[0] for d in cur.description]
         rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     return {"data": data, "summaries": out, "rows": rows, "before_rebuild": before}
@@ -182,7 +183,7 @@ def test_checks_of_dagster_launched_runs_equal_their_check_evaluations(world, in
 def test_stage_seconds_are_positive_and_within_the_run(world, instance):
     for row in world["rows"]:
         record = instance.get_run_record_by_id(row["run_id"])
-        stages = [row[f"{s}_s"] for s in history.STAGES]
+        stages = [row[f"{s}_s"] for s in run_history.STAGES]
         if row["status"] == "success":
             assert all(s is not None and s > 0 for s in stages), row
         else:  # failed in the models: extract, load and models ran, publish did not
@@ -195,7 +196,7 @@ def test_stage_seconds_are_positive_and_within_the_run(world, instance):
 
 @pytest.mark.slow
 def test_the_history_checks_ran_as_asset_checks_in_every_run(world, instance):
-    names = {t.name for t in load_project(ROOT / "dbt_like_sql").tables[history.TABLE].tests}
+    names = {t.name for t in load_project(ROOT / "dbt_like_sql").tables[run_history.TABLE].tests}
     published = {r["run_id"] for r in world["rows"] if r["status"] == "success"}
     for run_id in published:
         records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION,
@@ -210,13 +211,13 @@ def test_a_full_refresh_rebuild_keeps_the_history(world):
     done = _cli(world["data"], "rebuild", "--full-refresh")
     assert done.returncode == 0, done.stderr
     with duckdb.connect(str(world["data"] / "warehouse.duckdb"), read_only=True) as con:
-        after = con.execute(f"select * from {history.TABLE} order by run_id, snapshot_date").fetchall()
+        after = con.execute(f"select * from {run_history.TABLE} order by run_id, snapshot_date").fetchall()
     assert after == world["before_rebuild"] and len(after) == 6
 
 
 def test_the_yml_declares_the_tables_columns_and_types():
-    table = load_project(ROOT / "dbt_like_sql").tables[history.TABLE]
-    assert [(c.name, c.data_type) for c in table.columns] == list(history.COLUMNS)
+    table = load_project(ROOT / "dbt_like_sql").tables[run_history.TABLE]
+    assert [(c.name, c.data_type) for c in table.columns] == list(run_history.COLUMNS)
     assert all(c.description for c in table.columns)
 
 

@@ -54,8 +54,8 @@ from daemon_helpers import (
 )
 from daemon_helpers import wait_for as wait_until
 
-from rank_pipeline.defs.instance import PID_TAG
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+from rank_pipeline.operations.dagster_names import PID_TAG
 
 pytestmark = [pytest.mark.soak, pytest.mark.daemon, pytest.mark.timeout(3600)]
 

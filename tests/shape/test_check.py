@@ -19,7 +19,7 @@ from rank_pipeline.shape import (
     profile_records,
     record_unread,
 )
-from rank_pipeline.snapshots.parquet import SnapshotWriter
+from rank_pipeline.snapshots.writer import SnapshotWriter
 
 D1, D2 = date(2026, 11, 1), date(2026, 11, 2)
 CONTRACT = load_contract(models_dir())

@@ -22,15 +22,11 @@ import duckdb
 import pyarrow.fs as pafs
 import pytest
 
-from rank_pipeline.snapshots.parquet import (
-    ENDPOINTS,
-    SnapshotWriter,
-    list_snapshot_dates,
-    read_manifest,
-    read_snapshot,
-)
-from rank_pipeline.snapshots.shards import Shard, shard_of
+from rank_pipeline.settings import Shard, shard_of
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, read_snapshot
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.snapshots.storage import store_for
+from rank_pipeline.snapshots.writer import SnapshotWriter
 from rank_pipeline.warehouse.errors import SnapshotMissingError
 from rank_pipeline.warehouse.raw_load import load_partition
 
@@ -215,7 +211,7 @@ def test_a_commit_killed_before_its_manifest_leaves_the_day_as_it_was(s3):
     script = textwrap.dedent(f"""
         import sys, time
         from datetime import date
-        from rank_pipeline.snapshots.parquet import SnapshotWriter
+        from rank_pipeline.snapshots.writer import SnapshotWriter
         def hang(self, path, text):
             print("files uploaded", flush=True)
             time.sleep(600)

@@ -5,14 +5,9 @@ from datetime import date
 import pyarrow.parquet as pq
 import pytest
 
-from rank_pipeline.snapshots.parquet import (
-    SnapshotError,
-    SnapshotWriter,
-    list_snapshot_dates,
-    partition_dir,
-    read_manifest,
-    read_snapshot,
-)
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, read_snapshot
+from rank_pipeline.snapshots.schema import SnapshotError, partition_dir
+from rank_pipeline.snapshots.writer import SnapshotWriter
 
 DAY = date(2026, 11, 21)
 
@@ -96,7 +91,8 @@ def test_bad_input_is_a_clear_error(tmp_path):
 def test_excluded_ids_are_dropped_at_commit_across_row_groups_and_accounts(tmp_path):
     from datetime import date as _date
 
-    from rank_pipeline.snapshots.parquet import SnapshotWriter, read_snapshot
+    from rank_pipeline.snapshots.reader import read_snapshot
+    from rank_pipeline.snapshots.writer import SnapshotWriter
 
     day = _date(2026, 11, 21)
     writer = SnapshotWriter(tmp_path, "keywords", day, row_group_size=3)

@@ -2,7 +2,7 @@
 
 The ground truth is :class:`rank_pipeline.sandbox.World` (docs/concepts/architecture.md, "Sandbox"). For every
 simulated day the fixtures write the World's records as Parquet snapshots with
-:class:`rank_pipeline.snapshots.parquet.SnapshotWriter` (exactly what extraction would write, without HTTP),
+:class:`rank_pipeline.snapshots.writer.SnapshotWriter` (exactly what extraction would write, without HTTP),
 load them into the raw tables with :func:`rank_pipeline.warehouse.raw_load.load_partition`, and build every
 model with the runner (:mod:`rank_pipeline.transform`). Tests then compare the marts with pandas
 computations made directly from the World.
@@ -38,7 +38,8 @@ import pandas as pd
 import pytest
 
 from rank_pipeline.sandbox import AccountSpec, KeywordSpec, LimitChange, World, WorldConfig, catalogues
-from rank_pipeline.snapshots.parquet import ENDPOINTS, SnapshotWriter
+from rank_pipeline.snapshots.schema import ENDPOINTS
+from rank_pipeline.snapshots.writer import SnapshotWriter
 from rank_pipeline.transform import build_all, load_project, run_tests
 from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS

@@ -22,7 +22,7 @@ import duckdb
 import pytest
 from test_spark_equality import assert_same_relation
 
-from rank_pipeline.snapshots.parquet import ENDPOINTS, partition_dir
+from rank_pipeline.snapshots.schema import ENDPOINTS, partition_dir
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.materialize import build_all
 from rank_pipeline.transform.spark_engine import SparkEngine

@@ -29,7 +29,7 @@ from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
 from rank_pipeline.extract.source import Source
 from rank_pipeline.settings import DataPaths
-from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.steps.rebuild import rebuild
 from rank_pipeline.steps.shape import SHAPE_CHECK
 from tests.transform.model_folders import door_models

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rank_pipeline.snapshots.parquet import ENDPOINTS, SnapshotWriter, arrow_schema, partition_dir
+from rank_pipeline.snapshots.schema import ENDPOINTS, arrow_schema, partition_dir
+from rank_pipeline.snapshots.writer import SnapshotWriter
 from rank_pipeline.warehouse.errors import LoadError, PublishError, SnapshotMissingError, WarehouseError
 from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots
 from rank_pipeline.warehouse.warehouse_file import Warehouse

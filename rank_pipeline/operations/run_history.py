@@ -14,7 +14,7 @@ Grain and multi-day runs
     each of its rows, and ``partitions_in_run`` says how many rows share them (count distinct
     ``run_id`` for runs; do not sum run-level columns over a multi-day run's rows).
 
-Who writes it (``rank_pipeline/defs/history.py`` reads Dagster's records and calls :func:`upsert`)
+Who writes it (``rank_pipeline/defs/run_history_asset.py`` reads Dagster's records and calls :func:`upsert`)
     The publish step of every run (``warehouse/published``) writes the run's own rows (status
     ``success``: publishing is the last step; ``final`` false: end and publish seconds are those of the
     moment of writing) and catches up every other finished run Dagster recorded that has no final row:
@@ -44,13 +44,14 @@ from rank_pipeline.operations.dagster_names import (
     AUTO_MATERIALIZE_TAG,
     BACKFILL_TAG,
     PARTITION_TAG,
+    PID_TAG,
     RANGE_END_TAG,
     RANGE_START_TAG,
     SCHEDULE_TAG,
     SENSOR_TAG,
     dimension_tag,
 )
-from rank_pipeline.snapshots.parquet import ENDPOINTS
+from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.transform.sql import quote_ident, table_columns
 
 __all__ = [
@@ -91,8 +92,6 @@ STATUSES: tuple[str, ...] = ("success", "failure", "canceled")
 STAGES: tuple[str, ...] = ("extract", "load", "models", "publish")
 """Stages whose seconds are recorded (``<stage>_s``): the extraction step, the raw load step, every seed
 and model step (their data tests included), the publish step."""
-
-_PID_TAG = "rank_pipeline/pid"  # the command line's process tag (rank_pipeline.defs.instance.process_tags)
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("run_id", "VARCHAR"),
@@ -204,7 +203,7 @@ def launched_by(tags: Mapping[str, str]) -> str:
         return "schedule"
     if tags.get(SENSOR_TAG) or tags.get(AUTO_MATERIALIZE_TAG):
         return "sensor"
-    if tags.get(LAUNCHED_BY_TAG) == "cli" or tags.get(_PID_TAG):
+    if tags.get(LAUNCHED_BY_TAG) == "cli" or tags.get(PID_TAG):
         return "cli"
     return "other"
 

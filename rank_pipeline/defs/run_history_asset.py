@@ -1,4 +1,4 @@
-"""The ``ops/run_history`` asset: the warehouse records its own runs (:mod:`rank_pipeline.operations.history`).
+"""The ``ops/run_history`` asset: the warehouse records its own runs (:mod:`rank_pipeline.operations.run_history`).
 
 Each run's figures are read through Dagster's public instance API: the run record
 (``DagsterInstance.get_run_records``: tags, status, start and end) and the run's event log
@@ -25,13 +25,20 @@ import dagster as dg
 from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import daily_partitions, deliberate_beta
 from rank_pipeline.defs.resources import WarehouseResource
-from rank_pipeline.operations import history
 from rank_pipeline.operations.dagster_names import EXTRACT_STEP, LOAD_STEP, PUBLISH_STEPS, RUN_HISTORY_PATH
+from rank_pipeline.operations.run_history import (
+    TABLE,
+    DayFigures,
+    RunFacts,
+    final_run_ids,
+    launched_by,
+    partition_days,
+    upsert,
+)
 from rank_pipeline.settings import models_dir
 from rank_pipeline.transform import SourceTable, loaded_project, run_tests
 
-__all__ = ["CATCH_UP_LIMIT", "EXTRACT_STEP", "LOAD_STEP", "PUBLISH_STEPS", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY",
-           "build_run_history_asset", "run_facts", "stage_of"]
+__all__ = ["CATCH_UP_LIMIT", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY", "build_run_history_asset", "run_facts", "stage_of"]
 
 RUN_HISTORY_KEY = dg.AssetKey(list(RUN_HISTORY_PATH))
 RUN_FACT_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
@@ -48,7 +55,7 @@ _STATUS = {dg.DagsterRunStatus.SUCCESS: "success", dg.DagsterRunStatus.FAILURE: 
 
 
 def stage_of(step_key: str) -> str:
-    """The stage of :data:`rank_pipeline.operations.history.STAGES` a step belongs to (seeds and models: ``models``)."""
+    """The stage of :data:`rank_pipeline.operations.run_history.STAGES` a step belongs to (seeds and models: ``models``)."""
     if step_key == EXTRACT_STEP:
         return "extract"
     if step_key == LOAD_STEP:
@@ -68,21 +75,21 @@ def _int(meta: dict, name: str) -> int | None:
 
 
 def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: datetime | None = None,
-              extra_checks: tuple[int, int] = (0, 0)) -> history.RunFacts | None:
-    """The :class:`rank_pipeline.operations.history.RunFacts` of one run, from its record and event log.
+              extra_checks: tuple[int, int] = (0, 0)) -> RunFacts | None:
+    """The :class:`rank_pipeline.operations.run_history.RunFacts` of one run, from its record and event log.
 
     With ``now`` the run is the running one writing its own rows: status ``success``, end ``now``,
     steps not ended yet count until ``now``, ``final`` false. ``extra_checks``: (passed, failed) check
     evaluations to add (this step's own, not yet in the log). None for a run without a partition.
     """
     run = record.dagster_run
-    days = history.partition_days(run.tags)
+    days = partition_days(run.tags)
     if not days:
         return None
     starts: dict[str, float] = {}
     ends: dict[str, float] = {}
     passed, failed = extra_checks
-    by_day: dict[date, history.DayFigures] = {}
+    by_day: dict[date, DayFigures] = {}
     failed_step = reason = None
     failed_checks: list[str] = []
     for entry in events:
@@ -115,8 +122,8 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
         if ended is not None:
             stage = stage_of(step)
             seconds[stage] = seconds.get(stage, 0.0) + max(0.0, ended - started)
-    return history.RunFacts(
-        run_id=run.run_id, job_name=run.job_name, launched_by=history.launched_by(run.tags),
+    return RunFacts(
+        run_id=run.run_id, job_name=run.job_name, launched_by=launched_by(run.tags),
         status="success" if now is not None else _STATUS.get(run.status, run.status.value.lower()),
         started_at=_ts(record.start_time), ended_at=now if now is not None else _ts(record.end_time),
         days=days, figures=by_day, checks_passed=passed, checks_failed=failed,
@@ -125,7 +132,7 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
         final=now is None)
 
 
-def _add_snapshot_figures(by_day: dict[date, history.DayFigures], materialization, days: list[date]) -> None:
+def _add_snapshot_figures(by_day: dict[date, DayFigures], materialization, days: list[date]) -> None:
     """Fold one ``snapshots/<endpoint>`` materialization's metadata into ``by_day`` (once per endpoint:
     a range run records the same metadata on each partition)."""
     path = materialization.asset_key.path
@@ -142,7 +149,7 @@ def _add_snapshot_figures(by_day: dict[date, history.DayFigures], materializatio
                                   "reread_passes": _int(meta, "reread_passes_total")}}
     for day_text, figures in per_day.items():
         day = date.fromisoformat(day_text)
-        fig = by_day.setdefault(day, history.DayFigures())
+        fig = by_day.setdefault(day, DayFigures())
         if endpoint in fig.rows:
             continue
         fig.rows[endpoint] = int(figures.get("rows") or 0)
@@ -152,13 +159,13 @@ def _add_snapshot_figures(by_day: dict[date, history.DayFigures], materializatio
         fig.reread_passes = int(figures.get("reread_passes") or 0)
 
 
-def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> list[history.RunFacts]:
+def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> list[RunFacts]:
     """Facts of the newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows.
 
     Runs are read newest first, a page of 100 at a time, and the reading stops at the first page whose runs
     all have final rows: every publish catches up the runs that ended before it, so older runs have theirs
     (the cost stays that of the last few runs, not of the instance's whole history)."""
-    out: list[history.RunFacts] = []
+    out: list[RunFacts] = []
     cursor = None
     while len(out) < CATCH_UP_LIMIT:
         records = instance.get_run_records(filters=dg.RunsFilter(statuses=list(_ENDED)), limit=100, cursor=cursor)
@@ -176,7 +183,7 @@ def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> li
 def _history_table() -> SourceTable | None:
     """The ``ops.run_history`` declaration of the models project (None when the project has none, e.g.
     an older copy of ``dbt_like_sql/`` in ``RANK_PIPELINE_MODELS_DIR``)."""
-    return loaded_project(models_dir()).tables.get(history.TABLE)
+    return loaded_project(models_dir()).tables.get(TABLE)
 
 
 @deliberate_beta
@@ -199,19 +206,19 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
         run_id = context.run_id
         record = instance.get_run_records(filters=dg.RunsFilter(run_ids=[run_id]), limit=1)[0]
         with warehouse.warehouse().connect() as con:
-            final = history.final_run_ids(con)
+            final = final_run_ids(con)
             others = _catch_up(instance, final, run_id)
             # read once: the second pass only adds this step's checks
             own_log = instance.all_logs(run_id, of_type=RUN_FACT_EVENTS)
             own = run_facts(record, own_log, now=datetime.now(UTC))
-            written = history.upsert(con, [*others, *([own] if own else [])])
+            written = upsert(con, [*others, *([own] if own else [])])
             results = run_tests(con, table, None) if table is not None else []
             if own is not None and results:  # this step's evaluations count in the run's own rows
                 ok = sum(r.passed for r in results)
                 own = run_facts(record, own_log, now=datetime.now(UTC), extra_checks=(ok, len(results) - ok))
-                history.upsert(con, [own])
-            (total,) = con.execute(f"select count(*) from {history.TABLE}").fetchone()
-        context.log.info(f"{history.TABLE}: wrote {written} row(s) ({len(others)} other run(s) caught up) in "
+                upsert(con, [own])
+            (total,) = con.execute(f"select count(*) from {TABLE}").fetchone()
+        context.log.info(f"{TABLE}: wrote {written} row(s) ({len(others)} other run(s) caught up) in "
                          f"{time.perf_counter() - started:.2f} s; {total} row(s) in all")
         yield dg.MaterializeResult(asset_key=RUN_HISTORY_KEY, metadata={
             "rows_written": dg.MetadataValue.int(written), "runs_caught_up": dg.MetadataValue.int(len(others)),

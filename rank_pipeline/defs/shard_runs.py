@@ -41,15 +41,13 @@ from pathlib import Path
 import dagster as dg
 
 from rank_pipeline.defs.partitions import DATE_TAG, SHARD_TAG
-from rank_pipeline.settings import SHARDS_ENV, ConfigurationError, DataPaths, ShardPlan
+from rank_pipeline.settings import SENSOR_INTERVAL_S, SHARDS_ENV, ConfigurationError, DataPaths, ShardPlan
 
 __all__ = ["SHARDS_COMMITTED_SENSOR_NAME", "SHARD_JOB_NAME", "build_shard_job", "build_shards_committed_sensor",
            "check_partitioning", "committed_days", "partitioning"]
 
 SHARD_JOB_NAME = "extract_shards"
 SHARDS_COMMITTED_SENSOR_NAME = "daily_run_when_shards_committed"
-SENSOR_INTERVAL_S = 30
-"""Seconds between evaluations of the sensor."""
 
 
 def partitioning(plan: ShardPlan | None) -> str:
@@ -124,8 +122,8 @@ def committed_days(instance: dg.DagsterInstance, plan: ShardPlan) -> list[str]:
 
 
 def build_shards_committed_sensor(plan: ShardPlan, daily_job) -> dg.SensorDefinition:
-    """``daily_run_when_shards_committed``: every :data:`SENSOR_INTERVAL_S` s, one run of ``daily_job``
-    for each day of :func:`committed_days` not requested before (the cursor remembers the last
+    """``daily_run_when_shards_committed``: every :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S` s, one
+    run of ``daily_job`` for each day of :func:`committed_days` not requested before (the cursor remembers the last
     :data:`KEEP_REQUESTED` days; the run key ``shards-committed-<day>`` makes the daemon refuse a
     second run of a day too). A day re-extracted later is not requested again: launch its daily run by
     hand."""

@@ -1,5 +1,23 @@
-"""Shards of the accounts: one worker's shard (``RANK_PIPELINE_SHARD``) and Dagster's shard plan
-(``RANK_PIPELINE_SHARDS``, ``RANK_PIPELINE_SHARD_ADDRESSES``)."""
+"""Extraction sharded across workers: which accounts one worker extracts (``RANK_PIPELINE_SHARD``), and
+Dagster's shard plan (``RANK_PIPELINE_SHARDS``, ``RANK_PIPELINE_SHARD_ADDRESSES``).
+
+``RANK_PIPELINE_SHARD=i/n`` (0 <= i < n <= 1024) makes a worker extract only the accounts of shard ``i``
+out of ``n``. An account belongs to shard ``blake2b(account name) mod n``: a stable hash of the
+account's identity (its name, which snapshots and the warehouse key it by; never its key, which is a
+secret and may rotate), so every worker computes the same assignment without talking to the others,
+and an account stays on its shard from day to day.
+
+Each worker paces itself: its own per-key and per-IP budgets (spec "Limits"), so ``n`` workers on ``n``
+addresses extract ``n`` times as many accounts in the same window. All workers write the same snapshots
+location (normally ``RANK_PIPELINE_SNAPSHOTS_URI=s3://...``): worker ``i`` commits
+``_manifest.shard-i-of-n.json`` in each day's folder (:mod:`rank_pipeline.snapshots.writer`, "Commit"), and
+readers take the day as committed once all ``n`` shard manifests are there, reading their union
+(:mod:`rank_pipeline.snapshots.reader`).
+
+Under Dagster, ``RANK_PIPELINE_SHARDS=n`` (:class:`ShardPlan`) runs the shards itself: the extraction is
+partitioned by day x shard, each shard partition a run of its own (:mod:`rank_pipeline.defs.shard_runs`),
+with the same assignment and the same shard manifests.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +34,7 @@ __all__ = ["MAX_SHARDS", "SHARDS_ENV", "SHARD_ADDRESSES_ENV", "SHARD_ENV", "Shar
            "shard_of"]
 
 SHARD_ENV = "RANK_PIPELINE_SHARD"
-"""``i/n``: the shard of the accounts this worker extracts (:mod:`rank_pipeline.snapshots.shards`)."""
+"""``i/n``: the shard of the accounts this worker extracts."""
 MAX_SHARDS = 1024
 _SHARD_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -29,7 +47,7 @@ def shard_of(account: str, count: int) -> int:
 
 @dataclass(frozen=True)
 class Shard:
-    """Shard ``index`` of ``count`` (0-based); what a shard means: :mod:`rank_pipeline.snapshots.shards`."""
+    """Shard ``index`` of ``count`` (0-based); what a shard means: :mod:`rank_pipeline.settings.sharding`."""
 
     index: int
     count: int
