@@ -221,28 +221,28 @@ def test_the_yml_declares_the_tables_columns_and_types():
     assert all(c.description for c in table.columns)
 
 
-def _add_up_failures(runs: list[history.RunFacts], fix_up: str | None = None) -> int:
+def _add_up_failures(runs: list[run_history.RunFacts], fix_up: str | None = None) -> int:
     """Failing rows of the yml's ``snapshot_rows_add_up`` on a table holding ``runs`` (then ``fix_up``, an
     UPDATE of the table, if given), run as the ``ops/run_history`` step runs its tests."""
     from rank_pipeline.transform import run_tests
 
-    table = load_project(ROOT / "dbt_like_sql").tables[history.TABLE]
+    table = load_project(ROOT / "dbt_like_sql").tables[run_history.TABLE]
     with duckdb.connect(":memory:") as con:
-        history.upsert(con, runs)
+        run_history.upsert(con, runs)
         if fix_up:
             con.execute(fix_up)
         (result,) = [r for r in run_tests(con, table, None) if r.name == "snapshot_rows_add_up"]
     return result.failures
 
 
-def _run_facts(run_id: str, *, rows: dict[str, int] | None) -> history.RunFacts:
+def _run_facts(run_id: str, *, rows: dict[str, int] | None) -> run_history.RunFacts:
     from datetime import UTC, datetime
 
     started = datetime(2026, 11, 1, 6, tzinfo=UTC)
-    return history.RunFacts(
+    return run_history.RunFacts(
         run_id=run_id, job_name="daily_rank_pipeline", status="success" if rows else "failure", launched_by="cli",
         started_at=started, ended_at=started + timedelta(minutes=1), days=[D1],
-        figures={D1: history.DayFigures(rows=rows)} if rows is not None else {},
+        figures={D1: run_history.DayFigures(rows=rows)} if rows is not None else {},
         failure_reason=None if rows else "the run's process (pid 1) ended without reporting: it was killed")
 
 
@@ -250,10 +250,10 @@ def test_snapshot_rows_add_up_passes_a_run_that_reported_no_counts_and_fails_cou
     good = _run_facts("good", rows={r: 10 + i for i, r in enumerate(ENDPOINTS)})
     killed = _run_facts("killed", rows=None)  # every rows_* and snapshot_rows null: the run never reported
     assert _add_up_failures([good, killed]) == 0
-    assert _add_up_failures([good, killed], f"update {history.TABLE} set snapshot_rows = snapshot_rows + 1 "
+    assert _add_up_failures([good, killed], f"update {run_history.TABLE} set snapshot_rows = snapshot_rows + 1 "
                                             "where run_id = 'good'") == 1
     # a count reported beside a null sum, or a null count beside a reported sum, is no unknown run: it fails
-    assert _add_up_failures([good, killed], f"update {history.TABLE} set rows_usage = 3 "
+    assert _add_up_failures([good, killed], f"update {run_history.TABLE} set rows_usage = 3 "
                                             "where run_id = 'killed'") == 1
-    assert _add_up_failures([good, killed], f"update {history.TABLE} set rows_usage = null "
+    assert _add_up_failures([good, killed], f"update {run_history.TABLE} set rows_usage = null "
                                             "where run_id = 'good'") == 1
