@@ -8,6 +8,8 @@ build of days deletes and inserts those days, a view is created or replaced.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from typing import Any
 
@@ -45,6 +47,19 @@ def _dated_relations(con: duckdb.DuckDBPyConnection, column: str) -> frozenset[t
         [column],
     ).fetchall()
     return frozenset((r[0], r[1]) for r in rows)
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection, failure: str) -> Iterator[None]:
+    """One transaction: committed at the end, rolled back on a DuckDB error, which is raised as a
+    :class:`BuildError` whose message is ``failure`` with ``{exc}`` filled in."""
+    con.begin()
+    try:
+        yield
+        con.commit()
+    except duckdb.Error as exc:
+        con.rollback()
+        raise BuildError(failure.format(exc=exc)) from exc
 
 
 def _count(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> int:
@@ -137,15 +152,10 @@ class DuckDBEngine:
         Raises:
             BuildError: the view's SQL does not bind; the old relation is kept.
         """
-        self.con.begin()
-        try:
+        with _transaction(self.con, f"{where}: creating the view failed: {{exc}}"):
             if _relation_kind(self.con, schema, name) == "BASE TABLE":
                 self.con.execute(f"drop table {_rel(schema, name)}")
             self.con.execute(f"create or replace view {_rel(schema, name)} as\n{sql}")
-            self.con.commit()
-        except duckdb.Error as exc:
-            self.con.rollback()
-            raise BuildError(f"{where}: creating the view failed: {exc}") from exc
 
     def replace_whole(self, schema: str, name: str, sql: str, where: str, *,
                       date_column: str | None = None) -> int:
@@ -180,18 +190,12 @@ class DuckDBEngine:
             BuildError: the SELECT or the insert failed (e.g. the model's columns changed); the table is
                 unchanged.
         """
-        self.con.begin()
-        try:
+        failure = (f"{where}: incremental build of {date_column} = {first} .. {last} failed: {{exc}}. The table "
+                   "is unchanged; if the model's columns changed, run a full refresh")
+        with _transaction(self.con, failure):
             self.con.execute(f"delete from {_rel(schema, name)} where {_qi(date_column)} between ? and ?",
                              [first, last])
             row = self.con.execute(f"insert into {_rel(schema, name)} by name\n{sql}").fetchone()
-            self.con.commit()
-        except duckdb.Error as exc:
-            self.con.rollback()
-            raise BuildError(
-                f"{where}: incremental build of {date_column} = {first} .. {last} failed: {exc}. The table is "
-                "unchanged; if the model's columns changed, run a full refresh"
-            ) from exc
         assert row is not None
         return int(row[0])
 
@@ -203,14 +207,9 @@ class DuckDBEngine:
             BuildError: the CSV cannot be read or a value does not fit its declared type.
         """
         comment = f"seed {seed.name} version {seed.version or '-'} sha256 {seed.checksum}".replace("'", "''")
-        self.con.begin()
-        try:
+        with _transaction(self.con, f"{seed.path}: loading seed {seed.qualified_name} failed: {{exc}}"):
             self.con.execute(f"create or replace table {_rel(seed.schema, seed.name)} as\n{sql}")
             self.con.execute(f"comment on table {_rel(seed.schema, seed.name)} is '{comment}'")
-            self.con.commit()
-        except duckdb.Error as exc:
-            self.con.rollback()
-            raise BuildError(f"{seed.path}: loading seed {seed.qualified_name} failed: {exc}") from exc
         return _count(self.con, seed.schema, seed.name)
 
     # -------------------------------------------------------------- tests and reads
