@@ -15,11 +15,13 @@ MODELS_DIR_HELP = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else t
                    "a copy of it with your changes")
 """The --models-dir help of docs, test and diff."""
 
+DATE_HELP = "the partition (UTC day) as YYYY-MM-DD, from 2026-01-01 to today; default today"
+"""The --date help of run and extract."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    from rank_pipeline.api.config import SPEC_WINDOW_S
-    from rank_pipeline.api.endpoints import endpoint_names
-
+    """The ``rank-pipeline`` parser: every command in the order ``--help`` lists them, each with its
+    options and, as ``func``, the function that runs it (the keywords commands under ``keywords``)."""
     parser = argparse.ArgumentParser(
         prog="rank-pipeline",
         description="Bring a rank-tracking API into a DuckDB warehouse every day (snapshots, models, Dagster). "
@@ -32,8 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}",
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    date_help = "the partition (UTC day) as YYYY-MM-DD, from 2026-01-01 to today; default today"
+    _daily_job_parsers(sub)
+    _source_parsers(sub)
+    _rebuild_parser(sub)
+    _models_parsers(sub)
+    _keywords_parser(sub)
+    return parser
 
+
+def _daily_job_parsers(sub) -> None:
+    """``demo``, ``run`` and ``extract``: the daily job on the sandbox, the daily job, its extraction alone."""
     p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox",
                        description="Run the daily Dagster job for N consecutive simulated days ending today "
                                    "against the embedded sandbox (RANK_TRACKER_BASE_URL is ignored), then print "
@@ -50,14 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the daily Dagster job (extract, load, models, checks, publish) for one "
                                    "partition. Against the vendor API only today's partition can be extracted "
                                    "(the API tells only the present).")
-    p.add_argument("--date", type=parse_date, help=date_help)
+    p.add_argument("--date", type=parse_date, help=DATE_HELP)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("extract", help="extract one day into Parquet snapshots (no Dagster)",
                        description="Extract one day from the configured source into Parquet snapshots under "
                                    "<data folder>/snapshots, without Dagster, the warehouse or the models.")
-    p.add_argument("--date", type=parse_date, help=date_help)
+    p.add_argument("--date", type=parse_date, help=DATE_HELP)
     p.set_defaults(func=cmd_extract)
+
+
+def _source_parsers(sub) -> None:
+    """``sandbox`` (serve the stand-in API) and ``profile`` (what the source sends beside what is read)."""
+    from rank_pipeline.api.config import SPEC_WINDOW_S
+    from rank_pipeline.api.endpoints import endpoint_names
 
     p = sub.add_parser("sandbox", help="serve the sandbox API on loopback",
                        description="Serve the sandbox (a spec-faithful stand-in for the vendor API) and print "
@@ -83,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json, for tools")
     p.set_defaults(func=cmd_profile)
 
+
+def _rebuild_parser(sub) -> None:
+    """``rebuild``: raw tables and models from the snapshots, then publish."""
     p = sub.add_parser("rebuild", help="rebuild raw tables and models from the snapshots (no API call), then publish",
                        description="Rebuild the raw tables and every model from the Parquet snapshots, without "
                                    "calling the API, then publish the warehouse. Use it after restoring "
@@ -92,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full-refresh", action="store_true", help="drop and rebuild every raw table and model")
     p.set_defaults(func=cmd_rebuild)
 
+
+def _models_parsers(sub) -> None:
+    """``docs``, ``test``, ``diff`` and ``query``: the models' documentation, tests, changes and the
+    published warehouse."""
     p = sub.add_parser("docs", help="write the models' documentation site (and the Markdown dictionary)",
                        description="Write the documentation site of the models (the model graph, every raw table, "
                                    "seed and model with its columns, types, tests, SQL and column-level lineage, "
@@ -136,9 +159,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output format (default table)")
     p.set_defaults(func=cmd_query)
-
-    _keywords_parser(sub)
-    return parser
 
 
 def _keywords_parser(sub) -> None:

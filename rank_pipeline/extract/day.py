@@ -331,30 +331,12 @@ async def extract_day(
         accounts = [a for a in accounts if shard.owns(a.name)]
     area = ResumeArea(snapshots_uri, snapshot_date, source_id or base_url, shard) if resume else None
     writers = {r.name: SnapshotWriter(snapshots_uri, r.name, snapshot_date, shard=shard) for r in CATALOG}
-    progress = ExtractionProgress()
     # one per-IP pacer shared by every key of the run (spec "Limits": 600 per IP address)
     ip_limiter = SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)
-    clients: list[RankTrackerClient] = []
-
-    def notify() -> None:
-        progress.requests = sum(c.stats.requests for c in clients)
-        progress.retries = sum(c.stats.retries for c in clients)
-        progress.rate_limited = sum(c.stats.rate_limited for c in clients)
-        if on_progress is not None:
-            on_progress(progress)
-
     try:
-        async with contextlib.AsyncExitStack() as stack:
-            runs = []
-            for source in accounts:
-                client = await stack.enter_async_context(RankTrackerClient(
-                    base_url, source.api_key, config=config, ip_limiter=ip_limiter, transport=transport,
-                    label=source.name))
-                clients.append(client)
-                runs.append(_AccountRun(source, client, writers, progress, notify, area))
-            # a fatal error in one account cancels the others before the exit stack closes the clients
-            await run_all(run.run(snapshot_date, allow_other_day) for run in runs)
-        notify()
+        runs = await _read_accounts(base_url, accounts, snapshot_date, allow_other_day, writers, area,
+                                    config=config, ip_limiter=ip_limiter, transport=transport,
+                                    on_progress=on_progress)
         manifests = {r: w.commit() for r, w in writers.items()}
     except BaseException:
         for writer in writers.values():
@@ -364,20 +346,63 @@ async def extract_day(
         raise
     if area is not None:
         area.discard()  # the day is committed: its checkpoints are spent
-    stats = {}
-    for run in runs:
-        s = run.client.stats
-        stats[run.source.name] = AccountStats(
-            requests=s.requests,
-            retries=s.retries,
-            rate_limited=s.rate_limited,
-            elapsed_s=round(s.elapsed, 3),
-            achieved_rate_per_min=round(s.requests_per_minute, 1),
-            keys=[KeyStats(position=k.position, requests=k.requests, rate_limited=k.rate_limited,
-                           rejected=k.rejected, dropped=k.dropped) for k in s.keys],
-        )
+    stats = {run.source.name: _account_stats(run.client) for run in runs}
     return ExtractionReport(snapshot_date, manifests, stats, time.monotonic() - started,
                             {run.source.name: run.lists for run in runs}, area.reused if area else 0)
+
+
+async def _read_accounts(
+    base_url: str,
+    accounts: Sequence[AccountSource],
+    snapshot_date: date,
+    allow_other_day: bool,
+    writers: dict[str, SnapshotWriter],
+    area: ResumeArea | None,
+    *,
+    config: ClientConfig,
+    ip_limiter: SlidingWindowLimiter,
+    transport: httpx.AsyncBaseTransport | None,
+    on_progress: Callable[[ExtractionProgress], None] | None,
+) -> list[_AccountRun]:
+    """Read every account into ``writers`` at once, one client each (all sharing ``ip_limiter``), and
+    return the finished runs; nothing is committed. A fatal error in one account cancels the others
+    before the clients close, and is raised."""
+    progress = ExtractionProgress()
+    clients: list[RankTrackerClient] = []
+
+    def notify() -> None:
+        progress.requests = sum(c.stats.requests for c in clients)
+        progress.retries = sum(c.stats.retries for c in clients)
+        progress.rate_limited = sum(c.stats.rate_limited for c in clients)
+        if on_progress is not None:
+            on_progress(progress)
+
+    async with contextlib.AsyncExitStack() as stack:
+        runs = []
+        for source in accounts:
+            client = await stack.enter_async_context(RankTrackerClient(
+                base_url, source.api_key, config=config, ip_limiter=ip_limiter, transport=transport,
+                label=source.name))
+            clients.append(client)
+            runs.append(_AccountRun(source, client, writers, progress, notify, area))
+        # a fatal error in one account cancels the others before the exit stack closes the clients
+        await run_all(run.run(snapshot_date, allow_other_day) for run in runs)
+    notify()
+    return runs
+
+
+def _account_stats(client: RankTrackerClient) -> AccountStats:
+    """One account's request statistics for its manifest: totals, pace and per key position."""
+    s = client.stats
+    return AccountStats(
+        requests=s.requests,
+        retries=s.retries,
+        rate_limited=s.rate_limited,
+        elapsed_s=round(s.elapsed, 3),
+        achieved_rate_per_min=round(s.requests_per_minute, 1),
+        keys=[KeyStats(position=k.position, requests=k.requests, rate_limited=k.rate_limited,
+                       rejected=k.rejected, dropped=k.dropped) for k in s.keys],
+    )
 
 
 def run_extraction(*args: Any, **kwargs: Any) -> ExtractionReport:

@@ -83,56 +83,14 @@ class Settings:
         """
         env = os.environ if env is None else env
         base_url = normalise_base_url(env.get(BASE_URL_ENV))
-        names = [n.strip() for n in (env.get("RANK_TRACKER_ACCOUNTS") or "").split(",") if n.strip()]
-        if names:
-            for name in names:
-                if not re.match(r"^[A-Za-z0-9_-]{1,64}$", name):
-                    raise ConfigurationError(
-                        f"RANK_TRACKER_ACCOUNTS has {name!r}: account names are letters, digits, _ and -"
-                    )
-            accounts = tuple(AccountConfig(n, key_variable(n)) for n in names)
-            seen: dict[str, str] = {}
-            for account in accounts:
-                if account.api_key_env in seen:
-                    raise ConfigurationError(
-                        f"RANK_TRACKER_ACCOUNTS lists {seen[account.api_key_env]!r} and {account.name!r}, "
-                        f"which both read {account.api_key_env}: list each account once"
-                    )
-                seen[account.api_key_env] = account.name
-        else:
-            accounts = (AccountConfig("default", "RANK_TRACKER_API_KEY"),)
-        if base_url is not None:
-            missing = [a.api_key_env for a in accounts if not env.get(a.api_key_env)]
-            if missing:
-                raise ConfigurationError(
-                    f"RANK_TRACKER_BASE_URL is set but {', '.join(missing)} is not: export the API key "
-                    "(created in the vendor's web application, Account, API) in that variable"
-                )
-        data_dir = Path(env.get("RANK_PIPELINE_DATA_DIR") or "data").resolve()
-        if data_dir.exists() and not data_dir.is_dir():
-            raise ConfigurationError(
-                f"the data folder {data_dir} is a file: set RANK_PIPELINE_DATA_DIR to a folder (it is created "
-                "if missing)"
-            )
-        blocking = next((p for p in data_dir.parents if p.exists() and not p.is_dir()), None)
-        if blocking is not None:  # it could never be created: a part of its path is a file
-            raise ConfigurationError(
-                f"the data folder {data_dir} cannot be created: {blocking} is a file; set RANK_PIPELINE_DATA_DIR "
-                "to a folder (it is created if missing)"
-            )
+        accounts = _accounts_from_env(env, base_url)
+        data_dir = _data_dir_from_env(env)
         snapshots_uri = snapshots_uri_from_env(env)
         try:
             shard = parse_shard(env.get(SHARD_ENV))
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
-        keywords_file = (env.get("RANK_PIPELINE_KEYWORDS_FILE") or "").strip() or None
-        if keywords_file is not None:
-            keywords_path = Path(keywords_file).expanduser().resolve()
-            if keywords_path.is_dir():
-                raise ConfigurationError(
-                    f"RANK_PIPELINE_KEYWORDS_FILE={keywords_file!r} is a folder: set it to a keywords YAML file "
-                    "(see examples/keywords.yml) or unset it"
-                )
+        keywords_file = _keywords_file_from_env(env)
         return cls(
             base_url=base_url,
             accounts=accounts,
@@ -142,10 +100,85 @@ class Settings:
             shard=shard,
             shards=ShardPlan.from_env(env),
             ops=OpsSettings.from_env(env),
-            keywords_file=keywords_path if keywords_file is not None else None,
+            keywords_file=keywords_file,
             engine=EngineSettings.from_env(env, data_dir=data_dir),
             lock_timeout_s=lock_timeout_from_env(env),
             storage_version=storage_version_from_env(env),
             dashboard_url=dashboard_url_from_env(env),
             sandbox_shape=sandbox_shape_from_env(env),
         )
+
+
+def _accounts_from_env(env: Mapping[str, str], base_url: str | None) -> tuple[AccountConfig, ...]:
+    """The accounts of ``RANK_TRACKER_ACCOUNTS`` (unset: one ``default`` account reading
+    ``RANK_TRACKER_API_KEY``); with a ``base_url``, each account's key variable must be set.
+
+    Raises:
+        ConfigurationError: a malformed or repeated account name (``a-b,a_b`` share one variable), or a
+            base URL without its key variables.
+    """
+    names = [n.strip() for n in (env.get("RANK_TRACKER_ACCOUNTS") or "").split(",") if n.strip()]
+    if names:
+        for name in names:
+            if not re.match(r"^[A-Za-z0-9_-]{1,64}$", name):
+                raise ConfigurationError(
+                    f"RANK_TRACKER_ACCOUNTS has {name!r}: account names are letters, digits, _ and -"
+                )
+        accounts = tuple(AccountConfig(n, key_variable(n)) for n in names)
+        seen: dict[str, str] = {}
+        for account in accounts:
+            if account.api_key_env in seen:
+                raise ConfigurationError(
+                    f"RANK_TRACKER_ACCOUNTS lists {seen[account.api_key_env]!r} and {account.name!r}, "
+                    f"which both read {account.api_key_env}: list each account once"
+                )
+            seen[account.api_key_env] = account.name
+    else:
+        accounts = (AccountConfig("default", "RANK_TRACKER_API_KEY"),)
+    if base_url is not None:
+        missing = [a.api_key_env for a in accounts if not env.get(a.api_key_env)]
+        if missing:
+            raise ConfigurationError(
+                f"RANK_TRACKER_BASE_URL is set but {', '.join(missing)} is not: export the API key "
+                "(created in the vendor's web application, Account, API) in that variable"
+            )
+    return accounts
+
+
+def _data_dir_from_env(env: Mapping[str, str]) -> Path:
+    """``RANK_PIPELINE_DATA_DIR`` (default ``data``), absolute.
+
+    Raises:
+        ConfigurationError: the folder, or a part of its path, is a file.
+    """
+    data_dir = Path(env.get("RANK_PIPELINE_DATA_DIR") or "data").resolve()
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ConfigurationError(
+            f"the data folder {data_dir} is a file: set RANK_PIPELINE_DATA_DIR to a folder (it is created "
+            "if missing)"
+        )
+    blocking = next((p for p in data_dir.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:  # it could never be created: a part of its path is a file
+        raise ConfigurationError(
+            f"the data folder {data_dir} cannot be created: {blocking} is a file; set RANK_PIPELINE_DATA_DIR "
+            "to a folder (it is created if missing)"
+        )
+    return data_dir
+
+
+def _keywords_file_from_env(env: Mapping[str, str]) -> Path | None:
+    """``RANK_PIPELINE_KEYWORDS_FILE``, absolute (``~`` expanded); None when unset or blank.
+
+    Raises:
+        ConfigurationError: it names a folder.
+    """
+    keywords_file = (env.get("RANK_PIPELINE_KEYWORDS_FILE") or "").strip() or None
+    if keywords_file is None:
+        return None
+    keywords_path = Path(keywords_file).expanduser().resolve()
+    if keywords_path.is_dir():
+        raise ConfigurationError(
+            f"RANK_PIPELINE_KEYWORDS_FILE={keywords_file!r} is a folder: set it to a keywords YAML file "
+            "(see examples/keywords.yml) or unset it"
+        )
+    return keywords_path
