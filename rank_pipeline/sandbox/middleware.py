@@ -157,7 +157,8 @@ class SandboxMiddleware:
         # stats and the per-key limit count per key: "acme" for an account's first key, "acme#2" ...
         bucket = key_ident(*known) if known is not None else UNAUTHENTICATED
         faults = self.injector.faults
-        if account is not None and faults.revoke_after and known[1] == faults.revoke_position:
+        if (account is not None and known is not None and faults.revoke_after
+                and known[1] == faults.revoke_position):
             # counted on arrival (not on reply), so requests in flight cannot slip past the switch
             served = self._arrivals[bucket] = self._arrivals.get(bucket, 0) + 1
             if served > faults.revoke_after:
@@ -221,7 +222,9 @@ class SandboxMiddleware:
         return scope["method"] == "GET" and _KEYWORD_LIST.match(scope["path"]) is not None
 
     def _shift(self, account, scope: Scope, rng: Random) -> None:
-        domain_id = _KEYWORD_LIST.match(scope["path"]).group(1)
+        match = _KEYWORD_LIST.match(scope["path"])
+        assert match is not None  # called for a keyword list only (_is_keyword_list)
+        domain_id = match.group(1)
         if self.world.domain(account.account_id, domain_id) is None:
             return
         faults = self.injector.faults
@@ -231,7 +234,8 @@ class SandboxMiddleware:
         for _ in range(faults.shift_inserts):
             self.world.insert_keyword(domain_id, rng)
 
-    async def _buffered(self, scope: Scope, receive: Receive, send: Send, bucket: str, action: str) -> None:
+    async def _buffered(self, scope: Scope, receive: Receive, send: Send, bucket: str,
+                        action: str | None) -> None:
         start: Message | None = None
         chunks: list[bytes] = []
 
