@@ -51,7 +51,8 @@ demo: env-runtime
 	$(BIN)/rank-pipeline demo --days 7
 
 ## The whole test suite (installs the dashboards' Superset venv and chromium first, for the browser test).
-test: env dashboard-env-try postgres-server-try
+## make lint runs first: a style or type finding fails it before anything is installed or tested.
+test: lint dashboard-env-try postgres-server-try
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=20
 
 ## The fast tier, for the edit-and-test loop (about 2 minutes on 2 cores): every test except, by marker
@@ -62,7 +63,7 @@ test: env dashboard-env-try postgres-server-try
 ## and, as in make test, soak and spark_long. It installs no dashboards' venv, chromium or PostgreSQL.
 ## make test (what CI runs) still runs every tier.
 FAST_MARKERS := not (spark or cluster or browser or daemon or postgres or root or slow or soak or spark_long)
-test-fast: env
+test-fast: lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=30 -m "$(FAST_MARKERS)"
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
@@ -105,8 +106,12 @@ bench-lineage: env
 bench-scale: env
 	RANK_BENCH_RECORD=1 $(BIN)/python benchmarks/scale.py
 
+## ruff over the repository, then mypy over rank_pipeline/ ([tool.mypy] in pyproject.toml); either's
+## finding fails it, and with it make test and make test-fast before pytest starts (a few seconds; about
+## 15 s for mypy's first run, which fills .mypy_cache/).
 lint: env
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 docs: env-runtime
 	$(BIN)/rank-pipeline docs --dictionary docs/reference/data-dictionary.md

@@ -337,7 +337,7 @@ def error_from_response(
     if status == 429:
         return RateLimitedError(retry_after=retry_after, **fields)
     if 500 <= status <= 599:
-        error = ServerError(**fields)
+        error: RankTrackerError = ServerError(**fields)
         if attempts:
             _set_message(error, f"{error.message} (gave up after {attempts} attempts)")
         return error

@@ -51,8 +51,11 @@ def keyword_combination(attributes: Mapping[str, Any]) -> tuple[str, str, str, s
     the word trimmed, as keyword create normalises them (spec, "Keyword create: body"). None when a
     part is missing, so an unreadable record is never taken for a wanted keyword.
     """
-    word, engine, device = attributes.get("keyword"), attributes.get("searchEngine"), attributes.get("device")
-    language = attributes.get("language")
+    # Any, not Any | None: each is checked to be a non-blank str before it is used
+    word: Any = attributes.get("keyword")
+    engine: Any = attributes.get("searchEngine")
+    device: Any = attributes.get("device")
+    language: Any = attributes.get("language")
     language = language.get("code") if isinstance(language, Mapping) else language
     location = keyword_location_code(attributes)
     parts = (word, engine, device, language)

@@ -209,6 +209,7 @@ class Transport:
         url = self.url(path)
         deadline = self._clock() + self._config.max_retry_s
         tries = _Tries()
+        failure: RankTrackerError | None
         while True:
             slot, response, failure = await self._attempt(method, path, params, json_body, url)
             if response is not None:

@@ -168,7 +168,7 @@ def _keywords_parser(sub) -> None:
         def error(message: str):
             parser.print_usage(sys.stderr)
             parser.exit(KEYWORDS_EXIT_REFUSED, f"{parser.prog}: error: {message}\n")
-        parser.error = error
+        parser.error = error  # type: ignore[method-assign]  # this parser's usage errors exit 3, not 2
         return parser
 
     epilog = ("Exit status of plan: 0 no changes, 2 changes pending, 3 an error in the file, the settings or "

@@ -212,8 +212,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         report = rebuild(settings.paths, models_dir(), args.first, args.last, full_refresh=args.full_refresh,
                          engine=engine, holder="rank-pipeline rebuild", log=_to_stderr())
     except RebuildError as exc:
-        if getattr(exc, "report", None):
-            for line in exc.report.shape_lines:
+        if failed := getattr(exc, "report", None):
+            for line in failed.shape_lines:
                 print(f"vendor shape: {line}", file=sys.stderr)
             raise RunFailed(str(exc)) from None
         raise UsageError(str(exc)) from None

@@ -14,6 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rank_pipeline.errors import RankPipelineError
 
 __all__ = ["cli_page", "exit_codes_page", "pages", "settings_page", "settings_rows"]
 
@@ -83,7 +87,7 @@ def _commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[s
     return found
 
 
-def _error_classes() -> list[type]:
+def _error_classes() -> list[type[RankPipelineError]]:
     """The public error classes of the package (:func:`rank_pipeline.errors.exception_classes`), sorted by name."""
     from rank_pipeline.errors import RankPipelineError, exception_classes
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -62,10 +62,10 @@ _MARKER = "# written by rank-pipeline"
 _LEGACY_CONFIG = "concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
 
 
-def dagster_home(data_dir: Path, env: dict[str, str] | None = None) -> Path:
+def dagster_home(data_dir: Path, env: Mapping[str, str] | None = None) -> Path:
     """``DAGSTER_HOME`` if set, else ``<data_dir>/dagster_home`` (absolute)."""
-    env = os.environ if env is None else env
-    return Path(env.get("DAGSTER_HOME") or Path(data_dir) / "dagster_home").resolve()
+    environ = os.environ if env is None else env
+    return Path(environ.get("DAGSTER_HOME") or Path(data_dir) / "dagster_home").resolve()
 
 
 RUN_MONITORING_CONFIG = """run_monitoring:
@@ -119,11 +119,12 @@ def _postgres_failure(url: str, exc: BaseException) -> ConfigurationError:
     where = f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or ''}"
     root: BaseException = exc  # the driver's error ("connection refused", "password authentication failed")
     for _ in range(10):
-        if (root.__cause__ or root.__context__) is None:
+        parent = root.__cause__ or root.__context__
+        if parent is None:
             break
-        root = root.__cause__ or root.__context__
+        root = parent
     detail = next((line.strip() for line in str(root).splitlines() if line.strip()), type(root).__name__)
-    for secret in {parts.password, url} - {None, ""}:
+    for secret in {secret for secret in (parts.password, url) if secret}:
         detail = detail.replace(secret, "***")
     return ConfigurationError(
         f"cannot open Dagster's PostgreSQL storage at {where} ({DAGSTER_PG_URL_ENV}): {detail}; check that the "

@@ -26,6 +26,7 @@ built from the test results by one function for both engines (:func:`check_resul
 from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -132,8 +133,10 @@ def _build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model 
                           snapshots_uri=warehouse.snapshot_store_uri)
     built = done.built
     context.log.info(f"{engine.name}: built {relation.qualified_name} ({built.mode}, {built.rows} rows)")
-    meta = {"rows": dg.MetadataValue.int(built.rows), "seconds": round(built.seconds, 3), "engine": engine.name,
-            "mode": built.mode, "location": dg.MetadataValue.path(engine.location(relation.schema, relation.name))}
+    # a view's rows are None, which IntMetadataValue holds (MetadataValue.int's annotation says int)
+    meta: dict[str, Any] = {
+        "rows": dg.IntMetadataValue(built.rows), "seconds": round(built.seconds, 3), "engine": engine.name,
+        "mode": built.mode, "location": dg.MetadataValue.path(engine.location(relation.schema, relation.name))}
     if isinstance(relation, Model):
         meta["materialized"] = relation.materialized
     if built.partition_date is not None:

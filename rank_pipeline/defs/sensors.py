@@ -88,7 +88,7 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
             continue
         if event.event_type == dg.DagsterEventType.STEP_FAILURE and outcome.failed_step is None:
             outcome.failed_step = event.step_key
-            outcome.cause = error_line(event.event_specific_data.error)
+            outcome.cause = error_line(event.step_failure_data.error)
         elif event.event_type == dg.DagsterEventType.RUN_FAILURE and outcome.cause is None:
             error = getattr(event.event_specific_data, "error", None)
             outcome.cause = error_line(error) if error is not None else (event.message or "the run failed")
@@ -96,7 +96,7 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
             if event.asset_key == PUBLISHED_KEY:
                 outcome.published = True
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
-            evaluation = event.event_specific_data
+            evaluation = event.asset_check_evaluation_data
             blocking = is_blocking(evaluation)
             meta = evaluation.metadata
             new = getattr(meta.get("new_fields"), "value", None)
@@ -155,7 +155,7 @@ def send_run_digest(instance: dg.DagsterInstance, run_id: str, settings: Setting
             listed = ", ".join(f"{p} ({seen})" for p, seen in sorted(paths.items()))
             alerts.append(Alert(f"new_fields:{endpoint}:{','.join(sorted(paths))}", "new_fields",
                                 f"new fields in the vendor's {endpoint} records: {listed}"))
-        if outcome.published and outcome.first is not None:
+        if outcome.published and outcome.first is not None and outcome.last is not None:
             try:
                 alerts += ranking_alerts(settings.paths.published_db, outcome.first, outcome.last)
             except Exception as exc:  # noqa: BLE001 - the run's other alerts still go out

@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import dagster as dg
 import sqlalchemy as sa
@@ -169,8 +170,8 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
 
     def _engine(self, shard: str) -> sa.Engine:
         if self._engines_pid != os.getpid():  # a forked child must not reuse the parent's connections
-            for engine in self._engines.values():
-                engine.dispose(close=False)
+            for stale in self._engines.values():
+                stale.dispose(close=False)
             self._engines.clear()
             self._engines_pid = os.getpid()
         engine = self._engines.pop(shard, None)
@@ -201,7 +202,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn:
-                raw = conn.connection.dbapi_connection
+                raw = _dbapi(conn)
                 before = raw.total_changes
                 with conn.begin():
                     yield conn
@@ -289,34 +290,39 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         sql, processors = _insert(SqlEventLogStorageTable, tuple(row))
         values = _values(row, processors)
         with self.run_connection(event.run_id) as conn:
-            conn.connection.dbapi_connection.execute(sql, values)
+            _dbapi(conn).execute(sql, values)
         if kind not in ASSET_CHECK_EVENTS:
             return
         if not self.supports_asset_checks:
             raise dg.DagsterInvariantViolationError(
                 "Asset checks require a database schema migration. Run `dagster instance migrate`.")
         with self.index_connection() as conn:
-            cursor = conn.connection.dbapi_connection.cursor()
+            cursor = _dbapi(conn).cursor()
             cursor.execute(sql, values)
             self._store_check_execution(cursor, event, row, cursor.lastrowid)
 
     @staticmethod
-    def _store_check_execution(cursor: Any, event: dg.EventLogEntry, row: dict[str, Any], event_id: int) -> None:
+    def _store_check_execution(cursor: Any, event: dg.EventLogEntry, row: dict[str, Any],
+                               event_id: int | None) -> None:
         """The asset-check table's row(s) for a check event of a run, as Dagster's
         ``_store_asset_check_evaluation_planned`` and ``_update_asset_check_evaluation`` write them."""
-        data = event.get_dagster_event().event_specific_data
-        asset_key, encoded = data.asset_key.to_string(), row["event"]
+        dagster_event, encoded = event.get_dagster_event(), row["event"]
         if event.dagster_event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION_PLANNED:
-            partitions = data.partitions_subset.get_partition_keys() if data.partitions_subset else [None]
+            planned = dagster_event.asset_check_planned_data
+            asset_key = planned.asset_key.to_string()
+            partitions: Iterable[str | None] = (planned.partitions_subset.get_partition_keys()
+                                                if planned.partitions_subset else [None])
             sql, processors = _insert(AssetCheckExecutionsTable, (
                 "asset_key", "check_name", "partition", "run_id", "execution_status", "evaluation_event",
                 "evaluation_event_timestamp", "evaluation_event_storage_id"))
-            cursor.executemany(sql, [_values({"asset_key": asset_key, "check_name": data.check_name, "partition": p,
-                                              "run_id": event.run_id, "execution_status": "PLANNED",
+            cursor.executemany(sql, [_values({"asset_key": asset_key, "check_name": planned.check_name,
+                                              "partition": p, "run_id": event.run_id, "execution_status": "PLANNED",
                                               "evaluation_event": encoded, "evaluation_event_timestamp": row["timestamp"],
                                               "evaluation_event_storage_id": event_id}, processors)
                                      for p in partitions])
             return
+        data = dagster_event.asset_check_evaluation_data
+        asset_key = data.asset_key.to_string()
         target = data.target_materialization_data.storage_id if data.target_materialization_data else None
         columns = {"asset_key": asset_key, "check_name": data.check_name, "run_id": event.run_id,
                    "execution_status": _CHECK_STATUS[bool(data.passed)], "evaluation_event": encoded,
@@ -365,7 +371,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         (partition,) = records_filter.asset_partitions
         key = (records_filter.asset_key, partition)
         with self.index_connection() as conn:  # read before Dagster's answer: a later write only forgets
-            row = conn.connection.dbapi_connection.execute(_NEWEST_MATERIALIZATION, {
+            row = _dbapi(conn).execute(_NEWEST_MATERIALIZATION, {
                 "asset_key": records_filter.asset_key.to_string(), "partition": partition}).fetchone()
         signature = tuple(row) if row is not None else None
         remembered = self._newest.get(key)
@@ -416,6 +422,12 @@ def enable_event_batches() -> None:
     is where the storage is opened: the command line, or the run worker the daemon or the UI
     launches); set to :data:`EVENT_BATCH_SIZE` unless already set."""
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", str(EVENT_BATCH_SIZE))  # Dagster reads it, not us
+
+
+def _dbapi(conn: sa.Connection) -> sqlite3.Connection:
+    """The sqlite3 connection under ``conn`` (SQLAlchemy types it as any driver's, or None once closed; a
+    checked-out pysqlite connection always holds one)."""
+    return cast(sqlite3.Connection, conn.connection.dbapi_connection)
 
 
 def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -167,6 +167,7 @@ class _AccountRun:
     def _resumed(self, resource: str, path: str, entry: dict[str, Any],
                  on_record: Callable[[dict], None] | None) -> ListResult:
         """Replay a list finished by an earlier run of this day from its checkpoint (no request)."""
+        assert self.resume is not None  # entry is its checkpoint
         for table in self.resume.tables(entry, resource):
             self.writers[resource].append_table(self.source.name, table)
             if on_record is not None:
@@ -183,17 +184,17 @@ class _AccountRun:
         name, path, params, parent_id = resource.name, request.path, dict(request.params), request.parent_id
         rep = self.report[name]
         # declared checkpointed (child and lookup lists): resumable per list; top-level lists are read again
-        resumable = self.resume is not None and resource.checkpointed
+        resume = self.resume if resource.checkpointed else None
         key = json.dumps([self.source.name, name, path, sorted(params.items())])
         parent = self.parent_prints.get(request.parent_record_id) if request.parent_record_id else None
         spool = None
         try:
             async with self.list_gate:
-                entry = self.resume.lookup(key, parent) if resumable else None
+                entry = resume.lookup(key, parent) if resume is not None else None
                 if entry is not None:
                     result = self._resumed(name, path, entry, on_record)
                 else:
-                    spool = self.resume.spool(name) if resumable else None
+                    spool = resume.spool(name) if resume is not None else None
                     result = await self.client.list_records(path, params, self._sink(name, parent_id, on_record, spool))
         except BaseException as exc:
             if spool is not None:  # an unfinished list is read again by a retry
@@ -228,6 +229,7 @@ class _AccountRun:
         if result.complete and result.total_count is not None:
             if result.excluded:
                 spool.rewrite(set(result.excluded))
+            assert self.resume is not None  # spool is one of its checkpoints
             self.resume.finish(key, spool, {"parent": parent, "total_count": result.total_count,
                                             "delivered": result.delivered, "passes": result.passes})
         else:
@@ -278,8 +280,8 @@ class _AccountRun:
                     "loaded and modelled from their Parquet snapshots."
                 )
         await run_all(self._resource(r, [r.top_level_request()]) for r in top if r.paginated)
-        for resource, rep in self.report.items():
-            self.writers[resource].set_report(self.source.name, rep)
+        for name, rep in self.report.items():
+            self.writers[name].set_report(self.source.name, rep)
 
 
 async def extract_day(

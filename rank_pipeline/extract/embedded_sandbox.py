@@ -37,7 +37,7 @@ class EmbeddedSandbox:
 
         self.world = world if world is not None else World()
         self.shape = parse_shape(sandbox_shape_from_env())  # RANK_SANDBOX_SHAPE: the keyword records' shape
-        self._server = SandboxServer(create_app(self.world, shape=self.shape), host="127.0.0.1", port=0)
+        self._server: SandboxServer | None = SandboxServer(create_app(self.world, shape=self.shape), host="127.0.0.1", port=0)
         self._server.__enter__()
         self.base_url: str = self._server.base_url
         atexit.register(self.close)

@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -142,7 +142,7 @@ class ResumeArea:
         self.meta = {"snapshot_date": snapshot_date.isoformat(), "source": source, "schema_version": SCHEMA_VERSION}
         self.finished: dict[str, dict[str, Any]] = {}
         self.reused = 0
-        self._log = None
+        self._log: TextIO | None = None
         listing = self.store.listdir(self._dir)
         if listing and self._read_meta() != self.meta:
             logger.info("discarding the checkpoints in %s: they belong to another source or schema", self.dir)

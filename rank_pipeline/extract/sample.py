@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import date
+from typing import Any
 
 from rank_pipeline.api import RankTrackerClient
 from rank_pipeline.api.endpoints import CATALOG
@@ -40,7 +41,7 @@ async def _sample(base_url: str, api_key: str, config, size: int) -> dict[str, l
             for request in requests:
                 if len(records) >= size:
                     break
-                params = dict(request.params)
+                params: dict[str, Any] = dict(request.params)
                 if endpoint.paginated:
                     params.update(page=1, per_page=per_page)
                 try:

@@ -90,8 +90,8 @@ def group_calls(domain_id: str, creates: list[Wanted],
         entry = (w.engine, w.device, w.location_code or w.location, w.language)
         by_word.setdefault((w.frequency, w.word), {})[entry] = w
     groups: dict[tuple[str, tuple[Entry, ...]], list[str]] = {}
-    for (frequency, word), entries in by_word.items():
-        groups.setdefault((frequency, tuple(sorted(entries))), []).append(word)
+    for (frequency, word), wanted in by_word.items():
+        groups.setdefault((frequency, tuple(sorted(wanted))), []).append(word)
     calls = []
     for (frequency, entries), words in groups.items():
         per_call = max(1, max_combinations // len(entries))
@@ -108,7 +108,7 @@ def map_errors(call: CreateCall, error: ValidationError, loaded: LoadedFile) -> 
     fields = {"name": "engine", "device": "device", "location": "location", "language": "language"}
     lines: list[str] = []
     for entry in error.errors or [{}]:
-        source = entry.get("source") if isinstance(entry.get("source"), dict) else {}
+        source = entry["source"] if isinstance(entry.get("source"), dict) else {}
         pointer = source.get("pointer") or ""
         parts = pointer.strip("/").split("/")
         rows: list[tuple[Wanted, str]] = []
@@ -121,7 +121,7 @@ def map_errors(call: CreateCall, error: ValidationError, loaded: LoadedFile) -> 
                 and int(parts[1]) < len(call.entries):
             e = call.entries[int(parts[1])]
             rows = [(w, fields.get(parts[2], "engine")) for k, w in call.origin.items() if k[1:] == e]
-        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        meta = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
         text = f"{entry.get('title') or entry.get('code') or 'invalid'}: {entry.get('detail') or ''}".rstrip(": ")
         if isinstance(meta.get("allowed"), list):
             text += f" (allowed: {', '.join(map(str, meta['allowed']))})"
@@ -176,7 +176,7 @@ async def apply_plan(plan: Plan, clients: Mapping[str, RankTrackerClient], *,
     echo = echo or (lambda line: None)
     result = ApplyResult()
     for d in plan.domains:
-        if not d.create or d.domain_id is None:
+        if not d.create or d.domain_id is None or d.account is None:  # an account exactly when an id
             continue
         result.domains += 1
         client = clients[d.account]

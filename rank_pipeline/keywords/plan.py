@@ -404,8 +404,8 @@ async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClien
             rows.append(replace(w, location_code=code))
         resolved.append(rows)
     problems += sorted(found.values(), key=lambda p: loaded.line(p.loc))
-    tracked = await asyncio.gather(*(read_tracked(clients[d.account], d.domain_id) if d.domain_id else _none()
-                                     for d in domains))
+    tracked = await asyncio.gather(*(read_tracked(clients[d.account], d.domain_id)
+                                     if d.domain_id and d.account is not None else _none() for d in domains))
     for d, rows, t in zip(domains, resolved, tracked, strict=True):
         compare(d, rows, t) if d.domain_id else d.wanted.extend(rows)
     quotas = []

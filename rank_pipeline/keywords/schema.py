@@ -39,6 +39,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import ErrorDetails
 
 from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
 
@@ -182,7 +183,7 @@ _HINTS = {
 }
 
 
-def _message(error: dict) -> str:
+def _message(error: ErrorDetails) -> str:
     kind = error["type"]
     if kind in _HINTS:
         return _HINTS[kind]
@@ -225,7 +226,7 @@ def load_keywords_file(path: Path | str) -> LoadedFile:
                                  "(see examples/keywords.yml)"])
     lines: dict[tuple, int] = {}
     _node_lines(node, (), lines)
-    probe = LoadedFile(path, KeywordsFile.model_construct(), lines)
+    probe = LoadedFile(path, KeywordsFile.model_construct(domains=[]), lines)  # for its where() only
     try:
         model = KeywordsFile.model_validate(data)
     except PydanticValidationError as exc:

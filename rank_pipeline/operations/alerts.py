@@ -301,11 +301,13 @@ def ranking_alerts(published_db: Path, first: date, last: date) -> list[Alert]:
     """
     import duckdb
 
+    from rank_pipeline.transform.sql import one_row
+
     if not Path(published_db).exists():
         return []
     with duckdb.connect(str(published_db), read_only=True) as con:
-        present = con.execute("select count(*) from information_schema.tables where table_schema = 'marts' "
-                              "and table_name = 'fct_ranking_alerts'").fetchone()[0]
+        (present,) = one_row(con, "select count(*) from information_schema.tables where table_schema = 'marts' "
+                                  "and table_name = 'fct_ranking_alerts'")
         if not present:
             return []
         cur = con.execute(

@@ -104,11 +104,12 @@ def data_folder_fault(exc: BaseException, data_dir: Path, *, others: tuple[Path,
     fails too (an ``os.pwrite`` or a library's write carries no file name).
     """
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in FAULT_ERRNOS:
-            kind = _kind(exc.errno)
-            name = exc.filename if isinstance(exc.filename, (str, os.PathLike)) else None
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        kind = _kind(current.errno) if isinstance(current, OSError) else None  # None: not one of FAULT_ERRNOS
+        if isinstance(current, OSError) and kind is not None:
+            name = current.filename if isinstance(current.filename, (str, os.PathLike)) else None
             if name is not None:
                 path = Path(name)
                 for folder in (Path(data_dir), *others):
@@ -118,7 +119,7 @@ def data_folder_fault(exc: BaseException, data_dir: Path, *, others: tuple[Path,
                         return DataFolderFault(kind, folder, path)
             else:
                 return probe(data_dir) or (DataFolderFault(kind, Path(data_dir)) if kind == "full" else None)
-        exc = exc.__cause__ or exc.__context__
+        current = current.__cause__ or current.__context__
     return None
 
 

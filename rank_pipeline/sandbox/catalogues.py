@@ -160,7 +160,9 @@ def _regions_by_iso() -> dict[str, tuple[str, str]]:
             by_country.setdefault(sub.country_code, []).append(sub)
     out: dict[str, tuple[str, str]] = {}
     for cc, subs in by_country.items():
-        numeric = int(pycountry.countries.get(alpha_2=cc).numeric)
+        country = pycountry.countries.get(alpha_2=cc)
+        assert country is not None  # every subdivision's country is in ISO 3166-1
+        numeric = int(country.numeric)
         for index, sub in enumerate(sorted(subs, key=lambda s: s.code)):
             out[sub.code] = (str(REGION_ID_OFFSET + numeric * 1000 + index), _component(sub.name))
     return out

@@ -48,6 +48,7 @@ import math
 import random
 import threading
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 from rank_pipeline.errors import RankPipelineError
 
@@ -101,7 +102,7 @@ class Faults:
         unknown = sorted(set(changes) - set(known))
         if unknown:
             raise ValueError(f"unknown fault switch(es) {unknown}; known: {sorted(known)}")
-        coerced = {}
+        coerced: dict[str, Any] = {}
         for name, value in changes.items():
             current = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):

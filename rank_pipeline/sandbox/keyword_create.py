@@ -184,8 +184,8 @@ def _is_blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _shown(value: Any) -> str:
-    """The value as sent, for a detail text: a JSON literal, cut like ``meta.value``."""
+def _shown(value: Any) -> str | None:
+    """The value as sent, for a detail text: a JSON literal, cut like ``meta.value`` (None when absent)."""
     return json.dumps(meta_value(value), ensure_ascii=False) if isinstance(value, str) else meta_value(value)
 
 

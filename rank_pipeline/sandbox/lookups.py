@@ -316,7 +316,7 @@ def query_languages(params: Mapping) -> tuple[str, list[dict]]:
     if errors:
         raise LookupQueryError(errors)
     assert engine is not None
-    rows = catalogues._catalogue(engine).languages
+    rows: Sequence[dict] = catalogues._catalogue(engine).languages
     q = (values["q"] or "").strip().casefold()
     if q:
         rows = [r for r in rows if r["code"] == q or q in r["name"].casefold()]

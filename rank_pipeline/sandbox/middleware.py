@@ -224,7 +224,9 @@ class SandboxMiddleware:
         return scope["method"] == "GET" and _KEYWORD_LIST.match(scope["path"]) is not None
 
     def _shift(self, account, scope: Scope, rng: Random) -> None:
-        domain_id = _KEYWORD_LIST.match(scope["path"]).group(1)
+        match = _KEYWORD_LIST.match(scope["path"])
+        assert match is not None  # called for a keyword list only (_is_keyword_list)
+        domain_id = match.group(1)
         if self.world.domain(account.account_id, domain_id) is None:
             return
         faults = self.injector.faults
@@ -234,7 +236,8 @@ class SandboxMiddleware:
         for _ in range(faults.shift_inserts):
             self.world.insert_keyword(domain_id, rng)
 
-    async def _buffered(self, scope: Scope, receive: Receive, send: Send, bucket: str, action: str) -> None:
+    async def _buffered(self, scope: Scope, receive: Receive, send: Send, bucket: str,
+                        action: str | None) -> None:
         start: Message | None = None
         chunks: list[bytes] = []
 

@@ -129,7 +129,8 @@ def _pool(spec: ContractField, endpoint: str, contract: Contract, profile: Endpo
     profiler.values(profile, [s.path for s in pool])
     if spec.range is not None:
         low, high = spec.range
-        pool = [s for s in pool if s.minimum is not None and low <= s.minimum and s.maximum <= high]
+        pool = [s for s in pool if s.minimum is not None and s.maximum is not None
+                and low <= s.minimum and s.maximum <= high]
     return pool
 
 

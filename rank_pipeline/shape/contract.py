@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -198,7 +198,7 @@ def load_thresholds(models_dir: Path | str) -> ThresholdTable:
     with path.open(newline="") as handle:
         for line, row in enumerate(csv.DictReader(handle), start=2):
             try:
-                values = {name: (int if name == "min_records" else float)(row[name])
+                values: dict[str, Any] = {name: (int if name == "min_records" else float)(row[name])
                           for name in Thresholds.__dataclass_fields__}
             except (KeyError, TypeError, ValueError):
                 raise ContractError(f"{path}:{line}: every column of {', '.join(Thresholds.__dataclass_fields__)} "

@@ -187,6 +187,7 @@ class Profiler:
                      f"(select v::varchar from filled group by v order by count(*) desc, v::varchar limit 1)"
                      + (", min(v::double), max(v::double)" if numeric else "") + " from filled")
             row = self._con.execute(query).fetchone()
+            assert row is not None  # an aggregate without group by: one row
             stats.distinct = int(row[0])
             example = row[1]
             if example is not None:

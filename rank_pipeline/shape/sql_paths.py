@@ -59,9 +59,9 @@ def paths_read(sql: str) -> dict[str, dict[str, int]]:
             if keys:
                 path = ".".join(keys)
                 found.setdefault(path, _line(sql, [f"$.{path}'"]))
-    for node in tree.find_all(exp.Anonymous):
-        if node.name.lower() == "json_transform" and len(node.expressions) == 2:
-            literal = node.expressions[1]
+    for call in tree.find_all(exp.Anonymous):
+        if call.name.lower() == "json_transform" and len(call.expressions) == 2:
+            literal = call.expressions[1]
             if isinstance(literal, exp.Literal) and literal.is_string:
                 start = _line(sql, ["json_transform("])
                 lines = sql.splitlines()

@@ -30,6 +30,7 @@ from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
 from rank_pipeline.transform.duckdb_engine import build_all
 from rank_pipeline.transform.nodes import Model, Seed
 from rank_pipeline.transform.project import Project
+from rank_pipeline.transform.sql import one_row
 from rank_pipeline.transform.sql import quote_ident as _qi
 
 __all__ = ["EXAMPLES", "REL_TOLERANCE", "RelationDiff", "WarehouseDiff", "diff_models"]
@@ -143,21 +144,21 @@ def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 def _unique(con: duckdb.DuckDBPyConnection, rel: str, key: tuple[str, ...]) -> bool:
     cols = ", ".join(_qi(c) for c in key)
-    (dupes,) = con.execute(f"select count(*) from (select {cols} from {rel} group by all having count(*) > 1)"
-                           ).fetchone()
+    (dupes,) = one_row(con, f"select count(*) from (select {cols} from {rel} group by all "
+                            "having count(*) > 1)")
     return dupes == 0
 
 
 def _compare(con: duckdb.DuckDBPyConnection, relation: Model | Seed, published: set[str]) -> RelationDiff:
     schema, name, q = relation.schema, relation.name, relation.qualified_name
-    after = _columns(con, con.execute("select current_database()").fetchone()[0], schema, name)
+    after = _columns(con, one_row(con, "select current_database()")[0], schema, name)
     if q not in published:
-        (n,) = con.execute(f"select count(*) from {_qi(schema)}.{_qi(name)}").fetchone()
+        (n,) = one_row(con, f"select count(*) from {_qi(schema)}.{_qi(name)}")
         return RelationDiff(q, "new", rows_after=int(n))
     before = _columns(con, _PUB, schema, name)
     new, old = f"{_qi(schema)}.{_qi(name)}", f"{_PUB}.{_qi(schema)}.{_qi(name)}"
-    (rows_after,) = con.execute(f"select count(*) from {new}").fetchone()
-    (rows_before,) = con.execute(f"select count(*) from {old}").fetchone()
+    (rows_after,) = one_row(con, f"select count(*) from {new}")
+    (rows_before,) = one_row(con, f"select count(*) from {old}")
     common = [c for c in after if c in before]
     d = RelationDiff(q, "changed", rows_before=int(rows_before), rows_after=int(rows_after),
                      columns_added=[c for c in after if c not in before],
@@ -169,7 +170,7 @@ def _compare(con: duckdb.DuckDBPyConnection, relation: Model | Seed, published: 
         keys = ", ".join(f"a.{_qi(k)}" for k in key)
         for kind, left, right in (("added", new, old), ("removed", old, new)):
             sql = f"from {left} as a anti join {right} as b on {on}"
-            (n,) = con.execute(f"select count(*) {sql}").fetchone()
+            (n,) = one_row(con, f"select count(*) {sql}")
             setattr(d, kind, int(n))
             if n:
                 d.examples[kind] = _dicts(con.execute(f"select a.* {sql} order by all limit {EXAMPLES}"))
@@ -178,7 +179,7 @@ def _compare(con: duckdb.DuckDBPyConnection, relation: Model | Seed, published: 
         if values:
             counts = ", ".join(f"count(*) filter (where not {_same(c, after[c])})" for c in values)
             any_diff = " or ".join(f"not {_same(c, after[c])}" for c in values)
-            row = con.execute(f"select count(*) filter (where {any_diff}), {counts} {joined}").fetchone()
+            row = one_row(con, f"select count(*) filter (where {any_diff}), {counts} {joined}")
             d.changed = int(row[0])
             for column, n in zip(values, row[1:], strict=True):
                 if n:
@@ -190,7 +191,7 @@ def _compare(con: duckdb.DuckDBPyConnection, relation: Model | Seed, published: 
         cols = ", ".join(_qi(c) for c in common)
         for kind, left, right in (("added", new, old), ("removed", old, new)):
             sql = f"select {cols} from {left} except all select {cols} from {right}"
-            (n,) = con.execute(f"select count(*) from ({sql})").fetchone()
+            (n,) = one_row(con, f"select count(*) from ({sql})")
             setattr(d, kind, int(n))
             if n:
                 d.examples[kind] = _dicts(con.execute(f"select * from ({sql}) order by all limit {EXAMPLES}"))
@@ -244,7 +245,7 @@ def diff_models(project: Project, load_raw: Callable[[duckdb.DuckDBPyConnection]
             ours = {r.qualified_name for r in relations}
             for q in sorted(published - ours):
                 schema, _, name = q.partition(".")
-                (n,) = con.execute(f"select count(*) from {_PUB}.{_qi(schema)}.{_qi(name)}").fetchone()
+                (n,) = one_row(con, f"select count(*) from {_PUB}.{_qi(schema)}.{_qi(name)}")
                 diffs.append(RelationDiff(q, "gone", rows_before=int(n)))
             if exists:
                 con.execute(f"detach {_PUB}")

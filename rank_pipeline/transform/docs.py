@@ -45,7 +45,7 @@ def _columns_table(columns: tuple[ColumnSpec, ...], types: dict[str, str] | None
             name += f" ({data_type})"
         tests = "; ".join(_test_label(t) for t in col.tests)
         row = f"| {name} | {_cell(col.description)} | {_cell(tests)} |"
-        if with_lineage:
+        if with_lineage and lineage is not None:
             sources = ", ".join(f"`{r.label}`" for r in sorted(lineage.sources(qualified, col.name)))
             row += f" {_cell(sources)} |"
         lines.append(row)

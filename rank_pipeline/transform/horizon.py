@@ -40,7 +40,7 @@ import duckdb
 from rank_pipeline.transform.dependencies import SEED_SCHEMA
 from rank_pipeline.transform.nodes import Model
 from rank_pipeline.transform.project import Project
-from rank_pipeline.transform.sql import qualified, quote_ident
+from rank_pipeline.transform.sql import one_row, qualified, quote_ident
 
 __all__ = ["affected_ranges", "last_loaded_date", "propagation_days"]
 
@@ -81,7 +81,7 @@ def last_loaded_date(con: duckdb.DuckDBPyConnection, project: Project, date_colu
         return None
     union = " union all ".join(f"select max({quote_ident(date_column)}) as d from {qualified(*q.split('.', 1))}"
                                for q in present)
-    (last,) = con.execute(f"select max(d) from ({union})").fetchone()
+    (last,) = one_row(con, f"select max(d) from ({union})")
     return last
 
 

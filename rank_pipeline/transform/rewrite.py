@@ -8,6 +8,7 @@ No connection here: which upstream relations carry the date column is passed in 
 from __future__ import annotations
 
 from datetime import date, timedelta
+from typing import cast
 
 import sqlglot
 from sqlglot import exp
@@ -72,7 +73,8 @@ def _template(model: Model, mode: str, dated: frozenset[tuple[str, str]]) -> str
                 own = sqlglot.parse_one(_self_relation(model, date(1900, 1, 1) if mode == "range" else None),
                                         read="duckdb")
                 own_sql = own.sql(dialect="duckdb").replace("'1900-01-01'", _START)
-            table.replace(sqlglot.parse_one(own_sql, read="duckdb").subquery(alias))
+            own_query = cast(exp.Query, sqlglot.parse_one(own_sql, read="duckdb"))  # own_sql is a SELECT
+            table.replace(own_query.subquery(alias))
             continue
         if mode == "full" or (table.db, table.name) not in dated:
             continue

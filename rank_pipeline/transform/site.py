@@ -239,8 +239,8 @@ def _graph_svg(project: Project, known: set[str]) -> str:
         for dep in sorted(model.depends_on):
             if dep not in pos:
                 continue
-            x1, y1 = pos[dep]
-            x1, y1, y2c = x1 + width, y1 + height / 2, y2 + height / 2
+            left, top = pos[dep]
+            x1, y1, y2c = left + width, top + height / 2, y2 + height / 2
             mid = (x1 + x2) / 2
             edges.append(f'<path d="M{x1},{y1} C{mid},{y1} {mid},{y2c} {x2},{y2c}" fill="none" stroke="#9aa3b5" '
                          f'stroke-width="1"><title>{_e(dep)} → {_e(model.qualified_name)}</title></path>')
@@ -344,7 +344,8 @@ def _raw_page(project: Project, qualified: str, types: Mapping[str, str], lineag
               known: set[str], raw_docs: Mapping[str, RawDoc]) -> str:
     name = qualified.split(".", 1)[1]
     description, described = raw_docs.get(name, ("A raw table the models read.", {}))
-    columns = [(c, t, described.get(c, ""), []) for c, t in (types or {c: "" for c in described}).items()]
+    columns: list[tuple[str, str, str, list[str]]] = [
+        (c, t, described.get(c, ""), []) for c, t in (types or {c: "" for c in described}).items()]
     body = [f"<h1><code>{_e(qualified)}</code></h1>", f'<p class="description">{_e(description)}</p>',
             "<ul class=\"meta\"><li>Loaded from the Parquet snapshots, one partition per <code>snapshot_date</code>"
             "</li><li>Read by: " + (", ".join(_rel_link(m.qualified_name, known) for m in project.downstream(qualified))
@@ -398,7 +399,8 @@ def _search_index(project: Project, types: Mapping[str, Mapping[str, str]],
     for q in sorted(project.sources):
         described = raw_docs.get(q.split(".", 1)[1], ("", {}))[1]
         relations.append((q, "raw table", "", {c: described.get(c, "") for c in (types.get(q) or described)}))
-    for rel in [*project.seeds.values(), *project.topological_order()]:
+    built: list[Model | Seed] = [*project.seeds.values(), *project.topological_order()]
+    for rel in built:
         cols = {c.name: c.description for c in rel.columns}
         for c in types.get(rel.qualified_name, {}):
             cols.setdefault(c, "")
@@ -435,7 +437,8 @@ def write_site(project: Project, out_dir: Path | str, cache_dir: Path | str | No
     pages = {"index.html": _index_page(project, known, lineage)}
     for q in sorted(project.sources):
         pages[page_name(q)] = _raw_page(project, q, types.get(q, {}), lineage, known, raw_docs or {})
-    for rel in [*project.seeds.values(), *project.topological_order()]:
+    built: list[Model | Seed] = [*project.seeds.values(), *project.topological_order()]
+    for rel in built:
         pages[page_name(rel.qualified_name)] = _relation_page(project, rel, types.get(rel.qualified_name, {}),
                                                               lineage, known)
     for name, text in pages.items():

@@ -1,14 +1,16 @@
 """DuckDB identifiers and catalog reads shared by the model runner and the warehouse (written once, used everywhere).
 
-No Dagster and no project knowledge here: quoting identifiers and reading the catalog of the current
-database.
+No Dagster and no project knowledge here: quoting identifiers, reading the catalog of the current
+database, and the one row of a query that always returns one.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 
-__all__ = ["qualified", "quote_ident", "relation_kind", "table_columns"]
+__all__ = ["one_row", "qualified", "quote_ident", "relation_kind", "table_columns"]
 
 
 def quote_ident(name: str) -> str:
@@ -31,7 +33,7 @@ def table_columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> dic
     every kind of DuckDB type. A relation that cannot be bound (a view whose table was dropped) is answered
     by ``information_schema`` itself.
     """
-    (database,) = con.execute("select current_database()").fetchone()
+    (database,) = one_row(con, "select current_database()")
     try:
         relation = con.table(f"{quote_ident(database)}.{qualified(schema, name)}")
         return dict(zip(relation.columns, map(str, relation.types), strict=True))
@@ -44,6 +46,19 @@ def table_columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> dic
         [schema, name],
     ).fetchall()
     return {r[0]: r[1] for r in rows}
+
+
+def one_row(con: duckdb.DuckDBPyConnection, query: str) -> tuple[Any, ...]:
+    """The row of ``query``, which always returns exactly one (an aggregate without ``group by``, a
+    function of the connection such as ``current_database()``).
+
+    Raises:
+        RuntimeError: it returned none.
+    """
+    row = con.execute(query).fetchone()
+    if row is None:
+        raise RuntimeError(f"no row from {query}")
+    return row
 
 
 def relation_kind(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> str | None:

@@ -33,8 +33,8 @@ import sqlglot
 
 from rank_pipeline.transform.errors import TestExecutionError
 from rank_pipeline.transform.nodes import Model, Seed, TestSpec
+from rank_pipeline.transform.sql import one_row, table_columns
 from rank_pipeline.transform.sql import quote_ident as _qi
-from rank_pipeline.transform.sql import table_columns
 
 __all__ = ["TestResult", "partition_column", "run_test", "run_tests", "test_sql"]
 
@@ -117,6 +117,17 @@ def json_safe(value: Any) -> Any:
     return str(value)  # UUID, timedelta, intervals and anything else DuckDB returns
 
 
+def _column(test: TestSpec) -> str:
+    """The quoted column of a column test (``not_null``, ``unique``, ``accepted_values``, ``relationships``).
+
+    Raises:
+        ValueError: the test names no column (the project loader gives every column test one).
+    """
+    if test.column is None:
+        raise ValueError(f"test {test.name}: a {test.kind} test needs a column")
+    return _qi(test.column)
+
+
 def test_sql(
     relation: Model | Seed,
     test: TestSpec,
@@ -132,17 +143,17 @@ def test_sql(
     rel = _relation_sql(con, relation, partition_date, until)
     p = test.params
     if test.kind == "not_null":
-        return f"select * from {rel} as t where {_qi(test.column)} is null"
+        return f"select * from {rel} as t where {_column(test)} is null"
     if test.kind == "unique":
-        c = _qi(test.column)
+        c = _column(test)
         return f"select {c}, count(*) as n_rows from {rel} as t where {c} is not null group by {c} having count(*) > 1"
     if test.kind == "accepted_values":
         values = ", ".join(_literal(v) for v in p["values"])
-        c = _qi(test.column)
+        c = _column(test)
         return f"select * from {rel} as t where {c} is not null and {c} not in ({values})"
     if test.kind == "relationships":
         schema, _, name = p["to"].partition(".")
-        c, f = _qi(test.column), _qi(p["field"])
+        c, f = _column(test), _qi(p["field"])
         return (
             f"select * from {rel} as t where t.{c} is not null and not exists "
             f"(select 1 from {_qi(schema)}.{_qi(name)} as parent where parent.{f} = t.{c})"
@@ -171,7 +182,7 @@ def run_test(
 def _run(con: duckdb.DuckDBPyConnection, relation: Model | Seed, test: TestSpec, sql: str,
          sample_size: int) -> TestResult:
     try:
-        (failures,) = con.execute(f"select count(*) from ({sql}) as failing").fetchone()
+        (failures,) = one_row(con, f"select count(*) from ({sql}) as failing")
         sample: list[dict[str, Any]] = []
         if failures:
             cur = con.execute(f"select * from ({sql}) as failing limit {int(sample_size)}")

@@ -53,6 +53,7 @@ from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA, SEED_SCHEMA
 from rank_pipeline.transform.nodes import Model, UnitRows, UnitTest
 from rank_pipeline.transform.project import Project
+from rank_pipeline.transform.sql import one_row
 from rank_pipeline.transform.sql import quote_ident as _qi
 
 __all__ = ["FLOAT_DECIMALS", "UnitTestResult", "relation_types", "run_unit_test", "run_unit_tests"]
@@ -60,7 +61,9 @@ __all__ = ["FLOAT_DECIMALS", "UnitTestResult", "relation_types", "run_unit_test"
 FLOAT_DECIMALS = 6
 """Floating and decimal values are compared rounded to this many decimals."""
 
-_SKELETONS: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, list[tuple[str, str]]]] = {}
+_Pairs = tuple[tuple[str, str], ...]
+# (project folder, (model, SQL) pairs, (raw table, its columns) pairs) -> relation_types' answer
+_SKELETONS: dict[tuple[str, _Pairs, tuple[tuple[str, _Pairs], ...]], dict[str, list[tuple[str, str]]]] = {}
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,7 @@ def _create_input(con: duckdb.DuckDBPyConnection, project: Project, qualified: s
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: list[tuple[str, str]],
-            rows: Iterable[dict[str, Any]]) -> None:
+            rows: Iterable[Mapping[str, Any]]) -> None:
     names = ", ".join(_qi(c) for c, _ in columns)
     casts = ", ".join(f"cast(? as {t})" for _, t in columns)
     values = [[_param(r.get(c)) for c, _ in columns] for r in rows]
@@ -274,7 +277,7 @@ def run_unit_test(project: Project, model: Model, unit: UnitTest, engine: Select
                 expected = [tuple(_normal(v) for v in r)
                             for r in con.execute(f"select {select} from __expected").fetchall()]
             else:  # no rows expected: the model must return none
-                (n,) = con.execute("select count(*) from __actual").fetchone()
+                (n,) = one_row(con, "select count(*) from __actual")
                 actual, expected = [()] * int(n), []
     except _UnitError as exc:
         return UnitTestResult(model.name, unit.name, False, time.perf_counter() - started, columns, error=str(exc))
