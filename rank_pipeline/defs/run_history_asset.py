@@ -37,6 +37,7 @@ from rank_pipeline.operations.run_history import (
 )
 from rank_pipeline.settings import models_dir
 from rank_pipeline.transform import SourceTable, loaded_project, run_tests
+from rank_pipeline.transform.sql import one_row
 
 __all__ = ["CATCH_UP_LIMIT", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY", "build_run_history_asset", "run_facts", "stage_of"]
 
@@ -96,15 +97,15 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
         event = entry.dagster_event
         if event is None:
             continue
-        kind = event.event_type
-        if kind == dg.DagsterEventType.STEP_START:
-            starts.setdefault(event.step_key, entry.timestamp)
-        elif kind in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE):
-            ends[event.step_key] = entry.timestamp
+        kind, step = event.event_type, event.step_key
+        if kind == dg.DagsterEventType.STEP_START and step is not None:
+            starts.setdefault(step, entry.timestamp)
+        elif kind in (dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE) and step is not None:
+            ends[step] = entry.timestamp
             if kind == dg.DagsterEventType.STEP_FAILURE and failed_step is None:
-                failed_step, reason = event.step_key, error_line(event.event_specific_data.error, whole=True)
+                failed_step, reason = step, error_line(event.step_failure_data.error, whole=True)
         elif kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
-            evaluation = event.event_specific_data
+            evaluation = event.asset_check_evaluation_data
             if evaluation.passed:
                 passed += 1
             else:
@@ -112,7 +113,7 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
                 failed_checks.append(f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name} "
                                      f"[{'ERROR' if is_blocking(evaluation) else 'WARN'}]")
         elif kind == dg.DagsterEventType.ASSET_MATERIALIZATION:
-            _add_snapshot_figures(by_day, event.event_specific_data.materialization, days)
+            _add_snapshot_figures(by_day, event.step_materialization_data.materialization, days)
         elif kind == dg.DagsterEventType.RUN_FAILURE and reason is None:
             reason = event.message
     stop = now.timestamp() if now is not None else None
@@ -211,13 +212,13 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
             # read once: the second pass only adds this step's checks
             own_log = instance.all_logs(run_id, of_type=RUN_FACT_EVENTS)
             own = run_facts(record, own_log, now=datetime.now(UTC))
-            written = upsert(con, [*others, *([own] if own else [])])
+            written = upsert(con, others + ([own] if own is not None else []))
             results = run_tests(con, table, None) if table is not None else []
             if own is not None and results:  # this step's evaluations count in the run's own rows
                 ok = sum(r.passed for r in results)
-                own = run_facts(record, own_log, now=datetime.now(UTC), extra_checks=(ok, len(results) - ok))
-                upsert(con, [own])
-            (total,) = con.execute(f"select count(*) from {TABLE}").fetchone()
+                counted = run_facts(record, own_log, now=datetime.now(UTC), extra_checks=(ok, len(results) - ok))
+                upsert(con, [counted] if counted is not None else [])
+            (total,) = one_row(con, f"select count(*) from {TABLE}")
         context.log.info(f"{TABLE}: wrote {written} row(s) ({len(others)} other run(s) caught up) in "
                          f"{time.perf_counter() - started:.2f} s; {total} row(s) in all")
         yield dg.MaterializeResult(asset_key=RUN_HISTORY_KEY, metadata={

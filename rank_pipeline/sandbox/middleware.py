@@ -179,7 +179,7 @@ class SandboxMiddleware:
         # stats and the per-key limit count per key: "acme" for an account's first key, "acme#2" ...
         bucket = key_ident(*known) if known is not None else UNAUTHENTICATED
         faults = self.injector.faults
-        if account is not None and faults.revoke_after and known[1] == faults.revoke_position:
+        if account is not None and known is not None and faults.revoke_after and known[1] == faults.revoke_position:
             # counted on arrival (not on reply), so requests in flight cannot slip past the switch
             served = self._arrivals[bucket] = self._arrivals.get(bucket, 0) + 1
             if served > faults.revoke_after:

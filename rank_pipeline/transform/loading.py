@@ -48,7 +48,10 @@ _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 # ------------------------------------------------------------------------------------------ the yml
 
 
-class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's where PyYAML has it
+
+
+class _StrictLoader(_SafeLoader):  # type: ignore[valid-type,misc]  # a base chosen at import time
     """SafeLoader that refuses a key repeated in one mapping (PyYAML keeps the last one silently,
     which would drop e.g. a test's first ``blocking:`` without a word); on libyaml's parser where PyYAML
     has it (the project's ``.yml`` files are read at every definitions load and every raw load)."""

@@ -208,6 +208,7 @@ def build_and_test(engine: ModelEngine, project: Project, relation: Model | Seed
         BuildError: the build failed (the old relation is kept);
         rank_pipeline.transform.TestExecutionError: a test's SQL failed.
     """
+    scope: tuple[date | None, date | None]
     if isinstance(relation, Seed):
         built, scope = build_seed(engine, relation), (None, None)
     elif full_refresh:
@@ -223,6 +224,7 @@ def run_all_tests(engine: ModelEngine, project: Project, built: dict[str, BuildR
              last: date | None) -> Iterator[tuple[str, list[TestResult]]]:
     """``(qualified name, test results)`` of every seed and model of ``project`` in build order, each over
     the days :func:`scope_of_tests` gives for its entry of ``built`` (:func:`build_all`'s result)."""
-    for relation in [*project.seeds.values(), *project.topological_order()]:
+    relations: list[Model | Seed] = [*project.seeds.values(), *project.topological_order()]
+    for relation in relations:
         scope = scope_of_tests(engine, built.get(relation.qualified_name), first, last)
         yield relation.qualified_name, engine.run_tests(relation, scope[0], until=scope[1])

@@ -65,7 +65,9 @@ class ModelEngine(Protocol):
     name: str
     incremental: bool
     persistent_views: bool
-    catalog: str
+
+    @property
+    def catalog(self) -> str: ...
 
     @property
     def written_to(self) -> str: ...

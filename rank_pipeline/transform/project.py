@@ -150,7 +150,7 @@ def load_project(project_dir: Path | str) -> Project:
     return project
 
 
-_loaded: dict[Path, tuple[tuple, Project]] = {}
+_loaded: dict[Path, tuple[tuple | None, Project]] = {}
 
 
 def loaded_project(project_dir: Path | str) -> Project:
@@ -166,7 +166,7 @@ def loaded_project(project_dir: Path | str) -> Project:
     stamp = _folder_stamp(root)
     loaded = _loaded.get(root)
     if stamp is None or loaded is None or loaded[0] != stamp:
-        loaded = _loaded[root] = (stamp, load_project(root))
+        _loaded[root] = loaded = (stamp, load_project(root))
     return loaded[1]
 
 

@@ -87,7 +87,8 @@ class SparkEngine:
         the warehouse URI (a new process, e.g. a Dagster step, sees the tables earlier steps built).
         Returns their qualified names."""
         found = []
-        for rel in [*project.seeds.values(), *project.topological_order()]:
+        relations: list[Model | Seed] = [*project.seeds.values(), *project.topological_order()]
+        for rel in relations:
             if not self.store.exists(self.location(rel.schema, rel.name)):
                 continue
             try:

@@ -48,14 +48,14 @@ def table_columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> dic
     return {r[0]: r[1] for r in rows}
 
 
-def one_row(con: duckdb.DuckDBPyConnection, query: str) -> tuple[Any, ...]:
-    """The row of ``query``, which always returns exactly one (an aggregate without ``group by``, a
-    function of the connection such as ``current_database()``).
+def one_row(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None) -> tuple[Any, ...]:
+    """The row of ``query`` (with ``params``), which always returns exactly one (an aggregate without
+    ``group by``, a function of the connection such as ``current_database()``).
 
     Raises:
         RuntimeError: it returned none.
     """
-    row = con.execute(query).fetchone()
+    row = con.execute(query, params).fetchone() if params is not None else con.execute(query).fetchone()
     if row is None:
         raise RuntimeError(f"no row from {query}")
     return row

@@ -32,9 +32,12 @@ import duckdb
 import sqlglot
 
 from rank_pipeline.transform.errors import TestExecutionError
-from rank_pipeline.transform.nodes import Model, Seed, TestSpec
+from rank_pipeline.transform.nodes import Model, Seed, SourceTable, TestSpec
 from rank_pipeline.transform.sql import one_row, table_columns
 from rank_pipeline.transform.sql import quote_ident as _qi
+
+Tested = Model | Seed | SourceTable
+"""What has ``.yml`` tests: a model, a seed, or a table the pipeline writes (``sources/<name>.yml``)."""
 
 __all__ = ["TestResult", "partition_column", "run_test", "run_tests", "test_sql"]
 
@@ -73,7 +76,7 @@ def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: 
     return column in table_columns(con, schema, name)
 
 
-def partition_column(relation: Model | Seed) -> str:
+def partition_column(relation: Tested) -> str:
     """The name of the column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date``
     (a relation without that column is tested whole). Used by :func:`run_tests` here and by the Spark engine's
     ``run_tests``. Reads only the model's ``.yml`` (no warehouse); raises nothing."""
@@ -82,7 +85,7 @@ def partition_column(relation: Model | Seed) -> str:
 
 
 def _relation_sql(
-    con: duckdb.DuckDBPyConnection | None, relation: Model | Seed, partition_date: date | None,
+    con: duckdb.DuckDBPyConnection | None, relation: Tested, partition_date: date | None,
     until: date | None = None,
 ) -> str:
     base = f"{_qi(relation.schema)}.{_qi(relation.name)}"
@@ -129,7 +132,7 @@ def _column(test: TestSpec) -> str:
 
 
 def test_sql(
-    relation: Model | Seed,
+    relation: Tested,
     test: TestSpec,
     partition_date: date | None = None,
     con: duckdb.DuckDBPyConnection | None = None,
@@ -168,7 +171,7 @@ def test_sql(
 
 def run_test(
     con: duckdb.DuckDBPyConnection,
-    relation: Model | Seed,
+    relation: Tested,
     test: TestSpec,
     partition_date: date | None = None,
     *,
@@ -179,7 +182,7 @@ def run_test(
     return _run(con, relation, test, test_sql(relation, test, partition_date, con, until), sample_size)
 
 
-def _run(con: duckdb.DuckDBPyConnection, relation: Model | Seed, test: TestSpec, sql: str,
+def _run(con: duckdb.DuckDBPyConnection, relation: Tested, test: TestSpec, sql: str,
          sample_size: int) -> TestResult:
     try:
         (failures,) = one_row(con, f"select count(*) from ({sql}) as failing")
@@ -200,7 +203,7 @@ def _run(con: duckdb.DuckDBPyConnection, relation: Model | Seed, test: TestSpec,
 
 def run_tests(
     con: duckdb.DuckDBPyConnection,
-    relation: Model | Seed,
+    relation: Tested,
     partition_date: date | None = None,
     *,
     until: date | None = None,

@@ -17,15 +17,16 @@ from contextlib import contextmanager
 from datetime import date
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
 from rank_pipeline.settings import DataPaths, EngineSettings
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest
 from rank_pipeline.snapshots.schema import ENDPOINTS, partition_dir
+from rank_pipeline.transform.duckdb_engine import DuckDBEngine
 from rank_pipeline.transform.primitives import ModelEngine
 from rank_pipeline.transform.project import Project
+from rank_pipeline.transform.spark_engine import SparkEngine
 from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse import raw_load
 from rank_pipeline.warehouse.warehouse_file import Warehouse
@@ -59,7 +60,6 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
         except ImportError as exc:
             raise RuntimeError("RANK_PIPELINE_ENGINE=spark needs pyspark: install the project's spark extra "
                                "(pip install -e '.[spark]'), or unset RANK_PIPELINE_ENGINE for duckdb") from exc
-        from rank_pipeline.transform.spark_engine import SparkEngine
         from rank_pipeline.transform.spark_session import spark_session
 
         already = SparkSession.getActiveSession()
@@ -70,8 +70,6 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
             if already is None:
                 engine.spark.stop()
         return
-    from rank_pipeline.transform.duckdb_engine import DuckDBEngine
-
     warehouse = Warehouse(paths.build_db, paths.published_db)
     with warehouse.connect() as con:
         yield DuckDBEngine(con, warehouse)
@@ -94,7 +92,7 @@ def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
         return tuple(table_columns(con, raw_load.RAW_SCHEMA, table).items())
 
 
-def register_snapshots(engine: Any, snapshot_roots: Path | str | Sequence[Path | str]) -> dict[str, int]:
+def register_snapshots(engine: SparkEngine, snapshot_roots: Path | str | Sequence[Path | str]) -> dict[str, int]:
     """On Spark: register every raw table over the Parquet files of every committed snapshot under
     ``snapshot_roots`` (one root, or several whose days are combined; only the files their manifests list)
     and the keywords file's table as an empty view (it is DuckDB's alone).
@@ -111,7 +109,7 @@ def register_snapshots(engine: Any, snapshot_roots: Path | str | Sequence[Path |
             for day in list_snapshot_dates(root, resource):
                 days.append(day)
                 folder = partition_dir(root, resource, day)
-                files += [str(folder / name) for name in read_manifest(root, resource, day).files]
+                files += [f"{str(folder).rstrip('/')}/{name}" for name in read_manifest(root, resource, day).files]
         counts[resource] = engine.register_raw(resource, files, raw_columns(resource), max(days, default=None))
     engine.register_raw(KEYWORDS_FILE, [], raw_columns(KEYWORDS_FILE))
     return counts
@@ -121,7 +119,7 @@ def prepare(engine: ModelEngine, snapshots_uri: Path | str | None, project: Proj
     """Make the raw tables and the relations of earlier builds readable before a build (once per engine):
     on Spark the raw views over the committed snapshots (when not registered yet) and the tables earlier
     sessions wrote; on DuckDB both are in the build file already."""
-    if engine.name == "spark" and not engine.raw_registered and snapshots_uri is not None:
+    if isinstance(engine, SparkEngine) and not engine.raw_registered and snapshots_uri is not None:
         register_snapshots(engine, snapshots_uri)
     engine.prepare(project)
 
@@ -137,9 +135,9 @@ def load_partitions(engine: ModelEngine, snapshots_uri: Path | str, first: date,
         rank_pipeline.warehouse.errors.SnapshotMissingError, LoadError: a day is not committed or its
             snapshot is damaged (nothing loaded).
     """
-    if engine.name == "spark":
+    if isinstance(engine, SparkEngine):
         return _register_all_and_count(engine, snapshots_uri, first, last)
-    return raw_load.load_partitions(engine.con, snapshots_uri, first, last)
+    return raw_load.load_partitions(_duckdb(engine).con, snapshots_uri, first, last)
 
 
 def reload_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date | None = None,
@@ -147,12 +145,12 @@ def reload_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date | Non
     """Make raw hold exactly the committed snapshots of ``first .. last`` (None: open bound; both None: every
     raw table dropped and reloaded, :func:`rank_pipeline.warehouse.raw_load.reload_raw_from_snapshots`);
     ``{day: {endpoint: rows}}``. On Spark as :func:`load_partitions`."""
-    if engine.name == "spark":
+    if isinstance(engine, SparkEngine):
         return _register_all_and_count(engine, snapshots_uri, first, last)
-    return raw_load.reload_raw_from_snapshots(engine.con, snapshots_uri, first, last)
+    return raw_load.reload_raw_from_snapshots(_duckdb(engine).con, snapshots_uri, first, last)
 
 
-def _register_all_and_count(engine: Any, snapshots_uri: Path | str, first: date | None,
+def _register_all_and_count(engine: SparkEngine, snapshots_uri: Path | str, first: date | None,
                             last: date | None) -> dict[date, dict[str, int]]:
     """Spark: every raw view registered again over all committed snapshots (the last loaded day found
     afresh), then ``{day: {endpoint: rows}}`` of ``first .. last`` (None: open bound)."""
@@ -165,4 +163,15 @@ def build_file_connection(engine: ModelEngine) -> duckdb.DuckDBPyConnection | No
     """The writer connection to the warehouse's build file when ``engine`` builds there (DuckDB), for the
     tables only the DuckDB warehouse keeps (``raw.keywords_file``'s planned rows); None on Spark, whose raw
     keywords file is an empty view (:func:`register_snapshots`)."""
-    return engine.con if engine.name == "duckdb" else None
+    return engine.con if isinstance(engine, DuckDBEngine) else None
+
+
+def _duckdb(engine: ModelEngine) -> DuckDBEngine:
+    """``engine`` as the DuckDB engine it must be here.
+
+    Raises:
+        TypeError: another engine (the factory opens only DuckDB and Spark).
+    """
+    if not isinstance(engine, DuckDBEngine):
+        raise TypeError(f"expected the duckdb engine, got {engine.name}")
+    return engine

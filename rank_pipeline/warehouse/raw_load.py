@@ -67,8 +67,8 @@ from rank_pipeline.snapshots.schema import (
     partition_dir,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
+from rank_pipeline.transform.sql import one_row, table_columns
 from rank_pipeline.transform.sql import quote_ident as _qi
-from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse.errors import LoadError, SnapshotMissingError, WarehouseError
 
 __all__ = [
@@ -242,9 +242,8 @@ def _insert_files(con: duckdb.DuckDBPyConnection, store: Store, resource: str, s
                     con.execute(f"alter table {table} add column {_qi(name)} {typ}")
         select = "select * replace (cast(attributes as json) as attributes)" if "attributes" in file_names \
             else "select *"
-        (inserted,) = con.execute(
-            f"insert into {table} by name {select}, current_timestamp as loaded_at from {source}"
-        ).fetchone()
+        (inserted,) = one_row(
+            con, f"insert into {table} by name {select}, current_timestamp as loaded_at from {source}")
     except (duckdb.Error, pa.ArrowException, OSError) as exc:
         raise LoadError(
             f"partition {snapshot_date} of raw.{resource}: reading {folder} failed: {exc}. The load was rolled "
@@ -278,7 +277,7 @@ def _load_resource(
     if not files:
         return 0
     inserted = _insert_files(con, store, resource, snapshot_date, folder, files, file_schemas, columns)
-    (loaded,) = con.execute(f"select count(*) from {table} where snapshot_date = ?", [snapshot_date]).fetchone()
+    (loaded,) = one_row(con, f"select count(*) from {table} where snapshot_date = ?", [snapshot_date])
     if inserted != loaded:
         raise LoadError(
             f"partition {snapshot_date} of raw.{resource}: {inserted - loaded} row(s) in {folder} carry another "
@@ -372,7 +371,7 @@ def load_partitions(
     return counts
 
 
-def snapshot_dates(snapshots_uri: Path | str) -> dict[date, list[str]]:
+def snapshot_dates(snapshots_uri: Path | str | Store) -> dict[date, list[str]]:
     """``{date: [resources with a committed snapshot that day]}`` under ``snapshots_uri``, ascending."""
     found: dict[date, list[str]] = {}
     for resource in ENDPOINTS:

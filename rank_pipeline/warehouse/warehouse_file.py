@@ -45,6 +45,7 @@ from pathlib import Path
 import duckdb
 
 from rank_pipeline.settings import DEFAULT_STORAGE_VERSION, STORAGE_VERSION_ENV, storage_version_from_env
+from rank_pipeline.transform.sql import one_row
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.warehouse.errors import PublishError, WarehouseError
 from rank_pipeline.warehouse.raw_load import ensure_keywords_file_table, reload_raw_from_snapshots
@@ -159,7 +160,8 @@ class Warehouse:
         self.published_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.published_path.with_name(f".{self.published_path.name}.{uuid.uuid4().hex[:8]}.tmp")
         own = self.connect() if con is None else None
-        writer = own or con
+        writer = own if own is not None else con
+        assert writer is not None
         try:
             try:
                 writer.execute("checkpoint")
@@ -214,7 +216,7 @@ class Warehouse:
         kernel) is the database. When the build file is in another storage version, the database is
         copied through DuckDB instead (one transaction, buffered in memory).
         """
-        (source,) = con.execute("select current_database()").fetchone()
+        (source,) = one_row(con, "select current_database()")
         alias = f"publish_{uuid.uuid4().hex[:8]}"
         option = "" if self.storage_version == "latest" else f" (STORAGE_VERSION '{self.storage_version}')"
         con.execute(f"attach '{_sql_str(tmp)}' as {alias}{option}")
@@ -235,7 +237,7 @@ class Warehouse:
 
 def _storage_tag(con: duckdb.DuckDBPyConnection, database: str) -> str:
     """The oldest DuckDB release that reads ``database`` (``duckdb_databases().tags['storage_version']``)."""
-    (tags,) = con.execute("select tags from duckdb_databases() where database_name = ?", [database]).fetchone()
+    (tags,) = one_row(con, "select tags from duckdb_databases() where database_name = ?", [database])
     return (tags or {}).get("storage_version", "")
 
 

@@ -15,6 +15,7 @@ import math
 import random
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from rank_pipeline.sandbox import assumptions as A
 from rank_pipeline.sandbox.world import vocabulary as V
@@ -102,7 +103,7 @@ def competitor_schedule(config: WorldConfig, d: Domain) -> list[tuple[str, str, 
     rng = random.Random(hash64("competitors", seed, d.account_index, d.index))
     n_base = rng.randint(2, 4)
     picks = rng.sample(V.COMPETITORS, n_base + 1)
-    out = []
+    out: list[list[Any]] = []
     for ci, name in enumerate(picks):
         cid = make_id(seed, K_COMPETITOR, d.account_index, d.index, ci)
         if ci < n_base:
@@ -112,7 +113,7 @@ def competitor_schedule(config: WorldConfig, d: Domain) -> list[tuple[str, str, 
         out.append([cid, f"{name}.{V.TLDS[ci % len(V.TLDS)]}", name.title(), created, None])
     if rng.random() < 0.5:
         out[rng.randrange(n_base)][4] = start + timedelta(days=rng.randint(61, 180))
-    return [tuple(c) for c in out]
+    return [(c[0], c[1], c[2], c[3], c[4]) for c in out]
 
 
 # ---------------------------------------------------------------- keywords
@@ -164,6 +165,7 @@ def ensure_base(state: WorldState, d: Domain) -> None:
         else:
             spec = replace(spec, word=f"{spec.word} {i}")
         seen.add(spec.combination())
+        assert d.life is not None  # ensure_life above
         created, deleted = d.life[i]
         kid = make_id(seed, K_BASE_KW, d.account_index, d.index, i)
         base.append(_build_keyword(d, kid, spec, created, deleted, rng, tags, pivot_range=(0, 365)))
@@ -191,7 +193,7 @@ def churn_keyword(state: WorldState, d: Domain, j: int) -> Keyword:
         while len(state.churn_cache) > _CHURN_CACHE_SIZE:
             state.churn_cache.popitem(last=False)
     override = d.churn_overrides.get(j)
-    if override is not None and override < k.deleted:
+    if override is not None and k.deleted is not None and override < k.deleted:
         k.deleted = override
     return k
 

@@ -33,8 +33,8 @@ def make_id(seed: int, kind: int, account: int, domain: int, index: int) -> str:
     h = hash64("id", seed, kind, account, domain, stored)
     high = ((h >> 16) << 16) | (0x4 << 12) | (h & 0x0FFF)  # 48 hash bits | version 4 | 12 hash bits
     low = (0b10 << 62) | (kind << 56) | (account << 48) | (domain << 32) | stored
-    h = f"{(high << 64) | low:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    text = f"{(high << 64) | low:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def parse_id(seed: int, text: str) -> tuple[int, int, int, int] | None:

@@ -21,6 +21,7 @@ __all__ = ["account_count", "existing_keywords", "find_keyword"]
 def existing_keywords(state: WorldState, d: Domain, day: date) -> list[Keyword]:
     """The keywords of ``d`` existing on ``day``: base, then churn, then runtime ones (not list order)."""
     ensure_base(state, d)
+    assert d.base is not None  # ensure_base
     out = [k for k in d.base if k.exists(day)]
     for j in churn_range(state.config, day):
         k = churn_keyword(state, d, j)
@@ -32,6 +33,7 @@ def existing_keywords(state: WorldState, d: Domain, day: date) -> list[Keyword]:
 
 def _domain_count(state: WorldState, d: Domain, day: date) -> int:
     ensure_life(state, d)
+    assert d.created_days is not None and d.deleted_days is not None  # ensure_life
     n = bisect.bisect_right(d.created_days, day) - bisect.bisect_right(d.deleted_days, day)
     n += sum(1 for j in churn_range(state.config, day) if churn_keyword(state, d, j).exists(day))
     n += sum(1 for k in d.runtime if k.exists(day))
@@ -58,6 +60,7 @@ def find_keyword(state: WorldState, keyword_id: str) -> tuple[Domain, Keyword] |
     with state.lock:
         if kind == K_BASE_KW:
             ensure_base(state, d)
+            assert d.base is not None  # ensure_base
             return (d, d.base[index]) if 0 <= index < len(d.base) else None
         if kind == K_CHURN_KW:
             return d, churn_keyword(state, d, index)

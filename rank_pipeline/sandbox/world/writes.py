@@ -77,8 +77,11 @@ def delete_keyword(state: WorldState, domain_id: str, keyword_id: str) -> bool:
         return False
     d, k = found
     with state.lock:
-        kind, _, _, index = parse_id(state.config.seed, k.id)
+        parsed = parse_id(state.config.seed, k.id)
+        assert parsed is not None  # find_keyword parsed it
+        kind, _, _, index = parsed
         if kind == K_BASE_KW:
+            assert d.deleted_days is not None  # find_keyword ensured the domain's base
             if k.deleted is not None:
                 d.deleted_days.pop(bisect.bisect_left(d.deleted_days, k.deleted))
             k.deleted = day
