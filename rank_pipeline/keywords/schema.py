@@ -31,7 +31,7 @@ Every error names the file, the line and the field, e.g.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,7 +39,6 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic import ValidationError as PydanticValidationError
-from pydantic_core import ErrorDetails
 
 from rank_pipeline.errors import EXIT_USAGE, RankPipelineError
 
@@ -183,7 +182,8 @@ _HINTS = {
 }
 
 
-def _message(error: ErrorDetails) -> str:
+def _message(error: Mapping[str, Any]) -> str:
+    """One line for one of pydantic's error details (``type``, ``loc``, ``input``, ``msg``)."""
     kind = error["type"]
     if kind in _HINTS:
         return _HINTS[kind]
