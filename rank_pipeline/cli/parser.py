@@ -35,14 +35,15 @@ def build_parser() -> argparse.ArgumentParser:
     date_help = "the partition (UTC day) as YYYY-MM-DD, from 2026-01-01 to today; default today"
 
     p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox",
-                       description="Run the daily Dagster job for N consecutive simulated days ending today "
-                                   "against the embedded sandbox (RANK_TRACKER_BASE_URL is ignored), then print "
-                                   "two example answers from the warehouse.")
+                       description="Run the daily Dagster job once over N consecutive simulated days ending "
+                                   "today (one run over the N partitions, as a single-run backfill) against the "
+                                   "embedded sandbox (RANK_TRACKER_BASE_URL is ignored), then print two example "
+                                   "answers from the warehouse.")
     p.add_argument("--days", type=positive_int, default=7, help="how many days to play (default 7)")
     p.add_argument("--verbose", action="store_true",
                    help="also print the Dagster log on stderr (it is always in the log file)")
     p.add_argument("--in-memory", action="store_true",
-                   help="do not record the runs in DAGSTER_HOME (default data/dagster_home) for the UI")
+                   help="do not record the run in DAGSTER_HOME (default data/dagster_home) for the UI")
     p.add_argument("--persist", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.set_defaults(func=cmd_demo)
 
