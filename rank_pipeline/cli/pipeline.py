@@ -61,10 +61,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     last = today()
     first = last - timedelta(days=args.days - 1)
-    how = "one run of the daily job" if first == last else \
-        f"one backfill run of the daily job over {args.days} partitions (a single-run backfill)"
     print(f"rank-pipeline demo: {args.days} simulated day(s) ({first} .. {last}) from the embedded sandbox "
-          f"into {settings.data_dir}, as {how}")
+          f"into {settings.data_dir}")
+    if first != last:
+        print(f"one run of the daily job over the {args.days} partitions (a single-run backfill)")
     totals = Totals()
     from rank_pipeline.defs.jobs import DAILY_JOB_NAME
 
@@ -73,7 +73,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                         total=steps)
     try:
         run_id = run_partition_range(defs, instance, first, last, totals,
-                                     on_step=lambda done, step: progress.update(done, steps, step=step))
+                                     on_step=lambda done, step: progress.update(done, steps, last=step))
     except Exception:
         progress.close()
         _print_failures(totals)
