@@ -46,7 +46,7 @@ $(VENV)/.installed-bench: $(STAMP)
 	$(INSTALL) -e '$(BENCH_SPEC)'
 	@touch $@
 
-## Run the daily job for 7 simulated days against the embedded sandbox.
+## Run the daily job once over 7 simulated days (a single-run backfill) against the embedded sandbox.
 demo: env-runtime
 	$(BIN)/rank-pipeline demo --days 7
 

@@ -3,8 +3,9 @@
 Commands:
 
 ``demo [--days N]``
-    Runs the daily Dagster job for N consecutive simulated days (ending today, UTC) against the
-    embedded sandbox, then prints where the warehouse is and two example answers.
+    Runs the daily Dagster job once over N consecutive simulated days (ending today, UTC) against the
+    embedded sandbox, as a single-run backfill of the N partitions, then prints where the warehouse is
+    and two example answers.
 ``run [--date YYYY-MM-DD]``
     Runs the daily job for one partition (default today) against the configured source.
 ``extract [--date YYYY-MM-DD]``

@@ -45,14 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _daily_job_parsers(sub) -> None:
     """``demo``, ``run`` and ``extract``: the daily job on the sandbox, the daily job, its extraction alone."""
     p = sub.add_parser("demo", help="run the daily job for N simulated days on the embedded sandbox",
-                       description="Run the daily Dagster job for N consecutive simulated days ending today "
-                                   "against the embedded sandbox (RANK_TRACKER_BASE_URL is ignored), then print "
-                                   "two example answers from the warehouse.")
+                       description="Run the daily Dagster job once over N consecutive simulated days ending "
+                                   "today (one run over the N partitions, as a single-run backfill) against the "
+                                   "embedded sandbox (RANK_TRACKER_BASE_URL is ignored), then print two example "
+                                   "answers from the warehouse.")
     p.add_argument("--days", type=positive_int, default=7, help="how many days to play (default 7)")
     p.add_argument("--verbose", action="store_true",
                    help="also print the Dagster log on stderr (it is always in the log file)")
     p.add_argument("--in-memory", action="store_true",
-                   help="do not record the runs in DAGSTER_HOME (default data/dagster_home) for the UI")
+                   help="do not record the run in DAGSTER_HOME (default data/dagster_home) for the UI")
     p.add_argument("--persist", action="store_true", help=argparse.SUPPRESS)  # the default now
     p.set_defaults(func=cmd_demo)
 

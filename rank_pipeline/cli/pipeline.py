@@ -10,7 +10,7 @@ from datetime import timedelta
 from rank_pipeline.cli.args import check_partition, today
 from rank_pipeline.cli.errors import RunFailed, UsageError
 from rank_pipeline.cli.output import SESSION, Progress, load_settings, print_query
-from rank_pipeline.cli.runs import Totals, dagster_instance, run_partition
+from rank_pipeline.cli.runs import Totals, dagster_instance, run_partition, run_partition_range
 
 RANKING_TRENDS_QUERY = """
 select snapshot_date, count(*) as keywords,
@@ -59,22 +59,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with SESSION.capture():
         from rank_pipeline.defs.definitions import defs
 
-    end = today()
-    days = [end - timedelta(days=i) for i in range(args.days - 1, -1, -1)]
-    print(f"rank-pipeline demo: {len(days)} simulated days ({days[0]} .. {days[-1]}) "
-          f"from the embedded sandbox into {settings.data_dir}")
+    last = today()
+    first = last - timedelta(days=args.days - 1)
+    print(f"rank-pipeline demo: {args.days} simulated day(s) ({first} .. {last}) from the embedded sandbox "
+          f"into {settings.data_dir}")
+    if first != last:
+        print(f"one run of the daily job over the {args.days} partitions (a single-run backfill)")
     totals = Totals()
-    progress = Progress("daily job", "day", total=len(days))
+    from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+
+    steps = len(defs.resolve_job_def(DAILY_JOB_NAME).graph.nodes)
+    progress = Progress(f"daily job {first}" if first == last else f"daily job {first}..{last}", "step",
+                        total=steps)
     try:
-        for i, day in enumerate(days):
-            run_partition(defs, instance, day, totals)
-            progress.update(i + 1, len(days), day=day.isoformat())
+        run_id = run_partition_range(defs, instance, first, last, totals,
+                                     on_step=lambda done, step: progress.update(done, steps, last=step))
     except Exception:
         progress.close()
         _print_failures(totals)
         print(totals.line("Failed"), file=sys.stderr)
         raise
     progress.close()
+    print(f"run {run_id}: one run of the daily job materialized {args.days} partition(s), {first} .. {last}")
     import duckdb
 
     with duckdb.connect(str(settings.paths.published_db), read_only=True) as con:

@@ -1,16 +1,19 @@
-"""In-process runs of the daily Dagster job for ``run`` and ``demo``: the instance, one partition's run, its
-totals for the summary line, the one-line reason of a failure, and the alert digest sent at the end."""
+"""In-process runs of the daily Dagster job for ``run`` and ``demo``: the instance, one partition's run or
+one run over a partition range (a single-run backfill), its totals for the summary line, the one-line reason
+of a failure, and the alert digest sent at the end."""
 
 from __future__ import annotations
 
 import sys
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
 from rank_pipeline.cli.errors import RunFailed
 from rank_pipeline.cli.output import SESSION
-from rank_pipeline.operations.dagster_names import PARTITION_TAG
+from rank_pipeline.operations.dagster_names import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
 
 
 @dataclass
@@ -29,16 +32,23 @@ class Totals:
     """The lines of the failed ``matches_contract`` checks (one per path of the vendor's shape)."""
 
     def add(self, result) -> None:
-        self.days += 1
-        for event in result.get_asset_materialization_events():
+        """Add one finished run (an ``ExecuteInProcessResult``): its days (one, or those of its partition
+        range), snapshot rows and requests, and its check evaluations."""
+        from rank_pipeline.operations.run_history import partition_days
+
+        tags = result.dagster_run.tags
+        self.days += len(partition_days(tags)) or 1
+        counted = set()  # a run over a range records one materialization per partition, each with the
+        for event in result.get_asset_materialization_events():  # metadata of the whole range
             materialization = event.event_specific_data.materialization
             meta = materialization.metadata
-            if materialization.asset_key.path[0] == "snapshots":
+            if materialization.asset_key.path[0] == "snapshots" and materialization.asset_key not in counted:
+                counted.add(materialization.asset_key)
                 self.rows += int(getattr(meta.get("rows"), "value", 0) or 0)
                 if materialization.asset_key.path[-1] == "usage":  # the run's totals are on every snapshot
                     self.requests += int(getattr(meta.get("requests_total"), "value", 0) or 0)
                     self.rate_limited += int(getattr(meta.get("rate_limited_total"), "value", 0) or 0)
-        day = result.dagster_run.tags.get(PARTITION_TAG, "")
+        day = partitions_label(tags)
         for evaluation in result.get_asset_check_evaluations():
             if evaluation.passed:
                 self.checks_passed += 1
@@ -120,27 +130,78 @@ def _send_alerts(instance, run_id: str) -> None:
         print(f"warning: {message}", file=sys.stderr)
 
 
+def partitions_label(tags) -> str:
+    """A run's partition (``2026-03-02``) or partition range (``2026-03-01..2026-03-07``), from its tags."""
+    if tags.get(PARTITION_TAG):
+        return tags[PARTITION_TAG]
+    if tags.get(RANGE_START_TAG):
+        return f"{tags[RANGE_START_TAG]}..{tags.get(RANGE_END_TAG, '')}"
+    return ""
+
+
 def run_partition(defs, instance, day: date, totals: Totals) -> None:
     """Run the daily job for ``day``; its log goes to the session's log file. Raises RunFailed."""
+    _run_daily_job(defs, instance, totals, str(day), partition_key=day.isoformat())
+
+
+def run_partition_range(defs, instance, first: date, last: date, totals: Totals,
+                        on_step: Callable[[int, str], None] | None = None) -> str:
+    """Run the daily job ONCE over the partitions ``first .. last``, as Dagster launches a single-run
+    backfill (run tags ``dagster/asset_partition_range_start`` / ``_end``; every asset of the job has
+    ``BackfillPolicy.single_run()``); one day is a run of that partition. ``on_step(steps_done, step_key)``
+    is called as each step of the run ends (succeeded, failed or skipped). Returns the run id.
+    Its log goes to the session's log file. Raises RunFailed."""
+    if first == last:
+        tags, key, label = {}, first.isoformat(), str(first)
+    else:
+        tags = {RANGE_START_TAG: first.isoformat(), RANGE_END_TAG: last.isoformat()}
+        key, label = None, f"{first} .. {last}"
+    return _run_daily_job(defs, instance, totals, label, partition_key=key, tags=tags, on_step=on_step)
+
+
+def _step_listener(on_step: Callable[[int, str], None]):
+    """An instance event listener calling ``on_step`` on each step's end event."""
+    import dagster as dg
+
+    ended = {dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.STEP_SKIPPED}
+    done: set[str] = set()
+
+    def listen(entry) -> None:
+        event = entry.dagster_event
+        if event is not None and event.event_type in ended and event.step_key not in done:
+            done.add(event.step_key)
+            on_step(len(done), event.step_key)
+
+    return listen
+
+
+def _run_daily_job(defs, instance, totals: Totals, label: str, *, partition_key: str | None,
+                   tags: dict[str, str] | None = None,
+                   on_step: Callable[[int, str], None] | None = None) -> str:
+    """One in-process run of the daily job (a partition, or a range given by ``tags``); returns its run id.
+    Raises RunFailed, or ConfigurationError when a step failed on a setting."""
+    from rank_pipeline.defs.instance import lock_timeout_message, process_tags
     from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+    from rank_pipeline.operations.run_history import LAUNCHED_BY_TAG
     from rank_pipeline.settings import ConfigurationError
 
     job = defs.resolve_job_def(DAILY_JOB_NAME)
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-    from rank_pipeline.defs.instance import lock_timeout_message, process_tags
-    from rank_pipeline.operations.run_history import LAUNCHED_BY_TAG
-
-    tags = {**process_tags(), LAUNCHED_BY_TAG: "cli"}  # ops.run_history's launched_by
+    run_tags = {**(tags or {}), **process_tags(), LAUNCHED_BY_TAG: "cli"}  # ops.run_history's launched_by
+    run_id = str(uuid.uuid4())
+    if on_step is not None:
+        instance.add_event_listener(run_id, _step_listener(on_step))
     with SESSION.capture():
-        result = job.execute_in_process(partition_key=day.isoformat(), instance=instance, tags=tags,
-                                        run_config=run_config, raise_on_error=False)
+        result = job.execute_in_process(partition_key=partition_key, instance=instance, tags=run_tags,
+                                        run_config=run_config, run_id=run_id, raise_on_error=False)
     totals.add(result)
     _send_alerts(instance, result.run_id)
     if not result.success:
         if message := lock_timeout_message(result):
             raise RunFailed(message)
         reason, configuration = _failure_reason(result)
-        message = f"the daily job failed for {day}: {reason}"
+        message = f"the daily job failed for {label}: {reason}"
         if configuration:
             raise ConfigurationError(message)
         raise RunFailed(message)
+    return result.run_id

@@ -2,8 +2,8 @@
 
 The daemon runs over the project's ``workspace.yaml`` on the data folder's ``DAGSTER_HOME`` with
 ``RANK_PIPELINE_FRESHNESS_HOURS=0.025`` (90 s) and ``RANK_PIPELINE_ALERT_URLS`` naming an HTTP receiver
-on loopback. ``rank-pipeline demo --days 2`` then runs on the same instance WITHOUT alert URLS, so any
-digest that arrives was sent by the daemon's sensors. The test reads Dagster's own freshness states:
+on loopback. ``rank-pipeline demo --days 2`` (one run over both days) then runs on the same instance
+WITHOUT alert URLS, so any digest that arrives was sent by the daemon's sensors. The test reads Dagster's own freshness states:
 every mart and ``warehouse/published`` passes right after the runs and fails once 90 s passed without a
 materialization; the freshness digest names them all."""
 
@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -88,9 +88,11 @@ def test_daemon_evaluates_freshness_and_its_sensors_send_the_digests(tmp_path, h
         assert time.time() - finished < HOURS * 3600, "the machine was too slow to see PASS in time"
         assert "warehouse/published" in passing
 
-        # the run status sensor sent the second day's digest (the demo itself had no alert URLs)
-        today = datetime.now(UTC).date().isoformat()
-        digest = wait_for(lambda: [b["json"] for b in bodies if b["json"]["title"].startswith(f"rank-pipeline {today}")],
+        # the run status sensor sent the digest of the demo's one run over both days (the demo itself had no
+        # alert URLs)
+        today = datetime.now(UTC).date()
+        days = f"{today - timedelta(days=1)}..{today}"
+        digest = wait_for(lambda: [b["json"] for b in bodies if b["json"]["title"].startswith(f"rank-pipeline {days}")],
                           120, "the daemon's run digest")
         assert len(digest) == 1 and "Keywords entering the top" in digest[0]["message"]
 

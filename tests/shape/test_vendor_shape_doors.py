@@ -2,7 +2,8 @@
 a first run against a shape the contract does not read fails and publishes nothing, ``profile`` shows what
 the vendor sends, the documented edit (``examples/vendor-b/vendor-b.patch``, the docs' walk-through, docs/tutorials/vendor-shape.md),
 ``diff`` and ``rebuild`` from the snapshots already taken fill the marts, equal row by row to the marts of
-the default shape for the same world; a field renamed mid-way fails its day and keeps the days before."""
+the default shape for the same world; a field renamed mid-way through the demo's one run over 7 days fails
+that run, naming the day of the rename and none before it, and keeps every day's snapshots."""
 
 from __future__ import annotations
 
@@ -81,18 +82,23 @@ def test_first_contact_with_another_shape_then_the_documented_edit_and_a_rebuild
     assert filled[0] > 0 and filled[1] > 0
 
 
-def test_a_field_renamed_on_day_5_of_7_fails_that_day_and_keeps_days_1_to_4_published(tmp_path):
+def test_a_field_renamed_on_day_5_of_7_fails_the_demos_one_run_naming_that_day(tmp_path):
     today = datetime.now(UTC).date()
-    day5 = today - timedelta(days=2)
+    day1, day5 = today - timedelta(days=6), today - timedelta(days=2)
     result = cli("demo", "--days", "7", data_dir=tmp_path, env={"RANK_SANDBOX_SHAPE": f"vendor-b@{day5}"})
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
-    assert f"the daily job failed for {day5}" in out
-    assert "vendor shape: keywords: attributes.results.organic.position " in out
-    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
-        days = [d for (d,) in con.execute(
-            "select distinct snapshot_date from marts.fct_keyword_rankings_daily order by 1").fetchall()]
-    assert days == [today - timedelta(days=i) for i in range(6, 2, -1)]
+    # the demo is one run over the 7 partitions: it fails whole, and its lines name the day of the rename
+    assert f"the daily job failed for {day1} .. {today}" in out
+    assert f"failed check: {day1}..{today} raw/keywords matches_contract [ERROR (blocking)]" in out
+    position = next(line for line in out.splitlines()
+                    if line.startswith("vendor shape: keywords: attributes.results.organic.position "))
+    assert f" on {day5};" in position
+    shape_lines = [line for line in out.splitlines() if line.startswith("vendor shape: ")]
+    assert not any(f" on {today - timedelta(days=i)};" in line for line in shape_lines for i in range(3, 7))
+    assert not (tmp_path / "warehouse.duckdb").exists()  # nothing published
+    snapshots = sorted(p.name for p in (tmp_path / "snapshots" / "keywords").glob("snapshot_date=*"))
+    assert snapshots == [f"snapshot_date={today - timedelta(days=i)}" for i in range(6, -1, -1)]  # all kept
 
 
 def test_profile_live_samples_the_api_and_says_what_the_contract_reads(tmp_path):
