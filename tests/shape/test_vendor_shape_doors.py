@@ -3,7 +3,8 @@ a first run against a shape the contract does not read fails and publishes nothi
 the vendor sends, the documented edit (``examples/vendor-b/vendor-b.patch``, the docs' walk-through, docs/tutorials/vendor-shape.md),
 ``diff`` and ``rebuild`` from the snapshots already taken fill the marts, equal row by row to the marts of
 the default shape for the same world; a field renamed mid-way through the demo's one run over 7 days fails
-that run, naming the day of the rename and none before it, and keeps every day's snapshots."""
+that run, naming the day of the rename and none before it, and keeps every day's snapshots; one run a day,
+the day of the rename fails and the published marts stay at the day before."""
 
 from __future__ import annotations
 
@@ -99,6 +100,25 @@ def test_a_field_renamed_on_day_5_of_7_fails_the_demos_one_run_naming_that_day(t
     assert not (tmp_path / "warehouse.duckdb").exists()  # nothing published
     snapshots = sorted(p.name for p in (tmp_path / "snapshots" / "keywords").glob("snapshot_date=*"))
     assert snapshots == [f"snapshot_date={today - timedelta(days=i)}" for i in range(6, -1, -1)]  # all kept
+
+
+def test_a_daily_run_after_a_rename_fails_its_day_and_the_published_warehouse_stays_at_the_day_before(tmp_path):
+    """The schedule's door, one run a day: the day the vendor renames a field exits 1 naming the path, and the
+    published marts keep the days before it."""
+    today = datetime.now(UTC).date()
+    day4, day5 = today - timedelta(days=3), today - timedelta(days=2)
+    shape = {"RANK_SANDBOX_SHAPE": f"vendor-b@{day5}"}
+    good = cli("run", "--date", day4.isoformat(), data_dir=tmp_path, env=shape)
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = cli("run", "--date", day5.isoformat(), data_dir=tmp_path, env=shape)
+    out = bad.stdout + bad.stderr
+    assert bad.returncode == 1, out
+    assert f"the daily job failed for {day5}" in out
+    assert "vendor shape: keywords: attributes.results.organic.position " in out
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        days = [d for (d,) in con.execute(
+            "select distinct snapshot_date from marts.fct_keyword_rankings_daily order by 1").fetchall()]
+    assert days == [day4]
 
 
 def test_profile_live_samples_the_api_and_says_what_the_contract_reads(tmp_path):
