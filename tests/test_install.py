@@ -32,7 +32,7 @@ def installed(tmp_path_factory) -> Path:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    for name in ("rank_pipeline", "dbt_like_sql"):
+    for name in ("rank_pipeline", "dbt_like_sql", "dashboards"):  # dashboards: its definitions are package data
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

@@ -10,6 +10,7 @@ from rank_pipeline.cli.keywords import KEYWORDS_EXIT_REFUSED, cmd_keywords_apply
 from rank_pipeline.cli.models import DOCS_PORT, cmd_diff, cmd_docs, cmd_query, cmd_test
 from rank_pipeline.cli.pipeline import cmd_demo, cmd_extract, cmd_rebuild, cmd_run, cmd_sandbox
 from rank_pipeline.cli.profile import cmd_profile
+from rank_pipeline.cli.project import cmd_files, cmd_init, cmd_own, cmd_upgrade
 
 MODELS_DIR_HELP = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "
                    "a copy of it with your changes")
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     _rebuild_parser(sub)
     _models_parsers(sub)
     _keywords_parser(sub)
+    _project_parsers(sub)
     return parser
 
 
@@ -200,3 +202,38 @@ def _keywords_parser(sub) -> None:
     ka.add_argument("file", help="the keywords YAML file")
     ka.add_argument("--yes", action="store_true", help="do not ask (required when stdin is not a terminal)")
     ka.set_defaults(func=cmd_keywords_apply)
+
+
+def _project_parsers(sub) -> None:
+    """``init``, ``files``, ``own`` and ``upgrade``: a project of your own (rank_pipeline.cli.project)."""
+    p = sub.add_parser("init", help="scaffold a project of your own: contract, models, seeds, Dagster component",
+                       description="Write a new project at PATH: the vendor's contract, the models (every one, or "
+                                   "only those given with --own; the rest are read from the installed package), "
+                                   "the seeds, an empty keywords file, the dashboards' definitions, a "
+                                   "pyproject.toml and a README; a Dagster project (create-dagster's layout) "
+                                   "with the pipeline as its component, so `dg check defs` and `dg dev` work.")
+    p.add_argument("path", help="the new project's folder (must not exist, or be empty)")
+    p.add_argument("--own", action="append", metavar="NAME",
+                   help="copy only this model (name or path, e.g. agg_tag_daily); repeatable")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("files", help="which model files are yours and which come from the package",
+                       description="In a project of your own: list the model files of models/ (yours, each "
+                                   "replacing the package's file of the same path or added) and count the rest, "
+                                   "read from the installed package.")
+    p.add_argument("--all", action="store_true", help="also list every file read from the package")
+    p.set_defaults(func=cmd_files)
+
+    p = sub.add_parser("own", help="copy a model of the package into your project, to edit it",
+                       description="Copy the package's files of each NAME (a model or seed name, or a path such "
+                                   "as marts/agg_tag_daily.sql) into models/; a file you have is kept.")
+    p.add_argument("names", nargs="+", metavar="NAME")
+    p.add_argument("--replace", action="store_true", help="overwrite your file with the package's")
+    p.set_defaults(func=cmd_own)
+
+    p = sub.add_parser("upgrade", help="after upgrading the package: which of your files differ from its new defaults",
+                       description="List, with a diff, each of your model files whose default in the installed "
+                                   "package changed since you took it. Changes none of your files.")
+    p.add_argument("--accept", action="store_true",
+                   help="record the new defaults as seen, so these files are not reported again")
+    p.set_defaults(func=cmd_upgrade)

@@ -19,6 +19,7 @@ the run's own row. The publish step then copies the build file, history included
 import time
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import dagster as dg
 
@@ -181,16 +182,19 @@ def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> li
     return out[:CATCH_UP_LIMIT]
 
 
-def _history_table() -> SourceTable | None:
-    """The ``ops.run_history`` declaration of the models project (None when the project has none, e.g.
-    an older copy of ``dbt_like_sql/`` in ``RANK_PIPELINE_MODELS_DIR``)."""
-    return loaded_project(models_dir()).tables.get(TABLE)
+def _history_table(project_dir: Path | None) -> SourceTable | None:
+    """The ``ops.run_history`` declaration of the models project ``project_dir`` (default
+    :func:`models_dir`); None when the project has none, e.g. an older copy of ``dbt_like_sql/`` in
+    ``RANK_PIPELINE_MODELS_DIR``."""
+    return loaded_project(project_dir or models_dir()).tables.get(TABLE)
 
 
 @deliberate_beta
-def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey]) -> dg.AssetsDefinition:
-    """``ops/run_history``: after every model, before ``warehouse/published`` (module docstring)."""
-    table = _history_table()
+def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey],
+                            project_dir: Path | None = None) -> dg.AssetsDefinition:
+    """``ops/run_history``: after every model, before ``warehouse/published`` (module docstring); its
+    tests are those ``project_dir`` declares (default :func:`models_dir`)."""
+    table = _history_table(project_dir)
     specs = [dg.AssetCheckSpec(t.name, asset=RUN_HISTORY_KEY, blocking=False, description=t.describe())
              for t in (table.tests if table is not None else ())]
 

@@ -19,6 +19,7 @@ against the manifest needs no check: the load itself refuses a snapshot that dis
 
 
 from datetime import date
+from pathlib import Path
 
 import dagster as dg
 
@@ -62,11 +63,13 @@ def raw_table_metadata(endpoint: str, types: list[tuple[str, str]], rows: int, t
 
 
 @deliberate_beta
-def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = None) -> dg.AssetsDefinition:
+def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = None,
+                          project_dir: Path | None = None) -> dg.AssetsDefinition:
     """The ``load_raw_tables`` multi-asset: one ``raw/<endpoint>`` asset per endpoint, kinds naming
     ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`); with ``shards``
     (``RANK_PIPELINE_SHARDS``) each depends on every shard of its day's snapshot, and the load refuses a
-    day not every shard has committed (:class:`rank_pipeline.warehouse.errors.SnapshotMissingError`)."""
+    day not every shard has committed (:class:`rank_pipeline.warehouse.errors.SnapshotMissingError`).
+    The vendor-shape check reads the contract of ``project_dir`` (default: :func:`models_dir` at run time)."""
     engine = engine or engine_in_use()
     kinds = set(ENGINES[engine].raw_kinds)
 
@@ -106,7 +109,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
         engine = model_engine.open(warehouse)
         loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
         context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
-        shape = check_shape(loaded_project(models_dir()), warehouse.snapshot_store_uri, first, last,
+        shape = check_shape(loaded_project(project_dir or models_dir()), warehouse.snapshot_store_uri, first, last,
                             warehouse.paths.vendor_fields, warehouse.paths.cache_dir / "shape")
         for line in shape.lines():
             context.log.error(f"{SHAPE_CHECK}: {line}")

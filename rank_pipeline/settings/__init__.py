@@ -23,8 +23,9 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_PIPELINE_SHARD_ADDRESSES``  ``shared`` (default) or ``own``: with ``RANK_PIPELINE_SHARDS``, whether
                                    the shard runs of a day leave from one IP address (each paces to 1/n
                                    of ``RANK_TRACKER_RATE_PER_IP``) or each from its own (full ceiling).
-``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: the ``dbt_like_sql/`` shipped with
-                                   the package); see :func:`models_dir`.
+``RANK_PIPELINE_MODELS_DIR``       the SQL models project (default: inside a user's project, its models
+                                   over the package's; else the ``dbt_like_sql/`` shipped with the
+                                   package); see :func:`models_dir`.
 ``RANK_TRACKER_RATE_PER_KEY``      requests per key per window (spec "Limits": 300), 1..100000.
 ``RANK_TRACKER_RATE_PER_IP``       requests per IP address per window (spec "Limits": 600), 1..100000.
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
@@ -83,6 +84,7 @@ One module per job, every name re-exported here (import them from ``rank_pipelin
 (the model engine), :mod:`~rank_pipeline.settings.at_use` (values read at the moment of use),
 :mod:`~rank_pipeline.settings.accounts` (accounts, keys, the base address),
 :mod:`~rank_pipeline.settings.paths` (the data folder's layout, the models project),
+:mod:`~rank_pipeline.settings.user_project` (a user's project: its models laid over the package's),
 :mod:`~rank_pipeline.settings.data_folder_lock` (the data folder's locks and the removal of dead runs' leftovers),
 :mod:`~rank_pipeline.settings.operations` (:class:`OpsSettings`) and
 :mod:`~rank_pipeline.settings.environment` (:class:`Settings`).
@@ -169,6 +171,15 @@ from rank_pipeline.settings.storage import (
     snapshots_uri_from_env,
     uri_scheme,
 )
+from rank_pipeline.settings.user_project import (
+    PROJECT_TABLE,
+    UserProject,
+    compose_models,
+    file_digest,
+    find_project,
+    model_files,
+    package_models_dir,
+)
 from rank_pipeline.settings.values import ConfigurationError
 
 __all__ = [
@@ -190,6 +201,7 @@ __all__ = [
     "MAX_SHARDS",
     "MIN_FRESHNESS_HOURS",
     "PARTITIONS_START",
+    "PROJECT_TABLE",
     "PYARROW_SCHEMES",
     "S3_OPTIONS",
     "S3_SCHEMES",
@@ -216,17 +228,23 @@ __all__ = [
     "Shard",
     "ShardPlan",
     "StorageError",
+    "UserProject",
     "api_key",
     "check_spark_master",
     "check_uri",
+    "compose_models",
     "dashboard_url_from_env",
+    "file_digest",
+    "find_project",
     "hold_shard_writer",
     "hold_writer",
     "instance_lock",
     "key_variable",
     "lock_timeout_from_env",
+    "model_files",
     "models_dir",
     "normalise_base_url",
+    "package_models_dir",
     "parse_shard",
     "redact_uri",
     "remove_leftovers",

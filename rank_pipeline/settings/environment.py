@@ -38,6 +38,8 @@ class Settings:
     (:class:`EngineSettings`), ``lock_timeout_s`` is in seconds, ``storage_version`` is a DuckDB release
     (``v1.0.0``) or ``latest`` (checked when the warehouse is opened), ``dashboard_url`` has no trailing
     ``/``; ``ops`` holds the schedule, freshness, alerts and Dagster's storage (:class:`OpsSettings`).
+    ``models_dir`` is the models folder when it was given (the Dagster component's attribute); None (what
+    :meth:`from_env` leaves) reads it at use, from :func:`rank_pipeline.settings.models_dir`.
     """
 
     base_url: str | None
@@ -54,6 +56,7 @@ class Settings:
     storage_version: str = DEFAULT_STORAGE_VERSION
     dashboard_url: str = DEFAULT_DASHBOARD_URL
     sandbox_shape: str = "default"
+    models_dir: Path | None = None
 
     @property
     def uses_sandbox(self) -> bool:

@@ -7,24 +7,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from rank_pipeline.settings.user_project import find_project, package_models_dir
 from rank_pipeline.settings.values import ConfigurationError
 
 __all__ = ["DataPaths", "models_dir"]
 
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
-"""``rank_pipeline/``: the installed package, next to which the shipped models are found."""
 
+def models_dir(env: Mapping[str, str] | None = None, start: Path | None = None) -> Path:
+    """The SQL models project (``staging/``, ``marts/``, ``seeds/``, ``sources/``) the pipeline builds.
 
-def models_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The SQL models project (``models/``, ``seeds/``, ``.yml`` files) the pipeline builds.
-
-    ``RANK_PIPELINE_MODELS_DIR`` when set: a folder of your own, e.g. a copy of the shipped project with
-    models added. Otherwise the ``dbt_like_sql/`` shipped inside the installed package
-    (``rank_pipeline/dbt_like_sql``, copied there by ``pip install .``), or the source tree's
-    ``dbt_like_sql/`` when running from a checkout (``pip install -e .``).
+    ``RANK_PIPELINE_MODELS_DIR`` when set: a whole folder of your own (a copy of the shipped project with
+    models added). Otherwise, inside a user's project (``rank-pipeline init``; found from ``start``, default
+    the working folder, :func:`rank_pipeline.settings.user_project.find_project`): the package's models with
+    the project's own files laid over them (:func:`~rank_pipeline.settings.user_project.compose_models`).
+    Otherwise the ``dbt_like_sql/`` shipped inside the installed package, or the source tree's when running
+    from a checkout (:func:`~rank_pipeline.settings.user_project.package_models_dir`).
 
     Raises:
-        ConfigurationError: ``RANK_PIPELINE_MODELS_DIR`` is not a folder, or no project is found.
+        ConfigurationError: ``RANK_PIPELINE_MODELS_DIR`` is not a folder, a user's project names a missing
+            models folder, or no project is found.
     """
     env = os.environ if env is None else env
     raw = (env.get("RANK_PIPELINE_MODELS_DIR") or "").strip()
@@ -36,12 +37,8 @@ def models_dir(env: Mapping[str, str] | None = None) -> Path:
                 "the shipped dbt_like_sql/ with your models added) or unset it"
             )
         return path
-    for path in (_PACKAGE_DIR / "dbt_like_sql", _PACKAGE_DIR.parent / "dbt_like_sql"):
-        if path.is_dir():
-            return path
-    raise ConfigurationError(  # pragma: no cover - a broken install
-        f"no SQL models found next to {_PACKAGE_DIR}: reinstall the package, or set RANK_PIPELINE_MODELS_DIR"
-    )
+    project = find_project(start)
+    return project.composed() if project is not None else package_models_dir()
 
 
 @dataclass(frozen=True)

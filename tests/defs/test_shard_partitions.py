@@ -177,7 +177,7 @@ def test_the_definitions_load_in_both_modes_from_workspace_yaml(tmp_path):
         proc = subprocess.run([str(DAGSTER), "definitions", "validate", "-w", "workspace.yaml"], cwd=ROOT,
                               env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    from rank_pipeline.defs.definitions import build_definitions
+    from rank_pipeline.defs.component import build_definitions
 
     sharded = build_definitions(Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SHARDS": "2"}))
     shard_job = sharded.resolve_job_def(SHARD_JOB_NAME)
