@@ -12,7 +12,7 @@ rank_pipeline.defs.component.RankPipelineComponent rank``, or by hand)::
         - {name: acme, api_key_env: ACME_RANK_KEY}
       base_url: https://api.example.com   # omitted: RANK_TRACKER_BASE_URL, else the embedded sandbox
       schedule: {cron: "15 6 * * *", timezone: UTC}
-      alerts: {urls_env: RANK_ALERT_URLS}
+      alerts: {urls_env: OPS_ALERT_URLS}
 
 Secrets are given only as the names of the environment variables that hold them: an attribute that is
 not such a name fails ``dg check defs`` naming the attribute. Settings the component does not name come
@@ -87,6 +87,7 @@ from rank_pipeline.settings import (
     UserProject,
     find_project,
     models_dir,
+    named_variable,
     normalise_base_url,
 )
 
@@ -194,7 +195,7 @@ class RankPipelineComponent(dg.Component, dg.Model, dg.Resolvable):
             given |= {"RANK_PIPELINE_SCHEDULE_CRON": self.schedule.cron,
                       "RANK_PIPELINE_SCHEDULE_TIMEZONE": self.schedule.timezone}
         if self.alerts is not None:
-            given["RANK_PIPELINE_ALERT_URLS"] = env.get(self.alerts.urls_env, "")
+            given["RANK_PIPELINE_ALERT_URLS"] = named_variable(self.alerts.urls_env, env)
         if self.base_url is not None:
             given[BASE_URL_ENV] = self.base_url
         if self.accounts is None:
@@ -202,7 +203,7 @@ class RankPipelineComponent(dg.Component, dg.Model, dg.Resolvable):
         else:  # the key variables are the component's; their presence is checked here
             settings = Settings.from_env({k: v for k, v in (env | given).items() if k != BASE_URL_ENV})
             base_url = normalise_base_url((env | given).get(BASE_URL_ENV))
-            missing = [a.api_key_env for a in self.accounts if not env.get(a.api_key_env)]
+            missing = [a.api_key_env for a in self.accounts if not named_variable(a.api_key_env, env)]
             if base_url is not None and missing:
                 raise ConfigurationError(f"the vendor's base URL is set but {', '.join(missing)} is not: export "
                                          "each account's key in the variable its api_key_env names")

@@ -110,6 +110,7 @@ from rank_pipeline.settings.at_use import (
     STORAGE_VERSION_ENV,
     dashboard_url_from_env,
     lock_timeout_from_env,
+    named_variable,
     sandbox_shape_from_env,
     storage_version_from_env,
 )
@@ -241,6 +242,7 @@ __all__ = [
     "instance_lock",
     "key_variable",
     "lock_timeout_from_env",
+    "named_variable",
     "model_files",
     "models_dir",
     "normalise_base_url",

@@ -12,7 +12,7 @@ from rank_pipeline.settings.values import ConfigurationError
 
 __all__ = ["DASHBOARD_URL_ENV", "DEFAULT_DASHBOARD_URL", "DEFAULT_LOCK_TIMEOUT_S", "DEFAULT_STORAGE_VERSION",
            "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV", "dashboard_url_from_env",
-           "lock_timeout_from_env", "sandbox_shape_from_env", "storage_version_from_env"]
+           "lock_timeout_from_env", "named_variable", "sandbox_shape_from_env", "storage_version_from_env"]
 
 LOCK_TIMEOUT_ENV = "RANK_PIPELINE_LOCK_TIMEOUT_S"
 DEFAULT_LOCK_TIMEOUT_S = 3600.0
@@ -74,3 +74,11 @@ def dashboard_url_from_env(env: Mapping[str, str] | None = None) -> str:
     """``RANK_PIPELINE_DASHBOARD_URL`` without a trailing ``/``, or :data:`DEFAULT_DASHBOARD_URL`."""
     env = os.environ if env is None else env
     return (env.get(DASHBOARD_URL_ENV) or DEFAULT_DASHBOARD_URL).rstrip("/")
+
+
+def named_variable(name: str, env: Mapping[str, str] | None = None) -> str:
+    """The value of the environment variable ``name``, a name the user configured rather than one of ours
+    (a Dagster component's ``api_key_env`` or ``urls_env``); ``""`` when unset. The value may be a secret:
+    callers never log it."""
+    env = os.environ if env is None else env
+    return env.get(name, "")

@@ -83,4 +83,4 @@ def test_loading_the_definitions_reads_the_environment_once(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     probe = json.loads(done.stdout.strip().splitlines()[-1])
     assert probe["wrapped"] == _readers()  # every reader is watched, wherever in the package it is defined
-    assert probe["calls"] == {"Settings.from_env from rank_pipeline.defs.definitions": 1}, probe["calls"]
+    assert probe["calls"] == {"Settings.from_env from rank_pipeline.defs.component": 1}, probe["calls"]
