@@ -1,6 +1,6 @@
 """The blocking shape check: each day's raw records against the declared contract, and against the day before.
 
-For every endpoint and snapshot day, each contracted path (:mod:`rank_pipeline.shape.contract`) fails
+For every endpoint and snapshot day, each contracted path (:mod:`rank_pipeline.transform.contract`) fails
 when, in more of the day's records than its thresholds allow:
 
 - **absent**: the key is missing (which is not a null). When an ancestor holds a value of another type
@@ -15,7 +15,7 @@ when, in more of the day's records than its thresholds allow:
 It works on the first run (the contract needs no history); drift needs a previous day. A failure is one line
 per path naming the endpoint, the path and its share, the paths actually seen that could hold the same
 thing (same type, values within the declared range, the closest names first; each with its type, share and
-an example value) and the files to edit. Paths no contract entry accounts for are listed as unread
+an example value) and the contract to edit. Paths no contract entry accounts for are listed as unread
 (:attr:`ShapeResult.unread`): news, not failures.
 
 The check reads the committed Parquet snapshots (not the engine's raw tables), so it is the same on DuckDB
@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.shape.contract import Contract, ContractField, ThresholdTable
 from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler, attributes_table
+from rank_pipeline.shape.thresholds import ThresholdTable
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest
 from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.snapshots.storage import Store, store_for
+from rank_pipeline.transform.contract import Contract, ContractField
 
 __all__ = ["PathFinding", "ShapeResult", "check_profile", "check_snapshots"]
 
@@ -70,7 +71,7 @@ class ShapeResult:
         days: the days checked; records: their records, summed.
         findings: every failing path and day; unread: ``{path: "type, share, e.g. value"}`` of the paths seen
             that no contract entry accounts for (latest day first seen wins).
-        edit: the files to edit for a fix (the contract, and the staging models reading the endpoint).
+        edit: the files a fix edits: the contract first (a line names it alone: the staging models read names).
     """
 
     endpoint: str
@@ -87,7 +88,7 @@ class ShapeResult:
     def lines(self) -> list[str]:
         """One line per failing path (and day): endpoint, path and share, candidates, the files to edit."""
         out = []
-        edit = " and ".join(self.edit)
+        edit = self.edit[0] if self.edit else "the vendor's contract"  # a remap is an edit of the contract alone
         for f in self.findings:
             seen = ("; seen instead: " + ", ".join(f.candidates)) if f.candidates else "; no candidate path seen"
             day = f" on {f.day}" if f.day is not None and len(self.days) > 1 else ""

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rank_pipeline.transform.contract import CONTRACT_FILE, load_contract
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA, SEED_SCHEMA, sql_dependencies
 from rank_pipeline.transform.errors import ModelConfigError
+from rank_pipeline.transform.flatten import VENDOR_SCHEMA, compile_vendor_relations
 from rank_pipeline.transform.nodes import (
     ColumnSpec,
     IncrementalConfig,
@@ -145,6 +147,7 @@ def load_models(root: Path) -> dict[str, Model]:
     """
     sql_files = _model_files(root)
     entries = _model_entries(root, sql_files)
+    vendor = _vendor_relations(root)
     models: dict[str, Model] = {}
     for name, (path, schema) in sql_files.items():
         if name not in entries:
@@ -152,10 +155,28 @@ def load_models(root: Path) -> dict[str, Model]:
                 f"{path}: model {name!r} has no .yml entry; add {path.with_suffix('.yml')} with "
                 "`models: [{name: ..., description: ..., config: {materialized: ...}}]`"
             )
-        sql = path.read_text()
+        sql = vendor(path.read_text(), path)
         yml, entry = entries[name]
         models[name] = _model(yml, entry, path, schema, sql, sql_dependencies(sql, str(path)))
     return models
+
+
+def _vendor_relations(root: Path) -> Callable[[str, Path], str]:
+    """The compiler of a model's ``vendor.<endpoint>`` references (:mod:`rank_pipeline.transform.flatten`),
+    reading the project's contract and raw tables once, and only when a model reads such a relation."""
+    state: dict[str, Any] = {}
+
+    def compile_sql(sql: str, path: Path) -> str:
+        if f"{VENDOR_SCHEMA}." not in sql.lower():
+            return sql
+        if not state:
+            contract_file = root / CONTRACT_FILE
+            state["contract"] = load_contract(root) if contract_file.exists() else None
+            state["raw"] = {q.removeprefix(f"{RAW_SCHEMA}."): [c for c, _ in cols]
+                            for q, cols in load_raw_sources(root).items()}
+        return compile_vendor_relations(sql, state["contract"], state["raw"], path)
+
+    return compile_sql
 
 
 def _model_files(root: Path) -> dict[str, tuple[Path, str]]:
