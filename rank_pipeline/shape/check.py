@@ -49,7 +49,8 @@ class PathFinding:
     """One contracted path that failed on one day.
 
     Attributes:
-        problem: ``absent``, ``wrong_type``, ``null``, ``empty``, ``dropped`` or ``null_rise``.
+        problem: ``absent``, ``wrong_type``, ``undecodable``, ``out_of_range``, ``null``, ``empty``, ``dropped`` or
+            ``null_rise``.
         share: the failing share of the day's records (0..1); what: the words of the line.
         candidates: the observed paths that could hold the same thing, already formatted.
     """
@@ -164,6 +165,45 @@ def _assign_candidates(findings: list[tuple[PathFinding, ContractField]], endpoi
         f.candidates = [_describe(spec, s, profile) for s in sorted(pools[f.path], key=rank)[:MAX_CANDIDATES]]
 
 
+def decode_profile(contract: Contract, profile: EndpointProfile, profiler: Profiler) -> None:
+    """Count each contracted field with an encoding or a range as decoded, in ``profile`` (once): a sentinel
+    is a null, a value that decodes has the field's type, one that does not is of type ``undecodable`` (its
+    values in :attr:`PathStats.undecodable`), and a decoded number outside the range is listed in
+    :attr:`PathStats.outside`. The type, null and drift checks then run on the decoded values."""
+    if profile.decoded:
+        return
+    profile.decoded = True
+    for spec in contract.fields.get(profile.endpoint, ()):
+        stats = profile.paths.get(spec.path)
+        if (spec.encoding is None and spec.range is None) or stats is None or not stats.filled or spec.type == "array":
+            continue
+        nulls, decoded = 0, 0
+        undecodable: dict[str, int] = {}
+        outside: dict[str, int] = {}
+        for text, count in profiler.value_counts(spec.path).items():
+            sent = json.loads(text)
+            decodes, value = spec.decode(sent)
+            if not decodes:
+                undecodable[json.dumps(sent)[:40]] = count
+            elif value is None:
+                nulls += count
+            else:
+                decoded += count
+                if spec.range is not None and isinstance(value, int | float) and not spec.range[0] <= value <= spec.range[1]:
+                    outside[json.dumps(sent)[:40]] = count
+        if spec.encoding is not None:
+            stats.null += nulls
+            stats.types = {spec.type: decoded, **({"undecodable": sum(undecodable.values())} if undecodable else {})}
+        stats.undecodable, stats.outside = undecodable, outside
+
+
+def _values(counts: Mapping[str, int], profile: EndpointProfile, limit: int = 5) -> str:
+    """``"-" in 12.0%, "n/a" in 0.5%`` of the most frequent values, and how many more."""
+    shown = [f"{v} in {_pct(profile.share(n))}" for v, n in list(counts.items())[:limit]]
+    more = f" and {len(counts) - limit} more values" if len(counts) > limit else ""
+    return ", ".join(shown) + more
+
+
 def _ancestor_type_change(spec: ContractField, profile: EndpointProfile) -> tuple[str, PathStats] | None:
     """The nearest ancestor of ``spec.path`` seen holding something other than an object, if any."""
     parts = spec.path.split(".")
@@ -184,6 +224,7 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
     findings: list[tuple[PathFinding, ContractField]] = []
     if total == 0:
         return []
+    decode_profile(contract, profile, profiler)
     for spec in contract.fields.get(endpoint, ()):
         limits = thresholds.get(endpoint, spec.path)
         stats = profile.paths.get(spec.path, PathStats(spec.path))
@@ -200,7 +241,18 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
             else:
                 finding = ("absent", absent, f"({spec.type}) absent in {_pct(absent)} of {total} records "
                                              "(the key is missing, not null)")
-        if finding is None and stats.present:
+        if finding is None and stats.undecodable and spec.encoding is not None:
+            share = profile.share(sum(stats.undecodable.values()))
+            if share > limits.max_wrong_type_share:
+                finding = ("undecodable", share, f"does not decode as declared ({spec.encoding.describe(spec.type)}): "
+                                                 f"{_values(stats.undecodable, profile)} of {total} records")
+        if finding is None and stats.outside:
+            share = profile.share(sum(stats.outside.values()))
+            if share > limits.max_wrong_type_share:
+                assert spec.range is not None  # outside is filled for a field with a range only
+                finding = ("out_of_range", share, f"is outside {spec.range[0]:g}..{spec.range[1]:g}: "
+                                                  f"{_values(stats.outside, profile)} of {total} records")
+        if finding is None and stats.present and spec.encoding is None:
             wrong = stats.filled - _types_ok(stats, spec)
             nulls = 0 if spec.nullable else stats.null
             if profile.share(wrong + nulls) > limits.max_wrong_type_share:
@@ -239,13 +291,16 @@ def _unread(contract: Contract, profile: EndpointProfile) -> dict[str, str]:
             for s in profile.paths.values() if s.path not in known and set(s.types) != {"object"}}
 
 
-def _cached(cache_dir: Path | None, store: Store, endpoint: str, day: date) -> tuple[Path | None, str]:
+def _cached(cache_dir: Path | None, store: Store, endpoint: str, day: date,
+            contract: Contract) -> tuple[Path | None, str]:
     """The cache file of one day's profile and the signature of the snapshot it profiles (the committed
-    manifest, its write time included: a re-extracted day has another signature)."""
+    manifest, its write time included: a re-extracted day has another signature) and of the contract's fields
+    of the endpoint (the counts are of decoded values)."""
     if cache_dir is None:
         return None, ""
     manifest = read_manifest(store, endpoint, day)
-    signature = hashlib.sha256(manifest.model_dump_json().encode()).hexdigest()[:16]
+    fields = json.dumps([f.model_dump(mode="json") for f in contract.fields.get(endpoint, ())], sort_keys=True)
+    signature = hashlib.sha256((manifest.model_dump_json() + fields).encode()).hexdigest()[:16]
     return Path(cache_dir) / endpoint / f"{day.isoformat()}.json", signature
 
 
@@ -256,7 +311,7 @@ def _load_profile(path: Path | None, signature: str) -> EndpointProfile | None:
         return None
     if not isinstance(data, dict) or data.get("signature") != signature:
         return None
-    profile = EndpointProfile(data["endpoint"], data["records"])
+    profile = EndpointProfile(data["endpoint"], data["records"], decoded=True)
     for row in data["paths"]:
         profile.paths[row["path"]] = PathStats(row["path"], row["present"], row["null"], dict(row["types"]))
     return profile
@@ -301,17 +356,19 @@ def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thres
         for i, day in enumerate(committed):
             if day > last:
                 break
-            cache, signature = _cached(cache_dir, store, endpoint, day)
+            cache, signature = _cached(cache_dir, store, endpoint, day, contract)
             if day < first:
                 if i + 1 < len(committed) and committed[i + 1] >= first:  # the day before the range
                     previous, previous_day = _load_profile(cache, signature), day
                     if previous is None:
                         with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
                             previous = profiler.profile()
+                            decode_profile(contract, previous, profiler)
                         _store_profile(cache, signature, previous)
                 continue
             with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
                 profile = profiler.profile()
+                decode_profile(contract, profile, profiler)
                 _store_profile(cache, signature, profile)
                 result.days.append(day)
                 result.records += profile.records
