@@ -93,7 +93,8 @@ class ShapeResult:
         for f in self.findings:
             seen = ("; seen instead: " + ", ".join(f.candidates)) if f.candidates else "; no candidate path seen"
             day = f" on {f.day}" if f.day is not None and len(self.days) > 1 else ""
-            out.append(f"{f.endpoint}: attributes.{f.path} {f.what}{day}{seen}; edit {edit}")
+            out.append(f"{f.endpoint}: attributes.{f.path} {f.what}{day}{seen}; edit {edit} "
+                       "(`rank-pipeline profile --suggest` writes the edit for review)")
         return out
 
 

@@ -112,7 +112,7 @@ def test_profile_live_samples_the_api_and_says_what_the_contract_reads(tmp_path)
     assert not (tmp_path / "snapshots").exists()  # a sample writes nothing
 
 
-@pytest.mark.parametrize("shape", ["vendor-c", "vendor-b@tomorrow"])
+@pytest.mark.parametrize("shape", ["vendor-z", "vendor-b@tomorrow"])
 def test_an_unknown_sandbox_shape_is_one_line_and_exit_2(tmp_path, shape):
     result = cli("run", data_dir=tmp_path, env={"RANK_SANDBOX_SHAPE": shape}, timeout=120)
     assert result.returncode == 2
