@@ -262,8 +262,12 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
                 if nulls:
                     kinds = ", ".join(x for x in (kinds, f"null in {_pct(profile.share(nulls))} (the contract says "
                                                   "never null)") if x)
+                top = ""
+                if wrong and spec.type != "array" and not set(stats.types) & {"object", "array"}:
+                    counts = {v: n for v, n in profiler.value_counts(spec.path).items() if not spec.decode(json.loads(v))[0]}
+                    top = f" (values: {_values(counts, profile)})" if counts else ""
                 finding = ("wrong_type" if wrong else "null", profile.share(wrong + nulls),
-                           f"is not {spec.type}: {kinds} of {total} records")
+                           f"is not {spec.type}: {kinds} of {total} records{top}")
         if finding is None and spec.nullable and total >= limits.min_records:
             null_share = profile.share(stats.null)
             if null_share > limits.max_null_share:
