@@ -93,7 +93,7 @@ class ShapeResult:
         for f in self.findings:
             seen = ("; seen instead: " + ", ".join(f.candidates)) if f.candidates else "; no candidate path seen"
             day = f" on {f.day}" if f.day is not None and len(self.days) > 1 else ""
-            out.append(f"{f.endpoint}: attributes.{f.path} {f.what}{day}{seen}; edit {edit} "
+            out.append(f"{f.endpoint}: {f.path} {f.what}{day}{seen}; edit {edit} "
                        "(`rank-pipeline profile --suggest` writes the edit for review)")
         return out
 
@@ -139,7 +139,7 @@ def _pool(spec: ContractField, endpoint: str, contract: Contract, profile: Endpo
 
 def _describe(spec: ContractField, s: PathStats, profile: EndpointProfile) -> str:
     values = f" {s.minimum:g}..{s.maximum:g}" if s.minimum is not None and spec.type in ("integer", "number") else ""
-    return (f"attributes.{s.path} ({s.type_label()}{values}, {_pct(profile.share(s.filled))} filled, "
+    return (f"{s.path} ({s.type_label()}{values}, {_pct(profile.share(s.filled))} filled, "
             f"e.g. {_example(s.example)})")
 
 
@@ -236,7 +236,7 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
             if changed is not None:
                 path, parent = changed
                 finding = ("wrong_type", absent,
-                           f"absent in {_pct(absent)} of {total} records: attributes.{path} is "
+                           f"absent in {_pct(absent)} of {total} records: {path} is "
                            f"{parent.type_label()} in {_pct(profile.share(parent.filled))} where the contract "
                            f"reads an object (a type change, not a null)")
             else:

@@ -67,9 +67,9 @@ def test_another_shape_fails_on_the_first_run_naming_each_path_and_the_position_
     assert failed["keyword"].problem == "absent"
     # the position's candidates are the integer paths whose values lie in 1..100: serp.rank only
     assert len(failed["results.organic.position"].candidates) == 1
-    assert failed["results.organic.position"].candidates[0].startswith("attributes.serp.rank (integer")
-    assert failed["device"].candidates[0].startswith("attributes.engine.device")
-    assert failed["results.organic.url"].candidates[0].startswith("attributes.serp.landingPage")
+    assert failed["results.organic.position"].candidates[0].startswith("serp.rank (integer")
+    assert failed["device"].candidates[0].startswith("engine.device")
+    assert failed["results.organic.url"].candidates[0].startswith("serp.landingPage")
     lines = result.lines()
     assert len(lines) == 7
     assert all("vendor_contract.yml" in line and line.startswith("keywords: attributes.") for line in lines)
@@ -82,8 +82,8 @@ def test_a_type_change_is_reported_as_a_type_change_not_as_a_null(tmp_path):
     _write(tmp_path, D1, [shape.keyword(r, D1) for r in _records()])
     (finding,) = _check(tmp_path, D1).findings
     assert finding.path == "language.code" and finding.problem == "wrong_type"
-    assert "attributes.language is string" in finding.what and "type change" in finding.what
-    assert finding.candidates[0].startswith("attributes.language (string")
+    assert "language is string" in finding.what and "type change" in finding.what
+    assert finding.candidates[0].startswith("language (string")
 
 
 def test_absent_and_null_are_told_apart(tmp_path):

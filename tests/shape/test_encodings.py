@@ -74,7 +74,7 @@ def test_a_sentinel_outside_the_encoding_is_named_with_its_path_and_values(tmp_p
     edits = [(old, new.replace('null_values: ["-"]', 'null_values: ["n/a"]')) for old, new in VENDOR_C]
     result = _check(tmp_path, _vendor_c_records(), edits)
     (line,) = result.lines()
-    assert line.startswith('keywords: attributes.results.organic.rank does not decode as declared '
+    assert line.startswith('keywords: results.organic.rank does not decode as declared '
                            '(integer sent as string; "n/a" means null): "-" in 20.0% of 60 records')
 
 
@@ -82,7 +82,7 @@ def test_a_decoded_value_outside_the_range_fails(tmp_path):
     records = _vendor_c_records()
     records[1]["attributes"]["results"]["organic"]["rank"] = "0"
     (line,) = _check(tmp_path, records, VENDOR_C).lines()
-    assert 'attributes.results.organic.rank is outside 1..100: "0" in 1.7% of 60 records' in line
+    assert 'results.organic.rank is outside 1..100: "0" in 1.7% of 60 records' in line
 
 
 def test_the_contract_reads_a_field_by_name_and_decodes_it(tmp_path):
@@ -105,7 +105,7 @@ def test_through_the_cli_a_wrong_sentinel_fails_naming_it_and_the_right_contract
     failed = cli("run", data_dir=vendor, env={**shape, "RANK_PIPELINE_MODELS_DIR": str(wrong)})
     out = failed.stdout + failed.stderr
     assert failed.returncode == 1, out
-    line = next(x for x in out.splitlines() if "attributes.results.organic.rank " in x)
+    line = next(x for x in out.splitlines() if "results.organic.rank " in x)
     assert 'does not decode as declared (integer sent as string; "n/a" means null): "-" in' in line
     assert "Conversion Error" not in out and "cast" not in out.lower()
     assert not (vendor / "warehouse.duckdb").exists()  # nothing published

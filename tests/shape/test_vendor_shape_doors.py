@@ -44,9 +44,9 @@ def test_first_contact_with_another_shape_then_the_documented_edit_and_a_rebuild
     assert first.returncode == 1, out
     for path in ("keyword", "searchEngine", "device", "language.code", "results.organic.position",
                  "results.organic.url", "results.organic.capturedAt"):
-        assert f"vendor shape: keywords: attributes.{path} " in out, path
-    position = next(line for line in out.splitlines() if "attributes.results.organic.position " in line)
-    assert "seen instead: attributes.serp.rank (integer 1..100" in position
+        assert f"vendor shape: keywords: {path} " in out, path
+    position = next(line for line in out.splitlines() if "results.organic.position " in line)
+    assert "seen instead: serp.rank (integer 1..100" in position
     assert "failed check: " in out and "raw/keywords matches_contract [ERROR (blocking)]" in out
     assert not (vendor / "warehouse.duckdb").exists()  # nothing published
     assert (vendor / "snapshots" / "keywords").is_dir()  # the snapshots are kept
@@ -88,7 +88,7 @@ def test_a_field_renamed_on_day_5_of_7_fails_that_day_and_keeps_days_1_to_4_publ
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     assert f"the daily job failed for {day5}" in out
-    assert "vendor shape: keywords: attributes.results.organic.position " in out
+    assert "vendor shape: keywords: results.organic.position " in out
     with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
         days = [d for (d,) in con.execute(
             "select distinct snapshot_date from marts.fct_keyword_rankings_daily order by 1").fetchall()]
