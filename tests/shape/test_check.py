@@ -170,3 +170,20 @@ def test_the_kept_counts_of_the_day_before_give_the_same_drift_and_follow_a_re_e
     _write(snapshots, D1, today)  # D1 extracted again, now as empty as D2: no rise left
     again = check_snapshots(snapshots, CONTRACT, THRESHOLDS, D2, D2, endpoints=["keywords"], cache_dir=cache)
     assert again["keywords"].passed
+
+
+def test_after_a_remap_the_fields_file_forgets_the_paths_now_read(tmp_path):
+    from rank_pipeline.transform.contract import load_contract as parse
+
+    path = tmp_path / "vendor_fields.json"
+    record_unread(path, D1, {"keywords": {"serp.rank": "integer, 83.2% of records", "language": "string, 100.0% of records"}})
+    remapped = tmp_path / "models"
+    (remapped / "sources").mkdir(parents=True)
+    text = (Path(models_dir()) / "sources" / "vendor_contract.yml").read_text()
+    (remapped / "sources" / "vendor_contract.yml").write_text(
+        text.replace("path: results.organic.position,", "path: serp.rank,"))
+    record_unread(path, D2, {}, reads=parse(remapped).reads)
+    import json
+
+    # serp.rank is read now; language is still a string where the contract reads language.code
+    assert set(json.loads(path.read_text())["keywords"]) == {"language"}
