@@ -334,6 +334,28 @@ def _store_profile(path: Path | None, signature: str, profile: EndpointProfile) 
     tmp.replace(path)
 
 
+def mart_weights(models_dir: Path, cache_dir: Path | None = None) -> dict[tuple[str, str], int]:
+    """``{(endpoint, path): mart columns}``: how many columns of the marts derive from each JSON path of the raw
+    records (column lineage, :mod:`rank_pipeline.transform.lineage`); empty when the project cannot be read."""
+    from rank_pipeline.transform import load_project
+    from rank_pipeline.transform.errors import ProjectError
+    from rank_pipeline.transform.lineage import project_lineage
+
+    try:
+        lineage = project_lineage(load_project(models_dir), cache_dir)
+    except ProjectError:
+        return {}
+    weights: dict[tuple[str, str], int] = {}
+    for relation, columns in lineage.columns.items():
+        if relation.startswith("marts."):
+            for column in columns:
+                for ref in lineage.sources(relation, column):
+                    if ref.relation.startswith("raw.") and ref.path:
+                        key = (ref.relation.removeprefix("raw."), ref.path)
+                        weights[key] = weights.get(key, 0) + 1
+    return weights
+
+
 def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thresholds: ThresholdTable,
                     first: date, last: date, *, endpoints: Sequence[str] = ENDPOINTS,
                     edit: Mapping[str, Sequence[str]] | None = None,
@@ -381,4 +403,11 @@ def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thres
                 for path, text in _unread(contract, profile).items():
                     result.unread.setdefault(path, text)
             previous, previous_day = profile, day
+    if any(r.findings for r in results.values()):  # the paths the marts depend on most lead
+        weights = mart_weights(contract.path.parent.parent, cache_dir)
+        for result in results.values():
+            result.findings.sort(key=lambda f: -weights.get((f.endpoint, f.path), 0))
+            for f in result.findings:
+                if weights.get((f.endpoint, f.path)):
+                    f.what += f" (feeds {weights[(f.endpoint, f.path)]} mart columns)"
     return results
