@@ -1,5 +1,6 @@
 """Read a project folder into its nodes: the ``.yml`` files (strictly: a key repeated in one mapping is
-refused), the ``.sql`` files, the seed CSVs and the ``raw_sources:`` declarations.
+refused), the ``.sql`` files (a staging model's ``vendor.<endpoint>`` compiled from the vendor's contract,
+:mod:`rank_pipeline.transform.flatten`), the seed CSVs and the ``raw_sources:`` declarations.
 
 The folder's layout and the ``.yml`` format are in :mod:`rank_pipeline.transform.project`, which puts the
 pieces read here together and checks the references between them (:mod:`rank_pipeline.transform.graph`).
@@ -87,7 +88,8 @@ def _load_yml(path: Path) -> dict:
     unknown = sorted(set(doc) - {"version", "models", "seeds", "sources", "contract", "raw_sources"})
     if unknown:
         raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:`, `seeds:`, "
-                               "`sources:` or (the vendor's contract, sources/vendor_contract.yml) `raw_sources:` and `contract:`")
+                               "`sources:`, `raw_sources:` (sources/raw.yml) or `contract:` (the vendor's contract, "
+                               "sources/vendor_contract.yml)")
     return dict(doc)
 
 
@@ -352,8 +354,7 @@ def load_source_tables(root: Path) -> dict[str, SourceTable]:
 
 def load_raw_sources(root: Path) -> dict[str, tuple[tuple[str, str], ...]]:
     """``{raw.<name>: ((column, DuckDB type), ...)}`` for every table of the ``raw_sources:`` mappings under
-    ``sources/`` (the shipped project declares them in ``sources/vendor_contract.yml``, beside the vendor's
-    contract): ``raw_sources: {name: {column: type, ...}, ...}``, columns in table order.
+    ``sources/`` (the shipped project declares them in ``sources/raw.yml``): ``raw_sources: {name: {column: type, ...}, ...}``, columns in table order.
 
     Raises:
         ModelConfigError: a malformed ``raw_sources:`` mapping, a raw table declared twice.

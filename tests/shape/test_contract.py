@@ -5,6 +5,7 @@ reported with file and line)."""
 from __future__ import annotations
 
 import shutil
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,27 @@ def test_what_the_contract_reads_of_an_observed_path():
     assert contract.reads("keywords", "tagIds[*]", {"string"})  # an element of a read array
     assert not contract.reads("keywords", "language", {"string"})  # a string where an object is read
     assert not contract.reads("keywords", "serp.rank", {"integer"})
+
+
+def test_after_the_remap_python_reads_the_fields_by_name_and_the_lookups_ask_one_engine(project):
+    import subprocess
+
+    from rank_pipeline.api.fields import keyword_combination, keyword_search_engines
+    from rank_pipeline.sandbox.assumptions import keyword_record
+    from rank_pipeline.sandbox.shapes import parse_shape
+
+    default = keyword_record(
+        "k1", keyword="red shoes", search_engine="bing", device="mobile",
+        location={"code": "2840", "name": "United States", "variant": "Country"}, language_code="en",
+        frequency="daily", tag_ids=[], search_volume=10, created_at="2025-01-01T00:00:00Z", position=3,
+        url="https://example.com/", captured="2026-11-01T06:00:00Z")
+    attributes = parse_shape("vendor-b").keyword(default, date(2026, 11, 1))["attributes"]
+    before = load_contract(project)
+    assert keyword_combination(attributes, before) is None
+    assert keyword_search_engines(attributes, before) == ("google", "bing", "yahoo")
+    patch = Path(__file__).resolve().parents[2] / "examples" / "vendor-b" / "vendor-b.patch"
+    subprocess.run(["git", "apply", str(patch)], cwd=project.parent, check=True)
+    after = load_contract(project)
+    assert keyword_combination(attributes, after) == ("red shoes", "bing", "mobile", "2840", "en")
+    assert keyword_search_engines(attributes, after) == ("bing",)
+    assert keyword_combination(default["attributes"], before) == keyword_combination(attributes, after)
