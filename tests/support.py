@@ -68,7 +68,7 @@ def require_root(what: str) -> None:
 
 def declare_raw_sources(root) -> None:
     """Declare in ``root/sources/raw.yml`` the raw tables the warehouse loads, with their columns, as the shipped
-    project does in ``sources/vendor_contract.yml``: a models folder built by a test reads them like the shipped one."""
+    project does in ``sources/raw.yml``: a models folder built by a test reads them like the shipped one."""
     from pathlib import Path
 
     import yaml

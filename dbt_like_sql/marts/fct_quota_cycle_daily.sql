@@ -131,7 +131,8 @@ cadenced as (
             when resets_62d = 0 then 'none'
             when resets_62d = 1 then 'monthly_assumed'
             when span_between_resets / (resets_62d - 1) between 28 and 31 then 'monthly'
-            else 'every_' || cast(span_between_resets // (resets_62d - 1) as varchar) || '_days'
+            -- N is the mean spacing rounded to the nearest day (halves up), the N cycle_end uses
+            else 'every_' || cast(cast(round(span_between_resets / (resets_62d - 1)) as integer) as varchar) || '_days'
         end as reset_cadence
     from cycles
 ),
@@ -143,7 +144,7 @@ bounded as (
             when reset_cadence in ('monthly', 'monthly_assumed', 'calendar_month_assumed')
                 then cast(cycle_start + interval 1 month - interval 1 day as date)
             when reset_cadence like 'every_%'
-                then cast(cycle_start + cast(cycle_length_days as integer) - 1 as date)
+                then cast(cycle_start + cast(round(cycle_length_days) as integer) - 1 as date)
         end as cycle_end
     from cadenced
 ),
@@ -191,13 +192,14 @@ final as (
         r.keywords_removed,
         r.is_reset,
         r.quota_limit <> r.previous_limit as limit_changed,
-        case when r.previous_usage is not null then
-            r.previous_usage * 100.0 / nullif(r.previous_limit, 0) < 80
-            and r.usage * 100.0 / nullif(r.quota_limit, 0) >= 80
+        -- unknown (null) without a previous snapshot, or when either limit is 0 (no utilisation to compare)
+        case when r.previous_usage is not null and r.previous_limit <> 0 and r.quota_limit <> 0 then
+            r.previous_usage * 100.0 / r.previous_limit < 80
+            and r.usage * 100.0 / r.quota_limit >= 80
         end as crossed_80_pct,
-        case when r.previous_usage is not null then
-            r.previous_usage * 100.0 / nullif(r.previous_limit, 0) < 100
-            and r.usage * 100.0 / nullif(r.quota_limit, 0) >= 100
+        case when r.previous_usage is not null and r.previous_limit <> 0 and r.quota_limit <> 0 then
+            r.previous_usage * 100.0 / r.previous_limit < 100
+            and r.usage * 100.0 / r.quota_limit >= 100
         end as crossed_100_pct,
         r.reset_cadence,
         r.cycle_length_days,

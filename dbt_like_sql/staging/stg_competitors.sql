@@ -1,10 +1,10 @@
 -- One row per competitor per domain per snapshot day. Rename and cast only.
--- Reads the competitor fields the spec marks "not shown" (docs/reference/sandbox.md, "Invented
--- record shapes"): meeting the real vendor's shape is a change to this file alone.
+-- Reads the fields by their names in the vendor's contract (sources/vendor_contract.yml), which alone holds
+-- their JSON paths: meeting the real vendor's shape is an edit of the contract, not of this file.
 with
 
 source as (
-    select * from raw.competitors
+    select * from vendor.competitors
 ),
 
 renamed as (
@@ -13,9 +13,9 @@ renamed as (
         cast(parent_id as varchar) as domain_id,
         cast(account as varchar) as account,
         cast(snapshot_date as date) as snapshot_date,
-        cast(attributes ->> '$.domain' as varchar) as competitor_domain,
-        cast(attributes ->> '$.name' as varchar) as competitor_name,
-        cast(attributes ->> '$.createdAt' as timestamp with time zone) as created_at,
+        cast(competitor_domain as varchar) as competitor_domain,
+        cast(competitor_name as varchar) as competitor_name,
+        cast(created_at as timestamp with time zone) as created_at,
         cast(extracted_at as timestamp with time zone) as extracted_at
     from source
 ),

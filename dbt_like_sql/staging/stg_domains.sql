@@ -1,8 +1,10 @@
 -- One row per domain per account per snapshot day. Rename and cast only.
+-- Reads the fields by their names in the vendor's contract (sources/vendor_contract.yml), which alone holds
+-- their JSON paths: meeting the real vendor's shape is an edit of the contract, not of this file.
 with
 
 source as (
-    select * from raw.domains
+    select * from vendor.domains
 ),
 
 renamed as (

@@ -1,29 +1,11 @@
 -- One row per tracked keyword per snapshot day. Rename and cast only.
--- The only place that reads the keyword fields the spec marks "not shown" (docs/reference/sandbox.md,
--- "Invented record shapes"): meeting the real vendor's shape is a change to the `parsed` CTE below.
+-- Reads the keyword fields by their names in the vendor's contract (sources/vendor_contract.yml): the JSON
+-- paths, their types and how the vendor sends them are declared there alone, and `vendor.keywords` is the raw
+-- table flattened by it. Meeting the real vendor's shape is an edit of the contract, not of this file.
 with
 
 source as (
-    select * from raw.keywords
-),
-
-parsed as (
-    select
-        *,
-        -- one parse per record; fields absent from a record (or of another type) come out null
-        json_transform(attributes, '{
-            "keyword": "VARCHAR",
-            "searchEngine": "VARCHAR",
-            "device": "VARCHAR",
-            "location": {"name": "VARCHAR", "variant": "VARCHAR"},
-            "language": {"code": "VARCHAR"},
-            "frequency": "VARCHAR",
-            "tagIds": ["VARCHAR"],
-            "searchVolume": "BIGINT",
-            "createdAt": "VARCHAR",
-            "results": {"organic": {"position": "INTEGER", "url": "VARCHAR", "capturedAt": "VARCHAR"}}
-        }') as attrs
-    from source
+    select * from vendor.keywords
 ),
 
 renamed as (
@@ -32,22 +14,22 @@ renamed as (
         cast(parent_id as varchar) as domain_id,
         cast(account as varchar) as account,
         cast(snapshot_date as date) as snapshot_date,
-        attrs.keyword as keyword,
-        attrs.searchEngine as search_engine,
-        attrs.device as device,
+        cast(keyword as varchar) as keyword,
+        cast(search_engine as varchar) as search_engine,
+        cast(device as varchar) as device,
         cast(location_code as varchar) as location_code,
-        attrs.location.name as location_name,
-        attrs.location.variant as location_variant,
-        attrs.language.code as language_code,
-        attrs.frequency as frequency,
-        attrs.tagIds as tag_ids,
-        attrs.searchVolume as search_volume,
-        attrs.results.organic.position as position,
-        attrs.results.organic.url as ranking_url,
-        cast(attrs.createdAt as timestamp with time zone) as created_at,
-        cast(attrs.results.organic.capturedAt as timestamp with time zone) as captured_at,
+        cast(location_name as varchar) as location_name,
+        cast(location_variant as varchar) as location_variant,
+        cast(language_code as varchar) as language_code,
+        cast(frequency as varchar) as frequency,
+        tag_ids,
+        cast(search_volume as bigint) as search_volume,
+        cast(position as integer) as position,
+        cast(ranking_url as varchar) as ranking_url,
+        cast(created_at as timestamp with time zone) as created_at,
+        cast(captured_at as timestamp with time zone) as captured_at,
         cast(extracted_at as timestamp with time zone) as extracted_at
-    from parsed
+    from source
 ),
 
 final as (

@@ -1,19 +1,19 @@
 -- One row per search engine x language code per snapshot day (reference data). Rename and cast only.
--- Reads the row fields the spec marks "not shown" (docs/reference/sandbox.md, "Invented record shapes"):
--- meeting the real vendor's shape is a change to this file alone.
+-- Reads the fields by their names in the vendor's contract (sources/vendor_contract.yml), which alone holds
+-- their JSON paths: meeting the real vendor's shape is an edit of the contract, not of this file.
 with
 
 source as (
-    select * from raw.languages
+    select * from vendor.languages
 ),
 
 renamed as (
     select
-        cast(code as varchar) as language_code,
+        cast(language_code as varchar) as language_code,
         cast(parent_id as varchar) as search_engine,
         cast(account as varchar) as account,
         cast(snapshot_date as date) as snapshot_date,
-        cast(attributes ->> '$.name' as varchar) as language_name,
+        cast(language_name as varchar) as language_name,
         cast(extracted_at as timestamp with time zone) as extracted_at
     from source
 ),

@@ -1,21 +1,21 @@
 -- One row per search engine x location code per snapshot day (reference data). Rename and cast only.
--- Reads the row fields the spec marks "not shown" (docs/reference/sandbox.md, "Invented record shapes"):
--- meeting the real vendor's shape is a change to this file alone.
+-- Reads the fields by their names in the vendor's contract (sources/vendor_contract.yml), which alone holds
+-- their JSON paths: meeting the real vendor's shape is an edit of the contract, not of this file.
 with
 
 source as (
-    select * from raw.locations
+    select * from vendor.locations
 ),
 
 renamed as (
     select
-        cast(code as varchar) as location_code,
+        cast(location_code as varchar) as location_code,
         cast(parent_id as varchar) as search_engine,
         cast(account as varchar) as account,
         cast(snapshot_date as date) as snapshot_date,
-        cast(attributes ->> '$.name' as varchar) as location_name,
-        cast(attributes ->> '$.variant' as varchar) as location_variant,
-        cast(attributes ->> '$.countryCode' as varchar) as country_code,
+        cast(location_name as varchar) as location_name,
+        cast(location_variant as varchar) as location_variant,
+        cast(country_code as varchar) as country_code,
         cast(extracted_at as timestamp with time zone) as extracted_at
     from source
 ),

@@ -1,10 +1,10 @@
 -- One row per tag per account per snapshot day. Rename and cast only.
--- Reads the tag fields the spec marks "not shown" (docs/reference/sandbox.md, "Invented record shapes"):
--- meeting the real vendor's shape is a change to this file alone.
+-- Reads the fields by their names in the vendor's contract (sources/vendor_contract.yml), which alone holds
+-- their JSON paths: meeting the real vendor's shape is an edit of the contract, not of this file.
 with
 
 source as (
-    select * from raw.tags
+    select * from vendor.tags
 ),
 
 renamed as (
@@ -12,9 +12,9 @@ renamed as (
         cast(id as varchar) as tag_id,
         cast(account as varchar) as account,
         cast(snapshot_date as date) as snapshot_date,
-        cast(attributes ->> '$.name' as varchar) as tag_name,
-        cast(attributes ->> '$.color' as varchar) as color,
-        cast(attributes ->> '$.createdAt' as timestamp with time zone) as created_at,
+        cast(tag_name as varchar) as tag_name,
+        cast(color as varchar) as color,
+        cast(created_at as timestamp with time zone) as created_at,
         cast(extracted_at as timestamp with time zone) as extracted_at
     from source
 ),

@@ -1,8 +1,10 @@
 -- One row per account per snapshot day: the plan's keyword and data-row quota. Rename and cast only.
+-- Reads the fields by their names in the vendor's contract (sources/vendor_contract.yml), which alone holds
+-- their JSON paths: meeting the real vendor's shape is an edit of the contract, not of this file.
 with
 
 source as (
-    select * from raw.usage
+    select * from vendor.usage
 ),
 
 renamed as (

@@ -14,7 +14,8 @@ Everything else is derived from :data:`CATALOG`:
 
 Adding an endpoint is one more entry here plus its staging model. Fields the spec marks "not shown" are
 never declared: they stay in the snapshot's ``attributes`` JSON; the one not-shown field the extractor
-needs (which search engine a keyword is tracked on) is read through :mod:`rank_pipeline.api.fields`.
+needs (which search engine a keyword is tracked on) is read by its name in the vendor's contract, through
+:mod:`rank_pipeline.api.fields`.
 
 This module imports neither Dagster nor pyarrow: field types are named (:data:`FIELD_TYPES`) and mapped
 to Arrow by the snapshot writer.
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rank_pipeline.api.fields import keyword_location_code, keyword_search_engines
+from rank_pipeline.api.fields import RecordFields, keyword_location_code, keyword_search_engines
 
 __all__ = [
     "CATALOG",
@@ -87,31 +88,33 @@ class ListRequest:
     parent_record_id: str | None = None
 
 
-RequestsFromParent = Callable[["Endpoint", Mapping[str, Any]], Iterator[ListRequest]]
+RequestsFromParent = Callable[["Endpoint", Mapping[str, Any], RecordFields], Iterator[ListRequest]]
+"""``(child endpoint, parent record, the vendor's contract) -> the child's lists``; the contract reads a field
+the spec does not show by its name (:mod:`rank_pipeline.api.fields`)."""
 
 
-def each_parent_record(resource: Endpoint, record: Mapping[str, Any]) -> Iterator[ListRequest]:
+def each_parent_record(resource: Endpoint, record: Mapping[str, Any], fields: RecordFields) -> Iterator[ListRequest]:
     """One list per parent record, its path's ``{parent_id}`` being the record's ``id``."""
     parent_id = str(record["id"])
     yield ListRequest(resource.path.format(parent_id=parent_id), parent_id=parent_id, parent_record_id=parent_id)
 
 
-def locations_of_keyword(resource: Endpoint, record: Mapping[str, Any]) -> Iterator[ListRequest]:
+def locations_of_keyword(resource: Endpoint, record: Mapping[str, Any], fields: RecordFields) -> Iterator[ListRequest]:
     """One list per search engine and location code a keyword points to.
 
     Spec: a keyword's ``location.code`` is the geo-target id; ``GET /v1/locations?code=&search_engine=``.
     The engine is not shown: read through :func:`rank_pipeline.api.fields.keyword_search_engines`.
     """
     attributes = record.get("attributes") or {}
-    code = keyword_location_code(attributes)
+    code = keyword_location_code(attributes, fields)
     if code is not None:
-        for engine in keyword_search_engines(attributes):
+        for engine in keyword_search_engines(attributes, fields):
             yield ListRequest(resource.path, (("code", code), ("search_engine", engine)), parent_id=engine)
 
 
-def languages_of_keyword(resource: Endpoint, record: Mapping[str, Any]) -> Iterator[ListRequest]:
+def languages_of_keyword(resource: Endpoint, record: Mapping[str, Any], fields: RecordFields) -> Iterator[ListRequest]:
     """One list per search engine a keyword may be tracked on (``GET /v1/languages?search_engine=``)."""
-    for engine in keyword_search_engines(record.get("attributes") or {}):
+    for engine in keyword_search_engines(record.get("attributes") or {}, fields):
         yield ListRequest(resource.path, (("search_engine", engine),), parent_id=engine)
 
 

@@ -1,10 +1,16 @@
-"""The pipeline's Python-side reading of record fields the spec marks "not shown".
+"""The pipeline's Python-side reading of a keyword record's fields, by their names in the vendor's contract.
 
-The staging SQL models (``dbt_like_sql/staging``) are where the warehouse reads invented fields. The
-extractor needs exactly one such field in Python, to know which search engine's catalogue to ask for a
-keyword's location row (the ``locations`` and ``languages`` declarations in :mod:`rank_pipeline.api.endpoints`
-derive their requests from a keyword with these functions); it lives here, beside its fallback, so
-meeting the vendor's real shape is a change in this file and in staging SQL only.
+Where the vendor sends a field (its JSON path) and how (its encoding) is declared once, in the contract
+(``dbt_like_sql/sources/vendor_contract.yml``, parsed by :mod:`rank_pipeline.transform.contract`). Python reads
+a record through it by name, as the staging models do: the extractor, to know which search engine's
+catalogue to ask for a keyword's location row (the ``locations`` and ``languages`` declarations of
+:mod:`rank_pipeline.api.endpoints` derive their requests from a keyword with these functions), and keywords
+plan and apply, to tell which combinations are tracked. A remap of the vendor's shape is an edit of the
+contract alone.
+
+Each function takes the contract as :class:`RecordFields` (anything with its ``value`` method), handed in by
+the caller (this package sits below the contract's parser). Names read: ``keyword``, ``search_engine``,
+``device``, ``location_code``, ``language_code`` of the endpoint ``keywords``.
 
 Spec facts used: a keyword "reads back with a ``location`` object whose ``code`` is the geo-target id";
 the lookup endpoints take ``search_engine`` in ``google``, ``bing``, ``yahoo`` (default ``google``).
@@ -13,52 +19,55 @@ the lookup endpoints take ``search_engine`` in ``google``, ``bing``, ``yahoo`` (
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
+
+__all__ = ["SEARCH_ENGINES", "RecordFields", "keyword_combination", "keyword_location_code", "keyword_search_engines"]
 
 SEARCH_ENGINES: tuple[str, ...] = ("google", "bing", "yahoo")
 """Engines named by the lookup endpoints (spec, "What the service does")."""
 
 
-def keyword_location_code(attributes: Mapping[str, Any]) -> str | None:
-    """``attributes.location.code`` of a keyword record (shown in the spec), as a string, or None."""
-    location = attributes.get("location")
-    if isinstance(location, Mapping) and location.get("code") not in (None, ""):
-        return str(location["code"])
-    return None
+class RecordFields(Protocol):
+    """The vendor's contract as a reader of records (:meth:`rank_pipeline.transform.contract.Contract.value`)."""
+
+    def value(self, endpoint: str, name: str, attributes: Mapping[str, Any]) -> Any:
+        """The decoded value of the field ``name`` of an ``endpoint`` record's ``attributes``, None when absent."""
+        ...
 
 
-def keyword_search_engines(attributes: Mapping[str, Any]) -> tuple[str, ...]:
-    """The engine(s) whose location catalogue holds this keyword's location row.
+def _text(fields: RecordFields, name: str, attributes: Mapping[str, Any]) -> str | None:
+    value = fields.value("keywords", name, attributes)
+    if value is None or isinstance(value, Mapping | list) or str(value).strip() == "":
+        return None
+    return str(value)
 
-    Not shown in the spec. Reads the sandbox's assumed ``attributes.searchEngine`` (a string) when it
-    names a known engine; otherwise every engine, so a different vendor shape costs a few more lookup
-    requests but loses no reference row.
-    """
-    engine = attributes.get("searchEngine")
-    if isinstance(engine, Mapping):
-        engine = engine.get("name")
-    if isinstance(engine, str) and engine.strip().lower() in SEARCH_ENGINES:
+
+def keyword_location_code(attributes: Mapping[str, Any], fields: RecordFields) -> str | None:
+    """The keyword's ``location_code`` (``location.code``, shown in the spec), as a string, or None."""
+    return _text(fields, "location_code", attributes)
+
+
+def keyword_search_engines(attributes: Mapping[str, Any], fields: RecordFields) -> tuple[str, ...]:
+    """The engine(s) whose location catalogue holds this keyword's location row: its ``search_engine`` (not
+    shown in the spec) when it names a known engine; otherwise every engine, so a record the contract does
+    not read costs a few more lookup requests but loses no reference row."""
+    engine = _text(fields, "search_engine", attributes)
+    if engine is not None and engine.strip().lower() in SEARCH_ENGINES:
         return (engine.strip().lower(),)
     return SEARCH_ENGINES
 
 
-def keyword_combination(attributes: Mapping[str, Any]) -> tuple[str, str, str, str, str] | None:
+def keyword_combination(attributes: Mapping[str, Any], fields: RecordFields) -> tuple[str, str, str, str, str] | None:
     """The combination a keyword record tracks: ``(word, engine, device, location code, language code)``.
 
-    Only ``location.code`` is shown in the spec; the word, engine, device and language are read from
-    the sandbox's assumed ``attributes.keyword``, ``searchEngine``, ``device`` and ``language.code``
-    (the same fields ``staging.stg_keywords`` reads). Engine, device and language are lower-cased and
-    the word trimmed, as keyword create normalises them (spec, "Keyword create: body"). None when a
-    part is missing, so an unreadable record is never taken for a wanted keyword.
+    Read by the contract's names ``keyword``, ``search_engine``, ``device``, ``location_code`` and
+    ``language_code`` (the columns ``staging.stg_keywords`` reads). Engine, device and language are
+    lower-cased and the word trimmed, as keyword create normalises them (spec, "Keyword create: body").
+    None when a part is missing, so an unreadable record is never taken for a wanted keyword.
     """
-    # Any, not Any | None: each is checked to be a non-blank str before it is used
-    word: Any = attributes.get("keyword")
-    engine: Any = attributes.get("searchEngine")
-    device: Any = attributes.get("device")
-    language: Any = attributes.get("language")
-    language = language.get("code") if isinstance(language, Mapping) else language
-    location = keyword_location_code(attributes)
-    parts = (word, engine, device, language)
-    if location is None or not all(isinstance(p, str) and p.strip() for p in parts):
+    word, engine, device, location, language = (
+        _text(fields, name, attributes)
+        for name in ("keyword", "search_engine", "device", "location_code", "language_code"))
+    if word is None or engine is None or device is None or location is None or language is None:
         return None
     return (word.strip(), engine.strip().lower(), device.strip().lower(), location, language.strip().lower())

@@ -100,6 +100,10 @@ def _source_parsers(sub) -> None:
     p.add_argument("--live", type=positive_int, metavar="N", help="profile N records per endpoint from the API instead")
     p.add_argument("--endpoint", action="append", choices=endpoint_names(), help="only this endpoint (repeatable)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json, for tools")
+    p.add_argument("--suggest", action="store_true",
+                   help="print a patch of the contract remapping the paths it misses to the paths the vendor sends, "
+                        "for review (notes first, then the diff: `rank-pipeline profile --suggest > remap.patch`, "
+                        "review, `git apply remap.patch`, `rank-pipeline rebuild`)")
     p.set_defaults(func=cmd_profile)
 
 

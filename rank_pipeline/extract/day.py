@@ -49,10 +49,11 @@ from rank_pipeline.api.endpoints import CATALOG, Endpoint, ListRequest, children
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.extract.concurrency import run_all
 from rank_pipeline.extract.resume import ListSpool, ResumeArea, fingerprint
-from rank_pipeline.settings import Shard
+from rank_pipeline.settings import Shard, models_dir
 from rank_pipeline.snapshots.manifest import AccountStats, KeyStats, ListsReport, SnapshotManifest
 from rank_pipeline.snapshots.schema import records_table
 from rank_pipeline.snapshots.writer import SnapshotWriter
+from rank_pipeline.transform.contract import loaded_contract
 
 __all__ = [
     "AccountSource",
@@ -144,6 +145,7 @@ class _AccountRun:
             for r in CATALOG
         }
         self.lists: list[ListResult] = []
+        self.fields = loaded_contract(models_dir())  # reads a keyword's engine for its lookups, by name
 
     def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[dict], None] | None = None,
               spool: ListSpool | None = None):
@@ -256,7 +258,7 @@ class _AccountRun:
 
         def on_record(record: dict) -> None:
             for child in children:
-                for request in child.requests_from_parent(child, record):
+                for request in child.requests_from_parent(child, record, self.fields):
                     if request.parent_record_id is not None:
                         self.parent_prints[request.parent_record_id] = fingerprint(record)
                     wanted[child.name][request] = None

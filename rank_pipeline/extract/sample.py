@@ -16,6 +16,8 @@ from rank_pipeline.api import RankTrackerClient
 from rank_pipeline.api.endpoints import CATALOG
 from rank_pipeline.api.errors import NotFoundError
 from rank_pipeline.extract.source import Source
+from rank_pipeline.settings import models_dir
+from rank_pipeline.transform.contract import loaded_contract
 
 __all__ = ["MAX_PER_PAGE", "sample_records"]
 
@@ -25,6 +27,7 @@ MAX_PER_PAGE = 1000
 
 async def _sample(base_url: str, api_key: str, config, size: int) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
+    fields = loaded_contract(models_dir())
     per_page = max(1, min(size, MAX_PER_PAGE))
     async with RankTrackerClient(base_url, api_key, config=config) as client:
         for endpoint in CATALOG:
@@ -34,7 +37,7 @@ async def _sample(base_url: str, api_key: str, config, size: int) -> dict[str, l
             else:
                 seen, requests = set(), []
                 for parent in out.get(endpoint.parent, []):
-                    for request in endpoint.requests_from_parent(endpoint, parent):
+                    for request in endpoint.requests_from_parent(endpoint, parent, fields):
                         if (request.path, request.params) not in seen:
                             seen.add((request.path, request.params))
                             requests.append(request)

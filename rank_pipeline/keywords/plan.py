@@ -36,10 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from rank_pipeline.api import RankTrackerClient
-from rank_pipeline.api.fields import SEARCH_ENGINES, keyword_combination
+from rank_pipeline.api.fields import SEARCH_ENGINES, RecordFields, keyword_combination
 from rank_pipeline.keywords.catalogue import GLOBAL_LANGUAGE, Allowed, Catalogue
 from rank_pipeline.keywords.schema import LoadedFile
-from rank_pipeline.settings import ConfigurationError
+from rank_pipeline.settings import ConfigurationError, models_dir
+from rank_pipeline.transform.contract import loaded_contract
 
 __all__ = ["DomainPlan", "Plan", "Problem", "Quota", "UnreadableKeywords", "Wanted", "plan_offline", "plan_online", "wanted_of"]
 
@@ -244,26 +245,28 @@ class Plan:
 
 class UnreadableKeywords(ConfigurationError):
     """Tracked keyword records whose combination cannot be read: the vendor sends another shape than the
-    one :func:`rank_pipeline.api.fields.keyword_combination` reads. A plan would take them for missing and
+    the vendor's contract reads (:func:`rank_pipeline.api.fields.keyword_combination`). A plan would take them for missing and
     create them again (keyword creation is not idempotent), so there is no plan."""
 
 
-def tracked_combinations(records: Iterable[Mapping[str, Any]]) -> dict[Key, str]:
-    """``{combination: keyword id}`` of keyword records (through :func:`keyword_combination`).
+def tracked_combinations(records: Iterable[Mapping[str, Any]], fields: RecordFields | None = None) -> dict[Key, str]:
+    """``{combination: keyword id}`` of keyword records (through :func:`keyword_combination`), read by the
+    vendor's contract ``fields`` (default: the contract of the models folder, :func:`rank_pipeline.settings.models_dir`).
 
     Raises:
         UnreadableKeywords: a record's word, engine, device, location or language cannot be read (one line
             naming the record and what to run).
     """
     out: dict[Key, str] = {}
+    reader = fields if fields is not None else loaded_contract(models_dir())
     for record in records:
         attributes = record.get("attributes") if isinstance(record, Mapping) else None
-        combo = keyword_combination(attributes) if isinstance(attributes, Mapping) else None
+        combo = keyword_combination(attributes, reader) if isinstance(attributes, Mapping) else None
         if combo is None:
             raise UnreadableKeywords(
                 f"keyword {record.get('id') if isinstance(record, Mapping) else record!r}: its word, search engine, "
-                "device, location or language is not where rank_pipeline/api/fields.py reads them (the vendor "
-                "sends another shape: see `rank-pipeline profile`); no plan is made, since a keyword it cannot "
+                "device, location or language is not where the vendor's contract (sources/vendor_contract.yml) "
+                "reads them (the vendor sends another shape: see `rank-pipeline profile --suggest`); no plan is made, since a keyword it cannot "
                 "read would be created again")
         out.setdefault(combo, str(record.get("id")))
     return out

@@ -87,11 +87,15 @@ def list_competitors(request: Request) -> Response:
     domain_id = _owned_domain(request)
     if domain_id is None:
         return domain_not_found()
-    return paginated_response(request, request.app.state.world.competitors(domain_id))
+    shape, today = request.app.state.shape, request.app.state.world.today
+    return paginated_response(request, [shape.record("competitors", r, today)
+                                        for r in request.app.state.world.competitors(domain_id)])
 
 
 def list_tags(request: Request) -> Response:
-    return paginated_response(request, request.app.state.world.tags(_account(request).account_id))
+    shape, today = request.app.state.shape, request.app.state.world.today
+    return paginated_response(request, [shape.record("tags", r, today)
+                                        for r in request.app.state.world.tags(_account(request).account_id)])
 
 
 def get_usage(request: Request) -> Response:

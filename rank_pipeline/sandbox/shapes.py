@@ -3,7 +3,7 @@
 The spec shows one field of a keyword record (``location.code``); everything else is invented
 (:mod:`rank_pipeline.sandbox.assumptions`). A real vendor will send another shape, which the spec allows
 just as well. These shapes let a user (and the tests) watch the pipeline's contract check fail on a shape it
-was not written for, then fix it by an edit of the contract and the staging model (docs/tutorials/vendor-shape.md, "Meeting your
+was not written for, then fix it by an edit of the contract (docs/tutorials/vendor-shape.md, "Meeting your
 vendor's shape"). Every shape carries exactly the same information as the default one, so after the edit
 the marts equal the default shape's, row by row.
 
@@ -19,6 +19,11 @@ Shapes (``RANK_SANDBOX_SHAPE``, or ``rank-pipeline sandbox --shape``):
 ``language-string``
     the default shape but ``language`` is the plain string ``"en"`` instead of ``{"code": "en"}``: a type
     change alone.
+``vendor-c``
+    renames outside keywords and values sent as text: keywords ``term`` (the keyword), the position as text
+    under ``results.organic.rank`` (``"1"`` .. ``"100"``, ``"-"`` when not ranking), ``monthlySearches``
+    (the search volume as text, ``""`` when unknown); tags ``label`` and ``hex``; competitors ``website``
+    and ``title``.
 
 A shape may start on a day: ``vendor-b@2026-11-23`` serves the default shape before that simulated day and
 ``vendor-b`` from it on (a vendor renaming fields under an installation that has run for months).
@@ -55,12 +60,39 @@ def _language_string(record: dict) -> dict:
     return {**record, "attributes": a}
 
 
-SHAPES: dict[str, Callable[[dict], dict] | None] = {
-    "default": None,
-    "vendor-b": _vendor_b,
-    "language-string": _language_string,
+def _vendor_c_keyword(record: dict) -> dict:
+    a = dict(record["attributes"])
+    organic = dict(a["results"]["organic"])
+    position = organic.pop("position")
+    organic["rank"] = "-" if position is None else str(position)
+    a["results"] = {"organic": organic}
+    a["term"] = a.pop("keyword")
+    volume = a.pop("searchVolume")
+    a["monthlySearches"] = "" if volume is None else str(volume)
+    return {**record, "attributes": a}
+
+
+def _vendor_c_tag(record: dict) -> dict:
+    a = dict(record["attributes"])
+    a["label"], a["hex"] = a.pop("name"), a.pop("color")
+    return {**record, "attributes": a}
+
+
+def _vendor_c_competitor(record: dict) -> dict:
+    a = dict(record["attributes"])
+    a["website"], a["title"] = a.pop("domain"), a.pop("name")
+    return {**record, "attributes": a}
+
+
+Converter = Callable[[dict], dict]
+
+SHAPES: dict[str, dict[str, Converter]] = {
+    "default": {},
+    "vendor-b": {"keywords": _vendor_b},
+    "language-string": {"keywords": _language_string},
+    "vendor-c": {"keywords": _vendor_c_keyword, "tags": _vendor_c_tag, "competitors": _vendor_c_competitor},
 }
-"""Shape name -> the function turning a default keyword record into that shape (None: unchanged)."""
+"""Shape name -> ``{endpoint: the function turning a default record into that shape}`` (others unchanged)."""
 
 
 class ShapeSetting:
@@ -69,12 +101,16 @@ class ShapeSetting:
     def __init__(self, name: str = "default", since: date | None = None):
         self.name, self.since = name, since
 
-    def keyword(self, record: dict, today: date) -> dict:
-        """``record`` (a default-shape keyword record) as served on ``today``."""
-        convert = SHAPES[self.name]
+    def record(self, endpoint: str, record: dict, today: date) -> dict:
+        """``record`` (a default-shape record of ``endpoint``) as served on ``today``."""
+        convert = SHAPES[self.name].get(endpoint)
         if convert is None or (self.since is not None and today < self.since):
             return record
         return convert(record)
+
+    def keyword(self, record: dict, today: date) -> dict:
+        """``record`` (a default-shape keyword record) as served on ``today``."""
+        return self.record("keywords", record, today)
 
     def __str__(self) -> str:
         return self.name + (f"@{self.since}" if self.since else "")

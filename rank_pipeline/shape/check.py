@@ -1,6 +1,6 @@
 """The blocking shape check: each day's raw records against the declared contract, and against the day before.
 
-For every endpoint and snapshot day, each contracted path (:mod:`rank_pipeline.shape.contract`) fails
+For every endpoint and snapshot day, each contracted path (:mod:`rank_pipeline.transform.contract`) fails
 when, in more of the day's records than its thresholds allow:
 
 - **absent**: the key is missing (which is not a null). When an ancestor holds a value of another type
@@ -15,7 +15,7 @@ when, in more of the day's records than its thresholds allow:
 It works on the first run (the contract needs no history); drift needs a previous day. A failure is one line
 per path naming the endpoint, the path and its share, the paths actually seen that could hold the same
 thing (same type, values within the declared range, the closest names first; each with its type, share and
-an example value) and the files to edit. Paths no contract entry accounts for are listed as unread
+an example value) and the contract to edit. Paths no contract entry accounts for are listed as unread
 (:attr:`ShapeResult.unread`): news, not failures.
 
 The check reads the committed Parquet snapshots (not the engine's raw tables), so it is the same on DuckDB
@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.shape.contract import Contract, ContractField, ThresholdTable
 from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler, attributes_table
+from rank_pipeline.shape.thresholds import ThresholdTable
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest
 from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.snapshots.storage import Store, store_for
+from rank_pipeline.transform.contract import Contract, ContractField
 
 __all__ = ["PathFinding", "ShapeResult", "check_profile", "check_snapshots"]
 
@@ -48,7 +49,8 @@ class PathFinding:
     """One contracted path that failed on one day.
 
     Attributes:
-        problem: ``absent``, ``wrong_type``, ``null``, ``empty``, ``dropped`` or ``null_rise``.
+        problem: ``absent``, ``wrong_type``, ``undecodable``, ``out_of_range``, ``null``, ``empty``, ``dropped`` or
+            ``null_rise``.
         share: the failing share of the day's records (0..1); what: the words of the line.
         candidates: the observed paths that could hold the same thing, already formatted.
     """
@@ -70,7 +72,7 @@ class ShapeResult:
         days: the days checked; records: their records, summed.
         findings: every failing path and day; unread: ``{path: "type, share, e.g. value"}`` of the paths seen
             that no contract entry accounts for (latest day first seen wins).
-        edit: the files to edit for a fix (the contract, and the staging models reading the endpoint).
+        edit: the files a fix edits: the contract first (a line names it alone: the staging models read names).
     """
 
     endpoint: str
@@ -87,11 +89,12 @@ class ShapeResult:
     def lines(self) -> list[str]:
         """One line per failing path (and day): endpoint, path and share, candidates, the files to edit."""
         out = []
-        edit = " and ".join(self.edit)
+        edit = self.edit[0] if self.edit else "the vendor's contract"  # a remap is an edit of the contract alone
         for f in self.findings:
             seen = ("; seen instead: " + ", ".join(f.candidates)) if f.candidates else "; no candidate path seen"
             day = f" on {f.day}" if f.day is not None and len(self.days) > 1 else ""
-            out.append(f"{f.endpoint}: attributes.{f.path} {f.what}{day}{seen}; edit {edit}")
+            out.append(f"{f.endpoint}: {f.path} {f.what}{day}{seen}; edit {edit} "
+                       "(`rank-pipeline profile --suggest` writes the edit for review)")
         return out
 
 
@@ -136,7 +139,7 @@ def _pool(spec: ContractField, endpoint: str, contract: Contract, profile: Endpo
 
 def _describe(spec: ContractField, s: PathStats, profile: EndpointProfile) -> str:
     values = f" {s.minimum:g}..{s.maximum:g}" if s.minimum is not None and spec.type in ("integer", "number") else ""
-    return (f"attributes.{s.path} ({s.type_label()}{values}, {_pct(profile.share(s.filled))} filled, "
+    return (f"{s.path} ({s.type_label()}{values}, {_pct(profile.share(s.filled))} filled, "
             f"e.g. {_example(s.example)})")
 
 
@@ -163,6 +166,45 @@ def _assign_candidates(findings: list[tuple[PathFinding, ContractField]], endpoi
         f.candidates = [_describe(spec, s, profile) for s in sorted(pools[f.path], key=rank)[:MAX_CANDIDATES]]
 
 
+def decode_profile(contract: Contract, profile: EndpointProfile, profiler: Profiler) -> None:
+    """Count each contracted field with an encoding or a range as decoded, in ``profile`` (once): a sentinel
+    is a null, a value that decodes has the field's type, one that does not is of type ``undecodable`` (its
+    values in :attr:`PathStats.undecodable`), and a decoded number outside the range is listed in
+    :attr:`PathStats.outside`. The type, null and drift checks then run on the decoded values."""
+    if profile.decoded:
+        return
+    profile.decoded = True
+    for spec in contract.fields.get(profile.endpoint, ()):
+        stats = profile.paths.get(spec.path)
+        if (spec.encoding is None and spec.range is None) or stats is None or not stats.filled or spec.type == "array":
+            continue
+        nulls, decoded = 0, 0
+        undecodable: dict[str, int] = {}
+        outside: dict[str, int] = {}
+        for text, count in profiler.value_counts(spec.path).items():
+            sent = json.loads(text)
+            decodes, value = spec.decode(sent)
+            if not decodes:
+                undecodable[json.dumps(sent)[:40]] = count
+            elif value is None:
+                nulls += count
+            else:
+                decoded += count
+                if spec.range is not None and isinstance(value, int | float) and not spec.range[0] <= value <= spec.range[1]:
+                    outside[json.dumps(sent)[:40]] = count
+        if spec.encoding is not None:
+            stats.null += nulls
+            stats.types = {spec.type: decoded, **({"undecodable": sum(undecodable.values())} if undecodable else {})}
+        stats.undecodable, stats.outside = undecodable, outside
+
+
+def _values(counts: Mapping[str, int], profile: EndpointProfile, limit: int = 5) -> str:
+    """``"-" in 12.0%, "n/a" in 0.5%`` of the most frequent values, and how many more."""
+    shown = [f"{v} in {_pct(profile.share(n))}" for v, n in list(counts.items())[:limit]]
+    more = f" and {len(counts) - limit} more values" if len(counts) > limit else ""
+    return ", ".join(shown) + more
+
+
 def _ancestor_type_change(spec: ContractField, profile: EndpointProfile) -> tuple[str, PathStats] | None:
     """The nearest ancestor of ``spec.path`` seen holding something other than an object, if any."""
     parts = spec.path.split(".")
@@ -183,6 +225,7 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
     findings: list[tuple[PathFinding, ContractField]] = []
     if total == 0:
         return []
+    decode_profile(contract, profile, profiler)
     for spec in contract.fields.get(endpoint, ()):
         limits = thresholds.get(endpoint, spec.path)
         stats = profile.paths.get(spec.path, PathStats(spec.path))
@@ -193,13 +236,24 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
             if changed is not None:
                 path, parent = changed
                 finding = ("wrong_type", absent,
-                           f"absent in {_pct(absent)} of {total} records: attributes.{path} is "
+                           f"absent in {_pct(absent)} of {total} records: {path} is "
                            f"{parent.type_label()} in {_pct(profile.share(parent.filled))} where the contract "
                            f"reads an object (a type change, not a null)")
             else:
                 finding = ("absent", absent, f"({spec.type}) absent in {_pct(absent)} of {total} records "
                                              "(the key is missing, not null)")
-        if finding is None and stats.present:
+        if finding is None and stats.undecodable and spec.encoding is not None:
+            share = profile.share(sum(stats.undecodable.values()))
+            if share > limits.max_wrong_type_share:
+                finding = ("undecodable", share, f"does not decode as declared ({spec.encoding.describe(spec.type)}): "
+                                                 f"{_values(stats.undecodable, profile)} of {total} records")
+        if finding is None and stats.outside:
+            share = profile.share(sum(stats.outside.values()))
+            if share > limits.max_wrong_type_share:
+                assert spec.range is not None  # outside is filled for a field with a range only
+                finding = ("out_of_range", share, f"is outside {spec.range[0]:g}..{spec.range[1]:g}: "
+                                                  f"{_values(stats.outside, profile)} of {total} records")
+        if finding is None and stats.present and spec.encoding is None:
             wrong = stats.filled - _types_ok(stats, spec)
             nulls = 0 if spec.nullable else stats.null
             if profile.share(wrong + nulls) > limits.max_wrong_type_share:
@@ -208,8 +262,12 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
                 if nulls:
                     kinds = ", ".join(x for x in (kinds, f"null in {_pct(profile.share(nulls))} (the contract says "
                                                   "never null)") if x)
+                top = ""
+                if wrong and spec.type != "array" and not set(stats.types) & {"object", "array"}:
+                    counts = {v: n for v, n in profiler.value_counts(spec.path).items() if not spec.decode(json.loads(v))[0]}
+                    top = f" (values: {_values(counts, profile)})" if counts else ""
                 finding = ("wrong_type" if wrong else "null", profile.share(wrong + nulls),
-                           f"is not {spec.type}: {kinds} of {total} records")
+                           f"is not {spec.type}: {kinds} of {total} records{top}")
         if finding is None and spec.nullable and total >= limits.min_records:
             null_share = profile.share(stats.null)
             if null_share > limits.max_null_share:
@@ -238,13 +296,16 @@ def _unread(contract: Contract, profile: EndpointProfile) -> dict[str, str]:
             for s in profile.paths.values() if s.path not in known and set(s.types) != {"object"}}
 
 
-def _cached(cache_dir: Path | None, store: Store, endpoint: str, day: date) -> tuple[Path | None, str]:
+def _cached(cache_dir: Path | None, store: Store, endpoint: str, day: date,
+            contract: Contract) -> tuple[Path | None, str]:
     """The cache file of one day's profile and the signature of the snapshot it profiles (the committed
-    manifest, its write time included: a re-extracted day has another signature)."""
+    manifest, its write time included: a re-extracted day has another signature) and of the contract's fields
+    of the endpoint (the counts are of decoded values)."""
     if cache_dir is None:
         return None, ""
     manifest = read_manifest(store, endpoint, day)
-    signature = hashlib.sha256(manifest.model_dump_json().encode()).hexdigest()[:16]
+    fields = json.dumps([f.model_dump(mode="json") for f in contract.fields.get(endpoint, ())], sort_keys=True)
+    signature = hashlib.sha256((manifest.model_dump_json() + fields).encode()).hexdigest()[:16]
     return Path(cache_dir) / endpoint / f"{day.isoformat()}.json", signature
 
 
@@ -255,7 +316,7 @@ def _load_profile(path: Path | None, signature: str) -> EndpointProfile | None:
         return None
     if not isinstance(data, dict) or data.get("signature") != signature:
         return None
-    profile = EndpointProfile(data["endpoint"], data["records"])
+    profile = EndpointProfile(data["endpoint"], data["records"], decoded=True)
     for row in data["paths"]:
         profile.paths[row["path"]] = PathStats(row["path"], row["present"], row["null"], dict(row["types"]))
     return profile
@@ -271,6 +332,28 @@ def _store_profile(path: Path | None, signature: str, profile: EndpointProfile) 
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
     tmp.replace(path)
+
+
+def mart_weights(models_dir: Path, cache_dir: Path | None = None) -> dict[tuple[str, str], int]:
+    """``{(endpoint, path): mart columns}``: how many columns of the marts derive from each JSON path of the raw
+    records (column lineage, :mod:`rank_pipeline.transform.lineage`); empty when the project cannot be read."""
+    from rank_pipeline.transform import load_project
+    from rank_pipeline.transform.errors import ProjectError
+    from rank_pipeline.transform.lineage import project_lineage
+
+    try:
+        lineage = project_lineage(load_project(models_dir), cache_dir)
+    except ProjectError:
+        return {}
+    weights: dict[tuple[str, str], int] = {}
+    for relation, columns in lineage.columns.items():
+        if relation.startswith("marts."):
+            for column in columns:
+                for ref in lineage.sources(relation, column):
+                    if ref.relation.startswith("raw.") and ref.path:
+                        key = (ref.relation.removeprefix("raw."), ref.path)
+                        weights[key] = weights.get(key, 0) + 1
+    return weights
 
 
 def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thresholds: ThresholdTable,
@@ -300,17 +383,19 @@ def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thres
         for i, day in enumerate(committed):
             if day > last:
                 break
-            cache, signature = _cached(cache_dir, store, endpoint, day)
+            cache, signature = _cached(cache_dir, store, endpoint, day, contract)
             if day < first:
                 if i + 1 < len(committed) and committed[i + 1] >= first:  # the day before the range
                     previous, previous_day = _load_profile(cache, signature), day
                     if previous is None:
                         with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
                             previous = profiler.profile()
+                            decode_profile(contract, previous, profiler)
                         _store_profile(cache, signature, previous)
                 continue
             with Profiler(endpoint, attributes_table(store, endpoint, day)) as profiler:
                 profile = profiler.profile()
+                decode_profile(contract, profile, profiler)
                 _store_profile(cache, signature, profile)
                 result.days.append(day)
                 result.records += profile.records
@@ -318,4 +403,11 @@ def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thres
                 for path, text in _unread(contract, profile).items():
                     result.unread.setdefault(path, text)
             previous, previous_day = profile, day
+    if any(r.findings for r in results.values()):  # the paths the marts depend on most lead
+        weights = mart_weights(contract.path.parent.parent, cache_dir)
+        for result in results.values():
+            result.findings.sort(key=lambda f: -weights.get((f.endpoint, f.path), 0))
+            for f in result.findings:
+                if weights.get((f.endpoint, f.path)):
+                    f.what += f" (feeds {weights[(f.endpoint, f.path)]} mart columns)"
     return results

@@ -53,6 +53,8 @@ class PathStats:
             such an element).
         distinct, example, minimum, maximum: filled by :meth:`Profiler.values` (None until then);
             minimum/maximum only for numbers.
+        undecodable, outside: ``{value as sent: records}`` of a contracted field's values that do not decode
+            as its encoding says, or decode outside its range (the shape check fills them).
     """
 
     path: str
@@ -63,6 +65,8 @@ class PathStats:
     example: object = None
     minimum: float | None = None
     maximum: float | None = None
+    undecodable: dict[str, int] = field(default_factory=dict)
+    outside: dict[str, int] = field(default_factory=dict)
 
     @property
     def filled(self) -> int:
@@ -82,11 +86,13 @@ class EndpointProfile:
     Attributes:
         endpoint: ``keywords``, ``competitors``, ...; records: how many were read.
         paths: ``{path: PathStats}``, in first-seen order.
+        decoded: the contract's encoded fields are counted as decoded (:func:`rank_pipeline.shape.check.decode_profile`).
     """
 
     endpoint: str
     records: int
     paths: dict[str, PathStats] = field(default_factory=dict)
+    decoded: bool = False
 
     def share(self, count: int) -> float:
         """``count`` as a share of the records (0.0 when there is none)."""
@@ -169,6 +175,13 @@ class Profiler:
         for structure, count in rows:
             _walk(json.loads(structure), "", int(count), result.paths)
         return result
+
+    def value_counts(self, path: str) -> dict[str, int]:
+        """``{value as JSON text: records}`` of the non-null values of ``path`` (a scalar path), most frequent first."""
+        rows = self._con.execute(
+            f"select v::varchar, count(*) from (select json_extract(attributes::json, '{_json_path(path)}') as v "
+            "from records) where v is not null and json_type(v) <> 'NULL' group by 1 order by 2 desc, 1").fetchall()
+        return {str(v): int(n) for v, n in rows}
 
     def values(self, profile: EndpointProfile, paths: Iterable[str] | None = None) -> None:
         """Fill ``distinct``, ``example`` (the most frequent non-null value, up to 80 characters) and, for

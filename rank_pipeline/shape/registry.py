@@ -3,7 +3,8 @@
 A path the vendor sends that no contract entry accounts for is news: something analysts could use. The
 shape check lists such paths every day (:attr:`rank_pipeline.shape.check.ShapeResult.unread`); this file
 keeps the day each was first seen, so that a run reports only the paths new to the folder, and the alert
-digest tells them once ("new fields in the vendor's keyword records: ...").
+digest tells them once ("new fields in the vendor's keyword records: ..."). A path the contract reads after a
+remap is forgotten.
 
 Format: ``{"<endpoint>": {"<path>": {"first_seen": "YYYY-MM-DD", "seen": "<type, share>"}}}``, written
 atomically (a temporary file renamed over it) by the run holding the data folder's writer lock.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
 
@@ -31,20 +32,30 @@ def _read(path: Path) -> dict[str, dict[str, dict]]:
     return data if isinstance(data, dict) else {}
 
 
-def record_unread(path: Path, day: date, unread: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
-    """Record ``unread`` (``{endpoint: {path: "type, share"}}``, seen on ``day``) in the file ``path``.
+def record_unread(path: Path, day: date, unread: Mapping[str, Mapping[str, str]],
+                  reads: Callable[[str, str, set[str]], bool] | None = None) -> dict[str, dict[str, str]]:
+    """Record ``unread`` (``{endpoint: {path: "type, share"}}``, seen on ``day``) in the file ``path``, and
+    forget the recorded paths that ``reads(endpoint, path, types seen)`` says the contract now reads (after a
+    remap; :meth:`rank_pipeline.transform.contract.Contract.reads`).
 
     Returns:
         ``{endpoint: {path: "type, share"}}`` of the paths not recorded before (first seen now).
     """
     known = _read(path)
+    forgotten = False
+    if reads is not None:
+        for endpoint, recorded in known.items():
+            for field_path in [p for p, e in recorded.items()
+                               if reads(endpoint, p, set(str(e.get("seen", "")).split(",")[0].split("|")))]:
+                del recorded[field_path]
+                forgotten = True
     new: dict[str, dict[str, str]] = {}
     for endpoint, paths in unread.items():
         for field_path, seen in paths.items():
             if field_path not in known.setdefault(endpoint, {}):
                 known[endpoint][field_path] = {"first_seen": day.isoformat(), "seen": seen}
                 new.setdefault(endpoint, {})[field_path] = seen
-    if new:
+    if new or forgotten:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vendor_fields.", suffix=".json")
         with os.fdopen(fd, "w") as handle:

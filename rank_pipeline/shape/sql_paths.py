@@ -8,8 +8,9 @@ A staging model reads a raw table's ``attributes`` JSON in three ways, each reco
 - a column the snapshot writer flattened from a field the spec shows (``location_code``, from
   ``location.code``; :data:`rank_pipeline.api.endpoints.CATALOG`): that field's path.
 
-The contract (:mod:`rank_pipeline.shape.contract`) must list exactly these paths: the test of the contract
-holds the two together, naming file and line where they drift apart.
+The hand-written staging SQL reads none of these (it reads the contract's names from ``vendor.<endpoint>``),
+and the compiled models (:mod:`rank_pipeline.transform.flatten`) read exactly the contract's paths: the test
+of the contract holds both, naming file and line.
 """
 
 from __future__ import annotations

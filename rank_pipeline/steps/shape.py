@@ -78,8 +78,8 @@ def check_shape(project: Project, snapshots_uri: Path | str, first: date, last: 
     results = check_snapshots(snapshots_uri, contract, thresholds, first, last, edit=_readers(project),
                               contract_file=display_path(contract.path), cache_dir=cache_dir)
     check = ShapeCheck(results)
-    if fields_file is not None:
+    if fields_file is not None and any(r.days for r in results.values()):
         unread = {e: r.unread for e, r in results.items() if r.unread and r.days}
-        if unread:
-            check.new_fields = record_unread(fields_file, max(d for r in results.values() for d in r.days), unread)
+        check.new_fields = record_unread(fields_file, max(d for r in results.values() for d in r.days), unread,
+                                         reads=contract.reads)
     return check

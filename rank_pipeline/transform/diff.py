@@ -116,7 +116,8 @@ class WarehouseDiff:
     def report(self) -> str:
         lines = [line for r in self.relations for line in r.lines()]
         differing = sum(r.status != "equal" for r in self.relations)
-        verdict = ("no difference" if self.equal else f"{differing} of {len(self.relations)} relation(s) differ")
+        verdict = ("no difference" if self.equal
+                   else f"changed: {differing} of {len(self.relations)} relation(s) differ")
         lines.append(f"{verdict} ({len(self.relations)} relations compared in {self.seconds:.1f} s)")
         return "\n".join(lines)
 

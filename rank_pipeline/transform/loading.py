@@ -1,5 +1,6 @@
 """Read a project folder into its nodes: the ``.yml`` files (strictly: a key repeated in one mapping is
-refused), the ``.sql`` files, the seed CSVs and the ``raw_sources:`` declarations.
+refused), the ``.sql`` files (a staging model's ``vendor.<endpoint>`` compiled from the vendor's contract,
+:mod:`rank_pipeline.transform.flatten`), the seed CSVs and the ``raw_sources:`` declarations.
 
 The folder's layout and the ``.yml`` format are in :mod:`rank_pipeline.transform.project`, which puts the
 pieces read here together and checks the references between them (:mod:`rank_pipeline.transform.graph`).
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rank_pipeline.transform.contract import CONTRACT_FILE, load_contract
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA, SEED_SCHEMA, sql_dependencies
 from rank_pipeline.transform.errors import ModelConfigError
+from rank_pipeline.transform.flatten import VENDOR_SCHEMA, compile_vendor_relations
 from rank_pipeline.transform.nodes import (
     ColumnSpec,
     IncrementalConfig,
@@ -85,7 +88,8 @@ def _load_yml(path: Path) -> dict:
     unknown = sorted(set(doc) - {"version", "models", "seeds", "sources", "contract", "raw_sources"})
     if unknown:
         raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:`, `seeds:`, "
-                               "`sources:` or (the vendor's contract, sources/vendor_contract.yml) `raw_sources:` and `contract:`")
+                               "`sources:`, `raw_sources:` (sources/raw.yml) or `contract:` (the vendor's contract, "
+                               "sources/vendor_contract.yml)")
     return dict(doc)
 
 
@@ -145,6 +149,7 @@ def load_models(root: Path) -> dict[str, Model]:
     """
     sql_files = _model_files(root)
     entries = _model_entries(root, sql_files)
+    vendor = _vendor_relations(root)
     models: dict[str, Model] = {}
     for name, (path, schema) in sql_files.items():
         if name not in entries:
@@ -152,10 +157,28 @@ def load_models(root: Path) -> dict[str, Model]:
                 f"{path}: model {name!r} has no .yml entry; add {path.with_suffix('.yml')} with "
                 "`models: [{name: ..., description: ..., config: {materialized: ...}}]`"
             )
-        sql = path.read_text()
+        sql = vendor(path.read_text(), path)
         yml, entry = entries[name]
         models[name] = _model(yml, entry, path, schema, sql, sql_dependencies(sql, str(path)))
     return models
+
+
+def _vendor_relations(root: Path) -> Callable[[str, Path], str]:
+    """The compiler of a model's ``vendor.<endpoint>`` references (:mod:`rank_pipeline.transform.flatten`),
+    reading the project's contract and raw tables once, and only when a model reads such a relation."""
+    state: dict[str, Any] = {}
+
+    def compile_sql(sql: str, path: Path) -> str:
+        if f"{VENDOR_SCHEMA}." not in sql.lower():
+            return sql
+        if not state:
+            contract_file = root / CONTRACT_FILE
+            state["contract"] = load_contract(root) if contract_file.exists() else None
+            state["raw"] = {q.removeprefix(f"{RAW_SCHEMA}."): [c for c, _ in cols]
+                            for q, cols in load_raw_sources(root).items()}
+        return compile_vendor_relations(sql, state["contract"], state["raw"], path)
+
+    return compile_sql
 
 
 def _model_files(root: Path) -> dict[str, tuple[Path, str]]:
@@ -331,8 +354,7 @@ def load_source_tables(root: Path) -> dict[str, SourceTable]:
 
 def load_raw_sources(root: Path) -> dict[str, tuple[tuple[str, str], ...]]:
     """``{raw.<name>: ((column, DuckDB type), ...)}`` for every table of the ``raw_sources:`` mappings under
-    ``sources/`` (the shipped project declares them in ``sources/vendor_contract.yml``, beside the vendor's
-    contract): ``raw_sources: {name: {column: type, ...}, ...}``, columns in table order.
+    ``sources/`` (the shipped project declares them in ``sources/raw.yml``): ``raw_sources: {name: {column: type, ...}, ...}``, columns in table order.
 
     Raises:
         ModelConfigError: a malformed ``raw_sources:`` mapping, a raw table declared twice.

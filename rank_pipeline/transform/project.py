@@ -8,6 +8,9 @@ Layout of a project directory (``dbt_like_sql/``)::
     marts/<name>.sql + <name>.yml       models of schema ``marts``
     seeds/<name>.csv [+ <name>.yml]     seeds, loaded as tables ``seeds.<name>``
     sources/<name>.yml                  tables the pipeline writes itself (schema ``ops``), documented
+    sources/raw.yml                     ``raw_sources:``, the raw tables models read, with their columns
+    sources/vendor_contract.yml         the vendor's contract (:mod:`rank_pipeline.transform.contract`): a
+                                        staging model reads ``vendor.<endpoint>``, generated from it
 
 A model is one file holding one plain DuckDB SELECT (no templating: it runs as-is in the duckdb shell).
 Its schema is its top folder, its name the file stem; model names are unique across schemas. It refers

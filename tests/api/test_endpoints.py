@@ -21,10 +21,12 @@ from rank_pipeline.api import endpoints as catalog
 from rank_pipeline.api.endpoints import CATALOG, children_of
 from rank_pipeline.extract.day import AccountSource, run_extraction
 from rank_pipeline.sandbox import World, create_app
+from rank_pipeline.settings import models_dir
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.reader import read_manifest
 from rank_pipeline.snapshots.schema import ENDPOINTS, SPEC_FIELDS, arrow_schema
 from rank_pipeline.snapshots.writer import SnapshotWriter
+from rank_pipeline.transform.contract import load_contract
 
 DAY = date(2026, 11, 21)
 COMMON = ["snapshot_date", "account", "id", "type", "parent_id", "extracted_at", "attributes"]
@@ -81,10 +83,11 @@ def test_fan_out_reads_exactly_the_declared_requests(tmp_path):
     records = {"domains": world.domains(account.account_id)}
     expected = {(r.path, ()) for r in children_of(None)}
     records["keywords"] = [k for d in records["domains"] for k in world.keywords(d["id"])]
+    contract = load_contract(models_dir())
     for parent in ("domains", "keywords"):
         for child in children_of(parent):
             for record in records[parent]:
-                expected |= {(q.path, tuple(sorted(q.params))) for q in child.requests_from_parent(child, record)}
+                expected |= {(q.path, tuple(sorted(q.params))) for q in child.requests_from_parent(child, record, contract)}
     assert set(seen) == expected
     assert {r.name for r in CATALOG} == {r.name for p in (None, "domains", "keywords") for r in children_of(p)}
 

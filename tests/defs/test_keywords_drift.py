@@ -20,6 +20,8 @@ from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.defs.keywords_assets import DRIFT_CHECK, build_keywords_file_asset
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.sandbox import SandboxServer, World, create_app
+from rank_pipeline.settings import models_dir
+from rank_pipeline.transform.contract import load_contract
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("keywords")]
 
@@ -56,8 +58,9 @@ def test_drift_check_and_mart_against_the_days_snapshot(tmp_path):
     acme = world.account("acme")
     domain_id = next(d["id"] for d in world.domains(acme.account_id) if d["attributes"]["domain"] == "acme-shop.net")
     records = world.keywords(domain_id)
-    tracked = {keyword_combination(r["attributes"]): r["id"] for r in records}
-    frequency = {keyword_combination(r["attributes"]): r["attributes"]["frequency"] for r in records}
+    contract = load_contract(models_dir())
+    tracked = {keyword_combination(r["attributes"], contract): r["id"] for r in records}
+    frequency = {keyword_combination(r["attributes"], contract): r["attributes"]["frequency"] for r in records}
     data_dir = tmp_path / "data"
     with SandboxServer(create_app(world)) as server:
         env = {"RANK_TRACKER_BASE_URL": server.base_url, "RANK_TRACKER_ACCOUNTS": "acme",

@@ -22,6 +22,8 @@ import yaml
 
 from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.sandbox import AccountSpec, Faults, SandboxServer, World, WorldConfig, create_app
+from rank_pipeline.settings import models_dir
+from rank_pipeline.transform.contract import load_contract
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("keywords")]
 
@@ -69,7 +71,7 @@ class Recorder:
 
 
 def combos(world: World, domain_id: str) -> set:
-    return {keyword_combination(r["attributes"]) for r in world.keywords(domain_id)}
+    return {keyword_combination(r["attributes"], load_contract(models_dir())) for r in world.keywords(domain_id)}
 
 
 @pytest.fixture

@@ -67,12 +67,12 @@ def test_another_shape_fails_on_the_first_run_naming_each_path_and_the_position_
     assert failed["keyword"].problem == "absent"
     # the position's candidates are the integer paths whose values lie in 1..100: serp.rank only
     assert len(failed["results.organic.position"].candidates) == 1
-    assert failed["results.organic.position"].candidates[0].startswith("attributes.serp.rank (integer")
-    assert failed["device"].candidates[0].startswith("attributes.engine.device")
-    assert failed["results.organic.url"].candidates[0].startswith("attributes.serp.landingPage")
+    assert failed["results.organic.position"].candidates[0].startswith("serp.rank (integer")
+    assert failed["device"].candidates[0].startswith("engine.device")
+    assert failed["results.organic.url"].candidates[0].startswith("serp.landingPage")
     lines = result.lines()
     assert len(lines) == 7
-    assert all("vendor_contract.yml" in line and line.startswith("keywords: attributes.") for line in lines)
+    assert all("vendor_contract.yml" in line and line.startswith("keywords: ") and "attributes." not in line for line in lines)
     assert "80.0% filled" in next(line for line in lines if "organic.position" in line)  # 1 in 5 null
     assert {"phrase", "engine.name", "engine.device", "serp.rank", "serp.landingPage"} <= set(result.unread)
 
@@ -82,8 +82,8 @@ def test_a_type_change_is_reported_as_a_type_change_not_as_a_null(tmp_path):
     _write(tmp_path, D1, [shape.keyword(r, D1) for r in _records()])
     (finding,) = _check(tmp_path, D1).findings
     assert finding.path == "language.code" and finding.problem == "wrong_type"
-    assert "attributes.language is string" in finding.what and "type change" in finding.what
-    assert finding.candidates[0].startswith("attributes.language (string")
+    assert "language is string" in finding.what and "type change" in finding.what
+    assert finding.candidates[0].startswith("language (string")
 
 
 def test_absent_and_null_are_told_apart(tmp_path):
@@ -170,3 +170,20 @@ def test_the_kept_counts_of_the_day_before_give_the_same_drift_and_follow_a_re_e
     _write(snapshots, D1, today)  # D1 extracted again, now as empty as D2: no rise left
     again = check_snapshots(snapshots, CONTRACT, THRESHOLDS, D2, D2, endpoints=["keywords"], cache_dir=cache)
     assert again["keywords"].passed
+
+
+def test_after_a_remap_the_fields_file_forgets_the_paths_now_read(tmp_path):
+    from rank_pipeline.transform.contract import load_contract as parse
+
+    path = tmp_path / "vendor_fields.json"
+    record_unread(path, D1, {"keywords": {"serp.rank": "integer, 83.2% of records", "language": "string, 100.0% of records"}})
+    remapped = tmp_path / "models"
+    (remapped / "sources").mkdir(parents=True)
+    text = (Path(models_dir()) / "sources" / "vendor_contract.yml").read_text()
+    (remapped / "sources" / "vendor_contract.yml").write_text(
+        text.replace("path: results.organic.position,", "path: serp.rank,"))
+    record_unread(path, D2, {}, reads=parse(remapped).reads)
+    import json
+
+    # serp.rank is read now; language is still a string where the contract reads language.code
+    assert set(json.loads(path.read_text())["keywords"]) == {"language"}

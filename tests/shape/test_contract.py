@@ -1,38 +1,51 @@
-"""The contract and the staging SQL cannot drift apart: every path a staging model reads is declared, and
-every declared path is read (parsed with sqlglot, reported with file and line)."""
+"""The contract is the one home of every vendor path: the staging SQL reads names (no JSON path by hand), every
+name the contract declares is read, and the compiled models read every declared path (parsed with sqlglot,
+reported with file and line)."""
 
 from __future__ import annotations
 
 import shutil
+from datetime import date
 from pathlib import Path
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
 from rank_pipeline.settings import models_dir
 from rank_pipeline.shape import ContractError, load_contract
 from rank_pipeline.shape.sql_paths import paths_read
+from rank_pipeline.transform import load_project
 
 
 def drift(project: Path) -> list[str]:
-    """One line per path read but not declared (``file:line``) or declared but not read (the contract)."""
+    """One line per JSON path a staging model reads by hand (``file:line``: the contract alone holds paths),
+    per contract name no staging model reads, and per contracted path the compiled models do not read."""
     contract = load_contract(project)
-    read: dict[str, dict[str, str]] = {}
-    for sql in sorted((project / "staging").glob("*.sql")):
-        for endpoint, paths in paths_read(sql.read_text()).items():
-            for path, line in paths.items():
-                read.setdefault(endpoint, {}).setdefault(path, f"{sql}:{line}")
     problems = []
-    for endpoint, paths in sorted(read.items()):
-        declared = {f.path for f in contract.fields.get(endpoint, ())}
-        problems += [f"{where}: reads {endpoint} attributes.{p}, which {contract.path} does not declare"
-                     for p, where in sorted(paths.items()) if p not in declared]
+    names_read: dict[str, set[str]] = {}
+    for sql in sorted((project / "staging").glob("*.sql")):
+        text = sql.read_text()
+        for endpoint, paths in paths_read(text).items():
+            problems += [f"{sql}:{line}: reads {endpoint} attributes.{p} by hand; declare it in {contract.path} "
+                         "and read its name from vendor." + endpoint for p, line in sorted(paths.items())]
+        tree = sqlglot.parse_one(text, read="duckdb")
+        for table in tree.find_all(exp.Table):
+            if table.db == "vendor":
+                names_read.setdefault(table.name, set()).update(c.name for c in tree.find_all(exp.Column))
+    compiled: dict[str, set[str]] = {}
+    for model in load_project(project).models.values():
+        for endpoint, paths in paths_read(model.sql).items():
+            compiled.setdefault(endpoint, set()).update(paths)
     for endpoint, fields in contract.fields.items():
-        problems += [f"{contract.path}: {endpoint}.{f.path} is declared but no staging model reads it"
-                     for f in fields if f.path not in read.get(endpoint, {})]
+        problems += [f"{contract.path}: {endpoint}.{f.name} is declared but no staging model reads it"
+                     for f in fields if f.name not in names_read.get(endpoint, set())]
+        problems += [f"{contract.path}: {endpoint}.{f.path} is not read by the compiled models"
+                     for f in fields if f.path not in compiled.get(endpoint, set())]
     return problems
 
 
-def test_the_shipped_contract_lists_exactly_the_paths_staging_reads():
+def test_the_shipped_staging_reads_names_and_the_contract_every_path():
     assert drift(models_dir()) == []
 
 
@@ -43,35 +56,41 @@ def project(tmp_path) -> Path:
     return copy
 
 
-def test_a_path_read_but_not_declared_is_named_with_file_and_line(project):
+def test_a_path_read_by_hand_is_named_with_file_and_line(project):
     sql = project / "staging" / "stg_tags.sql"
-    text = sql.read_text().replace("as color,", "as color,\n        cast(attributes ->> '$.owner.name' as varchar) as owner,")
+    text = (sql.read_text().replace("from vendor.tags", "from vendor.tags join raw.tags using (id)")
+            .replace("as color,", "as color,\n        cast(attributes ->> '$.owner.name' as varchar) as owner,"))
     sql.write_text(text)
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "owner.name" in t)
-    assert drift(project) == [f"{sql}:{line}: reads tags attributes.owner.name, which "
-                              f"{project / 'sources' / 'vendor_contract.yml'} does not declare"]
+    assert drift(project) == [f"{sql}:{line}: reads tags attributes.owner.name by hand; declare it in "
+                              f"{project / 'sources' / 'vendor_contract.yml'} and read its name from vendor.tags"]
 
 
-def test_a_path_declared_but_read_by_no_model_is_named(project):
+def test_a_name_declared_but_read_by_no_model_is_named(project):
     sql = project / "staging" / "stg_keywords.sql"
-    sql.write_text(sql.read_text().replace('            "searchVolume": "BIGINT",\n', "")
-                   .replace("attrs.searchVolume as search_volume", "null::bigint as search_volume"))
-    assert drift(project) == [f"{project / 'sources' / 'vendor_contract.yml'}: keywords.searchVolume is declared "
+    sql.write_text(sql.read_text().replace("cast(search_volume as bigint) as search_volume",
+                                           "null::bigint as search_volume"))
+    assert drift(project) == [f"{project / 'sources' / 'vendor_contract.yml'}: keywords.search_volume is declared "
                               "but no staging model reads it"]
 
 
-def test_the_documented_edit_keeps_contract_and_sql_together(project):
+def test_the_documented_remap_is_an_edit_of_the_contract_alone(project):
     import subprocess
 
     patch = Path(__file__).resolve().parents[2] / "examples" / "vendor-b" / "vendor-b.patch"
+    touched = [line[6:] for line in patch.read_text().splitlines() if line.startswith("+++ b/")]
+    assert touched == ["dbt_like_sql/sources/vendor_contract.yml"]
     subprocess.run(["git", "apply", str(patch)], cwd=project.parent, check=True)
     assert drift(project) == []
-    assert load_contract(project).field("keywords", "serp.rank").nullable
+    contract = load_contract(project)
+    assert contract.named("keywords", "position").path == "serp.rank" and contract.field("keywords", "serp.rank").nullable
+    sql = load_project(project).models["stg_keywords"].sql
+    assert '"serp"."rank" as position' in sql and "results" not in sql
 
 
 def test_a_malformed_contract_is_one_line_naming_file_and_entry(project):
     path = project / "sources" / "vendor_contract.yml"
-    path.write_text(path.read_text().replace("{path: host, type: string,", "{path: host, type: text,"))
+    path.write_text(path.read_text().replace("path: host, type: string,", "path: host, type: text,"))
     with pytest.raises(ContractError) as caught:
         load_contract(project)
     assert str(caught.value).startswith(f"{path}: contract.domains.fields.1.type")
@@ -96,3 +115,27 @@ def test_what_the_contract_reads_of_an_observed_path():
     assert contract.reads("keywords", "tagIds[*]", {"string"})  # an element of a read array
     assert not contract.reads("keywords", "language", {"string"})  # a string where an object is read
     assert not contract.reads("keywords", "serp.rank", {"integer"})
+
+
+def test_after_the_remap_python_reads_the_fields_by_name_and_the_lookups_ask_one_engine(project):
+    import subprocess
+
+    from rank_pipeline.api.fields import keyword_combination, keyword_search_engines
+    from rank_pipeline.sandbox.assumptions import keyword_record
+    from rank_pipeline.sandbox.shapes import parse_shape
+
+    default = keyword_record(
+        "k1", keyword="red shoes", search_engine="bing", device="mobile",
+        location={"code": "2840", "name": "United States", "variant": "Country"}, language_code="en",
+        frequency="daily", tag_ids=[], search_volume=10, created_at="2025-01-01T00:00:00Z", position=3,
+        url="https://example.com/", captured="2026-11-01T06:00:00Z")
+    attributes = parse_shape("vendor-b").keyword(default, date(2026, 11, 1))["attributes"]
+    before = load_contract(project)
+    assert keyword_combination(attributes, before) is None
+    assert keyword_search_engines(attributes, before) == ("google", "bing", "yahoo")
+    patch = Path(__file__).resolve().parents[2] / "examples" / "vendor-b" / "vendor-b.patch"
+    subprocess.run(["git", "apply", str(patch)], cwd=project.parent, check=True)
+    after = load_contract(project)
+    assert keyword_combination(attributes, after) == ("red shoes", "bing", "mobile", "2840", "en")
+    assert keyword_search_engines(attributes, after) == ("bing",)
+    assert keyword_combination(default["attributes"], before) == keyword_combination(attributes, after)

@@ -81,7 +81,7 @@ def test_a_changed_seed_and_a_new_model_are_shown_row_by_row(demo, tmp_path):
     assert f"+ marts.fct_top3: new model ({top3} rows)" in out
     assert "= marts.fct_quota_cycle_daily: equal" in out  # not downstream of the change
     n = _shipped_relations() + 1  # and the new model
-    assert re.match(rf"\d+ of {n} relation\(s\) differ \({n} relations compared in [\d.]+ s\)$",
+    assert re.match(rf"changed: \d+ of {n} relation\(s\) differ \({n} relations compared in [\d.]+ s\)$",
                     out.strip().splitlines()[-1])
 
 

@@ -499,7 +499,7 @@ def test_incremental_model_must_output_its_date_column(tmp_path):
 
 def test_the_raw_sources_are_declared_in_yml_and_equal_what_the_warehouse_loads(tmp_path):
     """The runner knows the raw tables, with their columns and types, from ``raw_sources:`` in
-    ``sources/vendor_contract.yml`` (no Python declaration): the shipped declaration equals the tables the
+    ``sources/raw.yml`` (no Python declaration): the shipped declaration equals the tables the
     warehouse creates, column by column in order, each type as DuckDB names it; a model reading a raw table the
     folder does not declare is refused, naming the file and the table; a declaration without columns is refused."""
     import duckdb

@@ -1,0 +1,133 @@
+"""The relations ``vendor.<endpoint>``: a raw table with its JSON ``attributes`` flattened into the named,
+typed columns the contract declares (:mod:`rank_pipeline.transform.contract`), derived from the contract and
+never written by hand.
+
+A staging model reads ``vendor.keywords`` (``select * from vendor.keywords``) and works with the contract's
+names (``position``, ``ranking_url``). When the project is loaded, each such reference is compiled into a
+CTE named ``vendor_<endpoint>`` put first in the model's SQL (:func:`compile_vendor_relations`), so the model
+SQL the engines run, the lineage and the docs read is one plain DuckDB SELECT over ``raw.<endpoint>``:
+
+- the raw table's columns, but ``attributes`` and any column a contract name replaces;
+- one ``json_transform`` of ``attributes`` (one parse per record; Spark: ``from_json``) to the types the
+  vendor sends (:attr:`~rank_pipeline.transform.contract.ContractField.sent_as`);
+- per field, the value decoded as its encoding says: a sentinel is null, an integer or a number sent as text
+  is ``try_cast``, a boolean sent as text is true or false (the shape check has already failed the run on a
+  value that does not decode, naming its path and the values: a cast never fails in staging).
+
+Column lineage reaches the JSON path through the ``json_transform`` (:mod:`rank_pipeline.transform.lineage`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rank_pipeline.transform.contract import Contract, ContractField
+from rank_pipeline.transform.errors import ModelSqlError
+
+__all__ = ["VENDOR_SCHEMA", "compile_vendor_relations", "flattening_sql"]
+
+VENDOR_SCHEMA = "vendor"
+"""The schema of the flattened relations a staging model reads."""
+
+_SQL_TYPES = {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE", "boolean": "BOOLEAN", "object": "JSON"}
+_STRUCT = "vendor_fields"
+_REFERENCE = re.compile(rf"\b{VENDOR_SCHEMA}\.([a-z_][a-z0-9_]*)\b", re.IGNORECASE)
+_WITH = re.compile(r"^\s*with\b", re.IGNORECASE)
+
+
+def _structure_type(f: ContractField) -> object:
+    if f.type == "array":
+        return [_SQL_TYPES.get(f.items or "string", "VARCHAR")]
+    return _SQL_TYPES[f.sent_as]
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def _decoded(f: ContractField) -> str:
+    """The SQL of ``f``'s decoded value, read from the ``json_transform`` struct."""
+    column = _STRUCT + "".join(f'."{k}"' for k in f.keys())
+    e = f.encoding
+    if e is None:
+        return column
+    value = column
+    if f.sent_as != f.type:
+        if f.type == "boolean":
+            value = (f"case when {column} in ({', '.join(map(_literal, e.true_values))}) then true "
+                     f"when {column} in ({', '.join(map(_literal, e.false_values))}) then false end")
+        else:
+            value = f"try_cast(trim({column}) as {_SQL_TYPES[f.type]})"
+    if e.null_values:
+        value = f"case when {column} in ({', '.join(_literal(v) for v in e.null_values)}) then null else {value} end"
+    return value
+
+
+def flattening_sql(endpoint: str, fields: Sequence[ContractField], raw_columns: Sequence[str]) -> str:
+    """One SELECT over ``raw.<endpoint>``: its columns (``raw_columns``, but ``attributes`` and those a
+    field's name replaces), then each field decoded under its name."""
+    structure: dict = {}
+    for f in fields:
+        node = structure
+        *parents, leaf = f.keys()
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = _structure_type(f)
+    names = {f.name for f in fields}
+    kept = [c for c in raw_columns if c != "attributes" and c not in names]
+    select = [*kept, *(f"{_decoded(f)} as {f.name}" for f in fields)]
+    return ("select\n        " + ",\n        ".join(select) + "\n"
+            f"    from (select *, json_transform(attributes, '{json.dumps(structure)}') as {_STRUCT} "
+            f"from raw.{endpoint}) as records")
+
+
+def _code(line: str) -> str:
+    return line.split("--", 1)[0]
+
+
+def compile_vendor_relations(sql: str, contract: Contract | None, raw_columns: Mapping[str, Sequence[str]],
+                             where: Path | str) -> str:
+    """``sql`` with each ``vendor.<endpoint>`` it reads compiled into a first CTE ``vendor_<endpoint>``
+    (module doc); ``sql`` itself when it reads none.
+
+    Args:
+        contract: the project's contract (None: the project has none); raw_columns: ``{endpoint: columns}``
+            of the raw tables (``raw_sources:``).
+
+    Raises:
+        ModelSqlError: a ``vendor.<name>`` the contract does not declare, or whose raw table is undeclared.
+    """
+    lines = sql.splitlines()
+    found = list(dict.fromkeys(m.group(1).lower() for line in lines for m in _REFERENCE.finditer(_code(line))))
+    if not found:
+        return sql
+    ctes = []
+    for endpoint in found:
+        if contract is None or endpoint not in contract.fields:
+            declared = ", ".join(f"{VENDOR_SCHEMA}.{e}" for e in (contract.fields if contract else ())) or "none"
+            raise ModelSqlError(f"{where}: reads {VENDOR_SCHEMA}.{endpoint}, which the vendor's contract does not "
+                                f"declare (sources/vendor_contract.yml; declared: {declared})")
+        if endpoint not in raw_columns:
+            raise ModelSqlError(f"{where}: reads {VENDOR_SCHEMA}.{endpoint}, but raw.{endpoint} is not declared "
+                                "under `raw_sources:`")
+        body = flattening_sql(endpoint, contract.fields[endpoint], raw_columns[endpoint])
+        ctes.append(f"{VENDOR_SCHEMA}_{endpoint} as (\n    -- generated from the vendor's contract\n    {body}\n)")
+    compiled = [_REFERENCE.sub(lambda m: f"{VENDOR_SCHEMA}_{m.group(1).lower()}", _code(line))
+                + line[len(_code(line)):] for line in lines]
+    for i, line in enumerate(compiled):
+        code = _code(line)
+        if not code.strip():
+            continue
+        if _WITH.match(code):
+            compiled[i] = _WITH.sub(lambda m: m.group(0) + "\n" + ",\n".join(ctes) + ",", line, count=1)
+        else:
+            compiled[i] = "with\n" + ",\n".join(ctes) + "\n" + line
+        break
+    return "\n".join(compiled) + ("\n" if sql.endswith("\n") else "")
