@@ -14,6 +14,11 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +85,40 @@ def declare_raw_sources(root) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     tables = {q.removeprefix("raw."): dict(cols) for q, cols in shipped.raw_columns.items()}
     (folder / "raw.yml").write_text(yaml.safe_dump({"raw_sources": tables}, sort_keys=False))
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def wheel_source(dest: Path) -> Path:
+    """The files the package's wheel is built from (``pyproject.toml``, ``README.md``, ``rank_pipeline/``,
+    ``dbt_like_sql/`` and ``dashboards/``, its package data), copied to the new folder ``dest``."""
+    dest.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, dest / name)
+    for name in ("rank_pipeline", "dbt_like_sql", "dashboards"):
+        shutil.copytree(REPO / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".venv*"))
+    return dest
+
+
+def install_wheel(python: Path, src: Path) -> None:
+    """``pip install --no-deps --force-reinstall src`` (a wheel built from it, not editable) into the venv of
+    ``python``."""
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                           "--force-reinstall", str(src)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def wheel_venv(base: Path) -> Path:
+    """A fresh venv under ``base`` with the package installed from its wheel, the dependencies seen through a
+    ``.pth`` to this interpreter's site-packages (not reinstalled); its folder."""
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "_project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install_wheel(python, wheel_source(base / "src"))
+    assert (Path(purelib) / "rank_pipeline" / "dbt_like_sql").is_dir()
+    assert not list(Path(purelib).glob("__editable__*"))
+    return venv

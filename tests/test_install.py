@@ -12,12 +12,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
-from support import require
+from support import require, wheel_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_install")]
 
@@ -27,25 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The ``bin`` folder of a fresh venv holding a non-editable install of the project."""
-    base = tmp_path_factory.mktemp("install")
-    src = base / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, src / name)
-    for name in ("rank_pipeline", "dbt_like_sql", "dashboards"):  # dashboards: its definitions are package data
-        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    Path(purelib, "_project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-                           "--no-deps", str(src)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert (Path(purelib) / "rank_pipeline" / "dbt_like_sql").is_dir()
-    assert not list(Path(purelib).glob("__editable__*"))
-    return venv / "bin"
+    return wheel_venv(tmp_path_factory.mktemp("install")) / "bin"
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pytest
+from support import install_wheel, wheel_source, wheel_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_user_project")]
 
@@ -33,35 +32,10 @@ COMPONENT = "rank_pipeline.defs.component.RankPipelineComponent"
 DG = "import sys; from dagster_dg_cli.cli import main; sys.exit(main())"
 
 
-def _source_copy(dest: Path) -> Path:
-    """The files the wheel is built from, copied to ``dest``."""
-    dest.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, dest / name)
-    for name in ("rank_pipeline", "dbt_like_sql", "dashboards"):
-        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".venv*"))
-    return dest
-
-
-def _install(python: Path, src: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                           "--force-reinstall", str(src)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
     """A fresh venv with the package installed from its wheel (the dependencies seen through a ``.pth``)."""
-    base = tmp_path_factory.mktemp("user_project")
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    Path(purelib, "_project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _install(python, _source_copy(base / "src"))
-    assert not list(Path(purelib).glob("__editable__*"))
-    return venv
+    return wheel_venv(tmp_path_factory.mktemp("user_project"))
 
 
 def _package_dir(venv: Path) -> Path:
@@ -195,10 +169,10 @@ def test_upgrade_keeps_the_users_edit_and_shows_the_new_default(venv, tmp_path):
     owned.write_text(owned.read_text() + "-- my change\n")
     edited = owned.read_text()
 
-    newer = _source_copy(tmp_path / "newer")  # the next release: its default of the model changed
+    newer = wheel_source(tmp_path / "newer")  # the next release: its default of the model changed
     default = newer / "dbt_like_sql" / "marts" / "dim_domains.sql"
     default.write_text(default.read_text().replace("select * from final", "select * from final -- upstream fix"))
-    _install(venv / "bin" / "python", newer)
+    install_wheel(venv / "bin" / "python", newer)
 
     done = _rank(venv, project, "upgrade")
     assert done.returncode == 0, done.stderr
