@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -221,9 +222,10 @@ def test_the_yml_declares_the_tables_columns_and_types():
     assert all(c.description for c in table.columns)
 
 
-def _add_up_failures(runs: list[run_history.RunFacts], fix_up: str | None = None) -> int:
-    """Failing rows of the yml's ``snapshot_rows_add_up`` on a table holding ``runs`` (then ``fix_up``, an
-    UPDATE of the table, if given), run as the ``ops/run_history`` step runs its tests."""
+def _add_up_failures(runs: list[run_history.RunFacts], fix_up: str | None = None,
+                     test: str = "snapshot_rows_add_up") -> int:
+    """Failing rows of the yml's ``test`` on a table holding ``runs`` (then ``fix_up``, an UPDATE of the
+    table, if given), run as the ``ops/run_history`` step runs its tests."""
     from rank_pipeline.transform import run_tests
 
     table = load_project(ROOT / "dbt_like_sql").tables[run_history.TABLE]
@@ -231,7 +233,7 @@ def _add_up_failures(runs: list[run_history.RunFacts], fix_up: str | None = None
         run_history.upsert(con, runs)
         if fix_up:
             con.execute(fix_up)
-        (result,) = [r for r in run_tests(con, table, None) if r.name == "snapshot_rows_add_up"]
+        (result,) = [r for r in run_tests(con, table, None) if r.name == test]
     return result.failures
 
 
@@ -257,3 +259,16 @@ def test_snapshot_rows_add_up_passes_a_run_that_reported_no_counts_and_fails_cou
                                             "where run_id = 'killed'") == 1
     assert _add_up_failures([good, killed], f"update {run_history.TABLE} set rows_usage = null "
                                             "where run_id = 'good'") == 1
+
+
+def test_a_run_that_never_started_is_no_failed_time_check_and_a_run_ending_before_it_starts_is():
+    good = _run_facts("good", rows={r: 10 + i for i, r in enumerate(ENDPOINTS)})
+    queued = replace(_run_facts("queued", rows=None), started_at=None, status="canceled")  # canceled while queued
+    for test in ("ends_after_start", "stages_within_duration"):
+        assert _add_up_failures([good, queued], test=test) == 0, test
+    backwards = f"update {run_history.TABLE} set ended_at = started_at - interval 1 minute where run_id = 'good'"
+    assert _add_up_failures([good, queued], backwards, test="ends_after_start") == 1
+    too_long = f"update {run_history.TABLE} set extract_s = duration_s + 60 where run_id = 'good'"
+    assert _add_up_failures([good, queued], too_long, test="stages_within_duration") == 1
+    staged = f"update {run_history.TABLE} set load_s = 5 where run_id = 'queued'"  # a stage timed, no duration
+    assert _add_up_failures([good, queued], staged, test="stages_within_duration") == 1
