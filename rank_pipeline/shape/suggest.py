@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -83,10 +84,10 @@ class _Fit:
     note: str
 
 
-def _fit(spec: ContractField, stats: PathStats, counts: Mapping[str, int]) -> _Fit | None:
-    """How ``stats`` (an observed path, its ``counts`` of values as JSON text) fits ``spec``; None: it does not."""
+def _fit(spec: ContractField, stats: PathStats, values: Mapping[Any, int]) -> _Fit | None:
+    """How ``stats`` (an observed path, ``{value: records}`` of its values, most frequent first; empty for an
+    array) fits ``spec``; None: it does not."""
     types = set(stats.types)
-    values = {json.loads(k): n for k, n in counts.items()} if types != {"array"} else {}
     encoding: dict | None = None
     if spec.type == "array":
         if types != {"array"}:
@@ -94,10 +95,20 @@ def _fit(spec: ContractField, stats: PathStats, counts: Mapping[str, int]) -> _F
     elif types <= {spec.type} or (spec.type == "number" and types <= {"integer", "number"}):
         pass
     elif types == {"string"} and spec.type in ("integer", "number", "boolean"):
+        if spec.type == "boolean":
+            return None
         probe = spec.model_copy(update={"encoding": None, "type": spec.type})
-        decoding = {v: n for v, n in values.items() if _decodes_text(probe, v)}
-        rest = sorted(((n, v) for v, n in values.items() if v not in decoding), reverse=True)
-        if spec.type == "boolean" or not decoding or len(rest) > MAX_SENTINELS or (rest and not spec.nullable):
+        decoding: dict[Any, int] = {}
+        others: list[tuple[int, Any]] = []
+        for v, n in values.items():
+            if _decodes_text(probe, v):
+                decoding[v] = n
+            elif len(others) == MAX_SENTINELS:
+                return None  # more values that do not decode than sentinels taken for null
+            else:
+                others.append((n, v))
+        rest = sorted(others, reverse=True)
+        if not decoding or (rest and not spec.nullable):
             return None
         encoding = {"sent_as": "string", **({"null_values": [v for _, v in rest]} if rest else {})}
     else:
@@ -234,11 +245,12 @@ def _suggest_endpoint(out: Suggestion, contract: Contract, thresholds: Threshold
             and "[*]" not in s.path and (not contract.reads(endpoint, s.path, set(s.types))
                                          or any(s.path == f.path for f in wanted))]
     profiler.values(profile, [s.path for s in pool])
+    values = {s.path: {json.loads(k): n for k, n in profiler.value_counts(s.path).items()}
+              for s in pool if set(s.types) != {"array"}}  # each candidate's values read once, for every field
     scored: list[tuple[float, str, str, _Fit]] = []
     for spec in wanted:
         for stats in pool:
-            counts = profiler.value_counts(stats.path) if set(stats.types) != {"array"} else {}
-            fit = _fit(spec, stats, counts)
+            fit = _fit(spec, stats, values.get(stats.path, {}))
             if fit is not None:
                 fit.score = _score(spec, stats, stats.example)
                 scored.append((fit.score, spec.name, stats.path, fit))
