@@ -82,7 +82,7 @@ sandbox: env-runtime
 
 bench: bench-extract bench-models bench-shape
 
-## The vendor-shape check and profile at 50,000 keywords a day, as ratios (benchmarks/shape.py).
+## The vendor-shape check, profile and suggested remap at 50,000 keywords a day, as ratios (benchmarks/shape.py).
 bench-shape: env
 	RANK_BENCH_RECORD=1 $(BIN)/python benchmarks/shape.py
 
