@@ -84,7 +84,7 @@ def declare_raw_sources(root) -> None:
     folder = Path(root) / "sources"
     folder.mkdir(parents=True, exist_ok=True)
     tables = {q.removeprefix("raw."): dict(cols) for q, cols in shipped.raw_columns.items()}
-    (folder / "raw.yml").write_text(yaml.safe_dump({"raw_sources": tables}, sort_keys=False))
+    (folder / "raw.yml").write_text(yaml.safe_dump({"sources": tables}, sort_keys=False))
 
 
 REPO = Path(__file__).resolve().parents[1]

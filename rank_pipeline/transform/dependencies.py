@@ -18,7 +18,7 @@ MODEL_SCHEMAS: tuple[str, ...] = ("staging", "marts")
 """Folders (and schemas) that hold models."""
 SEED_SCHEMA = "seeds"
 RAW_SCHEMA = "raw"
-"""The schema of the raw tables models read (declared as ``raw_sources:`` under ``sources/``)."""
+"""The schema of the raw tables models read (declared as ``sources:`` under ``sources/``)."""
 REFERENCE_SCHEMAS: tuple[str, ...] = (RAW_SCHEMA, SEED_SCHEMA, *MODEL_SCHEMAS)
 """Schemas a model may read."""
 

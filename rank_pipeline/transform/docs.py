@@ -1,6 +1,6 @@
 """Generate the data dictionary (``docs/reference/data-dictionary.md``) from the project's ``.yml`` files.
 
-For every seed, model and source table (a table the pipeline's code writes, ``sources/*.yml``): qualified name, description, materialization (with the incremental window),
+For every seed, model and pipeline table (a table the pipeline's code writes, ``pipeline_tables:`` in ``sources/*.yml``): qualified name, description, materialization (with the incremental window),
 grain (``unique_key``), dependencies and dependents, columns with descriptions, tests and (given the
 column lineage) the raw and seed columns each comes from, and model-level tests with their asset check
 names. Written by ``rank-pipeline docs --dictionary PATH``, from the same sources as the HTML site
@@ -174,7 +174,7 @@ def _table_section(project: Project, table: SourceTable) -> list[str]:
     where = table.yml_path
     if where is not None and where.is_relative_to(project.root.parent):
         where = where.relative_to(project.root.parent)
-    lines += [f"- Written by the pipeline's code; declared in `{where}`", ""]
+    lines += [f"- Written by the pipeline's code; declared under `pipeline_tables:` in `{where}`", ""]
     lines += _columns_table(table.columns)
     lines += _model_tests(table)
     return lines

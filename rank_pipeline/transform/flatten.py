@@ -99,7 +99,7 @@ def compile_vendor_relations(sql: str, contract: Contract | None, raw_columns: M
 
     Args:
         contract: the project's contract (None: the project has none); raw_columns: ``{endpoint: columns}``
-            of the raw tables (``raw_sources:``).
+            of the raw tables (``sources:``).
 
     Raises:
         ModelSqlError: a ``vendor.<name>`` the contract does not declare, or whose raw table is undeclared.
@@ -116,7 +116,7 @@ def compile_vendor_relations(sql: str, contract: Contract | None, raw_columns: M
                                 f"declare (sources/vendor_contract.yml; declared: {declared})")
         if endpoint not in raw_columns:
             raise ModelSqlError(f"{where}: reads {VENDOR_SCHEMA}.{endpoint}, but raw.{endpoint} is not declared "
-                                "under `raw_sources:`")
+                                "under `sources:`")
         body = flattening_sql(endpoint, contract.fields[endpoint], raw_columns[endpoint])
         ctes.append(f"{VENDOR_SCHEMA}_{endpoint} as (\n    -- generated from the vendor's contract\n    {body}\n)")
     compiled = [_REFERENCE.sub(lambda m: f"{VENDOR_SCHEMA}_{m.group(1).lower()}", _code(line))

@@ -1,6 +1,8 @@
 """Read a project folder into its nodes: the ``.yml`` files (strictly: a key repeated in one mapping is
 refused), the ``.sql`` files (a staging model's ``vendor.<endpoint>`` compiled from the vendor's contract,
-:mod:`rank_pipeline.transform.flatten`), the seed CSVs and the ``raw_sources:`` declarations.
+:mod:`rank_pipeline.transform.flatten`), the seed CSVs, the raw tables (``sources:``, as dbt
+declares what something other than the models loads) and the tables the pipeline's code writes
+(``pipeline_tables:``).
 
 The folder's layout and the ``.yml`` format are in :mod:`rank_pipeline.transform.project`, which puts the
 pieces read here together and checks the references between them (:mod:`rank_pipeline.transform.graph`).
@@ -36,13 +38,13 @@ from rank_pipeline.transform.schema import (
     ColumnTest,
     ModelEntry,
     ModelLevelTest,
+    PipelineTableEntry,
     SeedEntry,
-    SourceEntry,
     UnitTestEntry,
     validate_entry,
 )
 
-__all__ = ["SOURCES_FOLDER", "load_models", "load_raw_sources", "load_seeds", "load_source_tables"]
+__all__ = ["SOURCES_FOLDER", "load_models", "load_pipeline_tables", "load_raw_sources", "load_seeds"]
 
 SOURCES_FOLDER = "sources"
 _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -85,11 +87,13 @@ def _load_yml(path: Path) -> dict:
         return {}
     if not isinstance(doc, Mapping):
         raise ModelConfigError(f"{path}: the top level must be a mapping with `models:` or `seeds:`")
-    unknown = sorted(set(doc) - {"version", "models", "seeds", "sources", "contract", "raw_sources"})
+    unknown = sorted(set(doc) - {"version", "models", "seeds", "sources", "pipeline_tables", "contract"})
     if unknown:
+        renamed = "; `raw_sources:` is now `sources:`" if "raw_sources" in unknown else ""
         raise ModelConfigError(f"{path}: unknown top-level key(s) {unknown}; expected `models:`, `seeds:`, "
-                               "`sources:`, `raw_sources:` (sources/raw.yml) or `contract:` (the vendor's contract, "
-                               "sources/vendor_contract.yml)")
+                               "`sources:` (the raw tables, sources/raw.yml), `pipeline_tables:` (the tables the "
+                               "pipeline writes, sources/run_history.yml) or `contract:` (the vendor's contract, "
+                               f"sources/vendor_contract.yml){renamed}")
     return dict(doc)
 
 
@@ -111,7 +115,7 @@ def _named_entries(yml: Path, doc: Mapping[str, Any], key: str, name_hint: str,
         yield name, raw
 
 
-def _test_specs(entry: ModelEntry | SeedEntry | SourceEntry, blocking_default: bool | Sequence[str]
+def _test_specs(entry: ModelEntry | SeedEntry | PipelineTableEntry, blocking_default: bool | Sequence[str]
                 ) -> tuple[tuple[ColumnSpec, ...], tuple[TestSpec, ...]]:
     """Validated columns and tests -> specs, each test's ``blocking`` resolved: its own, else listed in
     ``config.blocking_tests``, else the ``blocking_tests`` boolean."""
@@ -208,9 +212,9 @@ def _model_entries(root: Path, sql_files: Mapping[str, tuple[Path, str]]
     entries: dict[str, tuple[Path, Mapping[str, Any]]] = {}
     for yml in sorted(p for s in MODEL_SCHEMAS if (root / s).is_dir() for p in (root / s).rglob("*.yml")):
         doc = _load_yml(yml)
-        if "seeds" in doc or "sources" in doc:
-            raise ModelConfigError(f"{yml}: seeds and sources are described under seeds/ and sources/, not beside "
-                                   "models")
+        if {"seeds", "sources", "pipeline_tables"} & set(doc):
+            raise ModelConfigError(f"{yml}: seeds, sources and pipeline tables are described under seeds/ and "
+                                   "sources/, not beside models")
         for name, entry in _named_entries(yml, doc, "models", "the .sql file stem", " of model entries"):
             if name in entries:
                 raise ModelConfigError(f"{yml}: model {name!r} is also described in {entries[name][0]}")
@@ -300,8 +304,9 @@ def load_seeds(root: Path) -> dict[str, Seed]:
         seeds[name] = Seed(name=name, path=csv, checksum=_sha256(csv))
     for yml in sorted(folder.glob("*.yml")):
         doc = _load_yml(yml)
-        if "models" in doc or "sources" in doc:
-            raise ModelConfigError(f"{yml}: files under seeds/ describe seeds (`seeds:`), not models or sources")
+        if {"models", "sources", "pipeline_tables"} & set(doc):
+            raise ModelConfigError(f"{yml}: files under seeds/ describe seeds (`seeds:`), not models, sources or "
+                                   "pipeline tables")
         for name, raw in _named_entries(yml, doc, "seeds", "the .csv file stem"):
             where = f"{yml}, seed {name!r}"
             if name not in seeds:
@@ -326,8 +331,9 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load_source_tables(root: Path) -> dict[str, SourceTable]:
-    """``{qualified name: SourceTable}`` for every ``sources:`` entry under ``sources/``.
+def load_pipeline_tables(root: Path) -> dict[str, SourceTable]:
+    """``{qualified name: SourceTable}`` for every ``pipeline_tables:`` entry under ``sources/``: the tables
+    the pipeline's code writes (``ops.run_history``), which dbt would not call sources.
 
     Raises:
         ModelConfigError: a malformed entry, a table described twice.
@@ -339,10 +345,10 @@ def load_source_tables(root: Path) -> dict[str, SourceTable]:
     for yml in sorted(folder.glob("*.yml")):
         doc = _load_yml(yml)
         if "models" in doc or "seeds" in doc:
-            raise ModelConfigError(f"{yml}: files under {SOURCES_FOLDER}/ describe tables (`sources:`), not models "
-                                   "or seeds")
-        for name, raw in _named_entries(yml, doc, "sources", "the table's name"):
-            entry = validate_entry(SourceEntry, raw, f"{yml}, source {name!r}")
+            raise ModelConfigError(f"{yml}: files under {SOURCES_FOLDER}/ describe tables (`sources:`, "
+                                   "`pipeline_tables:`), not models or seeds")
+        for name, raw in _named_entries(yml, doc, "pipeline_tables", "the table's name"):
+            entry = validate_entry(PipelineTableEntry, raw, f"{yml}, pipeline table {name!r}")
             columns, tests = _test_specs(entry, False)
             table = SourceTable(entry.name, entry.schema_, entry.description, columns, tests, yml)
             if table.qualified_name in tables:
@@ -353,21 +359,28 @@ def load_source_tables(root: Path) -> dict[str, SourceTable]:
 
 
 def load_raw_sources(root: Path) -> dict[str, tuple[tuple[str, str], ...]]:
-    """``{raw.<name>: ((column, DuckDB type), ...)}`` for every table of the ``raw_sources:`` mappings under
-    ``sources/`` (the shipped project declares them in ``sources/raw.yml``): ``raw_sources: {name: {column: type, ...}, ...}``, columns in table order.
+    """``{raw.<name>: ((column, DuckDB type), ...)}`` for every table of the ``sources:`` mappings under
+    ``sources/`` (the shipped project declares them in ``sources/raw.yml``): ``sources: {name: {column: type,
+    ...}, ...}``, columns in table order. As in dbt, a source is a table something other than the models loads:
+    here the raw load.
 
     Raises:
-        ModelConfigError: a malformed ``raw_sources:`` mapping, a raw table declared twice.
+        ModelConfigError: a malformed ``sources:`` mapping (a list of tables with ``name:`` is named as a
+            ``pipeline_tables:`` section), a raw table declared twice.
     """
     found: dict[str, tuple[tuple[str, str], ...]] = {}
     folder = root / SOURCES_FOLDER
     for yml in sorted(folder.glob("*.yml")) if folder.is_dir() else []:
-        tables = _load_yml(yml).get("raw_sources", {})
+        tables = _load_yml(yml).get("sources", {})
+        if isinstance(tables, list) and all(isinstance(t, Mapping) and "name" in t for t in tables):
+            raise ModelConfigError(f"{yml}: `sources:` maps each raw table name to its columns; a list of tables "
+                                   "with `name:`, `schema:` and `columns:` (tables the pipeline writes) goes under "
+                                   "`pipeline_tables:`")
         if not isinstance(tables, dict) or not all(
                 isinstance(n, str) and _NAME_RE.match(n) and isinstance(cols, dict) and cols
                 and all(isinstance(c, str) and isinstance(t, str) and t.strip() for c, t in cols.items())
                 for n, cols in tables.items()):
-            raise ModelConfigError(f"{yml}: `raw_sources:` maps each raw table name (lower-case letters, digits "
+            raise ModelConfigError(f"{yml}: `sources:` maps each raw table name (lower-case letters, digits "
                                    f"and _) to its columns and their DuckDB types ({{snapshot_date: date, ...}}), "
                                    f"got {tables!r}")
         for name, cols in tables.items():

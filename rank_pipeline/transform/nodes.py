@@ -199,7 +199,7 @@ class Seed:
 
 @dataclass(frozen=True)
 class SourceTable:
-    """A table the pipeline's code writes (``sources/<name>.yml``), e.g. ``ops.run_history``.
+    """A table the pipeline's code writes (``pipeline_tables:`` in ``sources/<name>.yml``), e.g. ``ops.run_history``.
 
     Attributes:
         columns: every column with its DuckDB ``data_type``, in ``.yml`` order; tests: as for models

@@ -7,8 +7,10 @@ Layout of a project directory (``dbt_like_sql/``)::
     staging/<name>.sql + <name>.yml     models of schema ``staging``
     marts/<name>.sql + <name>.yml       models of schema ``marts``
     seeds/<name>.csv [+ <name>.yml]     seeds, loaded as tables ``seeds.<name>``
-    sources/<name>.yml                  tables the pipeline writes itself (schema ``ops``), documented
-    sources/raw.yml                     ``raw_sources:``, the raw tables models read, with their columns
+    sources/raw.yml                     ``sources:``, the raw tables models read (loaded by the pipeline's raw
+                                        load, not by a model: dbt's sources), with their columns
+    sources/<name>.yml                  ``pipeline_tables:``, tables the pipeline's code writes (schema
+                                        ``ops``), documented
     sources/vendor_contract.yml         the vendor's contract (:mod:`rank_pipeline.transform.contract`): a
                                         staging model reads ``vendor.<endpoint>``, generated from it
 
@@ -50,11 +52,11 @@ Any test given as a mapping may carry ``blocking: true`` and ``name: <slug>``. S
         columns: [...]                              # as for models
         tests: [...]                                # as for models
 
-Source ``.yml`` (a table written by the pipeline's code, not by SQL: its columns and tests are
-documented here, the data dictionary lists it, and its tests run as asset checks where it is
-written; models do not read it)::
+Pipeline table ``.yml`` (a table written by the pipeline's code, not by SQL, and not a source in dbt's
+sense: its columns and tests are documented here, the data dictionary lists it, and its tests run as
+asset checks where it is written; models do not read it)::
 
-    sources:
+    pipeline_tables:
       - name: run_history
         schema: ops
         description: "..."
@@ -79,7 +81,7 @@ from pathlib import Path
 from rank_pipeline.transform.dependencies import SEED_SCHEMA
 from rank_pipeline.transform.errors import ModelConfigError
 from rank_pipeline.transform.graph import check_references, topological_order
-from rank_pipeline.transform.loading import load_models, load_raw_sources, load_seeds, load_source_tables
+from rank_pipeline.transform.loading import load_models, load_pipeline_tables, load_raw_sources, load_seeds
 from rank_pipeline.transform.nodes import Model, Seed, SourceTable
 
 __all__ = ["Project", "load_project", "loaded_project"]
@@ -94,8 +96,8 @@ class Project:
         models: ``{name: Model}``.
         seeds: ``{name: Seed}``.
         sources: qualified raw tables models may read (``raw.keywords``, ...).
-        raw_columns: ``{raw table: ((column, DuckDB type), ...)}`` as ``raw_sources:`` declares them.
-        tables: ``{qualified name: SourceTable}``, the tables the pipeline writes (``sources/``).
+        raw_columns: ``{raw table: ((column, DuckDB type), ...)}`` as ``sources:`` declares them.
+        tables: ``{qualified name: SourceTable}``, the tables the pipeline writes (``pipeline_tables:``).
     """
 
     root: Path
@@ -145,7 +147,7 @@ def load_project(project_dir: Path | str) -> Project:
     seeds = load_seeds(root)
     models = load_models(root)
     raw = load_raw_sources(root)
-    tables = load_source_tables(root)
+    tables = load_pipeline_tables(root)
     models = check_references(root, models, seeds, frozenset(raw))
     project = Project(root=root, models=models, seeds=seeds, sources=frozenset(raw), raw_columns=raw,
                       tables=tables)

@@ -42,8 +42,8 @@ __all__ = [
     "IncrementalEntry",
     "ModelEntry",
     "ModelLevelTest",
+    "PipelineTableEntry",
     "SeedEntry",
-    "SourceEntry",
     "UnitGiven",
     "UnitTestEntry",
     "validate_entry",
@@ -374,25 +374,27 @@ class SeedEntry(_Documented):
         return ({"description": "", "config": {}}[info.field_name]) if value is None else value
 
 
-class SourceEntry(_Documented):
-    """A table the pipeline writes itself (not built from SQL), declared under ``sources/``: its schema
-    (``ops``), columns with their DuckDB ``data_type`` (every column typed) and tests."""
+class PipelineTableEntry(_Documented):
+    """A table the pipeline's code writes (not built from SQL, and not a source in dbt's sense: nothing outside
+    the pipeline loads it), declared under ``pipeline_tables:`` in ``sources/``: its schema (``ops``), columns
+    with their DuckDB ``data_type`` (every column typed) and tests."""
 
     name: NonEmpty
     schema_: Literal["ops"] = Field(alias="schema", description="the table's schema: ops")
     description: NonEmpty
 
     @model_validator(mode="after")
-    def _typed(self) -> SourceEntry:
+    def _typed(self) -> PipelineTableEntry:
         untyped = [c.name for c in self.columns if not c.data_type]
         if untyped or not self.columns:
-            raise ValueError(f"a source lists every column with its data_type; untyped: {untyped or 'no columns'}")
+            raise ValueError("a pipeline table lists every column with its data_type; untyped: "
+                             f"{untyped or 'no columns'}")
         return self
 
 
 # ------------------------------------------------------------------------------------------- errors
 
-_Entry = TypeVar("_Entry", ModelEntry, SeedEntry, SourceEntry)
+_Entry = TypeVar("_Entry", ModelEntry, SeedEntry, PipelineTableEntry)
 
 
 def _path(loc: tuple[int | str, ...]) -> str:

@@ -102,7 +102,7 @@ def to_spark_sql(duckdb_sql: str) -> str:
 
 
 def spark_type_of(duckdb_type: str, table: str) -> str:
-    """A raw column's DuckDB type (as ``raw_sources:`` or DuckDB's catalog name it; ``X[]`` a list) as a Spark
+    """A raw column's DuckDB type (as ``sources:`` or DuckDB's catalog name it; ``X[]`` a list) as a Spark
     DDL type (:data:`_SPARK_TYPES`)."""
     name = duckdb_type.strip().upper()
     if name.endswith("[]"):

@@ -131,7 +131,7 @@ def _describe(con: duckdb.DuckDBPyConnection, qualified: str) -> list[tuple[str,
 
 def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
     """``{qualified relation: [(column, DuckDB type), ...]}`` for every raw table, seed and model of
-    ``project``, from the project built once on empty raw tables typed as ``raw_sources:`` declares them
+    ``project``, from the project built once on empty raw tables typed as ``sources:`` declares them
     (cached per project folder and files' text for the process).
 
     Raises:

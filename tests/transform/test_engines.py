@@ -67,7 +67,7 @@ def test_only_duckdb_hands_out_its_build_file_connection(tmp_path):
 
 
 def test_every_declared_raw_column_has_a_spark_type_and_an_unknown_one_is_named():
-    """Spark gives a raw table with no snapshot yet the declared columns (``raw_sources:``): each declared
+    """Spark gives a raw table with no snapshot yet the declared columns (``sources:``): each declared
     DuckDB type maps to a Spark type (a list to an array), and a type it cannot map is refused naming the table."""
     from rank_pipeline.transform import load_project
     from rank_pipeline.transform.errors import BuildError

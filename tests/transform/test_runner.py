@@ -498,7 +498,7 @@ def test_incremental_model_must_output_its_date_column(tmp_path):
 
 
 def test_the_raw_sources_are_declared_in_yml_and_equal_what_the_warehouse_loads(tmp_path):
-    """The runner knows the raw tables, with their columns and types, from ``raw_sources:`` in
+    """The runner knows the raw tables, with their columns and types, from ``sources:`` in
     ``sources/raw.yml`` (no Python declaration): the shipped declaration equals the tables the
     warehouse creates, column by column in order, each type as DuckDB names it; a model reading a raw table the
     folder does not declare is refused, naming the file and the table; a declaration without columns is refused."""
@@ -520,10 +520,31 @@ def test_the_raw_sources_are_declared_in_yml_and_equal_what_the_warehouse_loads(
     write_project(tmp_path, {"staging/stg_x.sql": "select * from raw.rankings\n", "staging/stg_x.yml": yml("stg_x")})
     with pytest.raises(DependencyError, match=r"stg_x.sql: references raw.rankings"):
         load_project(tmp_path)
-    (tmp_path / "sources" / "raw.yml").write_text("raw_sources: {rankings: {snapshot_date: date, position: integer}}\n")
+    (tmp_path / "sources" / "raw.yml").write_text("sources: {rankings: {snapshot_date: date, position: integer}}\n")
     loaded = load_project(tmp_path)
     assert loaded.sources == frozenset({"raw.rankings"})
     assert loaded.raw_columns == {"raw.rankings": (("snapshot_date", "date"), ("position", "integer"))}
-    (tmp_path / "sources" / "raw.yml").write_text("raw_sources: [rankings]\n")
-    with pytest.raises(ModelConfigError, match=r"raw.yml: `raw_sources:` maps each raw table name .* to its columns"):
+    (tmp_path / "sources" / "raw.yml").write_text("sources: [rankings]\n")
+    with pytest.raises(ModelConfigError, match=r"raw.yml: `sources:` maps each raw table name .* to its columns"):
         load_project(tmp_path)
+
+
+def test_sources_are_the_raw_tables_and_a_table_the_pipeline_writes_is_a_pipeline_table(tmp_path):
+    """As in dbt, ``sources:`` declares the tables something other than the models loads (the raw tables);
+    a table the pipeline's code writes (``ops.run_history``) is declared under ``pipeline_tables:``. The
+    words of an older project are refused naming the section to use."""
+    from rank_pipeline.transform.errors import ModelConfigError
+
+    shipped = load_project(Path(__file__).resolve().parents[2] / "dbt_like_sql")
+    assert set(shipped.tables) == {"ops.run_history"} and "ops.run_history" not in shipped.sources
+    write_project(tmp_path, {"staging/stg_x.sql": "select 1 as x\n", "staging/stg_x.yml": yml("stg_x")})
+    (tmp_path / "sources" / "raw.yml").write_text("raw_sources: {rankings: {snapshot_date: date}}\n")
+    with pytest.raises(ModelConfigError, match=r"raw.yml: unknown top-level key.*`raw_sources:` is now `sources:`"):
+        load_project(tmp_path)
+    (tmp_path / "sources" / "raw.yml").unlink()
+    table = "{name: runs, schema: ops, description: d, columns: [{name: run_id, data_type: VARCHAR, description: r}]}"
+    (tmp_path / "sources" / "runs.yml").write_text(f"sources: [{table}]\n")
+    with pytest.raises(ModelConfigError, match=r"runs.yml: .* goes under `pipeline_tables:`"):
+        load_project(tmp_path)
+    (tmp_path / "sources" / "runs.yml").write_text(f"pipeline_tables: [{table}]\n")
+    assert set(load_project(tmp_path).tables) == {"ops.runs"}
