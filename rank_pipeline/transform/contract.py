@@ -11,7 +11,7 @@ endpoint (raw table), each field has:
 - ``shown`` (the spec shows it, else an assumption), ``nullable`` and ``null_means``, ``description``,
   ``examples`` (values as the vendor sends them, for the candidates of a remap);
 - ``encoding`` (optional): how the vendor sends it when not as ``type`` (:class:`Encoding`: an integer as
-  text, values that mean null, a boolean as text).
+  text, values that mean null, a boolean as text, a timestamp in another format than ISO 8601).
 
 One parser, here, for every reader: the model runner derives the flattening SQL from it, the shape check
 (:mod:`rank_pipeline.shape.check`) measures the records against it, and the Python readers of a record
@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +41,7 @@ __all__ = [
     "ContractError",
     "ContractField",
     "Encoding",
+    "ISO_TIMESTAMP",
     "load_contract",
     "loaded_contract",
 ]
@@ -51,6 +53,9 @@ JsonType = Literal["string", "integer", "number", "boolean", "object", "array"]
 Scalar = str | int | float | bool
 
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
+_TIMESTAMP_FORMAT = re.compile(r"(?:[^%]|%[YmdHMS%])*")
+ISO_TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
+"""The text a field with a ``timestamp_format`` decodes to (ISO 8601, UTC, to the second)."""
 _NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 
@@ -66,6 +71,10 @@ class Encoding(BaseModel):
             field's own type, for a field whose only encoding is a sentinel).
         null_values: values that mean null (a sentinel such as ``"-"`` or ``-1``), compared as sent.
         true_values, false_values: a boolean sent as text (``["yes"]``, ``["no"]``).
+        timestamp_format: a timestamp (a ``string`` field) sent in another format than the ISO 8601 the
+            staging models cast, as a ``strptime`` format of ``%Y %m %d %H %M %S`` and literal text
+            (``"%d.%m.%Y %H:%M"``), the time taken as UTC; it decodes to ``YYYY-MM-DDTHH:MM:SSZ``
+            (:data:`ISO_TIMESTAMP`), in Python and in the generated SQL alike.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -74,6 +83,7 @@ class Encoding(BaseModel):
     null_values: tuple[Scalar, ...] = Field((), strict=False)
     true_values: tuple[str, ...] = Field((), strict=False)
     false_values: tuple[str, ...] = Field((), strict=False)
+    timestamp_format: str | None = None
 
     def describe(self, field_type: str) -> str:
         """In words: ``integer sent as string, "-" means null``."""
@@ -83,6 +93,8 @@ class Encoding(BaseModel):
         if self.true_values or self.false_values:
             parts.append("true: " + ", ".join(map(_show, self.true_values)) + "; false: "
                          + ", ".join(map(_show, self.false_values)))
+        if self.timestamp_format is not None:
+            parts.append(f"a timestamp as {_show(self.timestamp_format)} (UTC)")
         return "; ".join(parts) or f"{field_type} as is"
 
 
@@ -123,6 +135,8 @@ class ContractField(BaseModel):
                                  "number or a boolean sent as string, and sentinels of any type")
             if self.null_values_meaning_null and not self.nullable:
                 raise ValueError("null_values need nullable: true (they mean null)")
+            if e.timestamp_format is not None:
+                _check_timestamp_format(e.timestamp_format, self.type, sent)
         return self
 
     @property
@@ -147,6 +161,11 @@ class ContractField(BaseModel):
             return True, None
         if not _is_type(value, self.sent_as):
             return False, value
+        if self.encoding is not None and self.encoding.timestamp_format is not None:
+            try:
+                return True, datetime.strptime(value, self.encoding.timestamp_format).strftime(ISO_TIMESTAMP)
+            except ValueError:
+                return False, value
         if self.sent_as == self.type:
             return True, value
         text = str(value)
@@ -160,6 +179,15 @@ class ContractField(BaseModel):
         if text in self.encoding.false_values:
             return True, False
         return False, value
+
+
+def _check_timestamp_format(fmt: str, field_type: str, sent: str) -> None:
+    """Raises ValueError unless ``fmt`` is a timestamp format Python and DuckDB read alike, of a string field."""
+    if field_type != "string" or sent != "string":
+        raise ValueError("timestamp_format is for a timestamp: a field of type string, sent as string")
+    if not _TIMESTAMP_FORMAT.fullmatch(fmt) or not all(d in fmt for d in ("%Y", "%m", "%d")):
+        raise ValueError(f"timestamp_format {fmt!r}: a date (%Y, %m, %d) and optionally %H, %M, %S with literal "
+                         "text between them (the time is taken as UTC)")
 
 
 def _same(value: Any, sentinel: Scalar) -> bool:

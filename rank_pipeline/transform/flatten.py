@@ -11,8 +11,10 @@ SQL the engines run, the lineage and the docs read is one plain DuckDB SELECT ov
 - one ``json_transform`` of ``attributes`` (one parse per record; Spark: ``from_json``) to the types the
   vendor sends (:attr:`~rank_pipeline.transform.contract.ContractField.sent_as`);
 - per field, the value decoded as its encoding says: a sentinel is null, an integer or a number sent as text
-  is ``try_cast``, a boolean sent as text is true or false (the shape check has already failed the run on a
-  value that does not decode, naming its path and the values: a cast never fails in staging).
+  is ``try_cast``, a boolean sent as text is true or false, a timestamp sent in another format is parsed
+  with its ``strptime`` format and written as ISO 8601 (``YYYY-MM-DDTHH:MM:SSZ``, as the contract decodes it
+  in Python; the shape check has already failed the run on a value that does not decode, naming its path and
+  the values: a cast never fails in staging).
 
 Column lineage reaches the JSON path through the ``json_transform`` (:mod:`rank_pipeline.transform.lineage`).
 """
@@ -65,6 +67,10 @@ def _decoded(f: ContractField) -> str:
                      f"when {column} in ({', '.join(map(_literal, e.false_values))}) then false end")
         else:
             value = f"try_cast(trim({column}) as {_SQL_TYPES[f.type]})"
+    if e.timestamp_format is not None:
+        parsed = f"strptime({column}, {_literal(e.timestamp_format)})"
+        # contract.ISO_TIMESTAMP written in two parts, each a format Spark's DATE_FORMAT reads once transpiled
+        value = f"strftime({parsed}, '%Y-%m-%d') || 'T' || strftime({parsed}, '%H:%M:%S') || 'Z'"
     if e.null_values:
         value = f"case when {column} in ({', '.join(_literal(v) for v in e.null_values)}) then null else {value} end"
     return value

@@ -1,11 +1,14 @@
 """Encodings: a field declares how the vendor sends it (an integer as text, values that mean null); the shape
 check decodes each value, names the ones that do not decode with their path, and runs the range and null
-checks on the decoded value; the flattening decodes in SQL as the check does. Through the command line:
+checks on the decoded value; the flattening decodes in SQL as the check does (a timestamp in a declared format
+included). Through the command line:
 a sentinel outside the declared encoding fails the run naming path and value and publishes nothing, and the
 right contract (an edit of the contract alone) gives the marts of the default shape row by row."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -120,3 +123,64 @@ def test_through_the_cli_a_wrong_sentinel_fails_naming_it_and_the_right_contract
     assert marts and [k for k in got if k.startswith("marts.")] == marts
     for name in marts:
         assert got[name] == want[name], name
+
+
+CAPTURED = '{name: captured_at, path: results.organic.capturedAt, type: string, shown: false,'
+STAMPED = [(CAPTURED, CAPTURED + '\n         encoding: {timestamp_format: "%d.%m.%Y %H:%M"},')]
+
+
+def _stamped_records(texts: list[str]) -> list[dict]:
+    records = [keyword_record(
+        f"00000000-0000-0000-0000-{i:012d}", keyword=f"word {i}", search_engine="google", device="desktop",
+        location={"code": "2840", "name": "United States", "variant": "Country"}, language_code="en",
+        frequency="daily", tag_ids=[], search_volume=10 * i, created_at="2025-01-01T00:00:00Z", position=1 + i,
+        url=f"https://example.com/{i}", captured="2026-11-01T06:00:00Z") for i in range(len(texts))]
+    for record, text in zip(records, texts, strict=True):
+        record["attributes"]["results"]["organic"]["capturedAt"] = text
+    return records
+
+
+def test_a_timestamp_in_a_declared_format_decodes_to_iso_8601_in_python_and_in_the_generated_sql(tmp_path):
+    """``timestamp_format`` reads a timestamp sent as ``01.11.2026 06:05`` as ``2026-11-01T06:05:00Z`` (what
+    staging casts), in the contract's Python reader and in the flattening SQL alike; the shape check passes."""
+    import duckdb
+
+    from rank_pipeline.transform.flatten import flattening_sql
+
+    texts = ["01.11.2026 06:05", "1.11.2026 6:05", "31.10.2026 23:59"]
+    records = _stamped_records(texts)
+    assert _check(tmp_path, records, STAMPED).passed
+    contract = load_contract(tmp_path / "dbt_like_sql")
+    python = [contract.value("keywords", "captured_at", r["attributes"]) for r in records]
+    assert python == ["2026-11-01T06:05:00Z", "2026-11-01T06:05:00Z", "2026-10-31T23:59:00Z"]
+    (field,) = [f for f in contract.fields["keywords"] if f.name == "captured_at"]
+    with duckdb.connect() as con:
+        con.execute("create schema raw; create table raw.keywords (n integer, attributes json)")
+        con.executemany("insert into raw.keywords values (?, ?)",
+                        [(i, json.dumps(r["attributes"])) for i, r in enumerate(records)])
+        sql = flattening_sql("keywords", [field], ["n", "attributes"])
+        sql_values = [v for _, v in con.execute(f"select * from ({sql}) order by n").fetchall()]
+    assert sql_values == python
+
+
+def test_a_timestamp_outside_its_declared_format_is_named_with_its_path_and_value(tmp_path):
+    records = _stamped_records(["01.11.2026 06:05"] * 3 + ["2026-11-01T06:05:00Z"])
+    (line,) = _check(tmp_path, records, STAMPED).lines()
+    assert line.startswith('keywords: results.organic.capturedAt does not decode as declared (a timestamp as '
+                           '"%d.%m.%Y %H:%M" (UTC)): "2026-11-01T06:05:00Z" in 25.0% of 4 records'), line
+
+
+@pytest.mark.parametrize(("edit", "problem"), [
+    ('encoding: {timestamp_format: "%d.%m.%Y %H:%M %z"}', "the time is taken as UTC"),
+    ('encoding: {timestamp_format: "%H:%M"}', "a date (%Y, %m, %d)"),
+])
+def test_a_timestamp_format_is_refused_unless_python_and_duckdb_read_it_alike(tmp_path, edit, problem):
+    from rank_pipeline.transform.contract import ContractError
+
+    with pytest.raises(ContractError, match=re.escape(problem)):
+        load_contract(_models(tmp_path, [(CAPTURED, CAPTURED + "\n         " + edit + ",")]))
+    folder = tmp_path / "position"
+    folder.mkdir()
+    position = "name: position, path: results.organic.position, type: integer,"
+    with pytest.raises(ContractError, match="timestamp_format is for a timestamp"):
+        load_contract(_models(folder, [(position, position + ' encoding: {timestamp_format: "%Y-%m-%d"},')]))
