@@ -127,6 +127,13 @@ def _fit(spec: ContractField, stats: PathStats, values: Mapping[Any, int]) -> _F
     return _Fit(0.0, encoding, note)
 
 
+def _example(values: Mapping[Any, int]) -> object:
+    """The first (most frequent) of ``values``, as :meth:`Profiler.values` shows an example: text cut to 80
+    characters."""
+    example = next(iter(values), None)
+    return example[:77] + "..." if isinstance(example, str) and len(example) > 80 else example
+
+
 def _is_number_text(value: object) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool)) or (
         isinstance(value, str) and re.match(r"^\s*[+-]?\d+(\.\d+)?\s*$", value) is not None)
@@ -244,9 +251,13 @@ def _suggest_endpoint(out: Suggestion, contract: Contract, thresholds: Threshold
     pool = [s for s in profile.paths.values() if s.types and set(s.types) != {"object"} and not s.path.endswith("[*]")
             and "[*]" not in s.path and (not contract.reads(endpoint, s.path, set(s.types))
                                          or any(s.path == f.path for f in wanted))]
-    profiler.values(profile, [s.path for s in pool])
-    values = {s.path: {json.loads(k): n for k, n in profiler.value_counts(s.path).items()}
-              for s in pool if set(s.types) != {"array"}}  # each candidate's values read once, for every field
+    # each candidate's values read once, for every field; its example (the most frequent value) taken from them
+    profiler.values(profile, [s.path for s in pool if set(s.types) == {"array"}])
+    counts = profiler.value_counts_of([s.path for s in pool if set(s.types) != {"array"}])
+    values = {path: {json.loads(k): n for k, n in texts.items()} for path, texts in counts.items()}
+    for s in pool:
+        if s.path in values:
+            s.example = _example(values[s.path])
     scored: list[tuple[float, str, str, _Fit]] = []
     for spec in wanted:
         for stats in pool:
