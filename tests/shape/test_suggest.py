@@ -51,3 +51,15 @@ def test_integer_text_with_more_values_than_sentinels_that_do_not_decode_is_no_c
     others = ["-", "n/a", "?", "none"]
     found = _position(lambda i: others[i % 4] if i % 5 == 0 else str(1 + i))
     assert found is None or found.path != "results.organic.rank"
+
+
+def test_the_values_of_many_paths_read_in_one_pass_equal_each_paths_own_counts():
+    from rank_pipeline.shape.profile import Profiler
+
+    with Profiler("keywords", _records(lambda i: "-" if i % 4 == 0 else str(i % 7))) as profiler:
+        paths = [p for p, s in profiler.profile().paths.items() if "[*]" not in p and set(s.types) - {"object", "array"}]
+        paths.append("no.such.path")
+        one_pass = profiler.value_counts_of(paths)
+        assert list(one_pass) == paths and one_pass["no.such.path"] == {}
+        for path in paths:
+            assert list(one_pass[path].items()) == list(profiler.value_counts(path).items()), path
