@@ -37,7 +37,7 @@ from rank_pipeline.operations.run_history import (
     upsert,
 )
 from rank_pipeline.settings import models_dir
-from rank_pipeline.transform import SourceTable, loaded_project, run_tests
+from rank_pipeline.transform import PipelineTable, loaded_project, run_tests
 from rank_pipeline.transform.sql import one_row
 
 __all__ = ["CATCH_UP_LIMIT", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY", "build_run_history_asset", "run_facts", "stage_of"]
@@ -182,7 +182,7 @@ def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> li
     return out[:CATCH_UP_LIMIT]
 
 
-def _history_table(project_dir: Path | None) -> SourceTable | None:
+def _history_table(project_dir: Path | None) -> PipelineTable | None:
     """The ``ops.run_history`` declaration of the models project ``project_dir`` (default
     :func:`models_dir`); None when the project has none, e.g. an older copy of ``dbt_like_sql/`` in
     ``RANK_PIPELINE_MODELS_DIR``."""

@@ -9,9 +9,9 @@ check. Typical use::
         for check in run_tests(con, model, partition_date=day):
             ...                                        # TestResult(name, passed, failures, ...)
 
-See :mod:`.project` for the project layout and ``.yml`` format (the raw sources too: ``raw_sources:`` under
-``sources/``, each table with its columns and types), :mod:`.materialize` for the one materialization flow, :mod:`.duckdb_engine` and
-:mod:`.spark_engine` for the engines' primitives, :mod:`.rewrite` for the SQL both engines run, :mod:`.testing` for the tests, :mod:`.docs` for the data
+See :mod:`.project` for the project layout and ``.yml`` format (the raw sources too: ``sources:`` in
+``sources/raw.yml``, each table with its columns and types), :mod:`.materialize` for the one materialization
+flow, :mod:`.duckdb_engine` and :mod:`.spark_engine` for the engines' primitives, :mod:`.rewrite` for the SQL both engines run, :mod:`.testing` for the tests, :mod:`.docs` for the data
 dictionary, and :mod:`.errors` for the error hierarchy.
 
 The runner stands alone: it imports nothing of the pipeline but :mod:`rank_pipeline.errors` and
@@ -30,7 +30,7 @@ from rank_pipeline.transform.errors import (
     SqlModelError,
     TestExecutionError,
 )
-from rank_pipeline.transform.nodes import ColumnSpec, IncrementalConfig, Model, Seed, SourceTable, TestSpec
+from rank_pipeline.transform.nodes import ColumnSpec, IncrementalConfig, Model, PipelineTable, Seed, TestSpec
 from rank_pipeline.transform.primitives import BuildResult
 from rank_pipeline.transform.project import Project, load_project, loaded_project
 from rank_pipeline.transform.testing import TestResult, run_test, run_tests, test_sql
@@ -47,7 +47,7 @@ __all__ = [
     "Project",
     "ProjectError",
     "Seed",
-    "SourceTable",
+    "PipelineTable",
     "SqlModelError",
     "TestExecutionError",
     "TestResult",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rank_pipeline.transform.lineage import ProjectLineage
-from rank_pipeline.transform.nodes import ColumnSpec, Model, Seed, SourceTable, TestSpec
+from rank_pipeline.transform.nodes import ColumnSpec, Model, PipelineTable, Seed, TestSpec
 from rank_pipeline.transform.project import Project, load_project
 
 __all__ = ["render_data_dictionary", "write_data_dictionary"]
@@ -52,7 +52,7 @@ def _columns_table(columns: tuple[ColumnSpec, ...], types: dict[str, str] | None
     return lines + [""]
 
 
-def _model_tests(relation: Model | Seed | SourceTable) -> list[str]:
+def _model_tests(relation: Model | Seed | PipelineTable) -> list[str]:
     tests = [t for t in relation.tests if t.column is None]
     if not tests:
         return []
@@ -169,7 +169,7 @@ def _materialization(model: Model) -> str:
     return mat
 
 
-def _table_section(project: Project, table: SourceTable) -> list[str]:
+def _table_section(project: Project, table: PipelineTable) -> list[str]:
     lines = [f"### {table.qualified_name}", "", _cell(table.description), ""]
     where = table.yml_path
     if where is not None and where.is_relative_to(project.root.parent):

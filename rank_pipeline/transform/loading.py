@@ -28,8 +28,8 @@ from rank_pipeline.transform.nodes import (
     ColumnSpec,
     IncrementalConfig,
     Model,
+    PipelineTable,
     Seed,
-    SourceTable,
     TestSpec,
     UnitRows,
     UnitTest,
@@ -331,15 +331,15 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load_pipeline_tables(root: Path) -> dict[str, SourceTable]:
-    """``{qualified name: SourceTable}`` for every ``pipeline_tables:`` entry under ``sources/``: the tables
+def load_pipeline_tables(root: Path) -> dict[str, PipelineTable]:
+    """``{qualified name: PipelineTable}`` for every ``pipeline_tables:`` entry under ``sources/``: the tables
     the pipeline's code writes (``ops.run_history``), which dbt would not call sources.
 
     Raises:
         ModelConfigError: a malformed entry, a table described twice.
     """
     folder = root / SOURCES_FOLDER
-    tables: dict[str, SourceTable] = {}
+    tables: dict[str, PipelineTable] = {}
     if not folder.is_dir():
         return tables
     for yml in sorted(folder.glob("*.yml")):
@@ -350,7 +350,7 @@ def load_pipeline_tables(root: Path) -> dict[str, SourceTable]:
         for name, raw in _named_entries(yml, doc, "pipeline_tables", "the table's name"):
             entry = validate_entry(PipelineTableEntry, raw, f"{yml}, pipeline table {name!r}")
             columns, tests = _test_specs(entry, False)
-            table = SourceTable(entry.name, entry.schema_, entry.description, columns, tests, yml)
+            table = PipelineTable(entry.name, entry.schema_, entry.description, columns, tests, yml)
             if table.qualified_name in tables:
                 raise ModelConfigError(f"{yml}: {table.qualified_name} is also described in "
                                        f"{tables[table.qualified_name].yml_path}")

@@ -18,7 +18,7 @@ __all__ = [
     "IncrementalConfig",
     "Model",
     "Seed",
-    "SourceTable",
+    "PipelineTable",
     "TestSpec",
     "UnitRows",
     "UnitTest",
@@ -198,7 +198,7 @@ class Seed:
 
 
 @dataclass(frozen=True)
-class SourceTable:
+class PipelineTable:
     """A table the pipeline's code writes (``pipeline_tables:`` in ``sources/<name>.yml``), e.g. ``ops.run_history``.
 
     Attributes:

@@ -82,7 +82,7 @@ from rank_pipeline.transform.dependencies import SEED_SCHEMA
 from rank_pipeline.transform.errors import ModelConfigError
 from rank_pipeline.transform.graph import check_references, topological_order
 from rank_pipeline.transform.loading import load_models, load_pipeline_tables, load_raw_sources, load_seeds
-from rank_pipeline.transform.nodes import Model, Seed, SourceTable
+from rank_pipeline.transform.nodes import Model, PipelineTable, Seed
 
 __all__ = ["Project", "load_project", "loaded_project"]
 
@@ -97,14 +97,14 @@ class Project:
         seeds: ``{name: Seed}``.
         sources: qualified raw tables models may read (``raw.keywords``, ...).
         raw_columns: ``{raw table: ((column, DuckDB type), ...)}`` as ``sources:`` declares them.
-        tables: ``{qualified name: SourceTable}``, the tables the pipeline writes (``pipeline_tables:``).
+        tables: ``{qualified name: PipelineTable}``, the tables the pipeline writes (``pipeline_tables:``).
     """
 
     root: Path
     models: dict[str, Model]
     seeds: dict[str, Seed]
     sources: frozenset[str] = frozenset()
-    tables: dict[str, SourceTable] = field(default_factory=dict)
+    tables: dict[str, PipelineTable] = field(default_factory=dict)
     raw_columns: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def relation(self, qualified_name: str) -> Model | Seed | None:

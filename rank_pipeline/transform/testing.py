@@ -32,11 +32,11 @@ import duckdb
 import sqlglot
 
 from rank_pipeline.transform.errors import TestExecutionError
-from rank_pipeline.transform.nodes import Model, Seed, SourceTable, TestSpec
+from rank_pipeline.transform.nodes import Model, PipelineTable, Seed, TestSpec
 from rank_pipeline.transform.sql import one_row, table_columns
 from rank_pipeline.transform.sql import quote_ident as _qi
 
-Tested = Model | Seed | SourceTable
+Tested = Model | Seed | PipelineTable
 """What has ``.yml`` tests: a model, a seed, or a table the pipeline writes (``sources/<name>.yml``)."""
 
 __all__ = ["TestResult", "partition_column", "run_test", "run_tests", "test_sql"]

@@ -78,7 +78,7 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
 @cache
 def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
     """``((column, DuckDB type), ...)`` of ``raw.<table>`` as the warehouse creates it, in table order (the
-    models folder declares the same in ``raw_sources:``; a test holds the two equal).
+    models folder declares the same in ``sources:`` (``sources/raw.yml``); a test holds the two equal).
 
     Raises:
         rank_pipeline.snapshots.schema.SnapshotError: ``table`` is neither an endpoint nor the keywords file's.
