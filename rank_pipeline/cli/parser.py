@@ -231,7 +231,7 @@ def _project_parsers(sub) -> None:
     p = sub.add_parser("own", help="copy a model of the package into your project, to edit it",
                        description="Copy the package's files of each NAME (a model or seed name, or a path such "
                                    "as marts/agg_tag_daily.sql) into models/; a file you have is kept.")
-    p.add_argument("names", nargs="+", metavar="NAME")
+    p.add_argument("names", nargs="+", metavar="NAME", help="a model or seed name, or a path below the models folder")
     p.add_argument("--replace", action="store_true", help="overwrite your file with the package's")
     p.set_defaults(func=cmd_own)
 

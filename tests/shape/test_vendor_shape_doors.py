@@ -93,7 +93,7 @@ def test_a_field_renamed_on_day_5_of_7_fails_the_demos_one_run_naming_that_day(t
     assert f"the daily job failed for {day1} .. {today}" in out
     assert f"failed check: {day1}..{today} raw/keywords matches_contract [ERROR (blocking)]" in out
     position = next(line for line in out.splitlines()
-                    if line.startswith("vendor shape: keywords: attributes.results.organic.position "))
+                    if line.startswith("vendor shape: keywords: results.organic.position "))
     assert f" on {day5};" in position
     shape_lines = [line for line in out.splitlines() if line.startswith("vendor shape: ")]
     assert not any(f" on {today - timedelta(days=i)};" in line for line in shape_lines for i in range(3, 7))

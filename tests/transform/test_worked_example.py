@@ -105,7 +105,7 @@ def test_the_example_agrees_with_ground_truth(example):
 
     shipped = load_project(models_dir())
     n = len(shipped.models) + len(shipped.seeds) + 1  # and the example's model
-    assert re.search(rf"^1 of {n} relation\(s\) differ", diff, re.M)
+    assert re.search(rf"^changed: 1 of {n} relation\(s\) differ", diff, re.M)
 
     page = (work / "my_docs" / "marts.fct_keyword_cannibalisation_daily.html").read_text()
     assert "raw.keywords.attributes.results.organic.url" in page and "several_urls_of_one_domain" in page
