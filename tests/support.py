@@ -122,3 +122,11 @@ def wheel_venv(base: Path) -> Path:
     assert (Path(purelib) / "rank_pipeline" / "dbt_like_sql").is_dir()
     assert not list(Path(purelib).glob("__editable__*"))
     return venv
+
+
+def assert_same_marts(got: dict, want: dict) -> None:
+    """Two ``published_marts`` readings hold the same mart tables, each with the same rows."""
+    marts = sorted(k for k in want if k.startswith("marts."))
+    assert marts and [k for k in got if k.startswith("marts.")] == marts
+    for name in marts:
+        assert got[name] == want[name], name

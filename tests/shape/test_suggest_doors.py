@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support import assert_same_marts
 from test_vendor_shape_doors import PATCH, cli
 
 from rank_pipeline.settings import models_dir
@@ -56,13 +57,6 @@ def _project(root: Path) -> tuple[Path, dict[str, str]]:
     return root, {"RANK_PIPELINE_MODELS_DIR": str(root / "dbt_like_sql")}
 
 
-def _same_marts(got: dict, want: dict) -> None:
-    marts = sorted(k for k in want if k.startswith("marts."))
-    assert marts and [k for k in got if k.startswith("marts.")] == marts
-    for name in marts:
-        assert got[name] == want[name], name
-
-
 @pytest.mark.parametrize("shape", ["vendor-b", "vendor-c"])
 def test_the_suggested_patch_applied_unedited_gives_the_default_marts(tmp_path, shape, default_run, published_marts):
     default, default_marts = default_run
@@ -88,12 +82,12 @@ def test_the_suggested_patch_applied_unedited_gives_the_default_marts(tmp_path, 
 
     rebuild = cli("rebuild", data_dir=data, env=models, cwd=project)
     assert rebuild.returncode == 0, rebuild.stdout + rebuild.stderr
-    _same_marts(published_marts(data / "warehouse.duckdb"), default_marts)
+    assert_same_marts(published_marts(data / "warehouse.duckdb"), default_marts)
 
     # a fresh data folder: the daily run against the vendor's shape passes with the remapped contract
     run = cli("run", data_dir=fresh, env={**vendor, **models}, cwd=project)
     assert run.returncode == 0, run.stdout + run.stderr
-    _same_marts(published_marts(fresh / "warehouse.duckdb"), default_marts)
+    assert_same_marts(published_marts(fresh / "warehouse.duckdb"), default_marts)
 
     # keywords plan reads the tracked keywords through the remapped contract: the file of them is 0 changes
     wanted = tmp_path / "tracked.yml"
