@@ -141,6 +141,7 @@ class ContractField(BaseModel):
 
     @property
     def null_values_meaning_null(self) -> tuple[Scalar, ...]:
+        """The sentinel values the vendor sends for null (:attr:`encoding`'s ``null_values``; () when none)."""
         return self.encoding.null_values if self.encoding is not None else ()
 
     @property
@@ -149,6 +150,7 @@ class ContractField(BaseModel):
         return (self.encoding.sent_as if self.encoding is not None else None) or self.type
 
     def keys(self) -> list[str]:
+        """The JSON keys of :attr:`path` below the record's ``attributes``, outermost first."""
         return self.path.split(".")
 
     def decode(self, value: Any) -> tuple[bool, Any]:

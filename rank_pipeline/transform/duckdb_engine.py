@@ -107,6 +107,7 @@ class DuckDBEngine:
     # -------------------------------------------------------------- primitives
 
     def ensure_schema(self, schema: str) -> None:
+        """``create schema if not exists``."""
         self.con.execute(f"create schema if not exists {_qi(schema)}")
 
     def render(self, duckdb_sql: str) -> str:

@@ -67,17 +67,21 @@ class ModelEngine(Protocol):
     persistent_views: bool
 
     @property
-    def catalog(self) -> str: ...
+    def catalog(self) -> str:
+        """The catalog readers see the tables in (``warehouse``, ``spark_catalog``)."""
 
     @property
-    def written_to(self) -> str: ...
+    def written_to(self) -> str:
+        """Where the tables are written (the build file's path, the Spark warehouse URI); no secret."""
 
-    def location(self, schema: str, name: str) -> str: ...
+    def location(self, schema: str, name: str) -> str:
+        """Where ``schema.name`` is stored (a file path or URI)."""
 
     def prepare(self, project: Project) -> None:
         """Make the relations of earlier builds readable (once per engine)."""
 
-    def ensure_schema(self, schema: str) -> None: ...
+    def ensure_schema(self, schema: str) -> None:
+        """Create the schema (Spark: database) ``schema`` when missing; every build starts here."""
 
     def render(self, duckdb_sql: str) -> str:
         """A SELECT written in DuckDB SQL, in this engine's dialect."""
@@ -97,7 +101,9 @@ class ModelEngine(Protocol):
     def watermark(self, schema: str, name: str, column: str) -> Any:
         """``max(column)`` of the stored relation; None when it is not stored or the column is gone."""
 
-    def create_view(self, schema: str, name: str, sql: str, where: str) -> None: ...
+    def create_view(self, schema: str, name: str, sql: str, where: str) -> None:
+        """Create or replace the view ``schema.name`` as ``sql`` (only called when :attr:`persistent_views`).
+        Raises BuildError and leaves the relation as it was."""
 
     def replace_whole(self, schema: str, name: str, sql: str, where: str, *,
                       date_column: str | None = None) -> int:
@@ -113,14 +119,18 @@ class ModelEngine(Protocol):
         """Load the seed's CSV (``sql``: DuckDB's typed reader) as ``seeds.<name>``; the rows loaded."""
 
     def run_tests(self, relation: Model | Seed, partition_date: date | None = None, *,
-                  until: date | None = None) -> list[TestResult]: ...
+                  until: date | None = None) -> list[TestResult]:
+        """The ``.yml`` tests of ``relation`` over ``partition_date .. until`` (None: the whole relation),
+        as :func:`rank_pipeline.transform.testing.run_tests`. Raises TestExecutionError when a test's SQL fails."""
 
     def failing_rows(self, duckdb_sql: str, sample_size: int = 5) -> tuple[int, list[dict]]:
         """``(rows, sample)`` of a SELECT written in DuckDB SQL."""
 
-    def column_types(self, qualified: str) -> list[tuple[str, str]]: ...
+    def column_types(self, qualified: str) -> list[tuple[str, str]]:
+        """``[(column, the engine's type name)]`` of ``schema.name``, in table order."""
 
-    def row_count(self, qualified: str) -> int: ...
+    def row_count(self, qualified: str) -> int:
+        """Rows of the whole relation ``schema.name``."""
 
     def publish(self) -> Path | None:
         """Make the build visible to readers; the published file, or None when nothing needs copying."""
