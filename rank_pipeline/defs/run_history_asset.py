@@ -9,8 +9,9 @@ failure.
 
 The asset runs after every model and before ``warehouse/published`` in the same run, holding the data
 folder's writer lock (the ``warehouse`` resource): it upserts the current run's provisional rows and
-catches up every finished run without final rows (at most :data:`CATCH_UP_LIMIT` a run, newest first),
-runs the tests of ``dbt_like_sql/sources/run_history.yml`` on the table as asset checks (never blocking:
+catches up every finished run without final rows (at most :data:`CATCH_UP_LIMIT` a run, newest first:
+a successful run's own provisional rows are made final from its step events alone, any other run is read
+whole), runs the tests of ``dbt_like_sql/sources/run_history.yml`` on the table as asset checks (never blocking:
 a history test must not keep the day's data from being published), and counts those evaluations into
 the run's own row. The publish step then copies the build file, history included.
 """
@@ -31,9 +32,11 @@ from rank_pipeline.operations.run_history import (
     TABLE,
     DayFigures,
     RunFacts,
-    final_run_ids,
+    finalize,
     launched_by,
     partition_days,
+    recorded_runs,
+    set_checks,
     upsert,
 )
 from rank_pipeline.settings import models_dir
@@ -48,6 +51,10 @@ RUN_FACT_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCC
                    dg.DagsterEventType.RUN_FAILURE}
 """The kinds of event :func:`run_facts` reads: a run's log is read with these only (``all_logs(of_type=...)``),
 not its planned events, outputs and log lines, about two thirds of it."""
+STEP_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
+               dg.DagsterEventType.RUN_FAILURE}
+"""The kinds of event read to make a successful run's provisional rows final (:func:`_catch_up`): its steps'
+starts and ends, about a quarter of :data:`RUN_FACT_EVENTS` (its asset check evaluations are most of them)."""
 CATCH_UP_LIMIT = 200
 """Finished runs without final rows written by one run (newest first); older ones follow next runs."""
 
@@ -76,13 +83,11 @@ def _int(meta: dict, name: str) -> int | None:
     return int(value) if isinstance(value, int | float) else None
 
 
-def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: datetime | None = None,
-              extra_checks: tuple[int, int] = (0, 0)) -> RunFacts | None:
+def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: datetime | None = None) -> RunFacts | None:
     """The :class:`rank_pipeline.operations.run_history.RunFacts` of one run, from its record and event log.
 
     With ``now`` the run is the running one writing its own rows: status ``success``, end ``now``,
-    steps not ended yet count until ``now``, ``final`` false. ``extra_checks``: (passed, failed) check
-    evaluations to add (this step's own, not yet in the log). None for a run without a partition.
+    steps not ended yet count until ``now``, ``final`` false. None for a run without a partition.
     """
     run = record.dagster_run
     days = partition_days(run.tags)
@@ -90,7 +95,7 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
         return None
     starts: dict[str, float] = {}
     ends: dict[str, float] = {}
-    passed, failed = extra_checks
+    passed = failed = 0
     by_day: dict[date, DayFigures] = {}
     failed_step = reason = None
     failed_checks: list[str] = []
@@ -161,25 +166,36 @@ def _add_snapshot_figures(by_day: dict[date, DayFigures], materialization, days:
         fig.reread_passes = int(figures.get("reread_passes") or 0)
 
 
-def _catch_up(instance: dg.DagsterInstance, final: set[str], current: str) -> list[RunFacts]:
-    """Facts of the newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows.
+def _catch_up(instance: dg.DagsterInstance, recorded: dict[str, bool],
+              current: str) -> tuple[list[RunFacts], list[RunFacts]]:
+    """The newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows, as
+    ``(runs to write whole, runs to make final)``.
+
+    ``recorded``: :func:`rank_pipeline.operations.run_history.recorded_runs`. A run that ended successfully
+    with provisional rows of its own is made final from its step events only
+    (:func:`rank_pipeline.operations.run_history.finalize` keeps its figures and checks); any other run
+    (failed, canceled, killed, or one that never wrote its rows) is read whole, :data:`RUN_FACT_EVENTS`.
 
     Runs are read newest first, a page of 100 at a time, and the reading stops at the first page whose runs
     all have final rows: every publish catches up the runs that ended before it, so older runs have theirs
     (the cost stays that of the last few runs, not of the instance's whole history)."""
-    out: list[RunFacts] = []
+    whole: list[RunFacts] = []
+    finals: list[RunFacts] = []
     cursor = None
-    while len(out) < CATCH_UP_LIMIT:
+    while len(whole) + len(finals) < CATCH_UP_LIMIT:
         records = instance.get_run_records(filters=dg.RunsFilter(statuses=list(_ENDED)), limit=100, cursor=cursor)
-        pending = [r for r in records if r.dagster_run.run_id not in final and r.dagster_run.run_id != current]
+        pending = [r for r in records if not recorded.get(r.dagster_run.run_id) and r.dagster_run.run_id != current]
         if not pending:
             break
-        for record in pending:
-            facts = run_facts(record, instance.all_logs(record.dagster_run.run_id, of_type=RUN_FACT_EVENTS))
+        for record in pending[:CATCH_UP_LIMIT - len(whole) - len(finals)]:
+            run = record.dagster_run
+            provisional = run.run_id in recorded and run.status == dg.DagsterRunStatus.SUCCESS
+            facts = run_facts(record, instance.all_logs(run.run_id, of_type=STEP_EVENTS if provisional
+                                                        else RUN_FACT_EVENTS))
             if facts is not None:
-                out.append(facts)
+                (finals if provisional else whole).append(facts)
         cursor = records[-1].dagster_run.run_id
-    return out[:CATCH_UP_LIMIT]
+    return whole, finals
 
 
 def _history_table(project_dir: Path | None) -> PipelineTable | None:
@@ -211,18 +227,19 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
         run_id = context.run_id
         record = instance.get_run_records(filters=dg.RunsFilter(run_ids=[run_id]), limit=1)[0]
         with warehouse.warehouse().connect() as con:
-            final = final_run_ids(con)
-            others = _catch_up(instance, final, run_id)
-            # read once: the second pass only adds this step's checks
-            own_log = instance.all_logs(run_id, of_type=RUN_FACT_EVENTS)
-            own = run_facts(record, own_log, now=datetime.now(UTC))
-            written = upsert(con, others + ([own] if own is not None else []))
+            whole, finals = _catch_up(instance, recorded_runs(con), run_id)
+            own = run_facts(record, instance.all_logs(run_id, of_type=RUN_FACT_EVENTS), now=datetime.now(UTC))
+            written = upsert(con, whole + ([own] if own is not None else []))
+            written += sum(finalize(con, facts) for facts in finals)
             results = run_tests(con, table, None) if table is not None else []
             if own is not None and results:  # this step's evaluations count in the run's own rows
                 ok = sum(r.passed for r in results)
-                counted = run_facts(record, own_log, now=datetime.now(UTC), extra_checks=(ok, len(results) - ok))
-                upsert(con, [counted] if counted is not None else [])
+                own.checks_passed += ok
+                own.checks_failed += len(results) - ok
+                own.failed_checks += [f"{RUN_HISTORY_KEY.to_user_string()}:{r.name} [WARN]" for r in results if not r.passed]
+                set_checks(con, own)
             (total,) = one_row(con, f"select count(*) from {TABLE}")
+            others = whole + finals
         context.log.info(f"{TABLE}: wrote {written} row(s) ({len(others)} other run(s) caught up) in "
                          f"{time.perf_counter() - started:.2f} s; {total} row(s) in all")
         yield dg.MaterializeResult(asset_key=RUN_HISTORY_KEY, metadata={

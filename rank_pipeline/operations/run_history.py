@@ -66,10 +66,12 @@ __all__ = [
     "DayFigures",
     "RunFacts",
     "ensure_table",
-    "final_run_ids",
+    "finalize",
     "launched_by",
     "partition_days",
+    "recorded_runs",
     "reread_passes",
+    "set_checks",
     "upsert",
 ]
 
@@ -165,13 +167,26 @@ class RunFacts:
     failure_reason: str | None = None
     final: bool = True
 
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from start to end; None when either is unknown."""
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
+
+    @property
+    def reason(self) -> str | None:
+        """:attr:`failure_reason` on one line, at most 300 characters."""
+        return " ".join(self.failure_reason.split())[:_REASON_CHARS] if self.failure_reason else self.failure_reason
+
+    @property
+    def failed_checks_text(self) -> str | None:
+        """:attr:`failed_checks` joined with ``; ``, at most 300 characters; None when none failed."""
+        return "; ".join(self.failed_checks)[:_REASON_CHARS] if self.failed_checks else None
+
     def rows(self, recorded_at: datetime) -> list[tuple]:
         """The table rows of this run, one per day, as tuples in :data:`COLUMNS` order."""
-        duration = ((self.ended_at - self.started_at).total_seconds()
-                    if self.started_at is not None and self.ended_at is not None else None)
-        reason = self.failure_reason
-        if reason:
-            reason = " ".join(reason.split())[:_REASON_CHARS]
+        duration, reason = self.duration_s, self.reason
         out = []
         for day in self.days:
             fig = self.figures.get(day)
@@ -182,8 +197,7 @@ class RunFacts:
                 sum(fig.rows.values()) if fig is not None else None,
                 *((fig.requests, fig.rate_limited, fig.retries, fig.reread_passes) if fig is not None
                   else (None,) * 4),
-                self.checks_passed, self.checks_failed,
-                "; ".join(self.failed_checks)[:_REASON_CHARS] if self.failed_checks else None,
+                self.checks_passed, self.checks_failed, self.failed_checks_text,
                 *(self.stage_seconds.get(s) for s in STAGES),
                 self.failed_step, reason, self.final, recorded_at,
             ))
@@ -247,10 +261,44 @@ def ensure_table(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"alter table {TABLE} add column {quote_ident(name)} {typ}")
 
 
-def final_run_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """Run ids whose rows are final (written from the record of the finished run)."""
+def recorded_runs(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
+    """``{run id: whether its rows are final}`` of every run in :data:`TABLE` (final: written from the record
+    of the finished run; not final: the provisional rows a running run wrote of itself)."""
     ensure_table(con)
-    return {r[0] for r in con.execute(f"select distinct run_id from {TABLE} where final").fetchall()}
+    return {r[0]: bool(r[1]) for r in con.execute(f"select run_id, bool_and(final) from {TABLE} group by run_id").fetchall()}
+
+
+def _update_run(con: duckdb.DuckDBPyConnection, run_id: str, values: Mapping[str, object], where: str = "") -> int:
+    """Set the run-level ``values`` (``{column: value}``) on every row of ``run_id`` (and ``where``); rows changed."""
+    sets = ", ".join(f"{quote_ident(c)} = ?" for c in values)
+    row = con.execute(f"update {TABLE} set {sets} where run_id = ?{where}", [*values.values(), run_id]).fetchone()
+    return int(row[0]) if row else 0
+
+
+def finalize(con: duckdb.DuckDBPyConnection, run: RunFacts, recorded_at: datetime | None = None) -> int:
+    """Make the provisional rows of a run that ended successfully final, without reading its checks again.
+
+    The rows keep their per-day figures and their checks: a run writes its provisional rows from every
+    event before its ``ops/run_history`` step and counts that step's own checks into them, and the one
+    step after it, ``warehouse/published``, has no checks. Its run-level columns are set from ``run``, the
+    finished run's facts read from its step events only: status, end, duration, seconds per stage, failed
+    step and reason, ``final`` true and ``recorded_at`` (default now, UTC).
+
+    Returns:
+        Rows made final (0 when the run has no provisional row).
+    """
+    values = {"status": run.status, "ended_at": run.ended_at, "duration_s": run.duration_s,
+              **{f"{s}_s": run.stage_seconds.get(s) for s in STAGES},
+              "failed_step": run.failed_step, "failure_reason": run.reason, "final": True,
+              "recorded_at": recorded_at or datetime.now(UTC)}
+    return _update_run(con, run.run_id, values, " and not final")
+
+
+def set_checks(con: duckdb.DuckDBPyConnection, run: RunFacts) -> int:
+    """Set the checks columns (passed, failed, the failed checks' names) of the rows of ``run`` from it,
+    e.g. after its ``ops/run_history`` step ran its own tests; rows changed."""
+    return _update_run(con, run.run_id, {"checks_passed": run.checks_passed, "checks_failed": run.checks_failed,
+                                         "failed_checks": run.failed_checks_text})
 
 
 def upsert(con: duckdb.DuckDBPyConnection, runs: Sequence[RunFacts], recorded_at: datetime | None = None) -> int:

@@ -181,6 +181,29 @@ def test_checks_of_dagster_launched_runs_equal_their_check_evaluations(world, in
 
 
 @pytest.mark.slow
+def test_every_final_row_equals_the_row_written_from_the_runs_whole_event_log(world, instance):
+    """A successful run's provisional rows are made final from its step events alone (its checks and figures
+    kept); a failed run's are written from its whole log. Either way, the final rows equal the rows written
+    from the whole log of the finished run."""
+    from rank_pipeline.defs.run_history_asset import RUN_FACT_EVENTS, run_facts
+
+    finals = [r for r in world["rows"] if r["final"]]
+    assert {r["status"] for r in finals} == {"success", "failure"}
+    names = [n for n, _ in run_history.COLUMNS if n != "recorded_at"]
+    for run_id in {r["run_id"] for r in finals}:
+        record = instance.get_run_records(filters=dg.RunsFilter(run_ids=[run_id]), limit=1)[0]
+        facts = run_facts(record, instance.all_logs(run_id, of_type=RUN_FACT_EVENTS))
+        assert facts is not None
+        whole = {row[1]: dict(zip(names, row[:-1], strict=True)) for row in facts.rows(recorded_at=None)}
+        for row in (r for r in finals if r["run_id"] == run_id):
+            got = {n: row[n] for n in names}
+            want = whole[row["snapshot_date"]]
+            seconds = [f"{s}_s" for s in run_history.STAGES] + ["duration_s"]
+            assert got == {**want, **{n: pytest.approx(want[n]) for n in seconds if want[n] is not None}}, \
+                (run_id, row["snapshot_date"])
+
+
+@pytest.mark.slow
 def test_stage_seconds_are_positive_and_within_the_run(world, instance):
     for row in world["rows"]:
         record = instance.get_run_record_by_id(row["run_id"])
