@@ -34,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rank_pipeline.transform.errors import ModelConfigError
+from rank_pipeline.transform.yaml_loader import StrictLoader
 
 __all__ = [
     "CONTRACT_FILE",
@@ -303,7 +304,7 @@ def load_contract(models_dir: Path | str, endpoints: tuple[str, ...] | None = No
     """
     path = Path(models_dir) / CONTRACT_FILE
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.load(path.read_text(), Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except FileNotFoundError:
         raise ContractError(f"{path}: missing; the vendor's contract is declared there (see the project's "
                             "dbt_like_sql/sources/vendor_contract.yml)") from None

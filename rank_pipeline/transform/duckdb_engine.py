@@ -226,11 +226,12 @@ class DuckDBEngine:
         """``(rows, the first sample_size rows as JSON-safe dicts)`` of a SELECT."""
         from rank_pipeline.transform.testing import json_safe
 
-        row = self.con.execute(f"select count(*) from ({duckdb_sql})").fetchone()
-        assert row is not None
-        cur = self.con.execute(f"{duckdb_sql} limit {int(sample_size)}")
-        names = [d[0] for d in cur.description or []]
-        return int(row[0]), [json_safe(dict(zip(names, r, strict=True))) for r in cur.fetchall()]
+        # one query: the sample, each row carrying the count of all (no row: none failed)
+        cur = self.con.execute(f"select *, count(*) over () from ({duckdb_sql}) limit {max(1, int(sample_size))}")
+        names = [d[0] for d in cur.description or []][:-1]
+        rows = cur.fetchall()
+        return (int(rows[0][-1]) if rows else 0,
+                [json_safe(dict(zip(names, r[:-1], strict=True))) for r in rows[:max(0, int(sample_size))]])
 
     def column_types(self, qualified: str) -> list[tuple[str, str]]:
         """``[(column, DuckDB type)]`` of ``schema.name`` in the build file, in table order."""

@@ -43,6 +43,7 @@ from rank_pipeline.transform.schema import (
     UnitTestEntry,
     validate_entry,
 )
+from rank_pipeline.transform.yaml_loader import StrictLoader
 
 __all__ = ["SOURCES_FOLDER", "load_models", "load_pipeline_tables", "load_raw_sources", "load_seeds"]
 
@@ -53,26 +54,6 @@ _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 # ------------------------------------------------------------------------------------------ the yml
 
 
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's where PyYAML has it
-
-
-class _StrictLoader(_SafeLoader):  # type: ignore[valid-type,misc]  # a base chosen at import time
-    """SafeLoader that refuses a key repeated in one mapping (PyYAML keeps the last one silently,
-    which would drop e.g. a test's first ``blocking:`` without a word); on libyaml's parser where PyYAML
-    has it (the project's ``.yml`` files are read at every definitions load and every raw load)."""
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}: each key may appear once per mapping", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def _load_yml(path: Path) -> dict:
     """The top-level mapping of a project ``.yml`` (``{}`` for an empty file).
 
@@ -80,7 +61,7 @@ def _load_yml(path: Path) -> dict:
         ModelConfigError: not valid YAML, a repeated key, a top level that is no mapping, an unknown top-level key.
     """
     try:
-        doc = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        doc = yaml.load(path.read_text(), Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ModelConfigError(f"{path}: not valid YAML: {exc}") from None
     if doc is None:

@@ -97,6 +97,16 @@ def test_a_malformed_contract_is_one_line_naming_file_and_entry(project):
     assert "\n" not in str(caught.value)
 
 
+def test_a_key_repeated_in_one_contract_entry_is_refused_not_silently_dropped(project):
+    path = project / "sources" / "vendor_contract.yml"
+    path.write_text(path.read_text().replace("{name: host, path: host, type: string,",
+                                             "{name: host, path: host, type: string, type: integer,"))
+    with pytest.raises(ContractError) as caught:
+        load_contract(project)
+    assert str(caught.value).startswith(f"{path}: not valid YAML")
+    assert "duplicate key 'type'" in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_the_readme_walks_through_the_steps_the_door_test_runs():
     section = (Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "vendor-shape.md").read_text()
     for step in ("RANK_SANDBOX_SHAPE=vendor-b .venv/bin/rank-pipeline run", "rank-pipeline profile",
