@@ -1,4 +1,4 @@
-"""``make test`` runs ``pytest -n 2 --dist loadgroup``: every test of one ``xdist_group`` runs on one worker,
+"""``make test`` runs ``pytest -n 4 --dist loadgroup``: every test of one ``xdist_group`` runs on one worker,
 so a group's session fixtures (the Spark cluster, a module's shared build) are made once and its heavy
 tests never run beside each other. pytest 9.2 with pytest-xdist 3.8 ignores the groups without a word
 (pytest-xdist issue #1386: the group is written into a node id pytest no longer reads), and ``make test``
@@ -35,3 +35,32 @@ def test_the_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
     assert len(ran) == 18, done.stdout
     grouped = {worker for worker, module in ran if module != "test_free.py"}
     assert len(grouped) == 1, f"the group ran on {sorted(grouped)}:\n{done.stdout}"
+
+
+class _Item:
+    """What :func:`conftest.heaviest_first` reads of a collected test: its node id and its markers."""
+
+    def __init__(self, nodeid: str, *marks: str, group: str | None = None):
+        import pytest
+
+        self.nodeid = nodeid
+        self._marks = [getattr(pytest.mark, m) for m in marks]
+        if group is not None:
+            self._marks.append(pytest.mark.xdist_group(group))
+        self._marks = [m.mark for m in self._marks]
+
+    def iter_markers(self):
+        return iter(self._marks)
+
+    def get_closest_marker(self, name):
+        return next((m for m in self._marks if m.name == name), None)
+
+
+def test_the_heaviest_work_units_are_handed_out_first_each_in_its_own_order():
+    from conftest import heaviest_first
+
+    items = [_Item("a.py::quick"), _Item("b.py::one", group="g"), _Item("c.py::slow_one", "slow"),
+             _Item("d.py::spark_test", "spark"), _Item("b.py::two", "daemon", group="g"), _Item("e.py::quick")]
+    ordered = [i.nodeid for i in heaviest_first(items)]
+    # Spark first; then the group holding a daemon test, whole and in order; then slow; then the rest in order
+    assert ordered == ["d.py::spark_test", "b.py::one", "b.py::two", "c.py::slow_one", "a.py::quick", "e.py::quick"]
