@@ -54,7 +54,7 @@ demo: env-runtime
 ## make lint runs first: a style or type finding fails it before anything is installed or tested.
 ## Four workers on two cores: about half of the suite's time is waiting (a daemon's ticks, a freshness
 ## window, a server or a cluster starting), which the other workers fill. Each xdist_group runs whole on one
-## worker, the heaviest first (tests/conftest.py, heaviest_first; --no-loadscope-reorder keeps that order).
+## worker, the heaviest first (tests/work_units.py, applied by tests/conftest.py; --no-loadscope-reorder keeps that order).
 PYTEST_XDIST := --dist loadgroup --no-loadscope-reorder
 test: lint dashboard-env-try postgres-server-try
 	$(BIN)/python -m pytest -n 4 $(PYTEST_XDIST) -q --durations=20

@@ -38,7 +38,7 @@ def test_the_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
 
 
 class _Item:
-    """What :func:`conftest.heaviest_first` reads of a collected test: its node id and its markers."""
+    """What :func:`work_units.heaviest_first` reads of a collected test: its node id and its markers."""
 
     def __init__(self, nodeid: str, *marks: str, group: str | None = None):
         import pytest
@@ -57,7 +57,7 @@ class _Item:
 
 
 def test_the_heaviest_work_units_are_handed_out_first_each_in_its_own_order():
-    from conftest import heaviest_first
+    from work_units import heaviest_first
 
     items = [_Item("a.py::quick"), _Item("b.py::one", group="g"), _Item("c.py::slow_one", "slow"),
              _Item("d.py::spark_test", "spark"), _Item("b.py::two", "daemon", group="g"), _Item("e.py::quick")]
