@@ -56,11 +56,16 @@ class _Item:
         return next((m for m in self._marks if m.name == name), None)
 
 
-def test_the_heaviest_work_units_are_handed_out_first_each_in_its_own_order():
+def test_the_heaviest_work_units_are_handed_out_first_each_whole_and_in_its_own_order():
     from work_units import heaviest_first
 
     items = [_Item("a.py::quick"), _Item("b.py::one", group="g"), _Item("c.py::slow_one", "slow"),
-             _Item("d.py::spark_test", "spark"), _Item("b.py::two", "daemon", group="g"), _Item("e.py::quick")]
+             _Item("d.py::spark_test", "spark"), _Item("b.py::two", "daemon", group="g"), _Item("e.py::quick"),
+             _Item("f.py::cluster_test", "cluster"), _Item("h.py::x", group="s"), _Item("g.py::browser", "browser"),
+             _Item("h.py::y", "spark", group="s"), _Item("i.py::spark_again", "spark")]
     ordered = [i.nodeid for i in heaviest_first(items)]
-    # Spark first; then the group holding a daemon test, whole and in order; then slow; then the rest in order
-    assert ordered == ["d.py::spark_test", "b.py::one", "b.py::two", "c.py::slow_one", "a.py::quick", "e.py::quick"]
+    # Spark and the browser/daemon/server units alternate (a group whole, in its order, where its first test
+    # was), the Spark left over follows; then slow; then the rest in their order
+    assert ordered == ["d.py::spark_test", "b.py::one", "b.py::two", "f.py::cluster_test", "g.py::browser",
+                       "h.py::x", "h.py::y", "i.py::spark_again", "c.py::slow_one", "a.py::quick", "e.py::quick"]
+    assert sorted(ordered) == sorted(i.nodeid for i in items)

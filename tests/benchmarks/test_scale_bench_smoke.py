@@ -34,8 +34,8 @@ def test_scale_benchmark_refuses_an_unknown_engine(tmp_path):
     assert proc.returncode == 2 and "--engines takes duckdb, spark, cluster or several" in proc.stderr
 
 
-SPARK_DAYS, SPARK_KEYWORDS = 15, 1_000
-"""The Spark smoke size: 15 days x 1,000 keywords, built with the door subset of the models
+SPARK_DAYS, SPARK_KEYWORDS = 5, 1_000
+"""The Spark smoke size: 5 days x 1,000 keywords, built with the door subset of the models
 (:data:`tests.transform.model_folders.DOOR_MODELS`, ``--models``). The smoke's point is the three rows and
 each Spark engine's incremental day, which any size and any model of each kind shows; Spark's cost at this
 size is its fixed cost per relation, so a larger world or more models only lengthen `make test` (the measured
