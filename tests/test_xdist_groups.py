@@ -64,8 +64,8 @@ def test_the_heaviest_work_units_are_handed_out_first_each_whole_and_in_its_own_
              _Item("f.py::cluster_test", "cluster"), _Item("h.py::x", group="s"), _Item("g.py::browser", "browser"),
              _Item("h.py::y", "spark", group="s"), _Item("i.py::spark_again", "spark")]
     ordered = [i.nodeid for i in heaviest_first(items)]
-    # Spark and the browser/daemon/server units alternate (a group whole, in its order, where its first test
-    # was), the Spark left over follows; then slow; then the rest in their order
-    assert ordered == ["d.py::spark_test", "b.py::one", "b.py::two", "f.py::cluster_test", "g.py::browser",
-                       "h.py::x", "h.py::y", "i.py::spark_again", "c.py::slow_one", "a.py::quick", "e.py::quick"]
+    # Spark first, the unit of more tests before the others; then the group holding a daemon test and the
+    # browser test; then slow; then the rest; each group whole and in its order, ties in collection order
+    assert ordered == ["h.py::x", "h.py::y", "d.py::spark_test", "f.py::cluster_test", "i.py::spark_again",
+                       "b.py::one", "b.py::two", "g.py::browser", "c.py::slow_one", "a.py::quick", "e.py::quick"]
     assert sorted(ordered) == sorted(i.nodeid for i in items)
