@@ -59,7 +59,8 @@ PYTEST_XDIST := --dist loadgroup --no-loadscope-reorder
 test: lint dashboard-env-try postgres-server-try
 	$(BIN)/python -m pytest -n 4 $(PYTEST_XDIST) -q --durations=20
 
-## The fast tier, for the edit-and-test loop (about 2 minutes on 2 cores): every test except, by marker
+## The fast tier, for the edit-and-test loop (about 2 minutes on 2 cores from a fresh clone, three workers):
+## every test except, by marker
 ## (pyproject.toml; tests/conftest.py adds some from the fixtures a test uses), the slow kinds: spark (starts
 ## Spark or a JVM), cluster (a Spark standalone cluster or Spark Connect server), browser (Chromium, the
 ## dashboards' Superset venv), daemon (dagster-daemon, the webserver, dagster dev), postgres (a PostgreSQL
@@ -68,7 +69,7 @@ test: lint dashboard-env-try postgres-server-try
 ## make test (what CI runs) still runs every tier.
 FAST_MARKERS := not (spark or cluster or browser or daemon or postgres or root or slow or soak or spark_long)
 test-fast: lint
-	$(BIN)/python -m pytest -n 2 $(PYTEST_XDIST) -q --durations=30 -m "$(FAST_MARKERS)"
+	$(BIN)/python -m pytest -n 3 $(PYTEST_XDIST) -q --durations=30 -m "$(FAST_MARKERS)"
 
 ## Open the Dagster UI on http://127.0.0.1:3000 (embedded sandbox unless RANK_TRACKER_BASE_URL is set).
 ## It lists the runs of `make demo` / `rank-pipeline run` (same DAGSTER_HOME, default data/dagster_home).
