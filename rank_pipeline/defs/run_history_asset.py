@@ -43,7 +43,8 @@ from rank_pipeline.settings import models_dir
 from rank_pipeline.transform import PipelineTable, loaded_project, run_tests
 from rank_pipeline.transform.sql import one_row
 
-__all__ = ["CATCH_UP_LIMIT", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY", "build_run_history_asset", "run_facts", "stage_of"]
+__all__ = ["CATCH_UP_LIMIT", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY", "build_run_history_asset", "check_label", "run_facts",
+           "stage_of"]
 
 RUN_HISTORY_KEY = dg.AssetKey(list(RUN_HISTORY_PATH))
 RUN_FACT_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
@@ -72,6 +73,11 @@ def stage_of(step_key: str) -> str:
     if step_key in PUBLISH_STEPS:
         return "publish"
     return "models"
+
+
+def check_label(asset_key: dg.AssetKey, check_name: str, blocking: bool) -> str:
+    """How ``failed_checks`` names a failed check: ``<asset>:<check> [ERROR]`` (blocking) or ``[WARN]``."""
+    return f"{asset_key.to_user_string()}:{check_name} [{'ERROR' if blocking else 'WARN'}]"
 
 
 def _ts(value: float | None) -> datetime | None:
@@ -116,8 +122,7 @@ def run_facts(record: dg.RunRecord, events: Iterable[dg.EventLogEntry], *, now: 
                 passed += 1
             else:
                 failed += 1
-                failed_checks.append(f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name} "
-                                     f"[{'ERROR' if is_blocking(evaluation) else 'WARN'}]")
+                failed_checks.append(check_label(evaluation.asset_key, evaluation.check_name, is_blocking(evaluation)))
         elif kind == dg.DagsterEventType.ASSET_MATERIALIZATION:
             _add_snapshot_figures(by_day, event.step_materialization_data.materialization, days)
         elif kind == dg.DagsterEventType.RUN_FAILURE and reason is None:
@@ -236,7 +241,7 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
                 ok = sum(r.passed for r in results)
                 own.checks_passed += ok
                 own.checks_failed += len(results) - ok
-                own.failed_checks += [f"{RUN_HISTORY_KEY.to_user_string()}:{r.name} [WARN]" for r in results if not r.passed]
+                own.failed_checks += [check_label(RUN_HISTORY_KEY, r.name, False) for r in results if not r.passed]
                 set_checks(con, own)
             (total,) = one_row(con, f"select count(*) from {TABLE}")
             others = whole + finals
