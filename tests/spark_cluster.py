@@ -62,7 +62,7 @@ does."""
 
 MODULE_SESSION_CONF = {"spark.driver.defaultJavaOptions": "", "spark.executor.defaultJavaOptions": ""}
 """Settings of a Spark session that lives through a whole test module (``tests/transform/conftest.py``'s
-``spark``, ``test_spark_equality.py``'s): Spark's own JIT (C1 then C2), not :data:`TEST_SPARK_CONF_DIR`'s.
+``spark``): Spark's own JIT (C1 then C2), not :data:`TEST_SPARK_CONF_DIR`'s.
 Over minutes of queries C2 pays: the any-order test used 256 CPU-seconds with C2 and 316 with C1 only."""
 
 # reads stdin until EOF (the parent closed the pipe or died), then stops the whole process group

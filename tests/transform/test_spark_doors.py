@@ -38,11 +38,11 @@ _BIN = Path(sys.executable).parent
 DAY = date(2026, 3, 2)
 
 
-def _cli(data_dir: Path, *args: str, timeout: float = 900, **extra: str) -> subprocess.CompletedProcess:
-    """``rank-pipeline *args`` as a user runs it: a clean environment plus ``extra``."""
+def _cli(data_dir: Path, *args: str, timeout: float = 900, cwd: Path = ROOT, **extra: str) -> subprocess.CompletedProcess:
+    """``rank-pipeline *args`` as a user runs it, in ``cwd``: a clean environment plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
     env.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
-    return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=env, cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -65,19 +65,29 @@ def test_a_malformed_spark_master_exits_2_in_one_line(tmp_path, master):
 @pytest.mark.parametrize("door", ["spark", "connect"])
 def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, tmp_path, door):
     """``spark``: the master's ``spark://`` URL; ``connect``: a Spark Connect server's ``sc://`` URL, its
-    application on the same cluster (the run talks to it over gRPC)."""
+    application on the same cluster (the run talks to it over gRPC).
+
+    On ``spark`` the warehouse URI is given relative, ``spark_warehouse``, from the folder the command runs
+    in: the tables land there, not in the executors' own folders, and the run's executors ran on both
+    workers (a new application folder in each worker's work folder)."""
     data, uri, models = tmp_path / "data", tmp_path / "spark_warehouse", door_models(tmp_path)
+    workers = sorted(spark_cluster.work_dir.glob("worker-*"))
+    assert len(workers) == 2
+    before = {w: set(w.glob("app-*")) for w in workers}
     with contextlib.ExitStack() as stack:
         master = spark_cluster.master_url
         if door == "connect":
             master = stack.enter_context(start_connect_server(master, work_dir=tmp_path / "connect")).url
-        done = _cli(data, "run", "--date", DAY.isoformat(), **_spark(master, uri),
-                    RANK_PIPELINE_MODELS_DIR=str(models))
+        spark = _spark(master, Path("spark_warehouse") if door == "spark" else uri)
+        done = _cli(data, "run", "--date", DAY.isoformat(), cwd=tmp_path, **spark, RANK_PIPELINE_MODELS_DIR=str(models))
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert done.stdout.strip().splitlines()[-1].startswith("Completed: 1 day(s), ")
     assert " 0 failed, " in done.stdout
     # Spark's tables are the warehouse; DuckDB holds only the run history
     assert not (data / "warehouse.duckdb").exists()
+    if door == "spark":  # an executor of the run on each worker; no table under a worker's folder
+        assert all(set(w.glob("app-*")) - before[w] for w in workers), {w.name: sorted(before[w]) for w in workers}
+        assert not list(spark_cluster.work_dir.rglob("spark_warehouse")), "a table was written relative to an executor"
     _assert_spark_models_equal(_reference(data, tmp_path), uri, models)
 
 

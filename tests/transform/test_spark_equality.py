@@ -1,4 +1,4 @@
-"""The same SQL models on DuckDB and on Spark, on a real standalone cluster, give the same marts, row by row.
+"""The same SQL models on DuckDB and on Spark give the same marts, row by row.
 
 Both engines read the same Parquet snapshots (conftest's 35-day world: the history root and the recent
 root). DuckDB loads them into its raw tables and builds every model in full (the ``warehouse`` fixture,
@@ -7,42 +7,38 @@ every yml test run there); Spark reads the manifest-listed files in place and bu
 row by row (rows sorted; floats within 1e-9 relative; timestamps compared as UTC instants), and every yml
 test of every seed and model must pass on Spark too.
 
-The Spark session is the driver in this process and its executors on the standalone cluster of
-``spark_cluster`` (a master and two workers, JVMs of their own from the pyspark wheel's ``spark-class`` on
-loopback; ``tests/spark_cluster.py``): one executor per worker, the driver runs no task. The build is made
-ONCE per module (:func:`built`) and read by the equality test and by the cluster test; ``local[2]`` builds
-of every model are compared with DuckDB by ``test_any_order_spark.py`` and the ``rebuild`` door.
+The Spark session is ``tests/transform/conftest.py``'s ``local[2]`` session for this module (2 shuffle
+partitions). The build is made ONCE per module (:func:`built`). On a real standalone cluster (executors in
+the workers' JVMs) the user's doors run the models: ``test_spark_doors.py`` (``rank-pipeline run`` on the
+cluster and through Spark Connect, each equal to DuckDB) and, with ``-m spark_long``, the Dagster job on the
+cluster in ``test_backfill_doors.py`` and every model through Spark Connect in ``test_spark_cluster.py``.
+Incremental builds in any order of days are ``test_any_order_spark.py``'s.
 
 The SQL unit tests of every model (``unit_tests:`` in the .yml) run on Spark too: the same given rows,
 typed on DuckDB and handed to Spark as Arrow, the model's SELECT transpiled and run by Spark, its rows
 compared with the expected ones as on DuckDB.
 
-One Spark session per module (stopped after it, so the cluster's cores are free for the next module's
-applications). ``-m spark_long`` selects the longer variant: the gapped history (missed days, a bulk
-import, deletions) compared the same way.
+``-m spark_long`` selects the longer variant: the gapped history (missed days, a bulk import, deletions)
+compared the same way.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from spark_cluster import MODULE_SESSION_CONF, alive_workers
 
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.materialize import build_all
 from rank_pipeline.transform.primitives import BuildResult
 from rank_pipeline.transform.spark_engine import SparkEngine
-from rank_pipeline.transform.spark_session import spark_session
 from rank_pipeline.transform.unit_tests import run_unit_tests
 from rank_pipeline.warehouse.engines import register_snapshots
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.xdist_group(name="spark"),
-              pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark_equality"), pytest.mark.timeout(1800)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 
@@ -91,29 +87,8 @@ def assert_same_relation(duck_con, engine: SparkEngine, schema: str, name: str) 
     return len(duck)
 
 
-def _executor_ids(spark) -> set[str]:
-    """The ids of the executors registered with the driver (``SparkContext.getExecutorIds``: the driver's own
-    block manager, which ``getExecutorMemoryStatus`` also lists, is not among them)."""
-    ids = spark.sparkContext._jsc.sc().getExecutorIds()
-    return {ids.apply(i) for i in range(ids.size())}
-
-
-@pytest.fixture(scope="module")
-def spark(spark_cluster):
-    """This module's session: the driver here, the executors on the standalone cluster (2 shuffle
-    partitions), once both workers' executors registered; stopped after the module."""
-    assert alive_workers(spark_cluster.web_url) == 2
-    session = spark_session(spark_cluster.master_url, shuffle_partitions=2, app_name="rank-pipeline-equality",
-                            conf=MODULE_SESSION_CONF)
-    deadline = time.monotonic() + 120
-    while len(_executor_ids(session)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    yield session
-    session.stop()
-
-
 class Built(NamedTuple):
-    """A build of the 35-day world on the cluster: its engine, and its results by qualified name."""
+    """A build of the 35-day world on Spark: its engine, and its results by qualified name."""
 
     engine: SparkEngine
     results: dict[str, BuildResult]
@@ -121,9 +96,10 @@ class Built(NamedTuple):
 
 @pytest.fixture(scope="module")
 def built(spark, snapshots_dirs, tmp_path_factory) -> Built:
-    """The 35-day world's every seed and model built once on the cluster session (:func:`_build`), for
-    the tests that read it. The warehouse path is given relative (to a fresh folder, the working directory
-    during the build): the engine must hand the executors an absolute one."""
+    """The 35-day world's every seed and model built once on this module's session (:func:`_build`). The
+    warehouse path is given relative (to a fresh folder, the working directory during the build): the engine
+    keeps it absolute (executors elsewhere resolve a relative path in their own folder; on a cluster:
+    ``test_spark_doors.py``)."""
     folder = tmp_path_factory.mktemp("equality")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
@@ -169,21 +145,12 @@ def _compare(duck_con, engine: SparkEngine, expected_failures=frozenset()) -> di
 
 
 def test_spark_marts_equal_duckdb_marts(built, warehouse):
-    """Every yml test of every shipped seed and model passes on the cluster's build (:func:`built`), and
+    """Every yml test of every shipped seed and model passes on Spark's build (:func:`built`), and
     every shipped model equals DuckDB's row by row (:func:`_compare`); each model's build counted the rows
     DuckDB's table holds (the count the write observed, what the asset's ``rows`` metadata shows)."""
     compared = _compare(warehouse, built.engine)
     counted = {q: built.results[q].rows for q in compared}
     assert counted == compared
-
-
-def test_spark_marts_equal_duckdb_marts_on_a_standalone_cluster(spark, spark_cluster, built):
-    """The equal build ran on the standalone cluster: the session's master is the cluster's, with one
-    executor JVM per worker, and the tables went to the absolute path the relative one names."""
-    engine = built.engine
-    assert engine.spark is spark and spark.sparkContext.master == spark_cluster.master_url
-    assert len(_executor_ids(spark)) == 2, _executor_ids(spark)  # one executor JVM per worker
-    assert Path(engine.location("marts", "fct_keyword_rankings_daily")).is_dir()
 
 
 def test_every_unit_test_passes_on_spark(spark, tmp_path):
