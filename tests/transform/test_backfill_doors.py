@@ -264,9 +264,10 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
 
 
 @pytest.mark.timeout(1800)
-# make test runs it on the standalone cluster; the local[2] variant is the quick one, run with -m spark_long
-@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=[pytest.mark.spark_long, pytest.mark.spark]),
-                                   pytest.param("cluster", marks=pytest.mark.cluster)])
+# make test runs it on local[2]; on the standalone cluster with -m spark_long (the daily job on the cluster is
+# test_spark_doors.py's, in make test)
+@pytest.mark.parametrize("where", [pytest.param("local[2]", marks=pytest.mark.spark),
+                                   pytest.param("cluster", marks=[pytest.mark.spark_long, pytest.mark.cluster])])
 @pytest.mark.slow
 def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
     """With ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
