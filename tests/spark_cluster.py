@@ -60,10 +60,14 @@ measured 2026-11-26 on this 2-core machine, quiet, the three Spark door tests of
 (the benchmarks measure Spark as users run it); the scale benchmark's smoke test, a subprocess of the tests,
 does."""
 
-MODULE_SESSION_CONF = {"spark.driver.defaultJavaOptions": "", "spark.executor.defaultJavaOptions": ""}
-"""Settings of a Spark session that lives through a whole test module (``tests/transform/conftest.py``'s
-``spark``): Spark's own JIT (C1 then C2), not :data:`TEST_SPARK_CONF_DIR`'s.
-Over minutes of queries C2 pays: the any-order test used 256 CPU-seconds with C2 and 316 with C1 only."""
+LONG_SESSION_CONF = {"spark.driver.defaultJavaOptions": "-XX:+UseSerialGC",
+                     "spark.executor.defaultJavaOptions": "-XX:+UseSerialGC"}
+"""Settings of a Spark session that builds the models many times over (``test_any_order_spark.py``'s five
+builds: ``SPARK_SESSION_CONF`` of its module, read by ``tests/transform/conftest.py``'s ``spark``): Spark's
+own JIT (C1 then C2), not :data:`TEST_SPARK_CONF_DIR`'s C1 only. Over many builds C2 pays: the any-order
+test used 256 CPU-seconds with C2 and 316 with C1 only. Over one build it does not: the equality module (a
+full build of the 35-day world, its yml tests and the unit tests) used 149 CPU-seconds with C1 only and 199
+with C2 (on this 2-core machine, quiet)."""
 
 # reads stdin until EOF (the parent closed the pipe or died), then stops the whole process group
 _GUARD = '"$@" & cat >/dev/null; kill -TERM 0'

@@ -382,12 +382,11 @@ def gapped(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def spark(request):
     """A Spark ``local[2]`` session (2 shuffle partitions) for one test module, its application named after
-    the module, stopped after it. Its tests are marked ``spark`` (tests/conftest.py)."""
-    from spark_cluster import MODULE_SESSION_CONF
-
+    the module, stopped after it; the tests' Spark defaults (``tests/spark-conf/``) unless the module's
+    ``SPARK_SESSION_CONF`` sets others. Its tests are marked ``spark`` (tests/conftest.py)."""
     from rank_pipeline.transform.spark_session import spark_session
 
     session = spark_session("local[2]", shuffle_partitions=2, app_name=f"rank-pipeline-{request.module.__name__}",
-                            conf=MODULE_SESSION_CONF)
+                            conf=getattr(request.module, "SPARK_SESSION_CONF", {}))
     yield session
     session.stop()
