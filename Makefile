@@ -3,19 +3,25 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # two installs into one venv, each once: the package alone (what the pipeline needs at run time: make demo,
-# dev, sandbox, docs), then its dev, spark and postgres extras on top (make env: tests, lint, benchmarks)
+# dev, sandbox, docs), then its dev, spark and postgres extras on top (make env: tests, lint, benchmarks).
+# make test-fast, which runs no Spark test, installs the dev and postgres extras alone (make env-core): no
+# pyspark, whose build from its source archive is the longest part of a fresh install.
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP         := $(VENV)/.installed-dev
+CORE_STAMP    := $(VENV)/.installed-dev-core
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # cache bytecode even if the environment forbids it, so each process reuses modules compiled once, not again
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: env env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale bench-shape bench-overhead lint lock \
+.PHONY: env env-core env-runtime demo test test-fast dev sandbox bench bench-extract bench-models bench-lineage bench-scale bench-shape bench-overhead lint lock \
         docs site site-serve clean dashboard dashboard-env dashboard-env-try browser lock-dashboards \
         postgres-server postgres-server-try
 
 ## The development venv: the package with its dev, spark and postgres extras (make test, lint, bench).
 env: $(STAMP)
+
+## The venv of make test-fast: the package with its dev and postgres extras (no pyspark, no Java).
+env-core: $(CORE_STAMP)
 
 ## The run-time venv: the package alone, no extras (no pyspark, no test tools).
 env-runtime: $(RUNTIME_STAMP)
@@ -24,6 +30,7 @@ env-runtime: $(RUNTIME_STAMP)
 # constraints.txt either way. INSTALL is expanded when its recipe runs, after the venv and uv are there.
 UV_STAMP   := $(VENV)/.installer
 DEV_SPEC   := .[dev,spark,postgres]
+CORE_SPEC  := .[dev,postgres]
 BENCH_SPEC := .[dev,spark,postgres,bench]
 INSTALL     = $(if $(wildcard $(BIN)/uv),$(BIN)/uv pip install --python $(BIN)/python,$(BIN)/pip install) \
 	      --quiet -c constraints.txt
@@ -40,6 +47,10 @@ $(RUNTIME_STAMP): pyproject.toml constraints.txt | $(UV_STAMP)
 
 $(STAMP): $(RUNTIME_STAMP)
 	$(INSTALL) -e '$(DEV_SPEC)'
+	@touch $@ $(CORE_STAMP)
+
+$(CORE_STAMP): $(RUNTIME_STAMP)
+	$(INSTALL) -e '$(CORE_SPEC)'
 	@touch $@
 
 $(VENV)/.installed-bench: $(STAMP)
@@ -56,7 +67,7 @@ demo: env-runtime
 ## window, a server or a cluster starting), which the other workers fill. Each xdist_group runs whole on one
 ## worker, the heaviest first (tests/work_units.py, applied by tests/conftest.py; --no-loadscope-reorder keeps that order).
 PYTEST_XDIST := --dist loadgroup --no-loadscope-reorder
-test: lint dashboard-env-try postgres-server-try
+test: env lint dashboard-env-try postgres-server-try
 	$(BIN)/python -m pytest -n 4 $(PYTEST_XDIST) -q --durations=20
 
 ## The fast tier, for the edit-and-test loop (about 2 minutes on 2 cores from a fresh clone, three workers):
@@ -65,7 +76,7 @@ test: lint dashboard-env-try postgres-server-try
 ## Spark or a JVM), cluster (a Spark standalone cluster or Spark Connect server), browser (Chromium, the
 ## dashboards' Superset venv), daemon (dagster-daemon, the webserver, dagster dev), postgres (a PostgreSQL
 ## server), root (needs root), slow (10 s or more: whole runs and commands in subprocesses, long histories);
-## and, as in make test, soak and spark_long. It installs no dashboards' venv, chromium or PostgreSQL.
+## and, as in make test, soak and spark_long. It installs no pyspark (make env-core), dashboards' venv, chromium or PostgreSQL.
 ## make test (what CI runs) still runs every tier.
 FAST_MARKERS := not (spark or cluster or browser or daemon or postgres or root or slow or soak or spark_long)
 test-fast: lint
@@ -114,7 +125,10 @@ bench-scale: env
 ## ruff over the repository, then mypy over rank_pipeline/ ([tool.mypy] in pyproject.toml); either's
 ## finding fails it, and with it make test and make test-fast before pytest starts (a few seconds; about
 ## 15 s for mypy's first run, which fills .mypy_cache/).
-lint: env
+## ruff, then mypy over rank_pipeline/. In make test's venv pyspark is installed and its calls are
+## type-checked; in make test-fast's (env-core) it is not, and mypy takes the Spark engine's pyspark calls as
+## untyped (pyproject.toml, tool.mypy).
+lint: env-core
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 

@@ -107,3 +107,9 @@ def test_make_demo_installs_the_package_alone_and_make_env_adds_the_extras_once(
     assert "-c constraints.txt" in after[0] and "-c constraints.txt" in fresh[0]  # pinned either way
     # both done: nothing installed again
     assert _make_dry_run(tmp_path / "both", "env", "demo", installed=(".installed-runtime", ".installed-dev")) == []
+    # a fresh `make test-fast`: the package, then the dev and postgres extras, no spark extra (no pyspark)
+    fast = _make_dry_run(tmp_path / "fast", "test-fast")
+    assert len(fast) == 2 and fast[1].endswith(" -e '.[dev,postgres]'"), fast
+    # after `make env` (make test), the fast tier installs nothing more
+    assert _make_dry_run(tmp_path / "full", "test-fast", "lint", installed=(".installed-runtime", ".installed-dev",
+                                                                             ".installed-dev-core")) == []
