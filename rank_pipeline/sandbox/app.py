@@ -99,7 +99,8 @@ def list_tags(request: Request) -> Response:
 
 
 def get_usage(request: Request) -> Response:
-    return JSONResponse({"data": request.app.state.world.usage(_account(request).account_id)})
+    shape, world = request.app.state.shape, request.app.state.world
+    return JSONResponse({"data": shape.record("usage", world.usage(_account(request).account_id), world.today)})
 
 
 async def unknown_v1(request: Request) -> Response:
@@ -129,7 +130,7 @@ def create_app(
 
     ``limits`` are the rate limits, ``faults`` the initial fault switches; ``clock`` (seconds) drives
     the rate windows and ``sleep`` the latency/hang faults (both injectable for tests). ``shape`` is the
-    shape keyword lists are served in (:mod:`rank_pipeline.sandbox.shapes`; default: the invented one).
+    shape keyword, tag, competitor and usage records are served in (:mod:`rank_pipeline.sandbox.shapes`; default: the invented one).
     ``app.state`` holds ``world``, ``limiter``, ``injector`` (faults) and ``stats``.
     """
     injector = FaultInjector(faults)

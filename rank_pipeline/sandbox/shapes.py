@@ -24,6 +24,21 @@ Shapes (``RANK_SANDBOX_SHAPE``, or ``rank-pipeline sandbox --shape``):
     under ``results.organic.rank`` (``"1"`` .. ``"100"``, ``"-"`` when not ranking), ``monthlySearches``
     (the search volume as text, ``""`` when unknown); tags ``label`` and ``hex``; competitors ``website``
     and ``title``.
+``vendor-d``
+    epoch timestamps, ids inside objects, a number as text, another timestamp format, a renamed usage
+    object: keywords ``created`` (epoch seconds, an integer) for ``createdAt``, ``labels: [{"uuid": <tag
+    id>}, ...]`` for ``tagIds`` (``[]`` without tags), ``searchVolume`` as text (``"1200"``; null stays
+    null), ``results.organic.checked`` (``"21/11/2026 06:00:00"``, ``%d/%m/%Y %H:%M:%S`` UTC) for
+    ``results.organic.capturedAt``; tags ``createdMs`` (epoch milliseconds) for ``createdAt``; usage
+    ``rowQuota`` for ``dataRows`` (same keys).
+``vendor-e``
+    a scalar moved into an array of objects, a category as a flag: keywords ``results.serp: [{"rank",
+    "landingPage"}]`` for ``results.organic`` (``[]`` when not ranking), the capture time at the top as
+    ``checkedAt`` (``"2026-11-21 06:00:00"``, UTC, no ``T``, no ``Z``), ``mobile: "yes"`` / ``"no"`` for
+    ``device`` (``mobile`` / ``desktop``).
+
+Timestamps of the default shape have whole seconds (:func:`rank_pipeline.sandbox.assumptions.timestamp`),
+so every format above carries them exactly.
 
 A shape may start on a day: ``vendor-b@2026-11-23`` serves the default shape before that simulated day and
 ``vendor-b`` from it on (a vendor renaming fields under an installation that has run for months).
@@ -32,7 +47,7 @@ A shape may start on a day: ``vendor-b@2026-11-23`` serves the default shape bef
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date
+from datetime import UTC, date, datetime
 
 __all__ = ["SHAPES", "ShapeSetting", "parse_shape"]
 
@@ -84,6 +99,45 @@ def _vendor_c_competitor(record: dict) -> dict:
     return {**record, "attributes": a}
 
 
+def _instant(text: str) -> datetime:
+    """A default-shape timestamp (``YYYY-MM-DDTHH:MM:SSZ``) as an aware UTC datetime."""
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def _vendor_d_keyword(record: dict) -> dict:
+    a = dict(record["attributes"])
+    a["created"] = int(_instant(a.pop("createdAt")).timestamp())
+    a["labels"] = [{"uuid": tag_id} for tag_id in a.pop("tagIds")]
+    volume = a["searchVolume"]
+    a["searchVolume"] = None if volume is None else str(volume)
+    organic = dict(a["results"]["organic"])
+    organic["checked"] = _instant(organic.pop("capturedAt")).strftime("%d/%m/%Y %H:%M:%S")
+    a["results"] = {**a["results"], "organic": organic}
+    return {**record, "attributes": a}
+
+
+def _vendor_d_tag(record: dict) -> dict:
+    a = dict(record["attributes"])
+    a["createdMs"] = int(_instant(a.pop("createdAt")).timestamp()) * 1000
+    return {**record, "attributes": a}
+
+
+def _vendor_d_usage(record: dict) -> dict:
+    a = dict(record["attributes"])
+    a["rowQuota"] = a.pop("dataRows")
+    return {**record, "attributes": a}
+
+
+def _vendor_e_keyword(record: dict) -> dict:
+    a = dict(record["attributes"])
+    organic = a["results"]["organic"]
+    serp = [] if organic["position"] is None else [{"rank": organic["position"], "landingPage": organic["url"]}]
+    a["results"] = {"serp": serp}
+    a["checkedAt"] = _instant(organic["capturedAt"]).strftime("%Y-%m-%d %H:%M:%S")
+    a["mobile"] = {"mobile": "yes", "desktop": "no"}[a.pop("device")]
+    return {**record, "attributes": a}
+
+
 Converter = Callable[[dict], dict]
 
 SHAPES: dict[str, dict[str, Converter]] = {
@@ -91,6 +145,8 @@ SHAPES: dict[str, dict[str, Converter]] = {
     "vendor-b": {"keywords": _vendor_b},
     "language-string": {"keywords": _language_string},
     "vendor-c": {"keywords": _vendor_c_keyword, "tags": _vendor_c_tag, "competitors": _vendor_c_competitor},
+    "vendor-d": {"keywords": _vendor_d_keyword, "tags": _vendor_d_tag, "usage": _vendor_d_usage},
+    "vendor-e": {"keywords": _vendor_e_keyword},
 }
 """Shape name -> ``{endpoint: the function turning a default record into that shape}`` (others unchanged)."""
 
