@@ -130,7 +130,8 @@ def create_app(
 
     ``limits`` are the rate limits, ``faults`` the initial fault switches; ``clock`` (seconds) drives
     the rate windows and ``sleep`` the latency/hang faults (both injectable for tests). ``shape`` is the
-    shape keyword, tag, competitor and usage records are served in (:mod:`rank_pipeline.sandbox.shapes`; default: the invented one).
+    shape keyword, tag, competitor and usage records are served in (:mod:`rank_pipeline.sandbox.shapes`;
+    default: the invented one).
     ``app.state`` holds ``world``, ``limiter``, ``injector`` (faults) and ``stats``.
     """
     injector = FaultInjector(faults)

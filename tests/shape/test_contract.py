@@ -107,15 +107,21 @@ def test_a_key_repeated_in_one_contract_entry_is_refused_not_silently_dropped(pr
     assert "duplicate key 'type'" in str(caught.value) and "\n" not in str(caught.value)
 
 
-def test_the_readme_walks_through_the_steps_the_door_test_runs():
+def test_the_tutorial_walks_through_the_steps_the_door_tests_run():
+    from rank_pipeline.sandbox.shapes import SHAPES
+
     section = (Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "vendor-shape.md").read_text()
-    for step in ("RANK_SANDBOX_SHAPE=vendor-b .venv/bin/rank-pipeline run", "rank-pipeline profile",
-                 "git apply examples/vendor-b/vendor-b.patch", "rank-pipeline diff", "rank-pipeline rebuild"):
+    for step in ("rank-pipeline init my-rank", "RANK_SANDBOX_SHAPE=vendor-d rank-pipeline run",
+                 "RANK_SANDBOX_SHAPE=vendor-e rank-pipeline run", "rank-pipeline profile --endpoint keywords",
+                 "rank-pipeline profile --suggest > remap.patch", "git apply remap.patch", "rank-pipeline diff",
+                 "rank-pipeline rebuild"):
         assert step in section, step
-    doors = (Path(__file__).parent / "test_vendor_shape_doors.py").read_text()
-    for door in ('cli("run", data_dir=vendor, env=shape)', 'cli("profile"', '"git", "apply", str(PATCH)',
-                 'cli("diff"', 'cli("rebuild"'):
+    assert {"vendor-d", "vendor-e"} <= set(SHAPES)
+    doors = (Path(__file__).parent / "test_suggest_doors.py").read_text()
+    for door in ('cli("run", data_dir=data', 'cli("profile", "--suggest"', '"git", "apply", str(patch)',
+                 'cli("rebuild"'):
         assert door in doors, door
+    assert 'cli("diff"' in (Path(__file__).parent / "test_vendor_shape_doors.py").read_text()
 
 
 def test_what_the_contract_reads_of_an_observed_path():
