@@ -9,29 +9,49 @@ the command line as "unexpected".
 Classes keep a builtin base where callers catch them by it (``ConfigurationError`` is also a
 ``ValueError``, ``WarehouseError`` a ``RuntimeError``), so the root adds a meaning without removing one.
 
-Exit statuses (the CLI reference, ``docs/reference/exit-codes.md``):
-
-- :data:`EXIT_OK` 0: success;
-- :data:`EXIT_FAILED` 1: a failed run (a step, a blocking check, the source, a damaged snapshot);
-- :data:`EXIT_USAGE` 2: bad usage or configuration (a setting, the models folder, the vendor contract);
-- :data:`EXIT_DATA_FOLDER` 3: the data folder cannot be written (read-only, not writable, full);
-- :data:`EXIT_INTERRUPTED` 130: interrupted (Ctrl-C, SIGINT).
-
-``keywords plan`` and ``keywords apply`` have statuses of their own (``rank_pipeline.cli.keywords``).
+Exit statuses: :data:`EXIT_STATUSES`, the one table every command follows (the generated reference page
+``docs/reference/exit-codes.md``, the ``--help`` epilog, ``rank_pipeline.cli.reference``).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-__all__ = ["EXIT_DATA_FOLDER", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "RankPipelineError",
-           "exception_classes", "first_line"]
+__all__ = ["EXIT_CHANGES_PENDING", "EXIT_DATA_FOLDER", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_STATUSES",
+           "EXIT_USAGE", "RankPipelineError", "exception_classes", "exit_status_line", "first_line"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_DATA_FOLDER = 3
+EXIT_CHANGES_PENDING = 4
 EXIT_INTERRUPTED = 130
+
+EXIT_STATUSES: dict[int, tuple[str, str]] = {
+    EXIT_OK: ("success", "success: the run, the test or the query did what was asked; `keywords plan` also when "
+                         "changes are pending, unless `--detailed-exitcode`"),
+    EXIT_FAILED: ("failed", "a failed run (a step, a blocking check, the source, a damaged snapshot), a failed "
+                            "model test (`test`), models that differ from the published warehouse (`diff`), an "
+                            "API failure while planning or applying keywords (what was created is summarised)"),
+    EXIT_USAGE: ("bad usage or input", "bad usage, configuration or input, found before anything is done: an "
+                                      "unknown command or option, a setting, a date outside the partitions or "
+                                      "in the past against the vendor API, the models folder, the vendor "
+                                      "contract, a query that does not run, a keywords file or plan that "
+                                      "cannot be applied (nothing sent)"),
+    EXIT_DATA_FOLDER: ("data folder", "the data folder cannot be written (read-only, not writable, full); what "
+                                      "earlier runs wrote is left as it was"),
+    EXIT_CHANGES_PENDING: ("changes pending", "changes pending: `keywords plan --detailed-exitcode` found "
+                                              "keywords to create (as Terraform's `-detailed-exitcode`; 2 stays "
+                                              "bad input)"),
+    EXIT_INTERRUPTED: ("interrupted", "interrupted (Ctrl-C, SIGINT)"),
+}
+"""Every exit status of the command line: ``status -> (short name, meaning)``. Each command follows this
+one table; the reference page and the ``--help`` epilog are written from it."""
+
+
+def exit_status_line() -> str:
+    """The table in one sentence, for ``--help``: ``Exit status: 0 success, 1 failed, ...``."""
+    return "Exit status: " + ", ".join(f"{status} {short}" for status, (short, _) in EXIT_STATUSES.items()) + "."
 
 
 def first_line(text: str) -> str:

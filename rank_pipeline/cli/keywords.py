@@ -1,7 +1,9 @@
-"""``keywords plan FILE [--offline]`` and ``keywords apply FILE [--yes]``: tracked keywords as code
-(:mod:`rank_pipeline.keywords`), with their own exit statuses (plan: 0 no changes, 2 changes pending, 3 an
-error in the file, settings or plan; apply: 0 applied, 3 refused before sending anything, 1 failed while
-applying)."""
+"""``keywords plan FILE [--offline] [--detailed-exitcode]`` and ``keywords apply FILE [--yes]``: tracked
+keywords as code (:mod:`rank_pipeline.keywords`), on the one exit-status table
+(:data:`rank_pipeline.errors.EXIT_STATUSES`): 0 done (plan: also with changes pending, unless
+``--detailed-exitcode``, which gives :data:`~rank_pipeline.errors.EXIT_CHANGES_PENDING` for them, as Terraform's
+``-detailed-exitcode``); 2 an error in the file, the settings or the plan, nothing sent; 1 the API failed
+(apply: part-way, what was created is summarised)."""
 
 from __future__ import annotations
 
@@ -11,17 +13,15 @@ import sys
 from rank_pipeline.cli.args import today
 from rank_pipeline.cli.errors import UsageError
 from rank_pipeline.cli.output import SESSION, is_tty, load_settings
-from rank_pipeline.errors import RankPipelineError, first_line
-
-KEYWORDS_EXIT_PENDING = 2
-"""``keywords plan``: changes are pending (``apply`` would create keywords)."""
-KEYWORDS_EXIT_REFUSED = 3
-"""``keywords plan|apply``: the file, the settings or the plan has an error (schema, catalogue, domain,
-quota 402 forecast, missing --yes); apply sent nothing."""
+from rank_pipeline.errors import EXIT_CHANGES_PENDING, EXIT_OK, EXIT_USAGE, RankPipelineError, first_line
 
 
 class _KeywordsRefused(RankPipelineError):
-    """``keywords plan|apply`` refused (exit :data:`KEYWORDS_EXIT_REFUSED`); one message line each."""
+    """``keywords plan|apply`` refused (exit :data:`~rank_pipeline.errors.EXIT_USAGE`: the file, the settings or
+    the plan has an error: schema, catalogue, domain, quota 402 forecast, missing --yes; nothing was sent);
+    one message line each."""
+
+    exit_status = EXIT_USAGE
 
     def __init__(self, lines: list[str]):
         super().__init__(lines[0])
@@ -53,7 +53,7 @@ def _keywords_load(path: str):
 
 
 def _keywords_run(func) -> int:
-    """Run a keywords command: refusals and bad settings exit 3 with their lines on stderr."""
+    """Run a keywords command: refusals and bad settings exit 2 (bad input) with their lines on stderr."""
     from rank_pipeline.settings import ConfigurationError
 
     try:
@@ -62,16 +62,17 @@ def _keywords_run(func) -> int:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
         SESSION.write("\n".join(f"error: {line}" for line in exc.lines))
-        return KEYWORDS_EXIT_REFUSED
+        return EXIT_USAGE
     except (ConfigurationError, UsageError) as exc:
         print(f"error: {first_line(str(exc))}", file=sys.stderr)
-        return KEYWORDS_EXIT_REFUSED
+        return EXIT_USAGE
 
 
 def cmd_keywords_plan(args: argparse.Namespace) -> int:
     """``rank-pipeline keywords plan FILE``: the plan against the API (or the latest snapshot with
-    ``--offline``), printed (spec "Keywords": create, catalogues, quota). Returns 0 with no change pending,
-    2 with changes pending, 3 for an error in the file, settings or plan (a 402 forecast included)."""
+    ``--offline``), printed (spec "Keywords": create, catalogues, quota). Returns 0 (with
+    ``--detailed-exitcode``: 0 with no change pending, :data:`~rank_pipeline.errors.EXIT_CHANGES_PENDING` with
+    changes pending), 2 for an error in the file, settings or plan (a 402 forecast included)."""
     def run() -> int:
         import asyncio
 
@@ -102,14 +103,14 @@ def cmd_keywords_plan(args: argparse.Namespace) -> int:
             raise _KeywordsRefused([f"the plan cannot be applied: {plan.refusals[0]}"]
                                    + ([f"({len(plan.refusals) - 1} more problem(s) listed above)"]
                                       if len(plan.refusals) > 1 else []))
-        return KEYWORDS_EXIT_PENDING if plan.pending else 0
+        return EXIT_CHANGES_PENDING if plan.pending and args.detailed_exitcode else EXIT_OK
 
     return _keywords_run(run)
 
 
 def cmd_keywords_apply(args: argparse.Namespace) -> int:
     """``rank-pipeline keywords apply FILE``: re-plan, then create what is missing in all-or-nothing calls,
-    never retrying a create blind (spec "Keywords"). Returns 0 when applied or nothing to do, 3 when refused
+    never retrying a create blind (spec "Keywords"). Returns 0 when applied or nothing to do, 2 when refused
     before sending (plan errors, quota, no ``--yes`` on a non-terminal stdin), 1 when it failed part-way."""
     def run() -> int:
         import asyncio

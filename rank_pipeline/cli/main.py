@@ -26,22 +26,18 @@ Commands:
     compares every model with the published warehouse; exit 0 when equal, 1 when different.
 ``query SQL [--limit N] [--format table|csv|json]``
     Runs exactly one SQL statement on the published warehouse (read-only) and prints the result.
-``keywords plan FILE [--offline]`` / ``keywords apply FILE [--yes]``
-    Tracked keywords as code (:mod:`rank_pipeline.keywords`). Their own exit statuses: plan 0 no changes,
-    2 changes pending, 3 an error in the file, settings or plan; apply 0 applied, 3 refused before sending
-    anything, 1 failed while applying.
+``keywords plan FILE [--offline] [--detailed-exitcode]`` / ``keywords apply FILE [--yes]``
+    Tracked keywords as code (:mod:`rank_pipeline.keywords`): plan exits 0 (with ``--detailed-exitcode``: 4
+    when changes are pending), 2 for an error in the file, settings or plan; apply 0 applied, 2 refused
+    before sending anything, 1 failed while applying.
 
-Exit status:
-
-- 0: success;
-- 1: a failed run (a step, a blocking check, the source);
-- 2: bad usage or configuration;
-- 3: the data folder (``RANK_PIPELINE_DATA_DIR``, or a ``DAGSTER_HOME`` outside it) cannot be written:
-  read-only file system, not writable by this user, or full. The line names the folder and says what to
-  do (remount it read-write, give the user write permission, free space, or point
-  ``RANK_PIPELINE_DATA_DIR`` elsewhere); what earlier runs wrote (snapshots, the published warehouse) is
-  left as it was (:mod:`rank_pipeline.operations.data_folder`);
-- 130: interrupted.
+Exit status: one table for every command, :data:`rank_pipeline.errors.EXIT_STATUSES` (0 success, 1 failed, 2
+bad usage or input, 3 the data folder cannot be written, 4 changes pending, 130 interrupted). A data-folder
+fault (``RANK_PIPELINE_DATA_DIR``, or a ``DAGSTER_HOME`` outside it: read-only file system, not writable
+by this user, or full) names the folder and says what to do (remount it read-write, give the user write
+permission, free space, or point ``RANK_PIPELINE_DATA_DIR`` elsewhere); what earlier runs wrote
+(snapshots, the published warehouse) is left as it was (:mod:`rank_pipeline.operations.data_folder`). A usage
+error (an unknown command names the closest) is one line, status 2.
 
 Every failure ends with one line on stderr saying what was wrong and what to do; the detail (the Dagster
 log, a traceback) is in a log file under ``<data folder>/logs/`` whose path is printed. When that log

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import difflib
 
 from rank_pipeline.cli.args import package_version, parse_date, positive_int
-from rank_pipeline.cli.keywords import KEYWORDS_EXIT_REFUSED, cmd_keywords_apply, cmd_keywords_plan
+from rank_pipeline.cli.keywords import cmd_keywords_apply, cmd_keywords_plan
 from rank_pipeline.cli.models import DOCS_PORT, cmd_diff, cmd_docs, cmd_query, cmd_test
 from rank_pipeline.cli.pipeline import cmd_demo, cmd_extract, cmd_rebuild, cmd_run, cmd_sandbox
 from rank_pipeline.cli.profile import cmd_profile
@@ -20,18 +20,46 @@ DATE_HELP = "the partition (UTC day) as YYYY-MM-DD, from 2026-01-01 to today; de
 """The --date help of run and extract."""
 
 
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors are one line on stderr and exit 2 (the exit-status table), and
+    whose refusal of an unknown command or choice names the closest one (``rank-pipeline querry``: did you
+    mean ``rank-pipeline query``?). The sub-commands' parsers are of this class too."""
+
+    def error(self, message: str):  # argparse's own error(), which exits
+        from rank_pipeline.errors import EXIT_USAGE
+
+        hint = "" if "--help" in message else f" (`{self.prog} --help` shows how to call it)"
+        self.exit(EXIT_USAGE, f"error: {self.prog}: {message}{hint}\n")
+
+    def _check_value(self, action: argparse.Action, value) -> None:  # argparse's one check of a choice
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(choice) for choice in choices]
+        close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
+        if isinstance(action, argparse._SubParsersAction):  # argparse's sub-command action
+            what = "command" if action.dest == "command" else "action"
+            hint = (f"did you mean `{self.prog} {close[0]}`? (`{self.prog} --help` lists every {what})" if close
+                    else f"`{self.prog} --help` lists every {what} ({', '.join(names)})")
+            raise argparse.ArgumentError(None, f"unknown {what} {value!r}: {hint}")
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise argparse.ArgumentError(action, f"invalid choice {value!r}: {hint}choose from {', '.join(names)}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``rank-pipeline`` parser: every command in the order ``--help`` lists them, each with its
     options and, as ``func``, the function that runs it (the keywords commands under ``keywords``)."""
-    parser = argparse.ArgumentParser(
+    from rank_pipeline.errors import exit_status_line
+
+    parser = CommandParser(
         prog="rank-pipeline",
         description="Bring a rank-tracking API into a DuckDB warehouse every day (snapshots, models, Dagster). "
                     "Settings come from the environment: RANK_TRACKER_BASE_URL (unset: the embedded sandbox), "
                     "RANK_TRACKER_API_KEY, RANK_TRACKER_ACCOUNTS, RANK_PIPELINE_DATA_DIR (default ./data); "
                     "every setting: docs/reference/settings.md.",
-        epilog="Exit status: 0 success, 1 failed run, 2 bad usage or configuration, 3 the data folder cannot be "
-               "written (read-only, not writable, full). Failures print one line; details go to a log file "
-               "under <data folder>/logs/ (to stderr when it cannot be written).")
+        epilog=f"{exit_status_line()} Every command follows this one table: docs/reference/exit-codes.md. "
+               "Failures print one line; details go to a log file under <data folder>/logs/ (to stderr when "
+               "it cannot be written).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}",
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -98,7 +126,8 @@ def _source_parsers(sub) -> None:
                                    "(dbt_like_sql/sources/vendor_contract.yml) reads it.")
     p.add_argument("--date", type=parse_date, help="the snapshot day to profile (default: the latest)")
     p.add_argument("--live", type=positive_int, metavar="N", help="profile N records per endpoint from the API instead")
-    p.add_argument("--endpoint", action="append", choices=endpoint_names(), help="only this endpoint (repeatable)")
+    p.add_argument("--endpoint", action="append", choices=endpoint_names(), metavar="ENDPOINT",
+                   help=f"only this endpoint (repeatable): {', '.join(endpoint_names())}")
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json, for tools")
     p.add_argument("--suggest", action="store_true",
                    help="print a patch of the contract remapping the paths it misses to the paths the vendor sends, "
@@ -169,40 +198,36 @@ def _models_parsers(sub) -> None:
 
 
 def _keywords_parser(sub) -> None:
-    """``keywords plan FILE [--offline]`` and ``keywords apply FILE [--yes]``; a usage error exits 3, as
-    2 means "changes pending" for plan."""
-    def usage_error_exits_3(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        def error(message: str):
-            parser.print_usage(sys.stderr)
-            parser.exit(KEYWORDS_EXIT_REFUSED, f"{parser.prog}: error: {message}\n")
-        parser.error = error  # type: ignore[method-assign]  # this parser's usage errors exit 3, not 2
-        return parser
-
-    epilog = ("Exit status of plan: 0 no changes, 2 changes pending, 3 an error in the file, the settings or "
-              "the plan (nothing sent), 1 the API failed. apply: 0 applied (or nothing to do), 3 refused before "
-              "sending anything, 1 failed while applying (what was created is summarised).")
-    p = usage_error_exits_3(sub.add_parser(
+    """``keywords plan FILE [--offline] [--detailed-exitcode]`` and ``keywords apply FILE [--yes]``."""
+    epilog = ("Exit status (the one table, docs/reference/exit-codes.md): 0 done (plan: also with changes "
+              "pending), 4 changes pending with plan --detailed-exitcode (as Terraform's -detailed-exitcode), "
+              "2 an error in the file, the settings or the plan (nothing sent), 1 the API failed (apply: "
+              "part-way; what was created is summarised).")
+    p = sub.add_parser(
         "keywords", help="plan and apply a keywords file (tracked keywords as code)",
         description="Tracked keywords as code: a YAML file of keywords per domain, planned against the "
                     "account's keywords, catalogues and quota, and applied all-or-nothing per create call.",
-        epilog=epilog))
+        epilog=epilog)
     ksub = p.add_subparsers(dest="keywords_command", required=True, metavar="ACTION",
-                           help="plan: what apply would do (exit 0 none, 2 changes); apply: create what is missing")
-    kp = usage_error_exits_3(ksub.add_parser(
+                           help="plan: what apply would do; apply: create what is missing")
+    kp = ksub.add_parser(
         "plan", help="show what apply would create, what exists, what is tracked but not in the file",
         description="Read the account's keywords (or the latest snapshot with --offline) and print what would "
                     "be created, what already exists and what is tracked but not in the file, with catalogue "
-                    "problems (file lines) and the quota forecast.", epilog=epilog))
+                    "problems (file lines) and the quota forecast.", epilog=epilog)
     kp.add_argument("file", help="the keywords YAML file (see examples/keywords.yml)")
     kp.add_argument("--offline", action="store_true",
                     help="plan against the latest snapshot in the data folder: no API request, catalogues unchecked")
+    kp.add_argument("--detailed-exitcode", action="store_true",
+                    help="exit 4 when changes are pending, 0 only when there are none (for scripts: "
+                         "`plan --detailed-exitcode || [ $? = 4 ] && apply`)")
     kp.set_defaults(func=cmd_keywords_plan)
-    ka = usage_error_exits_3(ksub.add_parser(
+    ka = ksub.add_parser(
         "apply", help="create the missing keywords (re-plans first; refuses when the plan has errors)",
         description="Re-plan, then create only the missing combinations, grouped into create calls that are "
                     "each all-or-nothing. Refuses before sending anything when the plan has errors or exceeds "
                     "the quota. A lost response is never retried blind: the domain is read back and re-planned.",
-        epilog=epilog))
+        epilog=epilog)
     ka.add_argument("file", help="the keywords YAML file")
     ka.add_argument("--yes", action="store_true", help="do not ask (required when stdin is not a terminal)")
     ka.set_defaults(func=cmd_keywords_apply)

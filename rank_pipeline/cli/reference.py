@@ -5,14 +5,14 @@
 - ``reference/settings.md``: every environment variable, from the table in :mod:`rank_pipeline.settings`'s
   docstring (the settings package is the only reader of the environment);
 - ``reference/cli.md``: every command's ``--help``, from :func:`rank_pipeline.cli.parser.build_parser`;
-- ``reference/exit-codes.md``: the exit statuses of :mod:`rank_pipeline.errors` and which error classes
-  end a command with each.
+- ``reference/exit-codes.md``: the one exit-status table (:data:`rank_pipeline.errors.EXIT_STATUSES`) and
+  which error classes end a command with each.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -63,16 +63,30 @@ def settings_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+CLI_PAGE_WIDTH = 76
+"""The width the CLI reference page's help is wrapped to: a code block of the site's theme (Material) shows
+about 80 characters beside its two sidebars, so no line is cut on the right (a test holds every line to it)."""
+
+
+def _help(parser: argparse.ArgumentParser) -> str:
+    """``parser``'s ``--help``, wrapped to :data:`CLI_PAGE_WIDTH` whatever the terminal."""
+    formatter = parser.formatter_class
+    parser.formatter_class = functools.partial(argparse.HelpFormatter, width=CLI_PAGE_WIDTH)
+    try:
+        return parser.format_help().rstrip()
+    finally:
+        parser.formatter_class = formatter
+
+
 def cli_page() -> str:
     from rank_pipeline.cli.parser import build_parser
 
-    os.environ.setdefault("COLUMNS", "100")  # argparse wraps help to the terminal; a fixed width here
     parser = build_parser()
-    lines = ["# Command line", "", "`rank-pipeline COMMAND --help` prints the same. Exit statuses:",
-             "[Exit statuses](exit-codes.md).", "", "```text", parser.format_help().rstrip(), "```"]
+    lines = ["# Command line", "", "`rank-pipeline COMMAND --help` prints the same. Every command follows one table of",
+             "[exit statuses](exit-codes.md).", "", "```text", _help(parser), "```"]
     for name, sub in _commands(parser):
         level = "#" * (1 + name.count(" ") + 1)
-        lines += ["", f"{level} {name}", "", "```text", sub.format_help().rstrip(), "```"]
+        lines += ["", f"{level} {name}", "", "```text", _help(sub), "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -96,26 +110,30 @@ def _error_classes() -> list[type[RankPipelineError]]:
 
 
 def exit_codes_page() -> str:
-    from rank_pipeline import errors
+    """The exit statuses page: :data:`rank_pipeline.errors.EXIT_STATUSES`, each with the error classes that end
+    a command with it."""
+    from rank_pipeline.errors import EXIT_STATUSES
 
-    meaning = {}
-    for line in (errors.__doc__ or "").splitlines():
-        if match := re.match(r"^- :data:`(EXIT_\w+)` (\d+): (.*)$", line):
-            meaning[int(match.group(2))] = match.group(3).rstrip(";.")
     by_status: dict[int, list[str]] = {}
     for cls in _error_classes():
         by_status.setdefault(cls.exit_status, []).append(f"`{cls.__module__}.{cls.__qualname__}`")
     lines = ["# Exit statuses", "",
-             "Every failure ends with one line on stderr saying what was wrong and what to do; the detail (the",
-             "Dagster log, a traceback) is in a log file under `<data folder>/logs/` whose path is printed.",
-             "Every error the project raises on purpose derives from `rank_pipeline.errors.RankPipelineError`,",
-             "which carries its exit status.", "", "| status | meaning | raised as |", "|---|---|---|"]
-    for status in sorted(meaning):
+             "Every command follows this one table. Every failure ends with one line on stderr saying what was",
+             "wrong and what to do; the detail (the Dagster log, a traceback) is in a log file under",
+             "`<data folder>/logs/` whose path is printed. Every error the project raises on purpose derives from",
+             "`rank_pipeline.errors.RankPipelineError`, which carries its exit status.", "",
+             "| status | meaning | raised as |", "|---|---|---|"]
+    for status, (_, meaning) in EXIT_STATUSES.items():
         raised = ", ".join(by_status.get(status, [])) or "(not an exception class: see the meaning)"
-        lines.append(f"| {status} | {_markdown(meaning[status])} | {raised} |")
-    lines += ["", "`keywords plan` and `keywords apply` have statuses of their own: plan 0 no changes, 2 changes",
-              "pending, 3 an error in the file, settings or plan; apply 0 applied, 3 refused before sending",
-              "anything, 1 failed while applying."]
+        lines.append(f"| {status} | {_markdown(meaning)} | {raised} |")
+    lines += ["", "`keywords plan` exits 0 whether or not changes are pending, as `terraform plan` does; with",
+              "`--detailed-exitcode` it exits 0 only when nothing is pending and 4 when keywords would be",
+              "created, so a script can tell the two without parsing the plan:", "",
+              "```sh",
+              "rank-pipeline keywords plan keywords.yml --detailed-exitcode; status=$?",
+              "if [ $status = 4 ]; then rank-pipeline keywords apply keywords.yml --yes",
+              "elif [ $status != 0 ]; then exit $status; fi   # 2: an error in the file, 1: the API failed",
+              "```"]
     return "\n".join(lines) + "\n"
 
 

@@ -88,9 +88,9 @@ def test_drift_check_and_mart_against_the_days_snapshot(tmp_path):
     assert "kw drift new" in meta["to_create_sample"][0] and tracked[dropped] in meta["not_in_file_sample"][0]
 
     # the same plan from the command line, offline (the snapshot, no request): changes pending
-    offline = cli("keywords", "plan", str(drift), "--offline",
+    offline = cli("keywords", "plan", str(drift), "--offline", "--detailed-exitcode",
                   env={"RANK_PIPELINE_DATA_DIR": str(data_dir), "RANK_TRACKER_ACCOUNTS": "acme"})
-    assert offline.returncode == 2, offline.stdout + offline.stderr
+    assert offline.returncode == 4, offline.stdout + offline.stderr
     assert f"Plan: 1 to create, {len(tracked) - 1} already tracked, 1 tracked but not in the file" in offline.stdout
 
     # the mart, built from the snapshots and raw.keywords_file, lists the file against the tracked keywords

@@ -157,12 +157,14 @@ def test_plan_apply_reapply_exit_codes_and_ground_truth(vendor, tmp_path):
     path = write(tmp_path, FILE)
 
     plan = cli("keywords", "plan", str(path), env=env)
-    assert plan.returncode == 2, plan.stdout + plan.stderr  # changes pending
+    assert plan.returncode == 0, plan.stdout + plan.stderr  # the plan was made, changes pending or not
     assert "Plan: 8 to create, 0 already tracked" in plan.stdout
+    detailed = cli("keywords", "plan", str(path), "--detailed-exitcode", env=env)
+    assert detailed.returncode == 4, detailed.stdout + detailed.stderr  # changes pending (errors.EXIT_STATUSES)
     assert combos(world, domain) == before  # plan creates nothing
 
     refused = cli("keywords", "apply", str(path), env=env)  # stdin is not a terminal, no --yes
-    assert refused.returncode == 3 and "pass --yes" in refused.stderr
+    assert refused.returncode == 2 and "pass --yes" in refused.stderr
     assert combos(world, domain) == before
 
     applied = cli("keywords", "apply", str(path), "--yes", env=env)
@@ -175,7 +177,7 @@ def test_plan_apply_reapply_exit_codes_and_ground_truth(vendor, tmp_path):
     assert "Applied: 8 keyword(s) created" in log.read_text()
 
     creates_before = statuses(base_url).get("201", 0)
-    assert cli("keywords", "plan", str(path), env=env).returncode == 0  # nothing pending
+    assert cli("keywords", "plan", str(path), "--detailed-exitcode", env=env).returncode == 0  # nothing pending
     again = cli("keywords", "apply", str(path), "--yes", env=env)
     assert again.returncode == 0 and "Applied: nothing to create; 8 already tracked" in again.stdout
     assert statuses(base_url).get("201", 0) == creates_before  # no create sent the second time
@@ -218,11 +220,11 @@ def test_global_language_is_refused_with_its_line_and_nothing_is_sent(vendor, tm
     before = combos(world, domain)
     path = write(tmp_path, FILE.replace("languages: [en]", 'languages: [en, "0000"]'))
     plan = cli("keywords", "plan", str(path), env=env)
-    assert plan.returncode == 3
+    assert plan.returncode == 2
     assert re.search(rf"{re.escape(str(path))}:10: domains\[0\]\.groups\[0\]\.languages\[1\]: the Global language "
                      r"'0000' cannot be tracked", plan.stdout)
     applied = cli("keywords", "apply", str(path), "--yes", env=env)
-    assert applied.returncode == 3 and "nothing was sent" in applied.stderr
+    assert applied.returncode == 2 and "nothing was sent" in applied.stderr
     assert combos(world, domain) == before
     sent = [c["body"]["keyword"]["frequency"] for c in recorder.creates]
     assert all(f == "" for f in sent)  # only catalogue probes (blank frequency: the API must refuse them)
@@ -251,7 +253,7 @@ def test_unknown_engine_skips_its_location_and_language_checks(vendor, tmp_path)
                 frequency: hourly
     """)
     plan = cli("keywords", "plan", str(path), env=env)
-    assert plan.returncode == 3
+    assert plan.returncode == 2
     errors = [line for line in plan.stdout.splitlines() if line.startswith("error: ")]
     fields = [re.search(r"domains\[0\]\.groups\[\d\]\.\w+(\[\d\])?", e).group(0) for e in errors]
     assert fields == [
@@ -278,11 +280,11 @@ def test_over_quota_plan_is_refused_before_anything_is_created(tmp_path):
         env = env_for(world, server.base_url, tmp_path)
         path = write(tmp_path, FILE.replace("acme-shop.net", domain["attributes"]["domain"]))  # 8 > 5 remaining
         plan = cli("keywords", "plan", str(path), env=env)
-        assert plan.returncode == 3
+        assert plan.returncode == 2
         assert "remaining 5 keyword(s)" in plan.stdout and "would be refused (402)" in plan.stdout
         assert "the plan needs 8 keyword(s) but 5 remain" in plan.stderr
         applied = cli("keywords", "apply", str(path), "--yes", env=env)
-        assert applied.returncode == 3 and "nothing was sent" in applied.stderr
+        assert applied.returncode == 2 and "nothing was sent" in applied.stderr
         assert combos(world, domain["id"]) == before
         assert "201" not in statuses(server.base_url) and "402" not in statuses(server.base_url)
 
@@ -292,7 +294,7 @@ def test_a_schema_error_names_file_line_and_field(tmp_path):
     path = write(tmp_path, FILE.replace("frequency: daily", "frequncy: daily").replace(
         'locations: [US, "2826"]', "locations: [US, Paris]"))
     done = cli("keywords", "plan", str(path), env={"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data")})
-    assert done.returncode == 3
+    assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith(f"error: {path}:9: domains[0].groups[0].locations[1]: \"Paris\" is not a location")
     assert any(line.startswith(f"error: {path}:11: domains[0].groups[0].frequncy: is not a field") for line in lines)
