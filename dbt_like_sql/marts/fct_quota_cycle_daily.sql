@@ -104,40 +104,130 @@ reset_starts as (
     from resets
 ),
 
-cycles as (
+-- each reset with the cycle it closes (from the previous reset's start to this one's) and the cycle before
+reset_chain as (
+    select
+        account,
+        metric,
+        snapshot_date as reset_seen_on,
+        reset_start,
+        lag(snapshot_date) over by_reset as previous_reset_seen_on,
+        date_diff('day', lag(reset_start) over by_reset, reset_start) as cycle_length
+    from reset_starts
+    where is_reset
+    window by_reset as (partition by account, metric order by snapshot_date)
+),
+
+cycle_chain as (
     select
         *,
+        lag(previous_reset_seen_on) over by_reset as earlier_reset_seen_on,
+        lag(cycle_length) over by_reset as previous_cycle_length
+    from reset_chain
+    window by_reset as (partition by account, metric order by reset_seen_on)
+),
+
+-- the resets seen in the 62 days up to each snapshot; a cycle counts when both its resets are in them, and a
+-- cycle more than 3 days longer or shorter than the one before it is a change of cadence
+window_resets as (
+    select
+        d.account,
+        d.metric,
+        d.snapshot_date,
+        c.reset_seen_on,
+        c.reset_start,
+        c.cycle_length,
+        c.previous_reset_seen_on,
+        coalesce(c.previous_reset_seen_on >= d.snapshot_date - 62, false) as cycle_in_window,
         coalesce(
-            max(reset_start) over last_62_days,
-            -- a flow with no reset seen yet: the calendar month is assumed
-            case when metric_kind = 'flow' then cast(date_trunc('month', snapshot_date) as date) end
-        ) as cycle_start,
-        count(reset_start) over last_62_days as resets_62d,
-        date_diff('day', min(reset_start) over last_62_days, max(reset_start) over last_62_days)
-            as span_between_resets
-    from reset_starts
-    window last_62_days as (
-        partition by account, metric order by snapshot_date
-        range between interval 62 days preceding and current row
-    )
+            c.earlier_reset_seen_on >= d.snapshot_date - 62 and abs(c.cycle_length - c.previous_cycle_length) > 3,
+            false
+        ) as cadence_changed
+    from reset_starts as d
+    inner join cycle_chain as c
+        on c.account = d.account and c.metric = d.metric
+        and c.reset_seen_on between d.snapshot_date - 62 and d.snapshot_date
+),
+
+-- a change of cadence: only the cycles from the changed one on count
+counted_resets as (
+    select
+        *,
+        max(case when cadence_changed then previous_reset_seen_on end)
+            over (partition by account, metric, snapshot_date) as cadence_from
+    from window_resets
+),
+
+evidence as (
+    select
+        account,
+        metric,
+        snapshot_date,
+        count(*) as resets_62d,
+        max(reset_start) as latest_reset_start,
+        count(case when cycle_in_window and previous_reset_seen_on >= coalesce(cadence_from, previous_reset_seen_on)
+            then 1 end) as cycles_observed,
+        avg(case when cycle_in_window and previous_reset_seen_on >= coalesce(cadence_from, previous_reset_seen_on)
+            then cycle_length end) as cycle_length_days,
+        max(case when cycle_in_window and previous_reset_seen_on >= coalesce(cadence_from, previous_reset_seen_on)
+            then cycle_length end)
+        - min(case when cycle_in_window and previous_reset_seen_on >= coalesce(cadence_from, previous_reset_seen_on)
+            then cycle_length end) as cycle_length_spread_days,
+        max(case when cadence_changed then reset_seen_on end) as cadence_changed_on
+    from counted_resets
+    group by account, metric, snapshot_date
+),
+
+cycles as (
+    select
+        r.*,
+        coalesce(e.resets_62d, 0) as resets_62d,
+        coalesce(e.cycles_observed, 0) as cycles_observed,
+        e.cycle_length_days,
+        e.cycle_length_spread_days,
+        e.cadence_changed_on,
+        coalesce(
+            e.latest_reset_start,
+            -- a flow with no reset seen yet: the calendar month of its earliest snapshot in the 62 days is assumed
+            case when r.metric_kind = 'flow' then cast(date_trunc('month', r.earliest_snapshot_62d) as date) end
+        ) as cycle_start
+    from (
+        select
+            *,
+            min(snapshot_date) over last_62_days as earliest_snapshot_62d,
+            max(case when quota_limit <> previous_limit then snapshot_date end) over last_62_days
+                as latest_limit_change_62d
+        from reset_starts
+        window last_62_days as (
+            partition by account, metric order by snapshot_date
+            range between interval 62 days preceding and current row
+        )
+    ) as r
+    left join evidence as e
+        on e.account = r.account and e.metric = r.metric and e.snapshot_date = r.snapshot_date
 ),
 
 cadenced as (
     select
         *,
-        case when resets_62d >= 2 then span_between_resets / (resets_62d - 1) end as cycle_length_days,
         case
             when resets_62d = 0 and metric_kind = 'flow' then 'calendar_month_assumed'
             when resets_62d = 0 then 'none'
             when resets_62d = 1 then 'monthly_assumed'
-            when span_between_resets / (resets_62d - 1) between 28 and 31 then 'monthly'
-            -- N is the mean spacing rounded to the nearest day (halves up), the N cycle_end uses
-            else 'every_' || cast(cast(round(span_between_resets / (resets_62d - 1)) as integer) as varchar) || '_days'
-        end as reset_cadence
+            when cycle_length_days between 28 and 31 then 'monthly'
+            -- N is the mean cycle rounded to the nearest day (halves up), the N cycle_end uses
+            else 'every_' || cast(cast(round(cycle_length_days) as integer) as varchar) || '_days'
+        end as reset_cadence,
+        case
+            when resets_62d = 0 then 'no_reset'
+            when cycles_observed = 0 then 'one_reset'
+            when cycles_observed = 1 then 'seen_once'
+            else 'seen_repeatedly'
+        end as cadence_evidence
     from cycles
 ),
 
-bounded as (
+expected as (
     select
         *,
         case
@@ -145,8 +235,17 @@ bounded as (
                 then cast(cycle_start + interval 1 month - interval 1 day as date)
             when reset_cadence like 'every_%'
                 then cast(cycle_start + cast(round(cycle_length_days) as integer) - 1 as date)
-        end as cycle_end
+        end as expected_cycle_end
     from cadenced
+),
+
+bounded as (
+    select
+        *,
+        -- an overdue cycle (its expected end passed without a reset) has no known end
+        case when expected_cycle_end >= snapshot_date then expected_cycle_end end as cycle_end,
+        coalesce(expected_cycle_end < snapshot_date, false) as is_overdue
+    from expected
 ),
 
 burns as (
@@ -185,6 +284,7 @@ final as (
         r.quota_limit,
         r.remaining,
         r.usage * 100.0 / nullif(r.quota_limit, 0) as utilisation_pct,
+        r.previous_usage * 100.0 / nullif(r.previous_limit, 0) as previous_utilisation_pct,
         r.previous_snapshot_date,
         r.days_since_previous,
         r.usage - r.previous_usage as net_change,
@@ -192,6 +292,10 @@ final as (
         r.keywords_removed,
         r.is_reset,
         r.quota_limit <> r.previous_limit as limit_changed,
+        -- the latest limit change of the current cycle (of the 62 days for a metric without a cycle)
+        case when r.latest_limit_change_62d >= coalesce(r.cycle_start, r.latest_limit_change_62d)
+            then r.latest_limit_change_62d
+        end as limit_changed_on,
         -- unknown (null) without a previous snapshot, or when either limit is 0 (no utilisation to compare)
         case when r.previous_usage is not null and r.previous_limit <> 0 and r.quota_limit <> 0 then
             r.previous_usage * 100.0 / r.previous_limit < 80
@@ -202,9 +306,17 @@ final as (
             and r.usage * 100.0 / r.quota_limit >= 100
         end as crossed_100_pct,
         r.reset_cadence,
+        r.cadence_evidence,
+        r.cycles_observed,
         r.cycle_length_days,
+        r.cycle_length_spread_days,
+        r.cadence_changed_on,
         r.cycle_start,
+        r.expected_cycle_end,
         r.cycle_end,
+        r.is_overdue,
+        case when r.is_overdue then date_diff('day', r.expected_cycle_end, r.snapshot_date) else 0 end
+            as days_overdue,
         date_diff('day', r.cycle_start, r.snapshot_date) + 1 as cycle_days_elapsed,
         date_diff('day', r.snapshot_date, r.cycle_end) as cycle_days_left,
         r.daily_burn,
@@ -217,6 +329,8 @@ final as (
             then r.usage + greatest(r.burn_rate_median_7d, 0) * date_diff('day', r.snapshot_date, r.cycle_end)
         end as projected_usage_at_cycle_end,
         case
+            -- out of quota with a reset still to come (overdue included)
+            when r.remaining <= 0 and r.expected_cycle_end is not null then true
             when r.cycle_end is not null and r.burn_rate_median_7d is not null
                 then r.usage + greatest(r.burn_rate_median_7d, 0) * date_diff('day', r.snapshot_date, r.cycle_end) >= r.quota_limit
         end as runs_out_before_reset,

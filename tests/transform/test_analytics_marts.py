@@ -13,13 +13,13 @@ import bisect
 import csv
 import functools
 import math
-import statistics
 from collections import defaultdict
 from datetime import date, timedelta
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import quota_truth
 from marts_compare import assert_matches, mart, movement
 
 from rank_pipeline.transform import load_project, run_tests
@@ -373,20 +373,7 @@ def test_coverage_asset_check_warns_after_a_missed_day(gapped):
 
 
 def _keyword_changes(h: History) -> list[dict]:
-    ids = h.truth.keywords.groupby(["account", "snapshot_date"])["keyword_id"].apply(set).to_dict()
-    out = []
-    for account, days in _account_days(h).items():
-        for i, day in enumerate(days):
-            prev = days[i - 1] if i and days[i - 1] >= day - 31 * ONE else None
-            now, before = ids.get((account, day), set()), ids.get((account, prev), set())
-            out.append({
-                "account": account, "snapshot_date": day, "previous_snapshot_date": prev,
-                "days_since_previous": (day - prev).days if prev else None, "keywords_tracked": len(now),
-                "keywords_added": len(now - before) if prev else None,
-                "keywords_removed": len(before - now) if prev else None,
-                "net_keywords_change": len(now) - len(before) if prev else None,
-            })
-    return out
+    return quota_truth.keyword_changes(h.truth)
 
 
 def test_account_keyword_changes_match_world(case):
@@ -395,91 +382,9 @@ def test_account_keyword_changes_match_world(case):
                    ["account", "snapshot_date"], "agg_account_keyword_changes_daily")
 
 
-def _add_month_minus_day(d: date) -> date:
-    y, m = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
-    import calendar
-    return date(y, m, min(d.day, calendar.monthrange(y, m)[1])) - ONE
-
-
 def _expected_cycles(h: History) -> list[dict]:
-    """fct_quota_cycle_daily as its yml defines it, from World.usage and the keyword id sets."""
-    changes = {(r["account"], r["snapshot_date"]): r for r in _keyword_changes(h)}
-    out = []
-    for (account, metric), kind, col in [(k, kind, col) for k in [] for kind, col in []] or [
-        ((a, m), kind, col) for a in sorted(h.truth.usage["account"].unique())
-        for m, kind, col in (("keywords", "stock", "keywords"), ("dataRows", "flow", "data_rows"))
-    ]:
-        rows = h.truth.usage[h.truth.usage.account == account].sort_values("snapshot_date").to_dict("records")
-        resets: list[tuple[date, date]] = []  # (day detected, cycle start)
-        burns: list[tuple[date, float]] = []
-        for i, u in enumerate(rows):
-            day, used = u["snapshot_date"], u[f"{col}_usage"]
-            limit, remaining = u[f"{col}_limit"], u[f"{col}_remaining"]
-            prev = rows[i - 1] if i and rows[i - 1]["snapshot_date"] >= day - 31 * ONE else None
-            prev_day, prev_used = (prev["snapshot_date"], prev[f"{col}_usage"]) if prev else (None, None)
-            prev_limit = prev[f"{col}_limit"] if prev else None
-            fell = prev is not None and prev_used > 0 and used < prev_used * 0.5
-            if kind == "flow":
-                is_reset = fell
-            else:  # a stock resets only with the flow of the same snapshot, and not by removed records
-                flow_fell = prev is not None and prev["data_rows_usage"] > 0 and \
-                    u["data_rows_usage"] < prev["data_rows_usage"] * 0.5
-                removed = changes[(account, day)]["keywords_removed"] or 0
-                is_reset = fell and flow_fell and removed * 2 < prev_used - used
-            if is_reset:
-                first = day.replace(day=1)
-                resets.append((day, first if first > prev_day else prev_day + ONE))
-            window = [s for d, s in resets if d >= day - 62 * ONE]
-            n = len(window)
-            start = max(window) if window else (day.replace(day=1) if kind == "flow" else None)
-            length = (max(window) - min(window)).days / (n - 1) if n >= 2 else None
-            cadence = ("calendar_month_assumed" if kind == "flow" else "none") if n == 0 else \
-                "monthly_assumed" if n == 1 else "monthly" if 28 <= length <= 31 else f"every_{int(length)}_days"
-            assert not cadence.startswith("every_"), "not in these worlds; the SQL rounds N, see the yml"
-            end = _add_month_minus_day(start) if start is not None else None
-            if kind == "flow" and start == day:
-                burn = float(used)
-            elif kind == "flow" and is_reset:
-                burn = used / ((day - start).days + 1)
-            elif prev is not None and not is_reset:
-                burn = (used - prev_used) / (day - prev_day).days
-            else:
-                burn = None
-            if burn is not None:
-                burns.append((day, burn))
-            last7 = [b for d, b in burns if d >= day - 6 * ONE]
-            mean = sum(last7) / len(last7) if last7 else None
-            median = statistics.median(last7) if last7 else None
-            rate = max(median, 0) if median is not None else None
-            projected = used + rate * (end - day).days if end is not None and rate is not None else None
-            if remaining <= 0:
-                exhaustion = day
-            elif median is not None and median > 0:
-                candidate = day + math.ceil(remaining / median) * ONE
-                exhaustion = candidate if end is None or candidate <= end else None
-            else:
-                exhaustion = None
-            kc = changes[(account, day)] if metric == "keywords" else {}
-            out.append({
-                "account": account, "snapshot_date": day, "metric": metric, "metric_kind": kind,
-                "usage": used, "quota_limit": limit, "remaining": remaining,
-                "previous_snapshot_date": prev_day, "days_since_previous": (day - prev_day).days if prev else None,
-                "net_change": used - prev_used if prev else None,
-                "keywords_added": kc.get("keywords_added"), "keywords_removed": kc.get("keywords_removed"),
-                "is_reset": is_reset, "limit_changed": limit != prev_limit if prev else None,
-                "crossed_80_pct": prev_used * 100 / prev_limit < 80 <= used * 100 / limit if prev else None,
-                "crossed_100_pct": prev_used * 100 / prev_limit < 100 <= used * 100 / limit if prev else None,
-                "reset_cadence": cadence, "cycle_length_days": length,
-                "cycle_start": start, "cycle_end": end,
-                "cycle_days_elapsed": (day - start).days + 1 if start else None,
-                "cycle_days_left": (end - day).days if end else None,
-                "daily_burn": burn, "burn_rate_mean_7d": mean, "burn_rate_median_7d": median,
-                "cycle_average_burn": used / ((day - start).days + 1) if kind == "flow" and start else None,
-                "projected_usage_at_cycle_end": projected,
-                "runs_out_before_reset": projected >= limit if end is not None and median is not None else None,
-                "projected_exhaustion_date": exhaustion,
-            })
-    return out
+    """fct_quota_cycle_daily as its yml defines it, from World.usage and the keyword id sets (quota_truth)."""
+    return quota_truth.expected_cycles(h.truth)
 
 
 def test_quota_cycle_matches_world(case):
