@@ -415,6 +415,6 @@ def test_the_readme_example_runs_as_written(tmp_path):
         server.wait(timeout=30)
     assert done.returncode == 0, done.stdout + done.stderr
     exits = re.findall(r"plan exit status (\d+)", done.stdout)
-    assert exits == ["2", "0"]
+    assert exits == ["4", "0"]  # --detailed-exitcode: changes pending, then none
     assert re.search(r"^Applied: 17 keyword\(s\) created in 2 create call\(s\)", done.stdout, re.M)
     assert "3d9553a333a1f51cb42ceb4a369f0c36" not in done.stdout + done.stderr
