@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -208,13 +209,26 @@ def _shape_of_snapshots(project, paths) -> bool:
     return False
 
 
+def duckdb_error_line(exc: BaseException) -> str:
+    """DuckDB's error as one line that keeps its hints: the message and the lines that follow it (``Did you
+    mean "marts.fct_keyword_rankings_daily"?``, ``Candidate bindings: ...``), joined; the quoted SQL with its
+    caret (``LINE 1: ...``) is left out, as the user has just typed it."""
+    kept = []
+    for line in str(exc).splitlines():
+        if re.match(r"\s*LINE \d+:", line):
+            break
+        if line.strip():
+            kept.append(line.strip())
+    return " ".join(kept) or type(exc).__name__
+
+
 def _one_statement(sql: str) -> str:
     import duckdb
 
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
-        raise UsageError(f"the SQL does not parse: {first_line(str(exc))}") from None
+        raise UsageError(f"the SQL does not parse: {duckdb_error_line(exc)}") from None
     if not statements:
         raise UsageError('no SQL statement given: pass one, e.g. rank-pipeline query "select 1"')
     if len(statements) > 1:
@@ -233,7 +247,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         try:
             columns, rows, more = frame(con, sql, args.limit)
         except duckdb.Error as exc:
-            raise UsageError(f"the query failed: {first_line(str(exc))}") from None
+            raise UsageError(f"the query failed: {duckdb_error_line(exc)}") from None
     out = sys.stdout
     if args.format == "csv":
         writer = csv.writer(out, lineterminator="\n")
