@@ -35,7 +35,7 @@ from .errors import (
 from .keys import parse_keys
 from .listing import ListPass, Paginator
 from .pacing import LimiterCounts, SlidingWindowLimiter, effective_limit
-from .transport import check_base_url, parse_retry_after
+from .transport import check_base_url, parse_retry_after, requests_sent
 
 __all__ = [
     "AuthenticationError",
@@ -61,4 +61,5 @@ __all__ = [
     "parse_keys",
     "effective_limit",
     "parse_retry_after",
+    "requests_sent",
 ]

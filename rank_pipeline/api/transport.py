@@ -41,6 +41,7 @@ import json
 import logging
 import math
 import random
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -57,6 +58,35 @@ from .keys import KeyPool, KeySlot
 logger = logging.getLogger("rank_pipeline.api")
 
 _USER_AGENT = "rank-pipeline/0.1 (+httpx)"
+
+
+class _ProcessTally:
+    """Every request this process sent (each attempt, refused ones included) and every 429 it got, over all
+    clients; a run that fails before its metadata is written (a refused key) still counts what it sent."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._rate_limited = 0
+
+    def add(self, requests: int = 0, rate_limited: int = 0) -> None:
+        with self._lock:
+            self._requests += requests
+            self._rate_limited += rate_limited
+
+    def counts(self) -> tuple[int, int]:
+        """``(requests sent, 429s received)`` since the process started."""
+        with self._lock:
+            return self._requests, self._rate_limited
+
+
+_TALLY = _ProcessTally()
+
+
+def requests_sent() -> tuple[int, int]:
+    """``(requests sent, 429s received)`` by every client of this process since it started; the command
+    line's run summary counts a run as the difference across it."""
+    return _TALLY.counts()
 
 
 def _is_loopback(host: str) -> bool:
@@ -259,6 +289,7 @@ class Transport:
                 self.stats.started_at = datetime.now(UTC)
             self.stats.requests += 1
             slot.stats.requests += 1
+            _TALLY.add(requests=1)
             try:
                 response = await self._http.request(method, path, params=params, json=json_body,
                                                     headers={"Authorization": slot.key})
@@ -303,6 +334,7 @@ class Transport:
     async def _on_rate_limited(self, response: httpx.Response, method: str, url: str, deadline: float,
                                slot: KeySlot):
         self.stats.rate_limited += 1
+        _TALLY.add(rate_limited=1)
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         if retry_after is None:  # the spec always sends it; be safe: one window
             retry_after = self._config.window_s

@@ -26,6 +26,9 @@ class Totals:
     checks_failed: int = 0
     requests: int = 0
     rate_limited: int = 0
+    sent: tuple[int, int] = (0, 0)
+    """``(requests, 429s)`` this process sent during the runs (:func:`rank_pipeline.api.requests_sent`), refused
+    ones included: a run that fails before its snapshots' metadata is written (a refused key) made them too."""
     failed: list[tuple[str, str, str, str, str]] = field(default_factory=list)
     """``(day, asset, check, severity, failing rows)`` of every check that failed, in run order."""
     shape_lines: list[str] = field(default_factory=list)
@@ -82,8 +85,10 @@ class Totals:
         return lines
 
     def line(self, verdict: str) -> str:
+        """The summary line; its requests and 429s are every one the runs sent, failed runs' included."""
+        requests, limited = max(self.requests, self.sent[0]), max(self.rate_limited, self.sent[1])
         return (f"{verdict}: {self.days} day(s), {self.rows} snapshot rows, checks {self.checks_passed} passed / "
-                f"{self.checks_failed} failed, {self.requests} requests, {self.rate_limited} 429s")
+                f"{self.checks_failed} failed, {requests} requests, {limited} 429s")
 
 
 def dagster_instance(data_dir: Path):
@@ -191,9 +196,14 @@ def _run_daily_job(defs, instance, totals: Totals, label: str, *, partition_key:
     run_id = str(uuid.uuid4())
     if on_step is not None:
         instance.add_event_listener(run_id, _step_listener(on_step))
+    from rank_pipeline.api import requests_sent
+
+    before = requests_sent()
     with SESSION.capture():
         result = job.execute_in_process(partition_key=partition_key, instance=instance, tags=run_tags,
                                         run_config=run_config, run_id=run_id, raise_on_error=False)
+    after = requests_sent()
+    totals.sent = (totals.sent[0] + after[0] - before[0], totals.sent[1] + after[1] - before[1])
     totals.add(result)
     _send_alerts(instance, result.run_id)
     if not result.success:
