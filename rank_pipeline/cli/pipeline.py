@@ -54,7 +54,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         import dagster as dg
 
         instance = dg.DagsterInstance.ephemeral()
-    else:  # the runs are recorded in DAGSTER_HOME, so `make dev` shows them
+    else:  # the runs are recorded in DAGSTER_HOME, so the UI (ui_command) shows them
         instance = dagster_instance(settings.data_dir)
     with SESSION.capture():
         from rank_pipeline.defs.definitions import defs
@@ -88,10 +88,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"snapshots: {settings.paths.snapshot_store_uri}")
         print_query(con, "ranking trends (marts.fct_keyword_rankings_daily, per day)", RANKING_TRENDS_QUERY)
         print_query(con, "quota per billing cycle (marts.fct_quota_cycle_daily, latest day)", QUOTA_BURN_QUERY)
-    print(f"\nopen it: duckdb -readonly {settings.paths.published_db}   or the UI: make dev")
+    print(f"\nquery it: {QUERY_SUGGESTION}")
+    print(f"the UI:   {ui_command(settings.data_dir)}")
     _print_failures(totals)
     print(totals.line("Completed"))
     return 0
+
+
+QUERY_SUGGESTION = 'rank-pipeline query "select * from marts.fct_keyword_rankings_daily limit 10"'
+"""The query the demo and the README suggest: a command the package installs (no ``duckdb`` CLI needed)."""
+
+
+def ui_command(data_dir, cwd=None) -> str:
+    """The command that opens Dagster's UI on this data folder's runs, where the demo ran: ``dg dev`` in a
+    project made by ``rank-pipeline init`` (after ``pip install -e .`` when ``dg`` is not installed yet),
+    ``make dev`` in rank-pipeline's clone (its Makefile's ``dev`` target), else ``dagster dev`` on the
+    package's definitions with the data folder's ``DAGSTER_HOME``."""
+    import os
+    import shlex
+    import shutil
+    from pathlib import Path
+
+    from rank_pipeline.settings import ConfigurationError, find_project
+
+    here = Path(cwd or Path.cwd())
+    try:
+        project = find_project(here)
+    except ConfigurationError:
+        project = None
+    if project is not None:
+        return "dg dev" if shutil.which("dg") else "pip install -e . && dg dev   (dg comes with the project)"
+    makefile = here / "Makefile"
+    if (here / "workspace.yaml").is_file() and makefile.is_file() and "\ndev:" in makefile.read_text():
+        return "make dev"
+    from rank_pipeline.defs.instance import dagster_home
+
+    home = "" if os.environ.get("DAGSTER_HOME") else f"DAGSTER_HOME={shlex.quote(str(dagster_home(data_dir)))} "
+    return f"{home}dagster dev -m rank_pipeline.defs.definitions"
 
 
 def _print_failures(totals, stream=None) -> None:
@@ -108,6 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                          "committed (or unset RANK_PIPELINE_SHARD)")
     day = check_partition(args.date or today())
     source = _check_before_a_run(settings)
+    _check_day_for_source(day, source)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     instance = dagster_instance(settings.data_dir)
     with SESSION.capture():
@@ -150,6 +184,16 @@ def _check_before_a_run(settings):
     return source
 
 
+def _check_day_for_source(day, source) -> None:
+    """Refuse a past day against the vendor API before the job starts (exit 2, as a future day is): the API
+    tells only the present (spec "Snapshots"). The embedded sandbox plays any day."""
+    now = today()
+    if not source.uses_sandbox and day < now:
+        raise UsageError(f"--date {day} is in the past: the vendor API tells only the present, so only today's "
+                         f"partition ({now}, UTC) can be extracted from it; leave --date out, or rebuild past "
+                         f"days from their snapshots with `rank-pipeline rebuild --from {day} --to {day}`")
+
+
 def _to_stderr():
     """A one-line writer to the real stderr, even while :meth:`SESSION.capture` redirects it."""
     err = sys.stderr
@@ -164,6 +208,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     day = check_partition(args.date or today())
     source = Source.from_settings(settings)
     check_source(source, settings.paths)  # a configuration error: one line, nothing written
+    _check_day_for_source(day, source)
     progress = Progress(f"extract {day}", "list")
 
     def on_progress(p) -> None:
