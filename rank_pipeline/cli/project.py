@@ -44,14 +44,12 @@ PYPROJECT = """\
 name = "{name}"
 version = "0.1.0"
 requires-python = ">=3.11"
+# dagster-dg-cli gives `dg` (dg dev, dg check defs) and dagster-webserver the UI, with `pip install -e .`
+# as with `uv sync`: tools a project needs are its dependencies, not a dependency group pip ignores
 dependencies = [
     "rank-pipeline>={version}",
-]
-
-[dependency-groups]
-dev = [
-    "dagster-dg-cli",
-    "dagster-webserver",
+    "dagster-dg-cli{dagster}",
+    "dagster-webserver{dagster}",
 ]
 
 [build-system]
@@ -127,6 +125,23 @@ __pycache__/
 """
 
 
+def dagster_specifier() -> str:
+    """The Dagster versions the installed rank-pipeline runs with (its ``dagster`` requirement, e.g.
+    ``<1.14,>=1.13``), for the project's ``dagster-dg-cli`` and ``dagster-webserver``, which are released with
+    Dagster; the installed Dagster's minor version when the package's metadata is not there."""
+    from importlib.metadata import PackageNotFoundError, requires, version
+
+    try:
+        for line in requires("rank-pipeline") or []:
+            match = re.fullmatch(r"dagster\s*([<>=!~][^;\[]*)", line.strip())
+            if match:  # the plain requirement: no extra, no marker
+                return match.group(1).strip()
+    except PackageNotFoundError:  # pragma: no cover - a source tree without install
+        pass
+    major, minor = (int(part) for part in version("dagster").split(".")[:2])
+    return f">={major}.{minor},<{major}.{minor + 1}"
+
+
 def _module_name(name: str) -> str:
     """A Python module name for the project ``name`` (``my-rank`` -> ``my_rank``)."""
     module = re.sub(r"[^0-9a-zA-Z_]", "_", name).lower().strip("_") or "rank_project"
@@ -192,7 +207,7 @@ def scaffold_project(path: Path, own: list[str] | None = None) -> UserProject:
     else:
         rels = [r for n in own for r in package_files_for(n)]
     rels += [CONTRACT, *(r for r in package if r.startswith("seeds/"))]
-    fmt = {"name": name, "module": module, "version": package_version()}
+    fmt = {"name": name, "module": module, "version": package_version(), "dagster": dagster_specifier()}
     files = {
         "pyproject.toml": PYPROJECT.format(**fmt),
         "README.md": README.format(**fmt),
