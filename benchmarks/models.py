@@ -106,8 +106,6 @@ class Generator:
         locale = rng.integers(0, len(LOCALES), n_keywords)
         volume = rng.integers(10, 50_000, n_keywords)
         tags = rng.integers(0, len(TAG_IDS) + 2, n_keywords)
-        loc_codes = np.array([x[0] for x in LOCALES], dtype=object)[locale]
-        self.location_code = pa.array(loc_codes)
         created = [(first_day + timedelta(days=int(s) - 30)).isoformat() for s in self.start]
         prefix = []
         for i in range(n_keywords):
@@ -151,7 +149,6 @@ class Generator:
             "parent_id": self.parent.filter(mask),
             "extracted_at": pa.array([extracted] * n, pa.timestamp("us", tz="UTC")),
             "attributes": attributes.filter(mask),
-            "location_code": self.location_code.filter(mask),
         }
         return pa.Table.from_pydict(columns, schema=arrow_schema("keywords"))
 

@@ -1,41 +1,38 @@
 """The API resources the pipeline reads, each declared once (spec "Resources and their fields", "Endpoints").
 
 One :class:`Endpoint` per resource, in the spirit of dlt's ``rest_api`` resource config: its path,
-its parent resource and how a parent record turns into the child's requests, the fields the spec shows
-(flattened into the snapshot), a description, whether a 404 of the parent is tolerated, pagination.
-Everything else is derived from :data:`CATALOG`:
+its parent resource and how a parent record turns into the child's requests, a description, whether a 404
+of the parent is tolerated, pagination. Everything else is derived from :data:`CATALOG`:
 
 - the extraction fan-out (:mod:`rank_pipeline.extract.day`: which lists are read, in which order, children
   of which parent, which lists are checkpointed for a resume);
-- the snapshot schema (:data:`rank_pipeline.snapshots.schema.ENDPOINTS`, :data:`~rank_pipeline.snapshots.schema.SPEC_FIELDS`);
+- the snapshot folders (:data:`rank_pipeline.snapshots.schema.ENDPOINTS`) and the raw tables;
 - the Dagster asset specs and their descriptions (:mod:`rank_pipeline.defs.extract_assets`,
   :mod:`rank_pipeline.defs.warehouse_assets`);
 - the raw part of the data dictionary (:func:`render_markdown`, written by ``rank-pipeline docs``).
 
-Adding an endpoint is one more entry here plus its staging model. Fields the spec marks "not shown" are
-never declared: they stay in the snapshot's ``attributes`` JSON; the one not-shown field the extractor
-needs (which search engine a keyword is tracked on) is read by its name in the vendor's contract, through
-:mod:`rank_pipeline.api.fields`.
+Adding an endpoint is one more entry here plus its contract entry and staging model. No field of a record is
+declared here: a snapshot keeps the record's ``attributes`` JSON whole (:data:`COMMON_COLUMNS`), and every
+field the pipeline reads, shown by the spec or not, is declared once, by name and path, in the vendor's
+contract (``dbt_like_sql/sources/vendor_contract.yml``): the staging models read it as ``vendor.<name>``,
+Python through :mod:`rank_pipeline.api.fields` (the extractor's lookups) and the contract's ``value``.
 
-This module imports neither Dagster nor pyarrow: field types are named (:data:`FIELD_TYPES`) and mapped
-to Arrow by the snapshot writer.
+This module imports neither Dagster nor pyarrow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from rank_pipeline.api.fields import RecordFields, keyword_location_code, keyword_search_engines
 
 __all__ = [
     "CATALOG",
     "COMMON_COLUMNS",
-    "FIELD_TYPES",
     "Endpoint",
     "ListRequest",
-    "SpecField",
     "by_name",
     "children_of",
     "raw_column_descriptions",
@@ -43,34 +40,6 @@ __all__ = [
     "render_markdown",
     "endpoint_names",
 ]
-
-FieldType = Literal["string", "int64", "bool"]
-FIELD_TYPES: tuple[str, ...] = ("string", "int64", "bool")
-"""The field types a declaration may name (Arrow ``string``, ``int64``, ``bool_``)."""
-
-
-@dataclass(frozen=True)
-class SpecField:
-    """A field the spec shows, flattened into its own snapshot column.
-
-    ``path`` is the key path under the record's ``attributes`` (``("keywords", "usage")`` reads
-    ``attributes.keywords.usage``); a missing key or a non-object on the way gives null.
-    """
-
-    column: str
-    type: FieldType
-    path: tuple[str, ...]
-    description: str
-
-    def get(self, attributes: Mapping[str, Any]) -> Any:
-        """The field's value in ``attributes``, or None."""
-        value: Any = attributes
-        for key in self.path:
-            if not isinstance(value, Mapping):
-                return None
-            value = value.get(key)
-        return value
-
 
 @dataclass(frozen=True)
 class ListRequest:
@@ -102,8 +71,9 @@ def each_parent_record(resource: Endpoint, record: Mapping[str, Any], fields: Re
 def locations_of_keyword(resource: Endpoint, record: Mapping[str, Any], fields: RecordFields) -> Iterator[ListRequest]:
     """One list per search engine and location code a keyword points to.
 
-    Spec: a keyword's ``location.code`` is the geo-target id; ``GET /v1/locations?code=&search_engine=``.
-    The engine is not shown: read through :func:`rank_pipeline.api.fields.keyword_search_engines`.
+    Spec: a keyword's location code is the geo-target id; ``GET /v1/locations?code=&search_engine=``.
+    Both are read by their contract names (``location_code``, ``search_engine``) through
+    :mod:`rank_pipeline.api.fields`.
     """
     attributes = record.get("attributes") or {}
     code = keyword_location_code(attributes, fields)
@@ -127,7 +97,6 @@ class Endpoint:
         path: the endpoint (``{parent_id}`` is the parent record's id for a child of a resource).
         description: one sentence for asset descriptions and the docs.
         spec: the spec section that shows the resource.
-        fields: the fields the spec shows, flattened into snapshot columns after the common ones.
         paginated: a list with the four pagination headers (spec "Limits"), or a single read
             (``data`` is one object, e.g. ``GET /v1/account/usage``).
         parent: the resource whose records this one is read for (None: read once per account).
@@ -145,7 +114,6 @@ class Endpoint:
     path: str
     description: str
     spec: str
-    fields: tuple[SpecField, ...] = ()
     paginated: bool = True
     parent: str | None = None
     requests_from_parent: RequestsFromParent = each_parent_record
@@ -165,22 +133,12 @@ class Endpoint:
         return f"GET {self.path}"
 
 
-def _f(column: str, type_: FieldType, path: str, description: str) -> SpecField:
-    return SpecField(column, type_, tuple(path.split(".")), description)
-
-
 CATALOG: tuple[Endpoint, ...] = (
     Endpoint(
         name="domains",
         path="/v1/domains",
         description="Domains of each account, one Parquet snapshot per day.",
         spec='"Resources and their fields: Domain"',
-        fields=(
-            _f("domain", "string", "domain", "The tracked domain."),
-            _f("host", "string", "host", "The tracked host."),
-            _f("match_type", "string", "matchType", "How URLs are matched to the domain (`any` is a value)."),
-            _f("project_name", "string", "projectName", "The domain's project name."),
-        ),
     ),
     Endpoint(
         name="keywords",
@@ -190,7 +148,6 @@ CATALOG: tuple[Endpoint, ...] = (
         parent="domains",
         parent_404_tolerated=True,
         checkpointed=True,
-        fields=(_f("location_code", "string", "location.code", "The geo-target id of the keyword's location."),),
     ),
     Endpoint(
         name="competitors",
@@ -213,15 +170,6 @@ CATALOG: tuple[Endpoint, ...] = (
         description="Account usage and plan limits, one row per account and day.",
         spec='"Resources and their fields: Usage"',
         paginated=False,
-        fields=(
-            _f("api_enabled", "bool", "apiEnabled", "The plan includes API access."),
-            _f("keywords_usage", "int64", "keywords.usage", "Keywords tracked."),
-            _f("keywords_limit", "int64", "keywords.limit", "Keywords the plan allows."),
-            _f("keywords_remaining", "int64", "keywords.remaining", "Keywords left under the limit."),
-            _f("data_rows_usage", "int64", "dataRows.usage", "Data rows used in the billing cycle."),
-            _f("data_rows_limit", "int64", "dataRows.limit", "Data rows the plan allows per cycle."),
-            _f("data_rows_remaining", "int64", "dataRows.remaining", "Data rows left in the cycle."),
-        ),
     ),
     Endpoint(
         name="locations",
@@ -232,7 +180,6 @@ CATALOG: tuple[Endpoint, ...] = (
         requests_from_parent=locations_of_keyword,
         checkpointed=True,
         account_scoped=False,
-        fields=(_f("code", "string", "code", "The value to send as the catalogue value."),),
     ),
     Endpoint(
         name="languages",
@@ -243,7 +190,6 @@ CATALOG: tuple[Endpoint, ...] = (
         requests_from_parent=languages_of_keyword,
         checkpointed=True,
         account_scoped=False,
-        fields=(_f("code", "string", "code", "The value to send as the catalogue value."),),
     ),
 )
 """Every resource the pipeline snapshots, in extraction order; a parent comes before its children."""
@@ -282,9 +228,6 @@ def _validate(catalog: tuple[Endpoint, ...]) -> None:
             raise ValueError(f"resource {r.name!r}: a child resource must be a paginated list")
         if r.parent_404_tolerated and r.parent is None:
             raise ValueError(f"resource {r.name!r}: only a child resource can tolerate its parent's 404")
-        columns = [f.column for f in r.fields]
-        if len(set(columns)) != len(columns):
-            raise ValueError(f"resource {r.name!r}: a column is declared twice")
         seen.add(r.name)
 
 
@@ -299,22 +242,22 @@ COMMON_COLUMNS: dict[str, str] = {
     "parent_id": "The parent record's id (the domain of a keyword, the search engine of a location), "
                  "null for a top-level resource.",
     "extracted_at": "When the extractor read the record (UTC).",
-    "attributes": "The record's full attributes as JSON: the fields the spec marks \"not shown\" are read "
-                  "from here by the staging models only.",
+    "attributes": "The record's full attributes as JSON, as the vendor sent them: the fields the models read "
+                  "are declared in the vendor's contract and read through it (`vendor.<endpoint>`).",
     "loaded_at": "When the row was loaded into the warehouse (UTC).",
 }
-"""The columns every raw table has, before its declared fields (docs/concepts/completeness.md, "Snapshots")."""
+"""The columns of every raw table, and all of them (docs/concepts/completeness.md, "Snapshots"): a field of a
+record is read from ``attributes`` through the vendor's contract, never flattened into a column of its own."""
 
 
 def raw_column_descriptions(name: str) -> dict[str, str]:
-    """``{column: description}`` of ``raw.<name>``: :data:`COMMON_COLUMNS`, then its declared fields.
+    """``{column: description}`` of ``raw.<name>``: :data:`COMMON_COLUMNS`.
 
     Raises:
         KeyError: no resource ``name``.
     """
-    resource = by_name(name)
-    return {**COMMON_COLUMNS, **{f.column: f"{f.description} From `attributes.{'.'.join(f.path)}`."
-                                 for f in resource.fields}}
+    by_name(name)
+    return dict(COMMON_COLUMNS)
 
 
 def raw_docs() -> dict[str, tuple[str, dict[str, str]]]:
@@ -333,17 +276,18 @@ def _read_how(r: Endpoint) -> str:
 def render_markdown() -> str:
     """The raw part of the data dictionary: one section per declared resource (Markdown).
 
-    Columns: the snapshot's common columns (docs/concepts/completeness.md, "Snapshots"), then the declared
-    fields; everything else the API returns stays in ``attributes``.
+    Columns: the snapshot's columns (:data:`COMMON_COLUMNS`, docs/concepts/completeness.md, "Snapshots"); the
+    fields of ``attributes`` the models read are the vendor's contract's (``sources/vendor_contract.yml``).
     """
     lines = [
         "## raw",
         "",
         "One table per API resource, loaded from the Parquet snapshots; generated from the declarations in "
-        "`rank_pipeline/api/endpoints.py`. Every table has the common columns `snapshot_date`, `account`, `id`, "
-        "`type`, `parent_id`, `extracted_at` and `attributes` (the record's full attributes as JSON: "
-        "fields the spec marks \"not shown\" are read from it by the staging models only), then the fields "
-        "the spec shows, below.",
+        "`rank_pipeline/api/endpoints.py`. Every table has the same columns: `snapshot_date`, `account`, `id`, "
+        "`type`, `parent_id`, `extracted_at`, `attributes` (the record's full attributes as JSON, as the vendor "
+        "sent them) and `loaded_at`. The fields of `attributes` the models read, shown by the spec or not, are "
+        "declared once, by name and JSON path, in the vendor's contract (`sources/vendor_contract.yml`): a "
+        "staging model reads them by name from `vendor.<endpoint>`, the raw table flattened by the contract.",
         "",
     ]
     lines += [f"- [`raw.{r.name}`](#raw{r.name}) ({r.endpoint})" for r in CATALOG] + [""]
@@ -359,12 +303,5 @@ def render_markdown() -> str:
                          "listed in the manifest's `missing_parents`, not an error")
         lines.append("- Scope: " + ("the account's own records" if r.account_scoped
                                     else "a catalogue, the same rows for every account"))
-        lines.append("")
-        if r.fields:
-            lines += ["| column | description |", "|---|---|"]
-            lines += [f"| `{f.column}` ({f.type}) | {f.description} From `attributes.{'.'.join(f.path)}`. |"
-                      for f in r.fields]
-        else:
-            lines.append("No field shown by the spec: every attribute stays in `attributes`.")
         lines.append("")
     return "\n".join(lines)

@@ -167,7 +167,7 @@ class PermissionDeniedError(RankTrackerError):
     summary = "the plan has no API access or the action is forbidden"
     advice = (
         "API access is a plan-level feature: check the account's plan (GET /v1/account/usage shows "
-        "apiEnabled) or use a key of an account whose plan includes the API"
+        "whether it has API access) or use a key of an account whose plan includes the API"
     )
 
 

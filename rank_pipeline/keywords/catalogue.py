@@ -18,17 +18,23 @@ Spec sections "Keyword create: body", "GET /v1/locations: query", "GET /v1/langu
 * **Languages.** ``GET /v1/languages?search_engine=`` lists an engine's languages; the Global language
   ``0000`` is never listed, and is refused with its own message before any lookup.
 
-Every answer is cached per (engine, value) for the life of the :class:`Catalogue` (one run).
+Every answer is cached per (engine, value) for the life of the :class:`Catalogue` (one run). A catalogue
+row's code is read by its name in the vendor's contract (``location_code`` of ``locations``,
+``language_code`` of ``languages``), the row's ``id`` when it holds none there.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rank_pipeline.api import RankTrackerClient, RankTrackerError, TransportError, ValidationError
 from rank_pipeline.api.errors import ServerError
-from rank_pipeline.api.fields import SEARCH_ENGINES
+from rank_pipeline.api.fields import SEARCH_ENGINES, RecordFields
+from rank_pipeline.settings import models_dir
+from rank_pipeline.transform.contract import loaded_contract
 
 __all__ = ["GLOBAL_LANGUAGE", "Allowed", "Catalogue"]
 
@@ -73,11 +79,13 @@ class Catalogue:
     Args:
         client: the account's client (paced like every request of the run).
         probe_domain_id: a domain of the account, the path of the probe create.
+        fields: the vendor's contract, to read a catalogue row's code (default: the models folder's).
     """
 
-    def __init__(self, client: RankTrackerClient, probe_domain_id: str | None):
+    def __init__(self, client: RankTrackerClient, probe_domain_id: str | None, fields: RecordFields | None = None):
         self.client = client
         self.probe_domain_id = probe_domain_id
+        self.fields = fields if fields is not None else loaded_contract(models_dir())
         self._allowed: Allowed | None = None
         self._locations: dict[tuple[str, str], str | None] = {}
         self._languages: dict[str, frozenset[str]] = {}
@@ -147,8 +155,7 @@ class Catalogue:
                 rows = await self.client.get("/v1/locations", params)
             except ValidationError:  # a malformed country code (spec: 422 invalid_reference_value)
                 rows = []
-            codes = [str(r.get("attributes", {}).get("code", r.get("id"))) for r in rows or []
-                     if isinstance(r, dict)]
+            codes = [self._code("locations", "location_code", r) for r in rows or [] if isinstance(r, dict)]
             self._locations[key] = value if value.isdigit() and value in codes else (
                 codes[0] if codes and not value.isdigit() else None)
         return self._locations[key]
@@ -160,5 +167,11 @@ class Catalogue:
             result = await self.client.list_records("/v1/languages", {"search_engine": engine}, rows.extend)
             self.requests += result.pages
             self._languages[engine] = frozenset(
-                str(r.get("attributes", {}).get("code", r.get("id"))).lower() for r in rows if isinstance(r, dict))
+                self._code("languages", "language_code", r).lower() for r in rows if isinstance(r, dict))
         return self._languages[engine]
+
+    def _code(self, endpoint: str, name: str, row: Mapping[str, Any]) -> str:
+        """A catalogue row's code: the contract's field ``name`` of ``endpoint``, else the row's ``id``."""
+        attributes = row.get("attributes")
+        value = self.fields.value(endpoint, name, attributes) if isinstance(attributes, Mapping) else None
+        return str(value if value is not None else row.get("id"))

@@ -11,14 +11,17 @@ location code, language code) as keyword create normalises them (spec, "Keyword 
 :func:`plan_online` reads the present from the API: the account's domains (``GET /v1/domains``), each
 file domain's keywords (``GET /v1/domains/{uuid}/keywords``), the catalogues
 (:class:`~rank_pipeline.keywords.catalogue.Catalogue`) and ``GET /v1/account/usage`` for the quota
-forecast. :func:`plan_offline` reads the latest committed snapshot instead (``domains``, ``keywords``,
+forecast. Every field of a record (a domain's name, a keyword's combination, a location row's country, the
+quota remaining) is read by its name in the vendor's contract (:meth:`Contract.value
+<rank_pipeline.transform.contract.Contract.value>`), so a remapped vendor shape is planned like the default. :func:`plan_offline` reads the latest committed snapshot instead (``domains``, ``keywords``,
 ``locations``, ``usage``): no request is sent, catalogues are not checked (only the Global language is
 refused), a country code is resolved through the snapshot's location rows (a country none of the
 tracked keywords uses is necessarily to be created), and the quota is the snapshot's.
 
 Quota forecast (spec, "Limits" rule 2: keyword create consumes quota per combination of word and
 search-engine entry): each combination to create takes one keyword and one data row of what the
-account's usage says remains. A plan needing more than either remaining allowance would be refused
+account's usage says remains (the contract's ``keywords_remaining`` and ``data_rows_remaining`` of ``usage``;
+unknown when the record does not hold them where the contract reads them). A plan needing more than either remaining allowance would be refused
 with 402 (the whole create, nothing created); :attr:`Plan.refusals` says so.
 
 Problems (a schema-valid file naming an unknown engine, device, location, language, frequency or the
@@ -42,7 +45,8 @@ from rank_pipeline.keywords.schema import LoadedFile
 from rank_pipeline.settings import ConfigurationError, models_dir
 from rank_pipeline.transform.contract import loaded_contract
 
-__all__ = ["DomainPlan", "Plan", "Problem", "Quota", "UnreadableKeywords", "Wanted", "plan_offline", "plan_online", "wanted_of"]
+__all__ = ["DomainPlan", "Plan", "Problem", "Quota", "UnreadableKeywords", "Wanted", "plan_offline", "plan_online",
+           "usage_quota", "wanted_of"]
 
 Key = tuple[str, str, str, str, str]
 
@@ -249,6 +253,32 @@ class UnreadableKeywords(ConfigurationError):
     create them again (keyword creation is not idempotent), so there is no plan."""
 
 
+def _reader(fields: RecordFields | None) -> RecordFields:
+    """``fields``, or the contract of the models folder (:func:`rank_pipeline.settings.models_dir`)."""
+    return fields if fields is not None else loaded_contract(models_dir())
+
+
+def _text(fields: RecordFields, endpoint: str, name: str, attributes: Any) -> str | None:
+    value = fields.value(endpoint, name, attributes) if isinstance(attributes, Mapping) else None
+    return None if value is None or isinstance(value, Mapping | list) else str(value)
+
+
+def _count(fields: RecordFields, name: str, attributes: Any) -> int | None:
+    """The ``usage`` count ``name`` (``keywords_remaining``, ``data_rows_remaining``), or None."""
+    value = fields.value("usage", name, attributes) if isinstance(attributes, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_quota(account: str, needed: int, attributes: Any, fields: RecordFields | None = None,
+                as_of: str = "now") -> Quota:
+    """A :class:`Quota` of ``needed`` combinations against a ``usage`` record's ``attributes``, its keywords
+    and data rows remaining read by the contract's names ``keywords_remaining`` and ``data_rows_remaining``
+    (None, shown as unknown, when the record does not hold them where the contract reads them)."""
+    reader = _reader(fields)
+    return Quota(account, needed, _count(reader, "keywords_remaining", attributes), needed,
+                 _count(reader, "data_rows_remaining", attributes), as_of=as_of)
+
+
 def tracked_combinations(records: Iterable[Mapping[str, Any]], fields: RecordFields | None = None) -> dict[Key, str]:
     """``{combination: keyword id}`` of keyword records (through :func:`keyword_combination`), read by the
     vendor's contract ``fields`` (default: the contract of the models folder, :func:`rank_pipeline.settings.models_dir`).
@@ -258,7 +288,7 @@ def tracked_combinations(records: Iterable[Mapping[str, Any]], fields: RecordFie
             naming the record and what to run).
     """
     out: dict[Key, str] = {}
-    reader = fields if fields is not None else loaded_contract(models_dir())
+    reader = _reader(fields)
     for record in records:
         attributes = record.get("attributes") if isinstance(record, Mapping) else None
         combo = keyword_combination(attributes, reader) if isinstance(attributes, Mapping) else None
@@ -352,16 +382,11 @@ async def read_tracked(client: RankTrackerClient, domain_id: str) -> dict[Key, s
     return tracked_combinations(await _read_list(client, f"/v1/domains/{domain_id}/keywords"))
 
 
-async def read_quota(client: RankTrackerClient, account: str, needed: int) -> Quota:
-    """``GET /v1/account/usage`` as a :class:`Quota` for ``needed`` combinations."""
+async def read_quota(client: RankTrackerClient, account: str, needed: int,
+                     fields: RecordFields | None = None) -> Quota:
+    """``GET /v1/account/usage`` as a :class:`Quota` for ``needed`` combinations (:func:`usage_quota`)."""
     usage = await client.get("/v1/account/usage")
-    attributes = usage.get("attributes", {}) if isinstance(usage, Mapping) else {}
-
-    def remaining(name: str) -> int | None:
-        value = attributes.get(name, {}).get("remaining") if isinstance(attributes.get(name), Mapping) else None
-        return value if isinstance(value, int) else None
-
-    return Quota(account, needed, remaining("keywords"), needed, remaining("dataRows"))
+    return usage_quota(account, needed, usage.get("attributes") if isinstance(usage, Mapping) else None, fields)
 
 
 async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClient], source: str,
@@ -374,14 +399,16 @@ async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClien
         rank_pipeline.api.RankTrackerError: a read failed (after the client's retries).
     """
     problems: list[Problem] = []
+    reader = _reader(None)
     domain_lists = await asyncio.gather(*(_read_list(c, "/v1/domains") for c in clients.values()))
-    held = {account: {str(r.get("attributes", {}).get("domain", "")).lower(): str(r["id"]) for r in rows}
+    held = {account: {(_text(reader, "domains", "domain", r.get("attributes")) or "").lower(): str(r["id"])
+                      for r in rows}
             for account, rows in zip(clients, domain_lists, strict=True)}
     domains = _resolve_domains(loaded, held, problems)
     catalogues = catalogues if catalogues is not None else {}
     for d in domains:
         if d.account and d.account not in catalogues:
-            catalogues[d.account] = Catalogue(clients[d.account], d.domain_id)
+            catalogues[d.account] = Catalogue(clients[d.account], d.domain_id, reader)
     found: dict[tuple, Problem] = {}
     wanted_all = wanted_of(loaded)
     resolved: list[list[Wanted]] = []
@@ -415,7 +442,7 @@ async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClien
     for account, client in clients.items():
         needed = sum(len(d.create) for d in domains if d.account == account)
         if needed:
-            quotas.append(await read_quota(client, account, needed))
+            quotas.append(await read_quota(client, account, needed, reader))
     requests = sum(c.stats.requests for c in clients.values())
     return Plan(loaded, domains, problems, quotas, source, requests=requests)
 
@@ -453,22 +480,26 @@ def plan_offline(loaded: LoadedFile, snapshots_uri: Path | str, accounts: Iterab
         return table.select([c for c in ("account", "id", "parent_id", "attributes")
                              if c in table.column_names]).to_pylist()
 
+    reader = _reader(None)
     wanted_accounts = set(accounts) if accounts is not None else None
     held: dict[str, dict[str, str]] = {}
     for r in rows("domains"):
         if wanted_accounts is None or r["account"] in wanted_accounts:
-            held.setdefault(r["account"], {})[str(json.loads(r["attributes"]).get("domain", "")).lower()] = r["id"]
+            name = _text(reader, "domains", "domain", json.loads(r["attributes"])) or ""
+            held.setdefault(r["account"], {})[name.lower()] = r["id"]
     problems: list[Problem] = []
     domains = _resolve_domains(loaded, held, problems)
     countries: dict[tuple[str, str], str] = {}
     for r in rows("locations"):
         a = json.loads(r["attributes"])
-        if a.get("variant") == "Country" and a.get("countryCode"):
-            countries[(str(r["parent_id"]), str(a["countryCode"]).upper())] = str(a.get("code", r["id"]))
+        country = _text(reader, "locations", "country_code", a)
+        if _text(reader, "locations", "location_variant", a) == "Country" and country:
+            countries[(str(r["parent_id"]), country.upper())] = _text(reader, "locations", "location_code", a) \
+                or str(r["id"])
     tracked: dict[str, dict[Key, str]] = {}
     for r in rows("keywords"):
         tracked.setdefault(str(r["parent_id"]), {}).update(
-            tracked_combinations([{"id": r["id"], "attributes": json.loads(r["attributes"])}]))
+            tracked_combinations([{"id": r["id"], "attributes": json.loads(r["attributes"])}], reader))
     found: dict[tuple, Problem] = {}
     for d, wanted in zip(domains, wanted_of(loaded), strict=True):
         resolved = []
@@ -483,7 +514,5 @@ def plan_offline(loaded: LoadedFile, snapshots_uri: Path | str, accounts: Iterab
     for account in held:
         needed = sum(len(d.create) for d in domains if d.account == account)
         if needed:
-            a = usage.get(account, {})
-            quotas.append(Quota(account, needed, a.get("keywords", {}).get("remaining"), needed,
-                                a.get("dataRows", {}).get("remaining"), as_of=f"snapshot of {day}"))
+            quotas.append(usage_quota(account, needed, usage.get(account), reader, as_of=f"snapshot of {day}"))
     return Plan(loaded, domains, problems, quotas, f"the snapshot of {day} in {snapshots_uri}", offline=True)

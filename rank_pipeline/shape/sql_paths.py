@@ -1,12 +1,12 @@
 """The JSON paths a staging model reads, found by parsing its SQL (sqlglot), with the line of each.
 
-A staging model reads a raw table's ``attributes`` JSON in three ways, each recognised here:
+A model can read a raw table's ``attributes`` JSON in two ways, each recognised here:
 
 - ``attributes ->> '$.a.b'``, ``attributes -> '$.a'``, ``json_extract(attributes, '$.a')``: the path ``a.b``;
 - ``json_transform(attributes, '{"a": {"b": "INTEGER"}, "t": ["VARCHAR"]}')``: every leaf of the
-  structure (``a.b``, ``t``: an array is one path);
-- a column the snapshot writer flattened from a field the spec shows (``location_code``, from
-  ``location.code``; :data:`rank_pipeline.api.endpoints.CATALOG`): that field's path.
+  structure (``a.b``, ``t``: an array is one path).
+
+A raw table has no other column holding a field of ``attributes`` (:mod:`rank_pipeline.snapshots.schema`).
 
 The hand-written staging SQL reads none of these (it reads the contract's names from ``vendor.<endpoint>``),
 and the compiled models (:mod:`rank_pipeline.transform.flatten`) read exactly the contract's paths: the test
@@ -21,7 +21,7 @@ import re
 import sqlglot
 from sqlglot import exp
 
-from rank_pipeline.api.endpoints import by_name, endpoint_names
+from rank_pipeline.api.endpoints import endpoint_names
 
 __all__ = ["paths_read"]
 
@@ -35,18 +35,17 @@ def _leaves(structure: object, prefix: str = "") -> list[str]:
     return [prefix] if prefix else []
 
 
-def _line(sql: str, needles: list[str], word: bool = False) -> int:
-    """The first line (1-based) of ``sql``, comments aside, holding any of ``needles`` (as whole words when
-    ``word``); 1 when none does."""
+def _line(sql: str, needles: list[str]) -> int:
+    """The first line (1-based) of ``sql``, comments aside, holding any of ``needles``; 1 when none does."""
     for number, text in enumerate(sql.splitlines(), start=1):
         code = text.split("--", 1)[0]
-        if any(re.search(rf"\b{re.escape(n)}\b", code) if word else n in code for n in needles):
+        if any(n in code for n in needles):
             return number
     return 1
 
 
 def paths_read(sql: str) -> dict[str, dict[str, int]]:
-    """``{endpoint: {path: line}}`` of the raw ``attributes`` paths (and flattened spec fields) ``sql`` reads.
+    """``{endpoint: {path: line}}`` of the raw ``attributes`` paths ``sql`` reads.
 
     Raises:
         sqlglot.errors.ParseError: ``sql`` does not parse as DuckDB SQL.
@@ -70,9 +69,4 @@ def paths_read(sql: str) -> dict[str, dict[str, int]]:
                     last = path.rsplit(".", 1)[-1]
                     offset = next((i for i, text in enumerate(lines[start - 1:]) if re.search(rf'"{re.escape(last)}"\s*:', text)), 0)
                     found.setdefault(path, start + offset)
-    columns = {c.name for c in tree.find_all(exp.Column)}
-    for endpoint in endpoints:
-        for spec in by_name(endpoint).fields:
-            if spec.column in columns:
-                found.setdefault(".".join(spec.path), _line(sql, [spec.column], word=True))
     return {endpoint: dict(found) for endpoint in endpoints}

@@ -29,6 +29,8 @@ from rank_pipeline.snapshots.schema import (
     SHARD_MANIFEST_RE,
     SnapshotError,
     arrow_schema,
+    check_version,
+    current_columns,
     day_folder,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
@@ -135,12 +137,14 @@ def read_manifest(root: Path | str | Store, resource: str, snapshot_date: date) 
             f"(a past day cannot be fetched from the real API again)"
         )
     try:
-        return SnapshotManifest.model_validate(manifest)
+        parsed = SnapshotManifest.model_validate(manifest)
     except ValidationError as exc:
         raise SnapshotError(
             f"cannot read the manifest in {store.display(folder)} (not a snapshot manifest: "
             f"{exc.errors()[0]['loc']} {exc.errors()[0]['msg']}); re-extract that day"
         ) from exc
+    check_version(parsed.schema_version, store.display(folder))
+    return parsed
 
 
 def snapshot_files(root: Path | str | Store, resource: str, snapshot_date: date,
@@ -158,15 +162,17 @@ def snapshot_files(root: Path | str | Store, resource: str, snapshot_date: date,
 
 def read_snapshot(root: Path | str | Store, resource: str, snapshot_date: date) -> pa.Table:
     """Every row of one committed snapshot as an Arrow table (all accounts), with
-    :func:`~rank_pipeline.snapshots.schema.arrow_schema`.
+    :func:`~rank_pipeline.snapshots.schema.arrow_schema`, whichever version wrote it
+    (:func:`~rank_pipeline.snapshots.schema.current_columns`).
 
     Only the files the manifest lists are read (on any store, :mod:`rank_pipeline.snapshots.storage`).
 
     Raises:
-        SnapshotError: no committed snapshot for that day.
+        SnapshotError: no committed snapshot for that day, or one written by a later version.
     """
     store = store_for(root)
-    tables = [pq.read_table(path, filesystem=store.fs) for path in snapshot_files(store, resource, snapshot_date)]
+    tables = [current_columns(pq.read_table(path, filesystem=store.fs))
+              for path in snapshot_files(store, resource, snapshot_date)]
     if not tables:
         return arrow_schema(resource).empty_table()
-    return pa.concat_tables(tables, promote_options="default")
+    return pa.concat_tables(tables)

@@ -12,10 +12,16 @@ Layout (``docs/architecture.md``, "Snapshots")::
     <root>/<resource>/snapshot_date=YYYY-MM-DD/_manifest.json
     <root>/<resource>/snapshot_date=YYYY-MM-DD/_manifest.shard-<i>-of-<n>.json   (a day extracted by n shards)
 
-Columns: ``snapshot_date`` (date32), ``account``, ``id``, ``type``, ``parent_id`` (string, null),
-``extracted_at`` (timestamp[us, UTC]), ``attributes`` (the record's full ``attributes`` as a JSON string),
-then the fields the spec shows, flattened (:data:`SPEC_FIELDS`). Fields the spec marks "not shown" are
-never flattened here: they stay in ``attributes`` and are read by the staging SQL models only.
+Columns (:data:`SCHEMA_VERSION` 2): ``snapshot_date`` (date32), ``account``, ``id``, ``type``, ``parent_id``
+(string, null), ``extracted_at`` (timestamp[us, UTC]), ``attributes`` (the record's full ``attributes`` as a
+JSON string). No field of ``attributes`` has a column of its own: the fields the pipeline reads are declared,
+by name and path, in the vendor's contract (``dbt_like_sql/sources/vendor_contract.yml``) and read through it.
+
+Version 1 (written until the contract became the one home of the vendor's paths) had, after these, the
+fields the spec shows flattened into columns of their own (``match_type``, ``location_code``,
+``data_rows_remaining``, ...), each a copy of a value in ``attributes``. Every version stays readable:
+:func:`current_columns` keeps the columns above and drops the copies (the warehouse load reads files the
+same way), so a history written by an earlier version rebuilds into the same warehouse.
 
 ``root`` is a local folder or any store of :mod:`rank_pipeline.snapshots.storage`
 (``RANK_PIPELINE_SNAPSHOTS_URI=s3://bucket/prefix``). The API key is never passed to the snapshot
@@ -26,14 +32,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from rank_pipeline.api.endpoints import CATALOG, endpoint_names
+from rank_pipeline.api.endpoints import endpoint_names
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.snapshots.storage import Store, store_for
 
@@ -44,11 +50,13 @@ __all__ = [
     "MANIFEST_NAME",
     "MANIFEST_PREFIX",
     "SCHEMA_VERSION",
+    "READABLE_VERSIONS",
     "SHARD_MANIFEST_RE",
-    "SPEC_FIELDS",
     "SnapshotError",
     "arrow_schema",
     "check_resource",
+    "check_version",
+    "current_columns",
     "day_folder",
     "partition_dir",
     "records_table",
@@ -62,23 +70,16 @@ COMPRESSION = "zstd"
 DAY_FOLDER_PREFIX = "snapshot_date="
 """The start of a day's folder name: ``snapshot_date=YYYY-MM-DD`` (the Hive-style partition key)."""
 
-SCHEMA_VERSION = 1
-"""The version of the columns below, written into every manifest (``schema_version``)."""
+SCHEMA_VERSION = 2
+"""The version of the columns below, written into every manifest (``schema_version``; module doc)."""
+READABLE_VERSIONS: tuple[int, ...] = (1, 2)
+"""The snapshot versions this version reads (module doc): every one written so far."""
 MANIFEST_NAME = "_manifest.json"
 """The manifest of a day written by one writer."""
 MANIFEST_PREFIX = "_manifest"
 """The start of every manifest's file name, a single writer's or a shard's."""
 SHARD_MANIFEST_RE = re.compile(r"^_manifest\.shard-(\d+)-of-(\d+)\.json$")
 """A shard's manifest (:attr:`rank_pipeline.settings.Shard.manifest_name`): groups ``i`` and ``n``."""
-
-_ARROW_TYPES: dict[str, pa.DataType] = {"string": pa.string(), "int64": pa.int64(), "bool": pa.bool_()}
-"""Arrow type of each field type a declaration may name (:data:`rank_pipeline.api.endpoints.FIELD_TYPES`)."""
-
-SPEC_FIELDS: dict[str, list[tuple[str, pa.DataType, Callable[[Mapping[str, Any]], Any]]]] = {
-    r.name: [(f.column, _ARROW_TYPES[f.type], f.get) for f in r.fields] for r in CATALOG
-}
-"""Per resource: (column, Arrow type, getter over ``attributes``) for each field the spec shows, derived
-from the resource's declaration (:class:`rank_pipeline.api.endpoints.Endpoint` ``fields``)."""
 
 _COMMON: list[tuple[str, pa.DataType]] = [
     ("snapshot_date", pa.date32()),
@@ -89,6 +90,7 @@ _COMMON: list[tuple[str, pa.DataType]] = [
     ("extracted_at", pa.timestamp("us", tz="UTC")),
     ("attributes", pa.string()),
 ]
+_SCHEMA = pa.schema(_COMMON)
 
 
 class SnapshotError(RankPipelineError, RuntimeError):
@@ -99,18 +101,43 @@ def check_resource(resource: str) -> None:
     """Raises:
         SnapshotError: ``resource`` is not one of :data:`ENDPOINTS`.
     """
-    if resource not in SPEC_FIELDS:
+    if resource not in ENDPOINTS:
         raise SnapshotError(f"unknown resource {resource!r}; expected one of {', '.join(ENDPOINTS)}")
 
 
+def check_version(version: int, where: object) -> None:
+    """Raises:
+        SnapshotError: ``version`` (a manifest's ``schema_version``, of the snapshot at ``where``) is not one
+            of :data:`READABLE_VERSIONS`: written by a later version of the package.
+    """
+    if version not in READABLE_VERSIONS:
+        raise SnapshotError(f"{where}: snapshot schema_version {version} is not one this rank-pipeline reads "
+                            f"({', '.join(map(str, READABLE_VERSIONS))}): it was written by a later version; "
+                            "upgrade rank-pipeline to read it")
+
+
 def arrow_schema(resource: str) -> pa.Schema:
-    """The Arrow schema of ``resource``'s snapshot files: the common columns, then :data:`SPEC_FIELDS`.
+    """The Arrow schema of ``resource``'s snapshot files (module doc; the same columns for every resource).
 
     Raises:
         SnapshotError: ``resource`` is not one of :data:`ENDPOINTS`.
     """
     check_resource(resource)
-    return pa.schema(_COMMON + [(name, typ) for name, typ, _ in SPEC_FIELDS[resource]])
+    return _SCHEMA
+
+
+def current_columns(table: pa.Table) -> pa.Table:
+    """``table`` (rows of a snapshot file of any of :data:`READABLE_VERSIONS`) with the columns of
+    :func:`arrow_schema` only, in its order: version 1's flattened copies of ``attributes`` fields are dropped.
+
+    Raises:
+        SnapshotError: a column of the schema is missing (not a snapshot file).
+    """
+    missing = [name for name in _SCHEMA.names if name not in table.column_names]
+    if missing:
+        raise SnapshotError(f"not a snapshot's rows: no column {', '.join(missing)}")
+    table = table.select(_SCHEMA.names)
+    return table if table.schema == _SCHEMA else table.cast(_SCHEMA)
 
 
 def day_folder(store: Store, resource: str, snapshot_date: date) -> str:
@@ -141,12 +168,11 @@ def records_table(
     parent_id: str | None = None,
     extracted_at: datetime | None = None,
 ) -> pa.Table:
-    """JSON:API records as rows of ``resource``'s snapshot (:func:`arrow_schema`): the common columns,
-    ``attributes`` as a JSON string and the :data:`SPEC_FIELDS` flattened."""
+    """JSON:API records as rows of ``resource``'s snapshot (:func:`arrow_schema`), ``attributes`` as a JSON
+    string."""
     schema = arrow_schema(resource)
     at = extracted_at or datetime.now(UTC)
     columns: dict[str, list[Any]] = {name: [] for name in schema.names}
-    spec_fields = SPEC_FIELDS[resource]
     for record in records:
         attributes = record.get("attributes") or {}
         columns["snapshot_date"].append(snapshot_date)
@@ -156,6 +182,4 @@ def records_table(
         columns["parent_id"].append(parent_id)
         columns["extracted_at"].append(at)
         columns["attributes"].append(json.dumps(attributes, separators=(",", ":"), ensure_ascii=False))
-        for name, _typ, get in spec_fields:
-            columns[name].append(get(attributes))
     return pa.Table.from_pydict(columns, schema=schema)

@@ -38,10 +38,10 @@ from rank_pipeline.snapshots.schema import (
     MANIFEST_NAME,
     MANIFEST_PREFIX,
     SCHEMA_VERSION,
-    SPEC_FIELDS,
     SnapshotError,
     arrow_schema,
     check_resource,
+    current_columns,
     day_folder,
     partition_dir,
     records_table,
@@ -119,7 +119,6 @@ class SnapshotWriter:
         self._buffers: dict[str, list[pa.Table]] = {}
         self._reports: dict[str, dict[str, Any]] = {}
         self._excluded: dict[str, set[tuple[str | None, str]]] = {}
-        self._spec_fields = SPEC_FIELDS[resource]
         self._closed = False
 
     @property
@@ -145,7 +144,7 @@ class SnapshotWriter:
 
     def append_table(self, account: str, table: pa.Table) -> int:
         """Append rows already in :func:`arrow_schema` form (from :func:`records_table`, or read back
-        from a checkpoint); returns rows added."""
+        from a checkpoint; columns beyond the schema, an earlier version's, are dropped); returns rows added."""
         self._check_open()
         if not _ACCOUNT_RE.match(account):
             raise SnapshotError(f"account name {account!r} must match {_ACCOUNT_RE.pattern}")
@@ -154,7 +153,7 @@ class SnapshotWriter:
             buf = self._buffers[account] = []
             self._parts[account] = _AccountPart()
         if table.num_rows:
-            buf.append(table.cast(self.schema) if table.schema != self.schema else table)
+            buf.append(current_columns(table) if table.schema != self.schema else table)
         self._parts[account].rows += table.num_rows
         if sum(t.num_rows for t in buf) >= self.row_group_size:
             self._flush(account)

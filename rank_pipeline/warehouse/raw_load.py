@@ -8,8 +8,9 @@ Raw layer
     One table per resource in schema ``raw`` (``raw.domains``, ``raw.keywords``, ``raw.competitors``,
     ``raw.tags``, ``raw.usage``, ``raw.locations``, ``raw.languages``). Columns: the snapshot columns of
     docs/concepts/completeness.md, "Snapshots" (``snapshot_date DATE``, ``account``, ``id``, ``type``,
-    ``parent_id``, ``extracted_at TIMESTAMPTZ``, the spec's flattened fields, ``attributes JSON``) plus
-    ``loaded_at TIMESTAMPTZ`` (the start of the load's transaction; the same for every row of a load).
+    ``parent_id``, ``extracted_at TIMESTAMPTZ``, ``attributes JSON``) plus ``loaded_at TIMESTAMPTZ`` (the start
+    of the load's transaction; the same for every row of a load). The fields of ``attributes`` the models read
+    are typed by the vendor's contract in ``vendor.<endpoint>`` (:mod:`rank_pipeline.transform.flatten`).
 
 Partition replacement (:func:`load_partition`)
     A load replaces one ``snapshot_date`` of the requested resources in ONE transaction: for every
@@ -35,14 +36,12 @@ Snapshots on object storage
     store's pyarrow file system, registered in DuckDB as an Arrow scan), because DuckDB's ``httpfs`` is
     not bundled with the ``duckdb`` wheel and would be downloaded at run time: nothing is downloaded.
 
-Schema evolution
-    A column that appears in the Parquet files but not in the raw table (a field the API added and the
-    snapshot writer flattened) never fails a load: the files are read with ``union_by_name`` and the new
-    column is added to the raw table (``ALTER TABLE ... ADD COLUMN``, inside the load's transaction, type
-    taken from Parquet); older rows hold NULL there. Columns the table has but a file lacks are NULL for
-    that file's rows. Rows are inserted BY NAME, never by position. Unknown fields that are not flattened
-    stay inside ``attributes`` as always. A column whose type changes incompatibly fails the load with a
-    clear error (rebuild from snapshots after deciding the new type).
+Snapshot versions
+    Files of every snapshot version (:data:`rank_pipeline.snapshots.schema.READABLE_VERSIONS`) load into the
+    same tables: the columns of the snapshot schema are read BY NAME, and any other column of a file (version
+    1's flattened copies of fields of ``attributes``) is left out, never added to the raw table, so a history
+    written by an earlier version rebuilds into the same warehouse. A snapshot of a later version (its
+    manifest's ``schema_version``) fails the load with a clear error: upgrade to read it.
 """
 
 from __future__ import annotations
@@ -86,12 +85,12 @@ __all__ = [
     "snapshot_dates",
 ]
 
-log = logging.getLogger(__name__)
-
 RAW_SCHEMA = "raw"
 
 RAW_TABLES: tuple[str, ...] = tuple(f"{RAW_SCHEMA}.{r}" for r in ENDPOINTS)
 """Qualified names of the raw tables, one per snapshot resource."""
+
+log = logging.getLogger(__name__)
 
 KEYWORDS_FILE_TABLE = f"{RAW_SCHEMA}.keywords_file"
 """The keywords file's planned rows (``rank_pipeline.keywords``), one per wanted combination, written by
@@ -136,7 +135,7 @@ def _read_manifest(snapshots_uri: Path | str | Store, resource: str,
     try:
         manifest = read_manifest(store, resource, snapshot_date)
     except SnapshotError as exc:
-        if "cannot read the manifest" in str(exc) or "not a JSON object" in str(exc):
+        if any(text in str(exc) for text in ("cannot read the manifest", "not a JSON object", "schema_version")):
             raise LoadError(f"{exc} ({resource} for {snapshot_date})") from exc
         listing = store.listdir(store.join(resource, f"snapshot_date={snapshot_date.isoformat()}"))
         shards = sorted(i.path.rsplit("/", 1)[-1] for i in listing if "/_manifest.shard-" in i.path)
@@ -155,23 +154,27 @@ def _read_manifest(snapshots_uri: Path | str | Store, resource: str,
     return str(folder), manifest
 
 
-def _duckdb_type_of(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, str]:
-    """Column name -> DuckDB type of ``source`` (``read_parquet(...)`` by name, or a registered Arrow scan)."""
-    rows = con.execute(f"describe select * from {source}").fetchall()
-    return {r[0]: r[1] for r in rows}
-
-
 def _table_columns(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> dict[str, str] | None:
     return table_columns(con, schema, table) or None
 
 
 def ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str, str]:
-    """Create ``raw.<resource>`` from the snapshot contract if absent (and the keywords file's table,
-    :func:`ensure_keywords_file_table`, so every loaded warehouse has every source); return its columns."""
+    """Create ``raw.<resource>`` from the snapshot schema if absent (and the keywords file's table,
+    :func:`ensure_keywords_file_table`, so every loaded warehouse has every source); return its columns.
+
+    A table an earlier version created with columns beyond the schema (version 1's flattened copies of
+    fields of ``attributes``) loses them here, so no stale copy of a field outlives the upgrade."""
     con.execute(f"create schema if not exists {RAW_SCHEMA}")
     ensure_keywords_file_table(con)
     cols = _table_columns(con, RAW_SCHEMA, resource)
     if cols is not None:
+        stale = [c for c in cols if c not in arrow_schema(resource).names and c != "loaded_at"]
+        for column in stale:
+            con.execute(f"alter table {RAW_SCHEMA}.{_qi(resource)} drop column {_qi(column)}")
+        if stale:
+            log.info("raw.%s: dropped %s (copies of attributes fields an earlier version kept)",
+                     resource, ", ".join(stale))
+            cols = _table_columns(con, RAW_SCHEMA, resource) or {}
         return cols
     empty: pa.Table = arrow_schema(resource).empty_table()
     con.register("__snapshot_contract", empty)
@@ -212,8 +215,8 @@ def _file_schemas(store: Store, resource: str, snapshot_date: date, files: Seque
 
 def _insert_files(con: duckdb.DuckDBPyConnection, store: Store, resource: str, snapshot_date: date, folder: str,
                   files: Sequence[str], file_schemas: list[pa.Schema], columns: dict[str, str]) -> int:
-    """Insert the rows of ``files`` into ``raw.<resource>`` by name, adding columns the table lacks; the
-    number of rows inserted.
+    """Insert the rows of ``files`` into ``raw.<resource>`` by name, the columns of the snapshot schema only
+    (module doc, "Snapshot versions"); the number of rows inserted.
 
     Local files are read by DuckDB's ``read_parquet``; files on an object store through a
     :class:`pyarrow.dataset.Dataset` registered in DuckDB as an Arrow scan (no DuckDB extension is loaded).
@@ -234,16 +237,12 @@ def _insert_files(con: duckdb.DuckDBPyConnection, store: Store, resource: str, s
         registered = f"__snapshot_{resource}_{uuid.uuid4().hex[:8]}"
         con.register(registered, pads.dataset(files, schema=unified, format="parquet", filesystem=store.fs))
         source = registered
+    read = [name for name in arrow_schema(resource).names if name in file_names and name in columns]
+    select = ", ".join("cast(attributes as json) as attributes" if name == "attributes" else _qi(name)
+                       for name in read)
     try:
-        if file_names - set(columns) - {"loaded_at"}:  # a new column: its DuckDB type from the files
-            for name, typ in _duckdb_type_of(con, source).items():
-                if name not in columns and name != "loaded_at":
-                    log.warning("raw.%s: new column %s %s found in %s; adding it", resource, name, typ, folder)
-                    con.execute(f"alter table {table} add column {_qi(name)} {typ}")
-        select = "select * replace (cast(attributes as json) as attributes)" if "attributes" in file_names \
-            else "select *"
         (inserted,) = one_row(
-            con, f"insert into {table} by name {select}, current_timestamp as loaded_at from {source}")
+            con, f"insert into {table} by name select {select}, current_timestamp as loaded_at from {source}")
     except (duckdb.Error, pa.ArrowException, OSError) as exc:
         raise LoadError(
             f"partition {snapshot_date} of raw.{resource}: reading {folder} failed: {exc}. The load was rolled "

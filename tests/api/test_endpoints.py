@@ -1,6 +1,7 @@
 """Each API resource is declared once (rank_pipeline.api.endpoints): everything else is derived from it.
 
-Checked here: every snapshot column, asset key/description, fan-out step and docs entry comes from the
+Checked here: every snapshot has the same columns (no field of ``attributes`` is flattened: the vendor's contract
+alone holds the fields and their paths); every asset key/description, fan-out step and docs entry comes from the
 declarations; adding a resource is one declaration (a subprocess adds one and extracts it end to end);
 the typed manifest writes the same JSON as before and reads old manifests.
 """
@@ -24,7 +25,7 @@ from rank_pipeline.sandbox import World, create_app
 from rank_pipeline.settings import models_dir
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.reader import read_manifest
-from rank_pipeline.snapshots.schema import ENDPOINTS, SPEC_FIELDS, arrow_schema
+from rank_pipeline.snapshots.schema import ENDPOINTS, arrow_schema
 from rank_pipeline.snapshots.writer import SnapshotWriter
 from rank_pipeline.transform.contract import load_contract
 
@@ -35,10 +36,9 @@ COMMON = ["snapshot_date", "account", "id", "type", "parent_id", "extracted_at",
 def test_snapshot_schema_is_the_declaration():
     assert ENDPOINTS == tuple(r.name for r in CATALOG)
     for r in CATALOG:
-        assert arrow_schema(r.name).names == COMMON + [f.column for f in r.fields]
-        assert [name for name, _, _ in SPEC_FIELDS[r.name]] == [f.column for f in r.fields]
-    # the spec's "not shown" resources flatten nothing
-    assert catalog.by_name("competitors").fields == () and catalog.by_name("tags").fields == ()
+        # ids, the parent and the attributes JSON: no field of a record has a column of its own
+        assert arrow_schema(r.name).names == COMMON
+        assert list(catalog.raw_column_descriptions(r.name)) == [*COMMON, "loaded_at"]
 
 
 def test_asset_specs_and_descriptions_come_from_the_declaration():
@@ -54,12 +54,11 @@ def test_asset_specs_and_descriptions_come_from_the_declaration():
     assert PER_ACCOUNT_ENDPOINTS == {r.name for r in CATALOG if not r.account_scoped} == {"locations", "languages"}
 
 
-def test_docs_list_every_declared_resource_and_field():
+def test_docs_list_every_declared_resource():
     text = catalog.render_markdown()
     for r in CATALOG:
         assert f"### raw.{r.name}" in text and r.path in text and r.description in text
-        for f in r.fields:
-            assert f"`{f.column}` ({f.type})" in text
+    assert "vendor_contract.yml" in text
     committed = Path(__file__).resolve().parents[2] / "docs" / "reference" / "data-dictionary.md"
     assert text.strip() in committed.read_text()  # the committed dictionary holds the generated raw part
 
@@ -97,13 +96,12 @@ ADD_ONE = textwrap.dedent('''
     from datetime import date
     import httpx
     from rank_pipeline.api import endpoints as catalog
-    from rank_pipeline.api.endpoints import Endpoint, SpecField
+    from rank_pipeline.api.endpoints import Endpoint
 
-    # the one declaration: a list of notes per domain, with one field the (imagined) spec shows
+    # the one declaration: a list of notes per domain
     catalog.CATALOG = catalog.CATALOG + (Endpoint(
         name="notes", path="/v1/domains/{parent_id}/notes", description="Notes of each domain.",
-        spec="imagined", parent="domains", parent_404_tolerated=True, checkpointed=True,
-        fields=(SpecField("body", "string", ("body",), "The note's text."),)),)
+        spec="imagined", parent="domains", parent_404_tolerated=True, checkpointed=True),)
 
     from rank_pipeline.defs.extract_assets import extract_snapshots
     from rank_pipeline.extract.day import AccountSource, run_extraction
@@ -130,7 +128,7 @@ ADD_ONE = textwrap.dedent('''
                             sys.argv[1], transport=WithNotes(), resume=False)
     rows = read_snapshot(sys.argv[1], "notes", day).to_pylist()
     print(json.dumps({
-        "rows": sorted((r["parent_id"], r["id"], r["body"]) for r in rows),
+        "rows": sorted((r["parent_id"], r["id"], json.loads(r["attributes"])["body"]) for r in rows),
         "domains": sorted(d["id"] for d in world.domains(account.account_id)),
         "manifest_complete": report.manifests["notes"].complete,
         "asset_keys": sorted("/".join(k.path) for k in extract_snapshots.specs_by_key),
@@ -141,7 +139,7 @@ ADD_ONE = textwrap.dedent('''
 
 @pytest.mark.xdist_group("catalog_subprocess")
 def test_adding_a_resource_is_one_declaration(tmp_path):
-    """A new declared resource is extracted, snapshotted with its field, an asset and in the docs."""
+    """A new declared resource is extracted, snapshotted with its attributes, an asset and in the docs."""
     out = subprocess.run([sys.executable, "-c", ADD_ONE, str(tmp_path)], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -160,7 +158,7 @@ def test_manifest_json_is_unchanged_and_old_manifests_read(tmp_path):
     manifest = writer.commit()
     on_disk = json.loads((tmp_path / "tags" / f"snapshot_date={DAY}" / "_manifest.json").read_text())
     assert on_disk == {
-        "resource": "tags", "snapshot_date": DAY.isoformat(), "schema_version": 1, "row_count": 1,
+        "resource": "tags", "snapshot_date": DAY.isoformat(), "schema_version": 2, "row_count": 1,
         "files": ["part-acme-0000.parquet", "part-globex-0000.parquet"], "written_at": on_disk["written_at"],
         "complete": True,
         "accounts": {"acme": {"complete": True, "expected": 1, "delivered": 1, "rows": 1}, "globex": {"rows": 0}},

@@ -1,12 +1,14 @@
 """Snapshot writer and reader (docs/concepts/completeness.md, "Snapshots")."""
 
+import json
 from datetime import date
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, read_snapshot
-from rank_pipeline.snapshots.schema import SnapshotError, partition_dir
+from rank_pipeline.snapshots.schema import SnapshotError, arrow_schema, partition_dir
 from rank_pipeline.snapshots.writer import SnapshotWriter
 
 DAY = date(2026, 11, 21)
@@ -29,8 +31,9 @@ def test_write_commit_read_roundtrip_keeps_full_attributes(tmp_path):
     manifest = w.commit()
     table = read_snapshot(tmp_path, "domains", DAY)
     assert table.num_rows == 8 == manifest.row_count
+    assert table.schema == arrow_schema("domains")  # ids, the parent, the attributes JSON: no field copied out
     rows = {r["id"]: r for r in table.to_pylist()}
-    assert rows["d-3"]["match_type"] == "any" and rows["d-3"]["host"] == "www.ex3.com"
+    assert json.loads(rows["d-3"]["attributes"]) == _domain(3)["attributes"]
     assert '"unshownField":{"nested":3}' in rows["d-3"]["attributes"]
     assert rows["d-100"]["account"] == "globex"
     assert manifest.accounts["acme"].rows == 7 and manifest.complete is True
@@ -38,6 +41,30 @@ def test_write_commit_read_roundtrip_keeps_full_attributes(tmp_path):
     acme_file = partition_dir(tmp_path, "domains", DAY) / manifest.files[0]
     assert pq.ParquetFile(acme_file).num_row_groups >= 3
     assert list_snapshot_dates(tmp_path, "domains") == [DAY]
+
+
+def test_a_version_1_snapshot_reads_as_the_current_schema(tmp_path):
+    """Version 1 files hold flattened copies of fields after the common columns: read, they are left out."""
+    w = SnapshotWriter(tmp_path, "domains", DAY)
+    w.write("acme", [_domain(i) for i in range(2)])
+    manifest = w.commit()
+    folder = partition_dir(tmp_path, "domains", DAY)
+    current = pq.read_table(folder / manifest.files[0])
+    old = current.append_column("match_type", pa.array(["any", "any"])).append_column("host", pa.array(["a", "b"]))
+    pq.write_table(old, folder / manifest.files[0])
+    (folder / "_manifest.json").write_text(json.dumps({**json.loads(manifest.to_json()), "schema_version": 1}))
+    assert read_manifest(tmp_path, "domains", DAY).schema_version == 1
+    assert read_snapshot(tmp_path, "domains", DAY) == current
+
+
+def test_a_snapshot_of_a_later_version_is_refused_naming_it(tmp_path):
+    w = SnapshotWriter(tmp_path, "tags", DAY)
+    w.write("acme", [])
+    manifest = w.commit()
+    folder = partition_dir(tmp_path, "tags", DAY)
+    (folder / "_manifest.json").write_text(json.dumps({**json.loads(manifest.to_json()), "schema_version": 3}))
+    with pytest.raises(SnapshotError, match=r"schema_version 3 is not one this rank-pipeline reads \(1, 2\)"):
+        read_snapshot(tmp_path, "tags", DAY)
 
 
 def test_abort_leaves_previous_snapshot_intact(tmp_path):
@@ -67,7 +94,7 @@ def test_incomplete_account_marks_manifest_incomplete(tmp_path):
     manifest = read_manifest(tmp_path, "keywords", DAY)
     assert manifest.complete is False
     row = read_snapshot(tmp_path, "keywords", DAY).to_pylist()[0]
-    assert row["location_code"] == "2840" and row["parent_id"] == "d-1"
+    assert json.loads(row["attributes"]) == {"location": {"code": "2840"}} and row["parent_id"] == "d-1"
 
 
 def test_account_without_records_still_has_a_file(tmp_path):

@@ -79,12 +79,13 @@ def test_load_creates_raw_tables_with_contract_columns_and_json_attributes(tmp_p
     assert list(cols) == [*arrow_schema("keywords").names, "loaded_at"]
     assert cols["attributes"] == "JSON" and cols["snapshot_date"] == "DATE"
     assert cols["extracted_at"] == "TIMESTAMP WITH TIME ZONE"
-    # attributes is queryable JSON: the unshown fields survive and the flattened field matches
+    # attributes is queryable JSON, whole: every field survives, none is copied into a column of its own
     rows = con.execute(
-        "select id, location_code, attributes->>'$.location.code', attributes->>'$.keyword' from raw.keywords "
+        "select id, attributes->>'$.location.code', attributes->>'$.keyword' from raw.keywords "
         "order by id").fetchall()
-    assert rows == [(f"key-{i}", str(2840 + i), str(2840 + i), f"kw {i}") for i in range(5)]
-    usage = con.execute("select keywords_remaining, data_rows_usage from raw.usage order by id").fetchall()
+    assert rows == [(f"key-{i}", str(2840 + i), f"kw {i}") for i in range(5)]
+    usage = con.execute("select (attributes->>'$.keywords.remaining')::int, (attributes->>'$.dataRows.usage')::int "
+                        "from raw.usage order by id").fetchall()
     assert usage == [(100, 0), (99, 2), (98, 4)]
     assert con.execute("select count(*) from raw.tags").fetchone() == (0,)
 
@@ -165,29 +166,52 @@ def test_missing_snapshot_is_a_clear_error_naming_the_path(tmp_path):
         load_partition(con, snaps, DAY1, ["serps"])
 
 
-def test_a_new_column_in_parquet_never_fails_a_load(tmp_path):
+def _as_version_1(folder, copies: dict[str, pa.Array]) -> None:
+    """Rewrite the committed day in ``folder`` as version 1 wrote it: ``copies`` (flattened copies of fields of
+    ``attributes``) after the common columns, ``schema_version`` 1 in the manifest."""
+    manifest = json.loads((folder / "_manifest.json").read_text())
+    (name,) = manifest["files"]
+    table = pq.read_table(folder / name)
+    for column, values in copies.items():
+        table = table.append_column(column, values)
+    pq.write_table(table, folder / name)
+    (folder / "_manifest.json").write_text(json.dumps({**manifest, "schema_version": 1}))
+
+
+def test_a_version_1_snapshot_loads_without_its_flattened_copies(tmp_path):
+    """Version 1 flattened fields of ``attributes`` into columns of their own; they load as the same rows, into
+    the same raw table (the copies left out), and a raw table an earlier version made loses them."""
     snaps = tmp_path / "snapshots"
     write_day(snaps, DAY1, resources=["domains"])
-    con = Warehouse(tmp_path / "b.duckdb", tmp_path / "p.duckdb").connect()
-    load_partition(con, snaps, DAY1, ["domains"])
-    # DAY2: the API added a field that the snapshot writer flattened into `timezone`, in a second file
     write_day(snaps, DAY2, resources=["domains"])
-    folder = partition_dir(snaps, "domains", DAY2)
-    manifest = json.loads((folder / "_manifest.json").read_text())
-    base = pq.read_table(folder / manifest["files"][0])
-    extra = base.slice(0, 2).append_column("timezone", pa.array(["UTC", "CET"]))
-    extra = extra.set_column(2, "id", pa.array(["dom-new-1", "dom-new-2"]))
-    pq.write_table(extra, folder / "part-acme-0001.parquet")
-    manifest["files"].append("part-acme-0001.parquet")
-    manifest["row_count"] += 2
-    (folder / "_manifest.json").write_text(json.dumps(manifest))
-
-    assert load_partition(con, snaps, DAY2, ["domains"]) == {"domains": 5}
-    rows = con.execute("select snapshot_date, id, timezone from raw.domains order by 1, 2").fetchall()
-    assert rows[:3] == [(DAY1, f"dom-{i}", None) for i in range(3)]
-    assert (DAY2, "dom-new-2", "CET") in rows and (DAY2, "dom-0", None) in rows
-    # and an older partition without the column still reloads
+    _as_version_1(partition_dir(snaps, "domains", DAY1),
+                  {"domain": pa.array([f"ex{i}.com" for i in range(3)]), "match_type": pa.array(["any"] * 3)})
+    con = Warehouse(tmp_path / "b.duckdb", tmp_path / "p.duckdb").connect()
+    con.execute("create schema if not exists raw")
+    # the table as version 1 created it, with a copy in a column of its own
+    con.execute("create table raw.domains (snapshot_date date, account varchar, id varchar, type varchar, "
+                "parent_id varchar, extracted_at timestamptz, attributes json, match_type varchar, "
+                "loaded_at timestamptz)")
     assert load_partition(con, snaps, DAY1, ["domains"]) == {"domains": 3}
+    assert load_partition(con, snaps, DAY2, ["domains"]) == {"domains": 3}
+    columns = [c for (c,) in con.execute("select column_name from information_schema.columns where "
+                                         "table_schema = 'raw' and table_name = 'domains' order by ordinal_position")
+               .fetchall()]
+    assert columns == [*arrow_schema("domains").names, "loaded_at"]
+    rows = con.execute("select snapshot_date, id, attributes->>'$.matchType', attributes->>'$.domain' "
+                       "from raw.domains order by 1, 2").fetchall()
+    assert rows == [(day, f"dom-{i}", "any", f"ex{i}.com") for day in (DAY1, DAY2) for i in range(3)]
+
+
+def test_a_snapshot_of_a_later_version_fails_its_load_naming_it(tmp_path):
+    snaps = tmp_path / "snapshots"
+    write_day(snaps, DAY1, resources=["tags"])
+    folder = partition_dir(snaps, "tags", DAY1)
+    manifest = json.loads((folder / "_manifest.json").read_text())
+    (folder / "_manifest.json").write_text(json.dumps({**manifest, "schema_version": 99}))
+    con = Warehouse(tmp_path / "b.duckdb", tmp_path / "p.duckdb").connect()
+    with pytest.raises(LoadError, match="schema_version 99 .* written by a later version; upgrade rank-pipeline"):
+        load_partition(con, snaps, DAY1, ["tags"])
 
 
 def test_reload_raw_from_snapshots_equals_the_loaded_state_and_drops_stale_rows(tmp_path):
