@@ -133,7 +133,8 @@ quota_alerts as (
         cast(null as varchar) as segment,
         previous_snapshot_date,
         cast(usage as double) as previous_value,
-        cast(projected_usage_at_cycle_end as double) as value,
+        -- usage itself when out of quota without a projection (overdue, or no rate yet)
+        cast(coalesce(projected_usage_at_cycle_end, usage) as double) as value,
         cast(null as double) as change_pct,
         cast(null as double) as threshold_pct,
         cast(null as bigint) as search_volume,

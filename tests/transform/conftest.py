@@ -379,6 +379,44 @@ def gapped(tmp_path_factory: pytest.TempPathFactory):
     inc.close()
 
 
+# ------------------------------------------------------------------------------------------ quota edges
+
+
+@dataclass(frozen=True)
+class QuotaEdges:
+    """The quota's edge histories (tests/transform/quota_edges.py): the World, its truth, and the data folder
+    whose ``warehouse.duckdb`` holds them built in full (every yml test passed), closed, for read-only use."""
+
+    world: World
+    truth: Truth
+    days: tuple[date, ...]
+    data_dir: Path
+
+    @property
+    def published(self) -> Path:
+        return self.data_dir / "warehouse.duckdb"
+
+
+@pytest.fixture(scope="session")
+def quota_edges(tmp_path_factory: pytest.TempPathFactory) -> QuotaEdges:
+    """Irregular cycles, an overdue reset, a change of cadence, a limit raised mid-cycle, a mass deletion of
+    keywords and a reset never seen, each an account of one World, loaded and built in full."""
+    import quota_edges as edges
+
+    world = edges.make_edge_world()
+    snapshots = tmp_path_factory.mktemp("quota_edges_snapshots")
+    for day in edges.DAYS:
+        write_snapshots(world, snapshots, day)
+    data_dir = tmp_path_factory.mktemp("quota_edges_data")
+    con = _open(data_dir / "warehouse.duckdb")
+    try:
+        reload_raw_from_snapshots(con, snapshots)
+        build_models(con)
+    finally:
+        con.close()
+    return QuotaEdges(world, make_truth(world, edges.DAYS), tuple(edges.DAYS), data_dir)
+
+
 @pytest.fixture(scope="module")
 def spark(request):
     """A Spark ``local[2]`` session (2 shuffle partitions) for one test module, its application named after

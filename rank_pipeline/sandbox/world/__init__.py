@@ -79,8 +79,11 @@ its account's tags.
 Usage (``World.usage(account_id, day)``, the ``data`` of GET /v1/account/usage)
 -------------------------------------------------------------------------------
 * ``keywords.usage`` = number of the account's keywords existing on ``day``;
-* ``dataRows.usage`` = the sum of the daily keyword counts from the first of ``day``'s month to
-  ``day`` inclusive (keyword-days), so it drops back on the 1st of each month (a *usage reset*);
+* ``dataRows.usage`` = the sum of the daily keyword counts from the first day of ``day``'s cycle to
+  ``day`` inclusive (keyword-days), so it drops back when a cycle starts (a *usage reset*): on the 1st of
+  each month, or on the days ``AccountSpec.data_row_resets`` lists (irregular, changed or never-seen
+  cycles; before the first of them the cycle runs from ``start_date``); :meth:`World.data_row_cycle_start`
+  tells the cycle's first day;
 * ``limit`` = the plan's limit on that day (an :class:`LimitChange` switches it from its day on);
 * ``remaining`` = ``max(0, limit - usage)``; ``apiEnabled`` = the plan's API access.
 

@@ -31,6 +31,8 @@ class AccountSpec:
     ``limit_change.day``. ``api_key`` None derives a key from the seed and the name. ``keys`` is how
     many valid keys the account holds at once (spec "Authentication" 5: create the new key, switch,
     delete the old); keys after the first are derived from the seed, the name and their position.
+    ``data_row_resets`` are the days the data-row cycle restarts (usage resets), ascending; empty: the
+    1st of each month. Before the first listed day the cycle runs from the world's ``start_date``.
     """
 
     name: str
@@ -43,6 +45,7 @@ class AccountSpec:
     limit_change: LimitChange | None = None
     api_key: str | None = None
     keys: int = 1
+    data_row_resets: tuple[date, ...] = ()
 
 
 _DEMO_START = date(2026, 1, 1)

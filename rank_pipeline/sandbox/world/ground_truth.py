@@ -140,6 +140,12 @@ class World:
         """
         return quota.usage(self._state, account_id, day or self._state.today)
 
+    def data_row_cycle_start(self, account_id: str, day: date | None = None) -> date:
+        """The first day of the account's data-row cycle holding ``day``: the last usage reset on or before
+        it (package docstring, "Usage"). KeyError for an unknown account id."""
+        account = self._state.by_account_id[account_id]
+        return quota.data_row_cycle_start(account.spec, self._state.config.start_date, day or self._state.today)
+
     def keyword(self, keyword_id: str, day: date | None = None) -> dict | None:
         """One keyword record on ``day`` (None if unknown or not existing that day)."""
         day = day or self._state.today

@@ -6,16 +6,27 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from rank_pipeline.sandbox import assumptions as A
+from rank_pipeline.sandbox.world.config import AccountSpec
 from rank_pipeline.sandbox.world.errors import QuotaExceeded
 from rank_pipeline.sandbox.world.queries import account_count
 from rank_pipeline.sandbox.world.state import WorldState
 
-__all__ = ["check_quota", "usage"]
+__all__ = ["check_quota", "data_row_cycle_start", "usage"]
+
+
+def data_row_cycle_start(spec: AccountSpec, start_date: date, day: date) -> date:
+    """The first day of the data-row cycle holding ``day``: the latest of ``spec.data_row_resets`` on or
+    before it (``start_date`` before the first), or the 1st of ``day``'s month when none are listed."""
+    if not spec.data_row_resets:
+        return day.replace(day=1)
+    seen = [r for r in spec.data_row_resets if r <= day]
+    return seen[-1] if seen else start_date
 
 
 def usage(state: WorldState, account_id: str, day: date) -> dict:
     """The ``data`` object of GET /v1/account/usage on ``day``: keywords existing that day, keyword-days
-    since the first of the month, and the plan's limits that day. KeyError for an unknown account id."""
+    since the cycle's first day (:func:`data_row_cycle_start`), and the plan's limits that day. KeyError
+    for an unknown account id."""
     account = state.by_account_id.get(account_id)
     if account is None:
         raise KeyError(f"no account with id {account_id!r}")
@@ -26,8 +37,8 @@ def usage(state: WorldState, account_id: str, day: date) -> dict:
     with state.lock:
         count_today = account_count(state, account, day)
         rows = 0
-        d = day.replace(day=1)
-        while d <= day:  # at most 31 days, O(domains * log n) each
+        d = data_row_cycle_start(spec, state.config.start_date, day)
+        while d <= day:  # a cycle's days (31 for a month), O(domains * log n) each
             rows += count_today if d == day else account_count(state, account, d)
             d += timedelta(days=1)
     return A.usage_record(
