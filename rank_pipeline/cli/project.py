@@ -106,8 +106,9 @@ A rank-pipeline project: the vendor's contract, the SQL models you own and the s
 model not there is read from the installed `rank-pipeline` package. A file in `models/` replaces the
 package's file of the same path.
 
-Its two commands, from this folder:
+From this folder:
 
+    pip install -e .                # once: the project's tools, `dg` and Dagster's UI (or `uv sync`)
     rank-pipeline demo --days 2     # two simulated days on the embedded sandbox, built with your models
     dg dev                          # Dagster's UI, with the pipeline as this project's component
 
@@ -247,7 +248,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     owned = model_files(project.models)
     print(f"rank-pipeline init: a project at {project.root} ({len(owned)} model file(s) of yours in models/, "
           "the rest read from the package)")
-    print(f"next: cd {args.path} && rank-pipeline demo --days 2   (then `dg check defs`, `dg dev`)")
+    print(f"next: cd {args.path} && pip install -e . && rank-pipeline demo --days 2   (then `dg dev`; "
+          "`pip install -e .` gives the project's tools: dg and Dagster's UI)")
     return 0
 
 

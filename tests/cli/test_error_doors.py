@@ -278,6 +278,7 @@ def test_an_init_project_depends_on_dg_and_the_webserver_and_the_demo_names_its_
     assert done.returncode == EXIT_OK, done.stderr
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())
     assert "dependency-groups" not in pyproject  # pip install -e . ignores that table
+    assert "pip install -e ." in done.stdout and "pip install -e ." in (project / "README.md").read_text()
     deps = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0]: d for d in pyproject["project"]["dependencies"]}
     for name in ("rank-pipeline", "dagster-dg-cli", "dagster-webserver"):
         assert name in deps, deps
