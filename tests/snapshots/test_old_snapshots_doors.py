@@ -1,0 +1,130 @@
+"""A user's history is never stranded by an upgrade: snapshots written by the version before snapshot
+``schema_version`` 2 (the fields the spec shows flattened into columns of their own) rebuild, through
+``rank-pipeline rebuild`` in a subprocess, into the same marts as the same records written by today's code.
+
+The old snapshots are written by the old code itself: the package at :data:`OLD` (the last commit that wrote
+``schema_version`` 1), taken from this repository's history with ``git archive`` and run with ``python -m`` and
+``PYTHONPATH`` pointing at it, its own embedded sandbox extracting two days. Today's snapshots of the same
+records are written by today's :class:`~rank_pipeline.snapshots.writer.SnapshotWriter`; a history holding both
+versions rebuilds the same too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from support import assert_same_marts, require
+
+from rank_pipeline.snapshots.manifest import SnapshotManifest
+from rank_pipeline.snapshots.schema import ENDPOINTS, arrow_schema, partition_dir
+from rank_pipeline.snapshots.writer import SnapshotWriter
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+OLD = "89dfc3c0ae1307186c9fefd440cae69b2a85a24f"
+"""The last commit whose snapshots are ``schema_version`` 1 (the next one, aae38ff, made them version 2)."""
+_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
+
+
+def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME", "PYTHONPATH"))}
+    return {**env, "RANK_PIPELINE_DATA_DIR": str(data_dir), **extra}
+
+
+def cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
+    """Today's ``rank-pipeline`` with settings in the environment."""
+    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    return subprocess.run([*command, *args], env=_env(data_dir), capture_output=True, text=True, timeout=600)
+
+
+def old_cli(code: Path, *args: str, data_dir: Path) -> subprocess.CompletedProcess:
+    """The ``rank-pipeline`` of :data:`OLD` (its package and models in ``code``)."""
+    return subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", *args], cwd=code,
+                          env=_env(data_dir, PYTHONPATH=str(code)), capture_output=True, text=True, timeout=600)
+
+
+def _old_code(dest: Path) -> Path:
+    """The package and the models of :data:`OLD`, unpacked into ``dest``."""
+    known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{OLD}^{{commit}}"], capture_output=True)
+    require(known.returncode == 0, f"the repository's history lacks {OLD[:7]} (a shallow clone?): the old "
+                                   "version that writes the snapshots is taken from it")
+    dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", OLD, "rank_pipeline", "dbt_like_sql"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def _rewrite_today(old: Path, new: Path, days: list) -> None:
+    """Every committed snapshot of ``old`` for ``days`` written again into ``new`` by today's writer: the same
+    rows (the columns both versions have, plain pyarrow) and each account's report."""
+    for resource in ENDPOINTS:
+        for day in days:
+            folder = partition_dir(old, resource, day)
+            manifest = SnapshotManifest.from_json((folder / "_manifest.json").read_text())
+            rows = pa.concat_tables(pq.ParquetFile(folder / name).read().select(arrow_schema(resource).names)
+                                    for name in manifest.files)
+            writer = SnapshotWriter(new, resource, day)
+            for account, report in manifest.accounts.items():
+                writer.append_table(account, rows.filter(pc.equal(rows["account"], account)))
+                writer.set_report(account, report)
+            writer.commit()
+
+
+def _raw_columns(warehouse: Path, table: str) -> list[str]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return [c for (c,) in con.execute("select column_name from information_schema.columns where "
+                                          "table_schema = 'raw' and table_name = ? order by ordinal_position",
+                                          [table]).fetchall()]
+
+
+def test_snapshots_of_schema_version_1_rebuild_into_the_marts_of_todays_snapshots(tmp_path, published_marts):
+    code = _old_code(tmp_path / "old_code")
+    history = tmp_path / "history"
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=2), today - timedelta(days=1)]
+    for day in days:
+        done = old_cli(code, "extract", "--date", day.isoformat(), data_dir=history)
+        assert done.returncode == 0, done.stdout + done.stderr
+    # the old version wrote version 1: the spec's fields copied out of attributes into columns of their own
+    for resource, copy in (("usage", "data_rows_remaining"), ("domains", "match_type"), ("keywords", "location_code")):
+        folder = partition_dir(history / "snapshots", resource, days[0])
+        manifest = json.loads((folder / "_manifest.json").read_text())
+        assert manifest["schema_version"] == 1
+        assert copy in pq.read_schema(folder / manifest["files"][0]).names, resource
+
+    today_format = tmp_path / "today"
+    _rewrite_today(history / "snapshots", today_format / "snapshots", days)
+    mixed = tmp_path / "mixed"  # the first day as the old version wrote it, the second as today's
+    _rewrite_today(history / "snapshots", mixed / "snapshots", days[1:])
+    for resource in ENDPOINTS:
+        old_day = partition_dir(history / "snapshots", resource, days[0])
+        subprocess.run(["cp", "-r", str(old_day), str(partition_dir(mixed / "snapshots", resource, days[0]))],
+                       check=True)
+
+    marts = {}
+    for folder in (history, today_format, mixed):
+        rebuilt = cli("rebuild", data_dir=folder)
+        assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+        assert "published" in rebuilt.stdout
+        assert _raw_columns(folder / "warehouse.duckdb", "usage") == [*arrow_schema("usage").names, "loaded_at"]
+        marts[folder.name] = published_marts(folder / "warehouse.duckdb")
+    assert json.loads((partition_dir(today_format / "snapshots", "usage", days[0]) / "_manifest.json")
+                      .read_text())["schema_version"] == 2
+    with duckdb.connect(str(history / "warehouse.duckdb"), read_only=True) as con:
+        assert con.execute("select count(*), count(position) from marts.fct_keyword_rankings_daily").fetchone()[1] > 0
+        assert con.execute("select count(keywords_remaining) from staging.stg_usage").fetchone()[0] > 0
+    assert_same_marts(marts["history"], marts["today"])
+    assert_same_marts(marts["mixed"], marts["today"])
