@@ -127,8 +127,28 @@ cycle_chain as (
     window by_reset as (partition by account, metric order by reset_seen_on)
 ),
 
--- the resets seen in the 62 days up to each snapshot; a cycle counts when both its resets are in them, and a
--- cycle more than 3 days longer or shorter than the one before it is a change of cadence
+-- where each snapshot's known history starts: its latest snapshot of the 62 days without a previous one (a
+-- first snapshot, or one after more than 31 days without: a reset in such a gap cannot be seen), else the
+-- earliest of the 62 days
+anchored as (
+    select
+        *,
+        coalesce(
+            max(case when previous_snapshot_date is null then snapshot_date end) over last_62_days,
+            min(snapshot_date) over last_62_days
+        ) as history_start,
+        max(case when quota_limit <> previous_limit then snapshot_date end) over last_62_days
+            as latest_limit_change_62d
+    from reset_starts
+    window last_62_days as (
+        partition by account, metric order by snapshot_date
+        range between interval 62 days preceding and current row
+    )
+),
+
+-- the resets seen in the 62 days up to each snapshot, since its history's start; a cycle counts when both
+-- its resets are in them, and a cycle more than 3 days longer or shorter than the one before it is a change
+-- of cadence
 window_resets as (
     select
         d.account,
@@ -138,15 +158,19 @@ window_resets as (
         c.reset_start,
         c.cycle_length,
         c.previous_reset_seen_on,
-        coalesce(c.previous_reset_seen_on >= d.snapshot_date - 62, false) as cycle_in_window,
         coalesce(
-            c.earlier_reset_seen_on >= d.snapshot_date - 62 and abs(c.cycle_length - c.previous_cycle_length) > 3,
+            c.previous_reset_seen_on >= d.snapshot_date - 62 and c.previous_reset_seen_on >= d.history_start, false
+        ) as cycle_in_window,
+        coalesce(
+            c.earlier_reset_seen_on >= d.snapshot_date - 62 and c.earlier_reset_seen_on >= d.history_start
+            and abs(c.cycle_length - c.previous_cycle_length) > 3,
             false
         ) as cadence_changed
-    from reset_starts as d
+    from anchored as d
     inner join cycle_chain as c
         on c.account = d.account and c.metric = d.metric
         and c.reset_seen_on between d.snapshot_date - 62 and d.snapshot_date
+        and c.reset_seen_on >= d.history_start
 ),
 
 -- a change of cadence: only the cycles from the changed one on count
@@ -188,21 +212,10 @@ cycles as (
         e.cadence_changed_on,
         coalesce(
             e.latest_reset_start,
-            -- a flow with no reset seen yet: the calendar month of its earliest snapshot in the 62 days is assumed
-            case when r.metric_kind = 'flow' then cast(date_trunc('month', r.earliest_snapshot_62d) as date) end
+            -- a flow with no reset seen yet: the calendar month its history starts in is assumed
+            case when r.metric_kind = 'flow' then cast(date_trunc('month', r.history_start) as date) end
         ) as cycle_start
-    from (
-        select
-            *,
-            min(snapshot_date) over last_62_days as earliest_snapshot_62d,
-            max(case when quota_limit <> previous_limit then snapshot_date end) over last_62_days
-                as latest_limit_change_62d
-        from reset_starts
-        window last_62_days as (
-            partition by account, metric order by snapshot_date
-            range between interval 62 days preceding and current row
-        )
-    ) as r
+    from anchored as r
     left join evidence as e
         on e.account = r.account and e.metric = r.metric and e.snapshot_date = r.snapshot_date
 ),

@@ -49,9 +49,10 @@ def round_half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def _evidence(resets: list[tuple[date, date]], day: date) -> dict:
-    """The cadence of the resets ``(day seen, cycle start)`` seen in the 62 days up to ``day``."""
-    low = day - WINDOW * ONE
+def _evidence(resets: list[tuple[date, date]], day: date, history_start: date) -> dict:
+    """The cadence of the resets ``(day seen, cycle start)`` seen in the 62 days up to ``day`` and since
+    ``history_start``."""
+    low = max(day - WINDOW * ONE, history_start)
     in_window = [i for i, (seen, _) in enumerate(resets) if low <= seen <= day]
     # cycle k closes at reset k and opens at reset k-1; it counts when both were seen in the window
     cycles = [(k, (resets[k][1] - resets[k - 1][1]).days) for k in in_window if k >= 1 and resets[k - 1][0] >= low]
@@ -79,6 +80,7 @@ def expected_cycles(truth) -> list[dict]:
             resets: list[tuple[date, date]] = []  # (day seen, cycle start)
             burns: list[tuple[date, float]] = []
             limit_changes: list[date] = []
+            breaks: list[date] = []  # snapshots without a previous one within 31 days
             for i, u in enumerate(rows):
                 day, used = u["snapshot_date"], u[f"{col}_usage"]
                 limit, remaining = u[f"{col}_limit"], u[f"{col}_remaining"]
@@ -98,10 +100,14 @@ def expected_cycles(truth) -> list[dict]:
                     resets.append((day, first if first > prev_day else prev_day + ONE))
                 if prev is not None and limit != prev_limit:
                     limit_changes.append(day)
-                ev = _evidence(resets, day)
+                if prev is None:
+                    breaks.append(day)
+                recent = [d for d in breaks if d >= day - WINDOW * ONE]
+                history_start = max(recent) if recent else \
+                    min(r["snapshot_date"] for r in rows if day - WINDOW * ONE <= r["snapshot_date"] <= day)
+                ev = _evidence(resets, day, history_start)
                 n = ev["resets"]
-                earliest = min(r["snapshot_date"] for r in rows if day - WINDOW * ONE <= r["snapshot_date"] <= day)
-                start = ev["latest_start"] or (earliest.replace(day=1) if kind == "flow" else None)
+                start = ev["latest_start"] or (history_start.replace(day=1) if kind == "flow" else None)
                 length = ev["cycle_length_days"]
                 cadence = ("calendar_month_assumed" if kind == "flow" else "none") if n == 0 else \
                     "monthly_assumed" if n == 1 else "monthly" if 28 <= length <= 31 else \
@@ -178,15 +184,18 @@ def expected_cycles(truth) -> list[dict]:
 
 def expected_forecast_accuracy(cycles: list[dict]) -> list[dict]:
     """fct_quota_forecast_accuracy as its yml defines it, from the rows of :func:`expected_cycles`: each
-    day whose cycle's end is known (a later reset was seen) beside what happened until that end."""
+    day whose cycle's end is known (a later reset was seen before any break of more than 31 days) beside
+    what happened until that end."""
     by_series: dict[tuple[str, str], list[dict]] = {}
     for r in sorted(cycles, key=lambda r: r["snapshot_date"]):
         by_series.setdefault((r["account"], r["metric"]), []).append(r)
     out = []
     for (account, metric), rows in by_series.items():
         resets = [r for r in rows if r["is_reset"]]
+        breaks = [r["snapshot_date"] for r in rows if r["previous_snapshot_date"] is None]
         for f in rows:
-            after = [r for r in resets if r["snapshot_date"] > f["snapshot_date"]]
+            run_end = min((b for b in breaks if b > f["snapshot_date"]), default=date.max)
+            after = [r for r in resets if f["snapshot_date"] < r["snapshot_date"] < run_end]
             if not after:
                 continue
             actual_end = after[0]["cycle_start"] - ONE

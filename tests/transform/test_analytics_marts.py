@@ -393,6 +393,14 @@ def test_quota_cycle_matches_world(case):
                    ["account", "snapshot_date", "metric"], "fct_quota_cycle_daily")
 
 
+def test_quota_forecast_accuracy_matches_world(case):
+    """Every forecast of a cycle that ended in the history, scored against what happened (quota_truth)."""
+    con, h = case
+    expected = quota_truth.expected_forecast_accuracy(_expected_cycles(h))
+    assert_matches(mart(con, "marts.fct_quota_forecast_accuracy"), expected, ["account", "metric", "snapshot_date"],
+                   "fct_quota_forecast_accuracy")
+
+
 def test_quota_cycle_knows_the_reset_and_the_import(gapped, gapped_history):
     """The measured defects: projections past the reset, an import day dominating the rate, a shrinking
     stock projected to run out."""
@@ -435,6 +443,7 @@ NEW_MODELS = {
     "marts.fct_account_snapshot_coverage_daily": ["account", "snapshot_date"],
     "marts.agg_account_keyword_changes_daily": ["account", "snapshot_date"],
     "marts.fct_quota_cycle_daily": ["account", "snapshot_date", "metric"],
+    "marts.fct_quota_forecast_accuracy": ["account", "metric", "snapshot_date"],
     "marts.int_keyword_rankings_rollup_daily": ["grouping_level", "group_id", "search_engine", "device",
                                                "location_code", "language_code", "snapshot_date"],
     "marts.fct_ranking_url_flips": ["keyword_id", "snapshot_date"],

@@ -158,3 +158,18 @@ def test_the_mart_as_it_was_fails_the_invariants_blocking(quota_edges, tmp_path)
     done = cli("test", "--unit", "--select", "fct_quota_cycle_daily", "--models-dir", str(models), data_dir=tmp_path)
     assert done.returncode == 1
     assert re.search(r"^FAIL unit test fct_quota_cycle_daily\.an_overdue_reset_keeps_the_invariants", done.stdout, re.M)
+
+
+def test_every_forecast_whose_outcome_is_known_is_scored(quota_edges):
+    """fct_quota_forecast_accuracy equals the re-computation: a row for every day whose cycle's end was seen,
+    none for the others (the open cycles, the keyword stock, neverseen), errors in days and in units."""
+    expected = quota_truth.expected_forecast_accuracy(quota_truth.expected_cycles(quota_edges.truth))
+    with duckdb.connect(str(quota_edges.published), read_only=True) as con:
+        scored = mart(con, "marts.fct_quota_forecast_accuracy")
+    assert_matches(scored, expected, ["account", "metric", "snapshot_date"], "fct_quota_forecast_accuracy (edges)")
+    # the late reset: 03-14's forecast expected the cycle to end on 03-26, it ended on 03-29
+    late = scored[(scored.account == "irregular") & (scored.snapshot_date == date(2026, 3, 14))].iloc[0]
+    assert (late.expected_cycle_end, late.actual_cycle_end, late.cycle_end_error_days) == \
+        (date(2026, 3, 26), date(2026, 3, 29), -3)
+    assert set(scored.account) == {"irregular", "changed", "raised", "cleanup"} and set(scored.metric) == {"dataRows"}
+    assert scored.usage_error_units.notna().any() and scored.limit_changed_after_forecast.any()
