@@ -5,8 +5,10 @@ Where the vendor sends a field (its JSON path) and how (its encoding) is declare
 a record through it by name, as the staging models do: the extractor, to know which search engine's
 catalogue to ask for a keyword's location row (the ``locations`` and ``languages`` declarations of
 :mod:`rank_pipeline.api.endpoints` derive their requests from a keyword with these functions), and keywords
-plan and apply, to tell which combinations are tracked. A remap of the vendor's shape is an edit of the
-contract alone.
+plan and apply, to tell which combinations are tracked (:mod:`rank_pipeline.keywords.plan` reads the domain's
+name, the location rows and the quota the same way). A remap of the vendor's shape is an edit of the contract
+alone; no vendor path is written in the package outside the contract's parser and the sandbox
+(``tests/test_vendor_paths.py``).
 
 Each function takes the contract as :class:`RecordFields` (anything with its ``value`` method), handed in by
 the caller (this package sits below the contract's parser). Names read: ``keyword``, ``search_engine``,
@@ -43,7 +45,7 @@ def _text(fields: RecordFields, name: str, attributes: Mapping[str, Any]) -> str
 
 
 def keyword_location_code(attributes: Mapping[str, Any], fields: RecordFields) -> str | None:
-    """The keyword's ``location_code`` (``location.code``, shown in the spec), as a string, or None."""
+    """The keyword's ``location_code`` (the geo-target id, shown in the spec), as a string, or None."""
     return _text(fields, "location_code", attributes)
 
 
