@@ -432,6 +432,7 @@ MARTS = {
     "marts.fct_account_snapshot_coverage_daily": "account, snapshot_date",
     "marts.agg_account_keyword_changes_daily": "account, snapshot_date",
     "marts.fct_quota_cycle_daily": "account, snapshot_date, metric",
+    "marts.fct_quota_forecast_accuracy": "account, metric, snapshot_date",
 }
 
 
