@@ -6,7 +6,8 @@ The old snapshots are written by the old code itself: the package at :data:`OLD`
 ``schema_version`` 1), taken from this repository's history with ``git archive`` and run with ``python -m`` and
 ``PYTHONPATH`` pointing at it, its own embedded sandbox extracting two days. Today's snapshots of the same
 records are written by today's :class:`~rank_pipeline.snapshots.writer.SnapshotWriter`; a history holding both
-versions rebuilds the same too.
+versions rebuilds the same too. A warehouse the old version built (its raw tables with those columns) takes the
+next day from today's ``rank-pipeline run`` and loses the copies.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ def old_cli(code: Path, *args: str, data_dir: Path) -> subprocess.CompletedProce
                           env=_env(data_dir, PYTHONPATH=str(code)), capture_output=True, text=True, timeout=600)
 
 
-def _old_code(dest: Path) -> Path:
-    """The package and the models of :data:`OLD`, unpacked into ``dest``."""
+@pytest.fixture(scope="module")
+def old_code(tmp_path_factory) -> Path:
+    """The package and the models of :data:`OLD`, unpacked into a new folder."""
+    dest = tmp_path_factory.mktemp("old") / "code"
     known = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{OLD}^{{commit}}"], capture_output=True)
     require(known.returncode == 0, f"the repository's history lacks {OLD[:7]} (a shallow clone?): the old "
                                    "version that writes the snapshots is taken from it")
@@ -90,8 +93,9 @@ def _raw_columns(warehouse: Path, table: str) -> list[str]:
                                           [table]).fetchall()]
 
 
-def test_snapshots_of_schema_version_1_rebuild_into_the_marts_of_todays_snapshots(tmp_path, published_marts):
-    code = _old_code(tmp_path / "old_code")
+def test_snapshots_of_schema_version_1_rebuild_into_the_marts_of_todays_snapshots(tmp_path, old_code,
+                                                                                published_marts):
+    code = old_code
     history = tmp_path / "history"
     today = datetime.now(UTC).date()
     days = [today - timedelta(days=2), today - timedelta(days=1)]
@@ -128,3 +132,22 @@ def test_snapshots_of_schema_version_1_rebuild_into_the_marts_of_todays_snapshot
         assert con.execute("select count(keywords_remaining) from staging.stg_usage").fetchone()[0] > 0
     assert_same_marts(marts["history"], marts["today"])
     assert_same_marts(marts["mixed"], marts["today"])
+
+
+def test_a_warehouse_the_old_version_built_takes_the_next_day_from_todays_run(tmp_path, old_code):
+    today = datetime.now(UTC).date()
+    first, second = today - timedelta(days=2), today - timedelta(days=1)
+    done = old_cli(old_code, "run", "--date", first.isoformat(), data_dir=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "data_rows_remaining" in _raw_columns(tmp_path / "warehouse.duckdb", "usage")  # the old raw table
+    done = cli("run", "--date", second.isoformat(), data_dir=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for table in ENDPOINTS:
+        assert _raw_columns(tmp_path / "warehouse.duckdb", table) == [*arrow_schema(table).names, "loaded_at"]
+    with duckdb.connect(str(tmp_path / "warehouse.duckdb"), read_only=True) as con:
+        days = con.execute("select snapshot_date, count(position) from marts.fct_keyword_rankings_daily "
+                           "group by 1 order by 1").fetchall()
+        usage = con.execute("select snapshot_date, count(data_rows_remaining) from staging.stg_usage "
+                            "group by 1 order by 1").fetchall()
+    assert [d for d, _ in days] == [first, second] and all(n > 0 for _, n in days)
+    assert [d for d, _ in usage] == [first, second] and all(n > 0 for _, n in usage)
