@@ -104,7 +104,6 @@ def ui_command(data_dir, cwd=None) -> str:
     project made by ``rank-pipeline init`` (after ``pip install -e .`` when ``dg`` is not installed yet),
     ``make dev`` in rank-pipeline's clone (its Makefile's ``dev`` target), else ``dagster dev`` on the
     package's definitions with the data folder's ``DAGSTER_HOME``."""
-    import os
     import shlex
     import shutil
     from pathlib import Path
@@ -123,8 +122,8 @@ def ui_command(data_dir, cwd=None) -> str:
         return "make dev"
     from rank_pipeline.defs.instance import dagster_home
 
-    home = "" if os.environ.get("DAGSTER_HOME") else f"DAGSTER_HOME={shlex.quote(str(dagster_home(data_dir)))} "
-    return f"{home}dagster dev -m rank_pipeline.defs.definitions"
+    # always spelled out: opening the run's instance sets DAGSTER_HOME in this process, not in the user's shell
+    return f"DAGSTER_HOME={shlex.quote(str(dagster_home(data_dir)))} dagster dev -m rank_pipeline.defs.definitions"
 
 
 def _print_failures(totals, stream=None) -> None:

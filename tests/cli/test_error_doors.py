@@ -289,7 +289,7 @@ def test_an_init_project_depends_on_dg_and_the_webserver_and_the_demo_names_its_
         assert tuple(int(x) for x in bounds[">="].split(".")) <= installed < tuple(
             int(x) for x in bounds["<"].split("."))
     # the UI command the demo names where it ran: dg in a project, make in the clone, dagster elsewhere
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "data" / "dagster_home"))  # as the demo's instance sets it
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
     assert (Path(sys.executable).parent / "dg").is_file()
     assert ui_command(project / "data", cwd=project) == "dg dev"
@@ -299,3 +299,22 @@ def test_an_init_project_depends_on_dg_and_the_webserver_and_the_demo_names_its_
     elsewhere = ui_command(tmp_path / "data", cwd=tmp_path)
     assert elsewhere == f"DAGSTER_HOME={tmp_path / 'data' / 'dagster_home'} dagster dev -m rank_pipeline.defs.definitions"
     assert (Path(sys.executable).parent / "dagster").is_file()  # the command it names is installed
+
+
+@pytest.mark.slow
+def test_the_demos_closing_lines_name_commands_that_run_where_it_ran(tmp_path):
+    data_dir = tmp_path / "data"
+    done = cli("demo", "--days", "1", data_dir=data_dir, cwd=tmp_path)  # neither the clone nor a project
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    query = next(line for line in lines if line.startswith("query it: ")).removeprefix("query it: ")
+    ui = next(line for line in lines if line.startswith("the UI:")).removeprefix("the UI:").strip()
+    assert "duckdb -readonly" not in done.stdout and "make dev" not in done.stdout
+    assert ui == f"DAGSTER_HOME={data_dir / 'dagster_home'} dagster dev -m rank_pipeline.defs.definitions"
+    assert (data_dir / "dagster_home" / "dagster.yaml").is_file()  # the home it names holds the demo's runs
+    args = shlex.split(query)
+    ran = cli(*args[1:], data_dir=data_dir, cwd=tmp_path)
+    assert ran.returncode == EXIT_OK, ran.stderr
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute("select count(*) from marts.fct_keyword_rankings_daily").fetchone()[0]
+    assert len(ran.stdout.strip().splitlines()) == 2 + min(rows, 10)  # header, rule, the rows
