@@ -219,8 +219,8 @@ def _keywords_parser(sub) -> None:
     kp.add_argument("--offline", action="store_true",
                     help="plan against the latest snapshot in the data folder: no API request, catalogues unchecked")
     kp.add_argument("--detailed-exitcode", action="store_true",
-                    help="exit 4 when changes are pending, 0 only when there are none (for scripts: "
-                         "`plan --detailed-exitcode || [ $? = 4 ] && apply`)")
+                    help="exit 4 when changes are pending and 0 only when there are none, as Terraform's "
+                         "-detailed-exitcode; errors keep their statuses (2 the file, 1 the API)")
     kp.set_defaults(func=cmd_keywords_plan)
     ka = ksub.add_parser(
         "apply", help="create the missing keywords (re-plans first; refuses when the plan has errors)",
