@@ -167,16 +167,19 @@ def _assign_candidates(findings: list[tuple[PathFinding, ContractField]], endpoi
 
 
 def decode_profile(contract: Contract, profile: EndpointProfile, profiler: Profiler) -> None:
-    """Count each contracted field with an encoding or a range as decoded, in ``profile`` (once): a sentinel
+    """Count each contracted field with an encoding, values, a timestamp type or a range as decoded, in
+    ``profile`` (once), after adding the fields whose path selects array elements (:meth:`Profiler.locate`,
+    under the field's path): a sentinel
     is a null, a value that decodes has the field's type, one that does not is of type ``undecodable`` (its
     values in :attr:`PathStats.undecodable`), and a decoded number outside the range is listed in
     :attr:`PathStats.outside`. The type, null and drift checks then run on the decoded values."""
     if profile.decoded:
         return
     profile.decoded = True
+    profile.paths.update(profiler.locate([f for f in contract.fields.get(profile.endpoint, ()) if f.selects]))
     for spec in contract.fields.get(profile.endpoint, ()):
         stats = profile.paths.get(spec.path)
-        if (spec.encoding is None and spec.range is None) or stats is None or not stats.filled or spec.type == "array":
+        if (not spec.decoded and spec.range is None) or stats is None or not stats.filled or spec.type == "array":
             continue
         nulls, decoded = 0, 0
         undecodable: dict[str, int] = {}
@@ -192,7 +195,7 @@ def decode_profile(contract: Contract, profile: EndpointProfile, profiler: Profi
                 decoded += count
                 if spec.range is not None and isinstance(value, int | float) and not spec.range[0] <= value <= spec.range[1]:
                     outside[json.dumps(sent)[:40]] = count
-        if spec.encoding is not None:
+        if spec.decoded:
             stats.null += nulls
             stats.types = {spec.type: decoded, **({"undecodable": sum(undecodable.values())} if undecodable else {})}
         stats.undecodable, stats.outside = undecodable, outside
@@ -205,13 +208,30 @@ def _values(counts: Mapping[str, int], profile: EndpointProfile, limit: int = 5)
     return ", ".join(shown) + more
 
 
-def _ancestor_type_change(spec: ContractField, profile: EndpointProfile) -> tuple[str, PathStats] | None:
-    """The nearest ancestor of ``spec.path`` seen holding something other than an object, if any."""
-    parts = spec.path.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        stats = profile.paths.get(".".join(parts[:i]))
-        if stats is not None and set(stats.types) - {"object"}:
-            return ".".join(parts[:i]), stats
+def _case_hint(spec: ContractField, values: Mapping[str, int]) -> str:
+    """A hint when every value outside an enum is one of its values in another case."""
+    if spec.value_map is None or spec.fold_case:
+        return ""
+    known = {str(k).lower() for k in spec.value_map}
+    sent = [json.loads(v) if v.startswith('"') and v.endswith('"') else v for v in values]
+    if all(isinstance(v, str) and v.lower() in known for v in sent):
+        return " (the same values in another case: add fold_case: true if the vendor's case means nothing)"
+    return ""
+
+
+def _ancestor_type_change(spec: ContractField, profile: EndpointProfile) -> tuple[str, PathStats, str] | None:
+    """The nearest key on the way to ``spec.path`` seen holding something other than what the path reads
+    there (an object, or an array where a selector follows), as ``(observed path, stats, expected)``."""
+    steps = spec.steps
+    for i in range(len(steps) - 1, -1, -1):
+        step = steps[i]
+        if i == len(steps) - 1 and not step.selects:
+            continue  # the leaf itself: its type is checked as the field's
+        path = ".".join([*(s.observed for s in steps[:i]), step.key])
+        expected = "array" if step.selects else "object"
+        stats = profile.paths.get(path)
+        if stats is not None and set(stats.types) - {expected}:
+            return path, stats, expected
     return None
 
 
@@ -234,26 +254,28 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
         if absent > limits.max_absent_share:
             changed = _ancestor_type_change(spec, profile)
             if changed is not None:
-                path, parent = changed
+                path, parent, expected = changed
                 finding = ("wrong_type", absent,
                            f"absent in {_pct(absent)} of {total} records: {path} is "
-                           f"{parent.type_label()} in {_pct(profile.share(parent.filled))} where the contract "
-                           f"reads an object (a type change, not a null)")
+                           + ", ".join(f"{t} in {_pct(profile.share(n))}" for t, n in sorted(parent.types.items())
+                                       if t != expected)
+                           + f" where the contract reads an {expected} (a type change, not a null)")
             else:
                 finding = ("absent", absent, f"({spec.type}) absent in {_pct(absent)} of {total} records "
                                              "(the key is missing, not null)")
-        if finding is None and stats.undecodable and spec.encoding is not None:
+        if finding is None and stats.undecodable and spec.decoded:
             share = profile.share(sum(stats.undecodable.values()))
             if share > limits.max_wrong_type_share:
-                finding = ("undecodable", share, f"does not decode as declared ({spec.encoding.describe(spec.type)}): "
-                                                 f"{_values(stats.undecodable, profile)} of {total} records")
+                finding = ("undecodable", share, f"does not decode as declared ({spec.describe_decoding()}): "
+                                                 f"{_values(stats.undecodable, profile)} of {total} records"
+                                                 + _case_hint(spec, stats.undecodable))
         if finding is None and stats.outside:
             share = profile.share(sum(stats.outside.values()))
             if share > limits.max_wrong_type_share:
                 assert spec.range is not None  # outside is filled for a field with a range only
                 finding = ("out_of_range", share, f"is outside {spec.range[0]:g}..{spec.range[1]:g}: "
                                                   f"{_values(stats.outside, profile)} of {total} records")
-        if finding is None and stats.present and spec.encoding is None:
+        if finding is None and stats.present and not spec.decoded:
             wrong = stats.filled - _types_ok(stats, spec)
             nulls = 0 if spec.nullable else stats.null
             if profile.share(wrong + nulls) > limits.max_wrong_type_share:

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from rank_pipeline.snapshots.reader import list_snapshot_dates, snapshot_files
 from rank_pipeline.snapshots.schema import ENDPOINTS, SnapshotError
 from rank_pipeline.snapshots.storage import Store, store_for
+from rank_pipeline.transform.contract import ContractField
 
 __all__ = ["EndpointProfile", "PathStats", "Profiler", "attributes_table", "profile_day", "profile_records"]
 
@@ -138,6 +139,17 @@ def _walk(structure: object, prefix: str, weight: int, out: dict[str, PathStats]
             stats.types[kind] = stats.types.get(kind, 0) + weight
 
 
+def _kind(value: object) -> str:
+    """The JSON type of a parsed value (``null`` for None)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "object")
+
+
 def _json_path(path: str) -> str:
     """A dotted path (``a.b[*]``) as a DuckDB JSON path (``$."a"."b"[*]``), keys quoted."""
     parts = []
@@ -165,6 +177,8 @@ class Profiler:
         self._con = _in_memory().cursor()  # its own connection: ``records`` is registered on it alone
         self._con.register("records", attributes)
         self.records = attributes.num_rows
+        self._attributes = attributes
+        self._located: dict[str, dict[str, int]] = {}
 
     def close(self) -> None:
         self._con.close()
@@ -185,8 +199,46 @@ class Profiler:
             _walk(json.loads(structure), "", int(count), result.paths)
         return result
 
+    def locate(self, fields: Sequence[ContractField]) -> dict[str, PathStats]:
+        """``{field path: PathStats}`` of contracted fields whose path selects array elements (``serp[0].rank``,
+        ``engines[?name=google].rank``, ``labels[*].uuid``), each record's value found as
+        :meth:`ContractField.locate` finds it (one JSON parse per record for all of them); their value counts
+        are then :meth:`value_counts` of the field's path. A projection's type is ``array`` when every
+        element's value has the field's ``items`` type, else ``array of <types>``."""
+        out = {f.path: PathStats(f.path) for f in fields}
+        counts: dict[str, dict[str, int]] = {f.path: {} for f in fields}
+        if not fields:
+            return out
+        for text in self._attributes.column("attributes").to_pylist():
+            if text is None:
+                continue
+            attributes = json.loads(text)
+            for f in fields:
+                present, value = f.locate(attributes)
+                if not present:
+                    continue
+                stats = out[f.path]
+                stats.present += 1
+                if value is None:
+                    stats.null += 1
+                    continue
+                kind = _kind(value)
+                if isinstance(value, list):
+                    kinds = {_kind(v) for v in value} - {f.items or "string"}
+                    kind = "array" if not kinds else "array of " + "|".join(sorted(kinds))
+                else:
+                    key = json.dumps(value)
+                    counts[f.path][key] = counts[f.path].get(key, 0) + 1
+                stats.types[kind] = stats.types.get(kind, 0) + 1
+        for path, found in counts.items():
+            self._located[path] = dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+        return out
+
     def value_counts(self, path: str) -> dict[str, int]:
-        """``{value as JSON text: records}`` of the non-null values of ``path`` (a scalar path), most frequent first."""
+        """``{value as JSON text: records}`` of the non-null values of ``path`` (a scalar path, or a field
+        path :meth:`locate` found), most frequent first."""
+        if path in self._located:
+            return self._located[path]
         rows = self._con.execute(
             f"select v::varchar, count(*) from (select json_extract(attributes::json, '{_json_path(path)}') as v "
             "from records) where v is not null and json_type(v) <> 'NULL' group by 1 order by 2 desc, 1").fetchall()

@@ -6,12 +6,19 @@ endpoint (raw table), each field has:
 
 - ``name``: the column staging works with (``position``, ``ranking_url``); the relation ``vendor.<endpoint>``
   a staging model reads holds one column per field under this name (:mod:`rank_pipeline.transform.flatten`);
-- ``path``: dotted below the record's ``attributes`` (``results.organic.position``);
-- ``type``: the JSON type of the decoded value (``items``: an array's element type), ``range`` of a number;
+- ``path``: dotted below the record's ``attributes`` (``results.organic.position``); a key may carry one
+  selector (:class:`Step`): ``[N]`` the element at position N (``results.serp[0].rank``), ``[?key=value]`` the
+  first element whose ``key`` is ``value`` as text (``engines[?name=google].rank``), ``[*]`` every element
+  (``labels[*].uuid``, a field of ``type: array``). An empty array or no matching element is a null; a missing
+  key is absent;
+- ``type``: the JSON type of the decoded value (``items``: an array's element type), or ``timestamp``
+  (decoded to UTC by :attr:`Encoding.timestamp_format`); ``range`` of a number;
+- ``values`` (optional): an enum, the values the field takes (a list), or a map from the vendor's values to
+  ours (``{"yes": mobile, "no": desktop}``); ``fold_case`` compares text without case;
 - ``shown`` (the spec shows it, else an assumption), ``nullable`` and ``null_means``, ``description``,
   ``examples`` (values as the vendor sends them, for the candidates of a remap);
 - ``encoding`` (optional): how the vendor sends it when not as ``type`` (:class:`Encoding`: an integer as
-  text, values that mean null, a boolean as text, a timestamp in another format than ISO 8601).
+  text, values that mean null, a boolean as text, a timestamp's format).
 
 One parser, here, for every reader: the model runner derives the flattening SQL from it, the shape check
 (:mod:`rank_pipeline.shape.check`) measures the records against it, and the Python readers of a record
@@ -25,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -43,6 +50,9 @@ __all__ = [
     "ContractField",
     "Encoding",
     "ISO_TIMESTAMP",
+    "Step",
+    "observed_path",
+    "parse_path",
     "load_contract",
     "loaded_contract",
 ]
@@ -51,13 +61,82 @@ CONTRACT_FILE = Path("sources") / "vendor_contract.yml"
 """The contract's place in the models folder."""
 
 JsonType = Literal["string", "integer", "number", "boolean", "object", "array"]
+FieldType = Literal["string", "integer", "number", "boolean", "object", "array", "timestamp"]
 Scalar = str | int | float | bool
 
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
 _TIMESTAMP_FORMAT = re.compile(r"(?:[^%]|%[YmdHMS%])*")
 ISO_TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
-"""The text a field with a ``timestamp_format`` decodes to (ISO 8601, UTC, to the second)."""
+"""The text a ``string`` field with a ``timestamp_format`` decodes to (ISO 8601, UTC, to the second)."""
 _NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+ISO8601, EPOCH_SECONDS, EPOCH_MILLISECONDS = "iso8601", "epoch_seconds", "epoch_milliseconds"
+"""The named timestamp formats of a ``type: timestamp`` field (any other is a ``strptime`` format)."""
+_ISO_TEXT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?"
+                       r"(Z|[+-]\d{2}:\d{2})?$")
+_KEY = r"[A-Za-z_][\w-]*"
+_STEP = re.compile(rf"({_KEY})(?:\[(?:(\d+)|(\*)|\?({_KEY})=([^\]\[]+))\])?")
+_PATH = re.compile(rf"{_STEP.pattern}(?:\.{_STEP.pattern})*")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One key of a contract path and its selector, if any (module doc).
+
+    Attributes:
+        key: the JSON key; index: ``[N]`` (0-based); match: ``[?key=value]`` as ``(key, value)``; every: ``[*]``.
+    """
+
+    key: str
+    index: int | None = None
+    match: tuple[str, str] | None = None
+    every: bool = False
+
+    @property
+    def selects(self) -> bool:
+        """Whether the key holds an array an element of which is taken (``[N]``, ``[?k=v]``, ``[*]``)."""
+        return self.index is not None or self.match is not None or self.every
+
+    @property
+    def observed(self) -> str:
+        """The key as a profile names it: ``serp[*]`` for any selector (:mod:`rank_pipeline.shape.profile`)."""
+        return self.key + ("[*]" if self.selects else "")
+
+
+def parse_path(path: str) -> tuple[Step, ...]:
+    """The steps of a contract path (``results.serp[0].rank`` -> results, serp[0], rank).
+
+    Raises:
+        ValueError: not a path of the grammar (module doc).
+    """
+    if not _PATH.fullmatch(path):
+        raise ValueError(f"path {path!r}: dotted keys, each optionally followed by [N], [?key=value] or [*]")
+    steps = []
+    for part in _split(path):
+        m = _STEP.fullmatch(part)
+        assert m is not None  # the whole path matched
+        key, index, every, match_key, match_value = m.groups()
+        steps.append(Step(key, int(index) if index is not None else None,
+                          (match_key, match_value) if match_key else None, every is not None))
+    return tuple(steps)
+
+
+def _split(path: str) -> list[str]:
+    """``path`` split at its dots outside ``[...]`` (a matched value may hold a dot)."""
+    parts, depth, current = [], 0, ""
+    for char in path:
+        depth += char == "["
+        depth -= char == "]"
+        if char == "." and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
+
+
+def observed_path(steps: tuple[Step, ...]) -> str:
+    """The path a profile gives the value at ``steps`` (``results.serp[*].rank``)."""
+    return ".".join(s.observed for s in steps)
 
 
 class ContractError(ModelConfigError, ValueError):
@@ -72,10 +151,12 @@ class Encoding(BaseModel):
             field's own type, for a field whose only encoding is a sentinel).
         null_values: values that mean null (a sentinel such as ``"-"`` or ``-1``), compared as sent.
         true_values, false_values: a boolean sent as text (``["yes"]``, ``["no"]``).
-        timestamp_format: a timestamp (a ``string`` field) sent in another format than the ISO 8601 the
-            staging models cast, as a ``strptime`` format of ``%Y %m %d %H %M %S`` and literal text
-            (``"%d.%m.%Y %H:%M"``), the time taken as UTC; it decodes to ``YYYY-MM-DDTHH:MM:SSZ``
-            (:data:`ISO_TIMESTAMP`), in Python and in the generated SQL alike.
+        timestamp_format: of a ``type: timestamp`` field, ``iso8601`` (the default: ``YYYY-MM-DD``, then
+            optionally ``T`` or a space and ``HH:MM[:SS[.ffffff]]``, then optionally ``Z`` or ``+HH:MM``),
+            ``epoch_seconds`` or ``epoch_milliseconds`` (a JSON number), or a ``strptime`` format of ``%Y %m
+            %d %H %M %S`` and literal text (``"%d/%m/%Y %H:%M:%S"``, taken as UTC); it decodes to a UTC
+            timestamp. Of a ``string`` field, a ``strptime`` format only, decoded to the text
+            ``YYYY-MM-DDTHH:MM:SSZ`` (:data:`ISO_TIMESTAMP`). Python and the generated SQL decode alike.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -109,36 +190,64 @@ class ContractField(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
-    path: str = Field(pattern=r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
-    type: JsonType
+    path: str
+    type: FieldType
     items: JsonType | None = None
     shown: bool
     nullable: bool = False
     null_means: str | None = None
     range: tuple[float, float] | None = Field(None, strict=False)
+    values: list[Scalar] | dict[Scalar, Scalar] | None = None
+    fold_case: bool = False
     description: str = ""
     examples: tuple[Scalar, ...] = Field((), strict=False)
     encoding: Encoding | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ContractField:
+        steps = parse_path(self.path)
+        if any(s.every for s in steps) and (self.type != "array" or sum(s.every for s in steps) > 1):
+            raise ValueError("[*] projects an array: one [*], in a field of type: array")
+        if any(s.selects and not s.every for s in steps) and not self.nullable:
+            raise ValueError("a path with [N] or [?key=value] needs nullable: true (an empty array, or no "
+                             "element matching, is a null) and its null_means")
         if self.null_means and not self.nullable:
             raise ValueError("null_means needs nullable: true")
         if self.items is not None and self.type != "array":
             raise ValueError("items is for type: array")
+        if self.values is not None and (self.type in ("object", "array") or not self.values):
+            raise ValueError("values (an enum or a value map) is for a scalar field, with one value at least")
+        if self.fold_case and self.values is None:
+            raise ValueError("fold_case is for a field with values")
         e = self.encoding
         if e is not None:
             sent = e.sent_as or self.type
             if (e.true_values or e.false_values) and (self.type != "boolean" or sent != "string"):
                 raise ValueError("true_values and false_values are for a boolean sent as string")
-            if sent != self.type and not (sent == "string" and self.type in ("integer", "number", "boolean")):
+            if sent != self.type and not (sent == "string" and self.type in ("integer", "number", "boolean")) \
+                    and not (self.type == "timestamp" and sent in ("string", "integer", "number")):
                 raise ValueError(f"a {self.type} cannot be decoded from {sent}; encodings decode an integer, a "
                                  "number or a boolean sent as string, and sentinels of any type")
             if self.null_values_meaning_null and not self.nullable:
                 raise ValueError("null_values need nullable: true (they mean null)")
             if e.timestamp_format is not None:
-                _check_timestamp_format(e.timestamp_format, self.type, sent)
+                _check_timestamp_format(e.timestamp_format, self.type, self.sent_as)
         return self
+
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:
+        """The parsed :attr:`path` (:func:`parse_path`)."""
+        return parse_path(self.path)
+
+    @property
+    def observed(self) -> str:
+        """:attr:`path` as a profile names it (``results.serp[*].rank``; :func:`observed_path`)."""
+        return observed_path(self.steps)
+
+    @property
+    def selects(self) -> bool:
+        """Whether :attr:`path` takes an element of an array (``[N]``, ``[?k=v]`` or ``[*]``)."""
+        return any(s.selects for s in self.steps)
 
     @property
     def null_values_meaning_null(self) -> tuple[Scalar, ...]:
@@ -146,29 +255,82 @@ class ContractField(BaseModel):
         return self.encoding.null_values if self.encoding is not None else ()
 
     @property
-    def sent_as(self) -> str:
-        """The JSON type the vendor sends (the declared ``type`` unless :attr:`encoding` says otherwise)."""
-        return (self.encoding.sent_as if self.encoding is not None else None) or self.type
+    def timestamp_format(self) -> str | None:
+        """The timestamp format (``iso8601`` by default for a ``timestamp``; None for a field that is none)."""
+        declared = self.encoding.timestamp_format if self.encoding is not None else None
+        return declared or (ISO8601 if self.type == "timestamp" else None)
 
-    def keys(self) -> list[str]:
-        """The JSON keys of :attr:`path` below the record's ``attributes``, outermost first."""
-        return self.path.split(".")
+    @property
+    def sent_as(self) -> str:
+        """The JSON type the vendor sends: :attr:`encoding`'s ``sent_as``, else the type of a value map's keys,
+        else for a ``timestamp`` a ``number`` in an epoch format and a ``string`` otherwise, else ``type``."""
+        declared = self.encoding.sent_as if self.encoding is not None else None
+        if declared:
+            return declared
+        if isinstance(self.values, dict):
+            keys = list(self.values)
+            if all(isinstance(k, bool) for k in keys):
+                return "boolean"
+            if all(isinstance(k, int | float) and not isinstance(k, bool) for k in keys):
+                return "integer" if all(isinstance(k, int) for k in keys) else "number"
+            return "string"
+        if self.type == "timestamp":
+            return "number" if self.timestamp_format in (EPOCH_SECONDS, EPOCH_MILLISECONDS) else "string"
+        return self.type
+
+    @property
+    def decoded(self) -> bool:
+        """Whether a value as sent is decoded before it is typed (an encoding, values, or a timestamp)."""
+        return self.encoding is not None or self.values is not None or self.type == "timestamp"
+
+    @cached_property
+    def value_map(self) -> dict[Scalar, Scalar] | None:
+        """``{value as sent (case-folded when fold_case): our value}`` of :attr:`values` (an enum maps each
+        value to itself); None without values."""
+        if self.values is None:
+            return None
+        pairs = self.values.items() if isinstance(self.values, dict) else ((v, v) for v in self.values)
+        return {_folded(k, self.fold_case): v for k, v in pairs}
+
+    def describe_decoding(self) -> str:
+        """In words, how a value as sent decodes (for the shape check's lines)."""
+        parts = [self.encoding.describe(self.type)] if self.encoding is not None else []
+        if self.type == "timestamp" and (self.encoding is None or self.encoding.timestamp_format is None):
+            parts.append(f"a timestamp as {_show(ISO8601)}")
+        if self.values is not None:
+            shown = (", ".join(f"{_show(k)} -> {_show(v)}" for k, v in self.values.items())
+                     if isinstance(self.values, dict) else ", ".join(map(_show, self.values)))
+            parts.append(f"one of {shown}" + (" (case aside)" if self.fold_case else ""))
+        return "; ".join(parts) or f"{self.type} as is"
+
+    def locate(self, attributes: Any) -> tuple[bool, Any]:
+        """``(present, value as sent)`` at :attr:`path` in one record's ``attributes``: a missing key (or a
+        non-object on the way) is absent; an empty array or no element matching a selector is present and
+        None; ``[*]`` gives the list of each element's value (absent in an element: None in the list)."""
+        return _locate(self.steps, attributes)
 
     def decode(self, value: Any) -> tuple[bool, Any]:
         """``(decodes, decoded value)`` of one value as sent (None for a JSON null): a sentinel decodes to
-        None; a value of another type than :attr:`sent_as` (or text that is no integer, number or boolean
-        where one is sent as text) does not decode."""
+        None; a value outside :attr:`values` does not decode, one inside decodes to our value; a value of
+        another type than :attr:`sent_as` (or text that is no integer, number, boolean or timestamp where one
+        is sent as text) does not decode. A ``timestamp`` decodes to an aware UTC ``datetime``."""
         if value is None:
             return True, None
         if self.encoding is not None and any(_same(value, n) for n in self.encoding.null_values):
             return True, None
+        mapping = self.value_map
+        if mapping is not None:
+            key = _folded(value, self.fold_case)
+            found = next((v for k, v in mapping.items() if _same(key, k)), _MISSING)
+            return (False, value) if found is _MISSING else (True, found)
         if not _is_type(value, self.sent_as):
             return False, value
-        if self.encoding is not None and self.encoding.timestamp_format is not None:
-            try:
-                return True, datetime.strptime(value, self.encoding.timestamp_format).strftime(ISO_TIMESTAMP)
-            except ValueError:
+        fmt = self.timestamp_format
+        if fmt is not None:
+            decoded = _timestamp(value, fmt)
+            if decoded is None:
                 return False, value
+            return True, decoded if self.type == "timestamp" else decoded.strftime(ISO_TIMESTAMP)
         if self.sent_as == self.type:
             return True, value
         text = str(value)
@@ -184,13 +346,77 @@ class ContractField(BaseModel):
         return False, value
 
 
+_MISSING = object()
+
+
+def _folded(value: Any, fold: bool) -> Any:
+    return value.lower() if fold and isinstance(value, str) else value
+
+
+def _locate(steps: tuple[Step, ...], node: Any) -> tuple[bool, Any]:
+    for i, step in enumerate(steps):
+        if not isinstance(node, Mapping) or step.key not in node:
+            return False, None
+        node = node[step.key]
+        if not step.selects:
+            continue
+        if not isinstance(node, list):
+            return False, None  # another type where an array is read: reported as the type change
+        if step.every:
+            return True, [_locate(steps[i + 1:], element)[1] for element in node]
+        if step.index is not None:
+            if step.index >= len(node):
+                return True, None
+            node = node[step.index]
+        else:
+            assert step.match is not None
+            key, wanted = step.match
+            node = next((e for e in node if isinstance(e, Mapping) and _as_text(e.get(key)) == wanted), _MISSING)
+            if node is _MISSING:
+                return True, None
+    return True, node
+
+
+def _as_text(value: Any) -> str | None:
+    """A scalar as text, as the generated SQL compares it (``true``, ``3``, ``2.5``); None for others."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, str | int | float) else None
+
+
+def _timestamp(value: Any, fmt: str) -> datetime | None:
+    """``value`` decoded by ``fmt`` (:attr:`Encoding.timestamp_format`) to an aware UTC datetime; None if it
+    does not decode."""
+    try:
+        if fmt == EPOCH_SECONDS:
+            return datetime.fromtimestamp(value, UTC)
+        if fmt == EPOCH_MILLISECONDS:
+            return datetime.fromtimestamp(value / 1000, UTC)
+        if fmt == ISO8601:
+            m = _ISO_TEXT.match(value)
+            if m is None:
+                return None
+            year, month, day, hour, minute, second, fraction, zone = m.groups()
+            offset = timedelta(0)
+            if zone and zone != "Z":
+                offset = (1 if zone[0] == "+" else -1) * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+            stamp = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                             int((fraction or "0").ljust(6, "0")), tzinfo=UTC)
+            return stamp - offset
+        return datetime.strptime(value, fmt).replace(tzinfo=UTC)
+    except (ValueError, OverflowError, OSError, TypeError):
+        return None
+
+
 def _check_timestamp_format(fmt: str, field_type: str, sent: str) -> None:
-    """Raises ValueError unless ``fmt`` is a timestamp format Python and DuckDB read alike, of a string field."""
-    if field_type != "string" or sent != "string":
-        raise ValueError("timestamp_format is for a timestamp: a field of type string, sent as string")
+    """Raises ValueError unless ``fmt`` is a timestamp format Python and DuckDB read alike, for ``field_type``."""
+    if field_type == "timestamp" and fmt in (ISO8601, EPOCH_SECONDS, EPOCH_MILLISECONDS):
+        return
+    if field_type not in ("string", "timestamp") or sent != "string":
+        raise ValueError("timestamp_format is for a timestamp: a field of type timestamp (or string, sent as string)")
     if not _TIMESTAMP_FORMAT.fullmatch(fmt) or not all(d in fmt for d in ("%Y", "%m", "%d")):
-        raise ValueError(f"timestamp_format {fmt!r}: a date (%Y, %m, %d) and optionally %H, %M, %S with literal "
-                         "text between them (the time is taken as UTC)")
+        raise ValueError(f"timestamp_format {fmt!r}: iso8601, epoch_seconds, epoch_milliseconds (type: timestamp), "
+                         "or a date (%Y, %m, %d) and optionally %H, %M, %S with literal text between them (the time is taken as UTC)")
 
 
 def _same(value: Any, sentinel: Scalar) -> bool:
@@ -257,23 +483,31 @@ class Contract:
             ContractError: ``endpoint`` has no field ``name``.
         """
         spec = self.named(endpoint, name)
-        value: Any = attributes
-        for key in spec.keys():
-            if not isinstance(value, Mapping):
-                return None
-            value = value.get(key)
+        _, value = spec.locate(attributes)
+        if spec.type == "array":
+            return value if isinstance(value, list) else None
         decodes, decoded = spec.decode(value)
         return decoded if decodes else None
 
     def paths(self, endpoint: str) -> set[str]:
-        """The contracted paths of ``endpoint``, with their ancestors (``results``, ``results.organic``)
-        and, for arrays, their elements (``tagIds[*]``): every path the contract accounts for."""
+        """The observed paths (as a profile names them) the contracted fields of ``endpoint`` account for: each
+        field's, its ancestors (``results``, ``results.organic``), the arrays on the way and their elements
+        (``results.serp``, ``results.serp[*]``), a matched element's key (``engines[*].name``) and, for arrays,
+        their elements (``tagIds[*]``)."""
         out: set[str] = set()
         for f in self.fields.get(endpoint, ()):
-            parts = f.keys()
-            out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            out.add(f.path)
+            prefix = ""
+            for step in f.steps:
+                prefix = f"{prefix}.{step.key}" if prefix else step.key
+                out.add(prefix)
+                if step.selects:
+                    prefix += "[*]"
+                    out.add(prefix)
+                    if step.match is not None:
+                        out.add(f"{prefix}.{step.match[0]}")
             if f.type == "array":
-                out.add(f"{f.path}[*]")
+                out.add(f"{prefix}[*]")
         return out
 
     def reads(self, endpoint: str, path: str, types: set[str] | frozenset[str] = frozenset()) -> bool:
@@ -281,7 +515,7 @@ class Contract:
         field, an element of a contracted array, or an ancestor object on the way to one (an ancestor
         holding anything but an object, such as a string ``language`` where ``language.code`` is read, is
         not read)."""
-        if self.field(endpoint, path) is not None:
+        if self.field(endpoint, path) is not None or any(f.observed == path for f in self.fields.get(endpoint, ())):
             return True
         if path not in self.paths(endpoint):
             return False
@@ -328,9 +562,15 @@ def load_contract(models_dir: Path | str, endpoints: tuple[str, ...] | None = No
             paths.add(f.path)
             names.add(f.name)
         for f in entry.fields:
-            inner = next((p for p in paths if p.startswith(f.path + ".")), None)
+            inner = next((p for p in paths if p.startswith(f.path + ".") or p.startswith(f.path + "[")), None)
             if inner is not None:
                 raise ContractError(f"{path}: {endpoint}: {f.path} holds {inner}; a field is a leaf")
+        arrays = {observed_path(f.steps[:i + 1])[:-3] for f in entry.fields for i, s in enumerate(f.steps) if s.selects}
+        objects = {observed_path(f.steps[:i + 1]) for f in entry.fields for i, s in enumerate(f.steps[:-1])
+                   if not s.selects}
+        both = sorted(arrays & objects)
+        if both:
+            raise ContractError(f"{path}: {endpoint}: {both[0]} is read as an array (a selector) and as an object")
     return Contract(path=path, fields={e: tuple(v.fields) for e, v in parsed.contract.items()},
                     endpoints={e: v.endpoint for e, v in parsed.contract.items()})
 

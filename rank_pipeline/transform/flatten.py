@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rank_pipeline.transform.contract import Contract, ContractField
+from rank_pipeline.transform.contract import EPOCH_MILLISECONDS, EPOCH_SECONDS, ISO8601, Contract, ContractField
 from rank_pipeline.transform.errors import ModelSqlError
 
 __all__ = ["VENDOR_SCHEMA", "compile_vendor_relations", "flattening_sql"]
@@ -34,16 +34,57 @@ __all__ = ["VENDOR_SCHEMA", "compile_vendor_relations", "flattening_sql"]
 VENDOR_SCHEMA = "vendor"
 """The schema of the flattened relations a staging model reads."""
 
-_SQL_TYPES = {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE", "boolean": "BOOLEAN", "object": "JSON"}
+_SQL_TYPES = {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE", "boolean": "BOOLEAN", "object": "JSON",
+              "timestamp": "TIMESTAMPTZ"}
 _STRUCT = "vendor_fields"
 _REFERENCE = re.compile(rf"\b{VENDOR_SCHEMA}\.([a-z_][a-z0-9_]*)\b", re.IGNORECASE)
 _WITH = re.compile(r"^\s*with\b", re.IGNORECASE)
 
 
-def _structure_type(f: ContractField) -> object:
+def _leaf_type(f: ContractField) -> object:
+    """The ``json_transform`` type of the value at the end of ``f``'s path (an array's: a list)."""
     if f.type == "array":
-        return [_SQL_TYPES.get(f.items or "string", "VARCHAR")]
+        item = _SQL_TYPES.get(f.items or "string", "VARCHAR")
+        return item if any(s.every for s in f.steps) else [item]
     return _SQL_TYPES[f.sent_as]
+
+
+def _place(structure: dict, f: ContractField) -> None:
+    """Add ``f``'s path to the ``json_transform`` structure: objects as dicts, arrays as one-element lists."""
+    node = structure
+    steps = f.steps
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        if not step.selects:
+            if last:
+                node[step.key] = _leaf_type(f)
+            else:
+                node = node.setdefault(step.key, {})
+        elif last:
+            node[step.key] = [_leaf_type(f)] if not step.every else _leaf_type(f)
+        else:
+            node = node.setdefault(step.key, [{}])[0]
+            if step.match is not None:
+                node.setdefault(step.match[0], "VARCHAR")
+
+
+def _located(f: ContractField) -> str:
+    """The SQL of ``f``'s value as sent, read from the ``json_transform`` struct: ``[N]`` is a 1-based list
+    index, ``[?k=v]`` a ``list_filter``'s first element, ``[*]`` a ``list_transform`` (an empty list or no
+    match: null, as :meth:`ContractField.locate`)."""
+    expr = _STRUCT
+    for i, step in enumerate(f.steps):
+        expr += f'."{step.key}"'
+        element = f"e{i}"
+        if step.index is not None:
+            expr = f"({expr})[{step.index + 1}]"
+        elif step.match is not None:
+            key, value = step.match
+            expr = f'list_filter({expr}, lambda {element}: {element}."{key}" = {_literal(value)})[1]'
+        elif step.every:
+            rest = "".join(f'."{s.key}"' for s in f.steps[i + 1:])
+            return f"list_transform({expr}, lambda {element}: {element}{rest})" if rest else expr
+    return expr
 
 
 def _literal(value: object) -> str:
@@ -54,24 +95,45 @@ def _literal(value: object) -> str:
     return repr(value)
 
 
+def _iso_text(parsed: str) -> str:
+    """:data:`~rank_pipeline.transform.contract.ISO_TIMESTAMP` of a parsed timestamp, in two parts each a
+    format Spark's DATE_FORMAT reads once transpiled."""
+    return f"strftime({parsed}, '%Y-%m-%d') || 'T' || strftime({parsed}, '%H:%M:%S') || 'Z'"
+
+
+def _timestamp(f: ContractField, column: str) -> str:
+    fmt = f.timestamp_format
+    if fmt == ISO8601:
+        return f"cast({column} as timestamp with time zone)"
+    if fmt == EPOCH_SECONDS:
+        return f"to_timestamp({column})"
+    if fmt == EPOCH_MILLISECONDS:
+        return f"to_timestamp({column} / 1000.0)"
+    text = _iso_text(f"strptime({column}, {_literal(fmt)})")
+    return text if f.type != "timestamp" else f"cast({text} as timestamp with time zone)"
+
+
 def _decoded(f: ContractField) -> str:
-    """The SQL of ``f``'s decoded value, read from the ``json_transform`` struct."""
-    column = _STRUCT + "".join(f'."{k}"' for k in f.keys())
-    e = f.encoding
-    if e is None:
+    """The SQL of ``f``'s decoded value (:meth:`ContractField.decode`)."""
+    column = _located(f)
+    if not f.decoded:
         return column
+    e = f.encoding
     value = column
-    if f.sent_as != f.type:
+    mapping = f.value_map
+    if mapping is not None:
+        if isinstance(f.values, dict) or f.fold_case:
+            read = f"lower({column})" if f.fold_case and f.sent_as == "string" else column
+            value = f"case {read} " + " ".join(f"when {_literal(k)} then {_literal(v)}" for k, v in mapping.items()) + " end"
+    elif f.timestamp_format is not None:
+        value = _timestamp(f, column)
+    elif e is not None and f.sent_as != f.type:
         if f.type == "boolean":
             value = (f"case when {column} in ({', '.join(map(_literal, e.true_values))}) then true "
                      f"when {column} in ({', '.join(map(_literal, e.false_values))}) then false end")
         else:
             value = f"try_cast(trim({column}) as {_SQL_TYPES[f.type]})"
-    if e.timestamp_format is not None:
-        parsed = f"strptime({column}, {_literal(e.timestamp_format)})"
-        # contract.ISO_TIMESTAMP written in two parts, each a format Spark's DATE_FORMAT reads once transpiled
-        value = f"strftime({parsed}, '%Y-%m-%d') || 'T' || strftime({parsed}, '%H:%M:%S') || 'Z'"
-    if e.null_values:
+    if e is not None and e.null_values:
         value = f"case when {column} in ({', '.join(_literal(v) for v in e.null_values)}) then null else {value} end"
     return value
 
@@ -81,11 +143,7 @@ def flattening_sql(endpoint: str, fields: Sequence[ContractField], raw_columns: 
     field's name replaces), then each field decoded under its name."""
     structure: dict = {}
     for f in fields:
-        node = structure
-        *parents, leaf = f.keys()
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = _structure_type(f)
+        _place(structure, f)
     names = {f.name for f in fields}
     kept = [c for c in raw_columns if c != "attributes" and c not in names]
     select = [*kept, *(f"{_decoded(f)} as {f.name}" for f in fields)]

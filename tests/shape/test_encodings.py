@@ -122,7 +122,7 @@ def test_through_the_cli_a_wrong_sentinel_fails_naming_it_and_the_right_contract
     assert_same_marts(published_marts(vendor / "warehouse.duckdb"), published_marts(default / "warehouse.duckdb"))
 
 
-CAPTURED = '{name: captured_at, path: results.organic.capturedAt, type: string, shown: false,'
+CAPTURED = '{name: captured_at, path: results.organic.capturedAt, type: timestamp, shown: false,'
 STAMPED = [(CAPTURED, CAPTURED + '\n         encoding: {timestamp_format: "%d.%m.%Y %H:%M"},')]
 
 
@@ -137,9 +137,10 @@ def _stamped_records(texts: list[str]) -> list[dict]:
     return records
 
 
-def test_a_timestamp_in_a_declared_format_decodes_to_iso_8601_in_python_and_in_the_generated_sql(tmp_path):
-    """``timestamp_format`` reads a timestamp sent as ``01.11.2026 06:05`` as ``2026-11-01T06:05:00Z`` (what
-    staging casts), in the contract's Python reader and in the flattening SQL alike; the shape check passes."""
+def test_a_timestamp_in_a_declared_format_decodes_to_the_same_utc_instant_in_python_and_in_the_generated_sql(tmp_path):
+    """``timestamp_format`` reads a timestamp sent as ``01.11.2026 06:05`` as 2026-11-01 06:05 UTC (the typed
+    column staging receives), in the contract's Python reader and in the flattening SQL alike; the shape
+    check passes."""
     import duckdb
 
     from rank_pipeline.transform.flatten import flattening_sql
@@ -149,7 +150,8 @@ def test_a_timestamp_in_a_declared_format_decodes_to_iso_8601_in_python_and_in_t
     assert _check(tmp_path, records, STAMPED).passed
     contract = load_contract(tmp_path / "dbt_like_sql")
     python = [contract.value("keywords", "captured_at", r["attributes"]) for r in records]
-    assert python == ["2026-11-01T06:05:00Z", "2026-11-01T06:05:00Z", "2026-10-31T23:59:00Z"]
+    assert python == [datetime(2026, 11, 1, 6, 5, tzinfo=UTC), datetime(2026, 11, 1, 6, 5, tzinfo=UTC),
+                      datetime(2026, 10, 31, 23, 59, tzinfo=UTC)]
     (field,) = [f for f in contract.fields["keywords"] if f.name == "captured_at"]
     with duckdb.connect() as con:
         con.execute("create schema raw; create table raw.keywords (n integer, attributes json)")
@@ -179,5 +181,5 @@ def test_a_timestamp_format_is_refused_unless_python_and_duckdb_read_it_alike(tm
     folder = tmp_path / "position"
     folder.mkdir()
     position = "name: position, path: results.organic.position, type: integer,"
-    with pytest.raises(ContractError, match="timestamp_format is for a timestamp"):
+    with pytest.raises(ContractError, match="timestamp_format is for a timestamp"):  # of an integer field
         load_contract(_models(folder, [(position, position + ' encoding: {timestamp_format: "%Y-%m-%d"},')]))
