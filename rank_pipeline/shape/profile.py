@@ -244,6 +244,21 @@ class Profiler:
             "from records) where v is not null and json_type(v) <> 'NULL' group by 1 order by 2 desc, 1").fetchall()
         return {str(v): int(n) for v, n in rows}
 
+    def element_counts(self, path: str) -> dict[str, int]:
+        """``{value as JSON text: elements}`` of the non-null values at ``path`` through arrays
+        (``results.serp[*].rank``: every element's rank), most frequent first."""
+        rows = self._con.execute(
+            f"select v::varchar, count(*) from (select unnest(json_extract(attributes::json, '{_json_path(path)}')) "
+            "as v from records) where v is not null and json_type(v) <> 'NULL' group by 1 order by 2 desc, 1").fetchall()
+        return {str(v): int(n) for v, n in rows}
+
+    def longest_array(self, path: str) -> int:
+        """The most elements the array at ``path`` (a path without ``[*]``) holds in one record (0: none)."""
+        row = self._con.execute(
+            f"select max(json_array_length(v)) from (select json_extract(attributes::json, '{_json_path(path)}') as v "
+            "from records) where json_type(v) = 'ARRAY'").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
     def value_counts_of(self, paths: Sequence[str]) -> dict[str, dict[str, int]]:
         """``{path: value_counts(path)}`` of scalar ``paths``, each record's JSON parsed once for all of them."""
         if not paths:

@@ -36,7 +36,14 @@ import pyarrow as pa
 from rank_pipeline.shape.check import check_profile
 from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler
 from rank_pipeline.shape.thresholds import ThresholdTable
-from rank_pipeline.transform.contract import Contract, ContractField
+from rank_pipeline.transform.contract import (
+    EPOCH_MILLISECONDS,
+    EPOCH_SECONDS,
+    ISO8601,
+    Contract,
+    ContractField,
+    Encoding,
+)
 
 __all__ = ["Assignment", "Suggestion", "suggest_remap"]
 
@@ -79,24 +86,115 @@ def _expected(spec: ContractField) -> tuple[str | None, set[str]]:
 
 @dataclass
 class _Fit:
+    """A candidate that fits a field: the path to write, the entry's keys to set (``encoding``, ``values``,
+    ``fold_case``), its score and a note on its values."""
+
+    path: str
     score: float
-    encoding: dict | None
+    updates: dict
     note: str
 
 
-def _fit(spec: ContractField, stats: PathStats, values: Mapping[Any, int]) -> _Fit | None:
-    """How ``stats`` (an observed path, ``{value: records}`` of its values, most frequent first; empty for an
-    array) fits ``spec``; None: it does not."""
+_TEXT_FORMATS = ("%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M:%S", "%d.%m.%Y %H:%M:%S", "%d-%m-%Y %H:%M:%S",
+                 "%Y/%m/%d %H:%M:%S", "%d/%m/%Y %H:%M", "%m/%d/%Y %H:%M", "%d.%m.%Y %H:%M", "%Y/%m/%d %H:%M",
+                 "%Y%m%d%H%M%S", "%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%Y/%m/%d", "%Y%m%d")
+"""The ``strptime`` formats a timestamp sent as text is tried in (ISO 8601 first, as ``iso8601``)."""
+_EPOCHS = ((EPOCH_SECONDS, 1e8, 1e10), (EPOCH_MILLISECONDS, 1e11, 1e13))
+"""Epoch formats and the range of their values (1973 to 2286)."""
+_TRUE = {"yes", "y", "true", "1", "on", "t"}
+_FALSE = {"no", "n", "false", "0", "off", "f"}
+
+
+def _timestamp_fit(spec: ContractField, types: set[str], values: Mapping[Any, int]) -> tuple[dict, str] | None:
+    """``(encoding, words)`` under which every value decodes as a timestamp; None if no format reads them all."""
+    if not values:
+        return None
+    if types <= {"integer", "number"}:
+        numbers = [float(v) for v in values]
+        for fmt, low, high in _EPOCHS:
+            if all(low <= abs(n) < high for n in numbers):
+                return {"timestamp_format": fmt}, fmt.replace("_", " ")
+        return None
+    if types != {"string"}:
+        return None
+    for fmt in (ISO8601, *_TEXT_FORMATS):
+        probe = spec.model_copy(update={"encoding": Encoding(timestamp_format=fmt), "values": None})
+        if all(probe.decode(v)[0] for v in values):
+            return ({} if fmt == ISO8601 else {"timestamp_format": fmt}), f"read as {fmt}"
+    return None
+
+
+def _known_values(spec: ContractField) -> list[str]:
+    """Our values of an enum field: its ``values`` (a map's values), else those its description lists."""
+    if spec.values is not None:
+        return list(dict.fromkeys(str(v) for v in (spec.values.values() if isinstance(spec.values, dict)
+                                                    else spec.values)))
+    return sorted(_expected(spec)[1])
+
+
+def _value_map_fit(spec: ContractField, stats: PathStats, values: Mapping[Any, int]) -> tuple[dict, str] | str:
+    """The ``values``/``fold_case`` under which an enum field reads ``values``, or why it cannot."""
+    known = _known_values(spec)
+    sent = list(values)
+    if all(isinstance(v, str) and v in known for v in sent):
+        return {}, "every value is one of the field's"
+    if all(isinstance(v, str) and v.lower() in {k.lower() for k in known} for v in sent):
+        return {"fold_case": True}, "every value is one of the field's, in another case"
+    if len(sent) != len(known):
+        return f"{len(sent)} distinct values for the field's {len(known)} ({', '.join(known)})"
+    mapping: dict[Any, str] = {}
+    words = _words(stats.path)
+    named = [k for k in known if k.lower() in words]
+    flags = {v: (str(v).lower() in _TRUE) if str(v).lower() in _TRUE | _FALSE else None for v in sent}
+    if len(known) == 2 and len(named) == 1 and all(f is not None for f in flags.values()) \
+            and len(set(flags.values())) == 2:
+        other = next(k for k in known if k != named[0])
+        mapping = {v: named[0] if flag else other for v, flag in flags.items()}
+    else:
+        for v in sent:
+            text = str(v).lower()
+            matches = [k for k in known if text and k.lower().startswith(text)]
+            if len(matches) != 1:
+                return (f"its values {', '.join(map(json.dumps, sent))} match the field's "
+                        f"{', '.join(known)} one to one, but nothing tells which is which")
+            mapping[v] = matches[0]
+        if len(set(mapping.values())) != len(mapping):
+            return f"its values {', '.join(map(json.dumps, sent))} do not map one to one to {', '.join(known)}"
+    return {"values": mapping}, "mapped " + ", ".join(f"{json.dumps(k)} to {v}" for k, v in mapping.items())
+
+
+def _fit(spec: ContractField, stats: PathStats, values: Mapping[Any, int], path: str,
+         element_types: Mapping[str, int]) -> _Fit | str:
+    """How ``stats`` (an observed path, ``{value: records}`` of its values, most frequent first, and the types
+    of its elements when it is an array) fits ``spec`` when read at ``path``: a :class:`_Fit`, or why it does
+    not fit (one phrase)."""
     types = set(stats.types)
-    encoding: dict | None = None
+    updates: dict = {}
+    words = ""
     if spec.type == "array":
-        if types != {"array"}:
-            return None
+        item = spec.items or "string"
+        inner = set(element_types) if "[*]" not in path else types
+        if "[*]" not in path and types != {"array"}:
+            return f"holds {stats.type_label()} where the field reads an array of {item}"
+        if inner - {item}:
+            return f"its elements hold {'|'.join(sorted(inner))}, not {item}"
+    elif spec.type == "timestamp":
+        found = _timestamp_fit(spec, types, values)
+        if found is None:
+            return f"{_sample(values)} {'do' if len(values) > 1 else 'does'} not decode as a timestamp in any known format"
+        encoding, words = found
+        if encoding:
+            updates["encoding"] = encoding
+    elif spec.values is not None:
+        if types != {"string"} and not types <= {"boolean", "integer"}:
+            return f"holds {stats.type_label()}"
+        mapped = _value_map_fit(spec, stats, values)
+        if isinstance(mapped, str):
+            return mapped
+        updates, words = mapped
     elif types <= {spec.type} or (spec.type == "number" and types <= {"integer", "number"}):
         pass
-    elif types == {"string"} and spec.type in ("integer", "number", "boolean"):
-        if spec.type == "boolean":
-            return None
+    elif types == {"string"} and spec.type in ("integer", "number"):
         probe = spec.model_copy(update={"encoding": None, "type": spec.type})
         decoding: dict[Any, int] = {}
         others: list[tuple[int, Any]] = []
@@ -104,27 +202,35 @@ def _fit(spec: ContractField, stats: PathStats, values: Mapping[Any, int]) -> _F
             if _decodes_text(probe, v):
                 decoding[v] = n
             elif len(others) == MAX_SENTINELS:
-                return None  # more values that do not decode than sentinels taken for null
+                return f"more than {MAX_SENTINELS} of its values are no {spec.type} as text"
             else:
                 others.append((n, v))
         rest = sorted(others, reverse=True)
         if not decoding or (rest and not spec.nullable):
-            return None
-        encoding = {"sent_as": "string", **({"null_values": [v for _, v in rest]} if rest else {})}
+            return f"its text is no {spec.type}" if not decoding else "it holds sentinels, and the field is never null"
+        updates["encoding"] = {"sent_as": "string", **({"null_values": [v for _, v in rest]} if rest else {})}
     else:
-        return None
+        return f"holds {stats.type_label()} where the field is {spec.type}"
     if spec.range is not None and values:
         numbers = [float(v) for v in values if _is_number_text(v)]
         if numbers and not (spec.range[0] <= min(numbers) and max(numbers) <= spec.range[1]):
-            return None
+            return f"its values {min(numbers):g}..{max(numbers):g} are outside {spec.range[0]:g}..{spec.range[1]:g}"
     filled = sum(values.values()) or stats.filled
     top = ", ".join(f"{json.dumps(v)} ({100 * n / filled:.1f}%)" for v, n in list(values.items())[:3])
     note = f"{stats.type_label()}, e.g. {top}" if top else stats.type_label()
-    if encoding is not None:
+    if words:
+        note += f"; {words}"
+    encoding = updates.get("encoding") or {}
+    if "sent_as" in encoding:
         share = 1 - sum(values[v] for v in encoding.get("null_values", [])) / filled
         note += f"; {100 * share:.1f}% decode as {spec.type}"
         note += "".join(f", {json.dumps(v)} taken to mean null" for v in encoding.get("null_values", []))
-    return _Fit(0.0, encoding, note)
+    return _Fit(path, 0.0, updates, note)
+
+
+def _sample(values: Mapping[Any, int]) -> str:
+    shown = [json.dumps(v) for v in list(values)[:2]]
+    return "its values " + ", ".join(shown) + (" ..." if len(values) > 2 else "")
 
 
 def _example(values: Mapping[Any, int]) -> object:
@@ -147,38 +253,55 @@ def _decodes_text(spec: ContractField, value: object) -> bool:
     return _is_number_text(value)
 
 
-def _score(spec: ContractField, stats: PathStats, example: object) -> float:
+def _name_score(spec: ContractField, path: str) -> float:
+    """How alike a candidate's path is to the field's path and name, 0..1 (module doc)."""
+    target, seen = _words(spec.path) | _words(spec.name), _words(path)
+    overlap = len(target & seen) / len(seen) if seen else 0.0
+    last = difflib.SequenceMatcher(None, _last(spec.path), _last(path)).ratio()
+    return max(overlap, last if last >= 0.6 else 0.0)
+
+
+def _last(path: str) -> str:
+    return re.sub(r"\[[^\]]*\]", "", path.rsplit(".", 1)[-1]).lower()
+
+
+def _score(spec: ContractField, stats: PathStats, example: object, fit: _Fit) -> float:
     shape, known = _expected(spec)
     observed = _pattern(example)
     value = 1.0 if known and isinstance(example, str) and example.lower() in known else (
         1.0 if shape is not None and observed == shape else 0.0)
-    if shape is not None and observed is not None and observed != shape:
+    if spec.type == "timestamp" or "values" in fit.updates:
+        value = 1.0  # every value decodes as a timestamp, or maps one to one to the field's values
+    elif shape is not None and observed is not None and observed != shape:
         value = -0.5
-    target, seen = _words(spec.path) | _words(spec.name), _words(stats.path)
-    overlap = len(target & seen) / len(seen) if seen else 0.0
-    last = difflib.SequenceMatcher(None, spec.path.rsplit(".", 1)[-1].lower(), stats.path.rsplit(".", 1)[-1].lower()).ratio()
-    name = max(overlap, last if last >= 0.6 else 0.0)
+    seen = _words(stats.path)
     described = len(_words(spec.description) & seen) / len(seen) if seen else 0.0
-    return round(0.5 * value + 0.33 * name + 0.17 * described, 3)
+    return round(0.5 * value + 0.33 * _name_score(spec, stats.path) + 0.17 * described, 3)
 
 
 @dataclass
 class Assignment:
-    """One field of the contract remapped: its endpoint and name, the old and new path, the proposed encoding,
-    the score, a note on the values, and the candidates tied with it (empty: none)."""
+    """One field of the contract remapped: its endpoint and name, the old and new path, the entry's keys to set
+    (``encoding``, ``values``, ``fold_case``), the score, a note on the values, and the candidates tied with
+    it (empty: none)."""
 
     endpoint: str
     spec: ContractField
     path: str
-    encoding: dict | None
+    updates: dict
     score: float
     note: str
     ties: list[str] = field(default_factory=list)
 
+    @property
+    def encoding(self) -> dict | None:
+        """The encoding proposed, if any."""
+        return self.updates.get("encoding")
+
 
 @dataclass
 class Suggestion:
-    """The remap suggested for every endpoint, and the fields left without a candidate."""
+    """The remap suggested for every endpoint, and the fields left without a candidate (with why)."""
 
     assignments: list[Assignment] = field(default_factory=list)
     unmatched: list[tuple[str, ContractField, str]] = field(default_factory=list)
@@ -188,8 +311,8 @@ class Suggestion:
         lines = []
         for a in self.assignments:
             tie = f"; TIE with {', '.join(a.ties)}: choose by hand" if a.ties else ""
-            enc = f"; encoding {json.dumps(a.encoding)}" if a.encoding else ""
-            lines.append(f"{a.endpoint}.{a.spec.name}: {a.spec.path} -> {a.path} (score {a.score:.2f}; {a.note}{enc}{tie})")
+            keys = "".join(f"; {k} {_flow(v)}" for k, v in a.updates.items())
+            lines.append(f"{a.endpoint}.{a.spec.name}: {a.spec.path} -> {a.path} (score {a.score:.2f}; {a.note}{keys}{tie})")
         lines += [f"{e}.{f.name}: {f.path} has no candidate ({why})" for e, f, why in self.unmatched]
         return lines
 
@@ -198,25 +321,90 @@ class Suggestion:
         old = contract_file.read_text()
         new = old
         for a in self.assignments:
-            pattern = re.compile(rf"(name: {re.escape(a.spec.name)}, path: ){re.escape(a.spec.path)}(,)")
-            section = _section(new, a.endpoint)
-            start, end = section
-            match = pattern.search(new, start, end)
-            if match is None:
+            span = _entry(new, a.endpoint, a.spec.name)
+            if span is None:
                 continue
-            encoding = f" encoding: {_flow(a.encoding)}," if a.encoding else ""
-            new = new[:match.start()] + f"{match.group(1)}{a.path},{encoding}" + new[match.end():]
+            start, end = span
+            new = new[:start] + _edited(new[start:end], a) + new[end:]
         diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                     f"a/{display}", f"b/{display}")
         return "".join(diff)
 
 
 def _flow(value: object) -> str:
+    """``value`` as YAML flow text (a key or text JSON-quoted, so ``"yes"`` stays text)."""
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{json.dumps(k)}: {_flow(v)}" if not isinstance(k, str) or k in _QUOTE or
+                               not re.fullmatch(r"[a-z_]+", k) else f"{k}: {_flow(v)}"
+                               for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_flow(v) for v in value) + "]"
     return json.dumps(value)
+
+
+_QUOTE = _TRUE | _FALSE | {"null", "~"}
+
+
+def _scalar(text: str) -> str:
+    """A path as YAML flow text: quoted when it holds a flow indicator (``[``, ``]``)."""
+    return json.dumps(text) if re.search(r"[\[\]{},:#]", text) else text
+
+
+def _entry(text: str, endpoint: str, name: str) -> tuple[int, int] | None:
+    """Where the flow mapping ``{name: <name>, ...}`` of ``endpoint`` lies in the contract's text."""
+    start, end = _section(text, endpoint)
+    match = re.compile(rf"\{{name: {re.escape(name)},").search(text, start, end)
+    if match is None:
+        return None
+    depth, i, quoted = 0, match.start(), False
+    while i < len(text):
+        char = text[i]
+        if char == '"' and text[i - 1] != "\\":
+            quoted = not quoted
+        elif not quoted and char in "{[":
+            depth += 1
+        elif not quoted and char in "}]":
+            depth -= 1
+            if depth == 0:
+                return match.start(), i + 1
+        i += 1
+    return None
+
+
+def _edited(entry: str, a: Assignment) -> str:
+    """The flow mapping ``entry`` with the path of ``a`` and its keys set (a key present is replaced)."""
+    entry = re.sub(r"(, path: )(\"[^\"]*\"|[^,]*)(,)", lambda m: f"{m.group(1)}{_scalar(a.path)}{m.group(3)}",
+                   entry, count=1)
+    for key, value in a.updates.items():
+        present = re.search(rf"\b{key}: ", entry)
+        if present is not None:
+            value_start = present.end()
+            value_end = _value_end(entry, value_start)
+            entry = entry[:value_start] + _flow(value) + entry[value_end:]
+        else:
+            at = entry.index(", shown: ")
+            entry = entry[:at] + f", {key}: {_flow(value)}" + entry[at:]
+    return entry
+
+
+def _value_end(text: str, start: int) -> int:
+    """Where the flow value starting at ``start`` ends (before the next ``,`` or ``}`` at its depth)."""
+    depth, quoted = 0, False
+    for i in range(start, len(text)):
+        char = text[i]
+        if char == '"':
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif char == "," and depth == 0:
+            return i
+    return len(text)
 
 
 def _section(text: str, endpoint: str) -> tuple[int, int]:
@@ -239,6 +427,21 @@ def suggest_remap(contract: Contract, thresholds: ThresholdTable, records: Mappi
     return out
 
 
+def _read_at(spec: ContractField, observed: str, longest: Mapping[str, int], nullable_ok: bool) -> str:
+    """The contract path that reads ``spec`` from the observed path (``serp[*].rank`` -> ``serp[0].rank``), or
+    ``!why`` when it cannot."""
+    if "[*]" not in observed or spec.type == "array":
+        return observed
+    array, rest = observed.split("[*]", 1)
+    most = longest.get(array, 0)
+    if most > 1:
+        return (f"!{array} holds up to {most} elements per record: read one with {array}[N]{rest} or "
+                f"{array}[?key=value]{rest} by hand")
+    if not nullable_ok:
+        return f"!{array} may be empty (a null), and the field is never null"
+    return f"{array}[0]{rest}"
+
+
 def _suggest_endpoint(out: Suggestion, contract: Contract, thresholds: ThresholdTable, profile: EndpointProfile,
                       profiler: Profiler) -> None:
     endpoint = profile.endpoint
@@ -248,23 +451,41 @@ def _suggest_endpoint(out: Suggestion, contract: Contract, thresholds: Threshold
     wanted = [f for f in fields if f is not None]
     if not wanted:
         return
+    own = {f.observed for f in wanted}
     pool = [s for s in profile.paths.values() if s.types and set(s.types) != {"object"} and not s.path.endswith("[*]")
-            and "[*]" not in s.path and (not contract.reads(endpoint, s.path, set(s.types))
-                                         or any(s.path == f.path for f in wanted))]
+            and s.path.count("[*]") <= 1
+            and (not contract.reads(endpoint, s.path, set(s.types)) or s.path in own)]
     # each candidate's values read once, for every field; its example (the most frequent value) taken from them
-    profiler.values(profile, [s.path for s in pool if set(s.types) == {"array"}])
-    counts = profiler.value_counts_of([s.path for s in pool if set(s.types) != {"array"}])
+    plain = [s.path for s in pool if set(s.types) != {"array"} and "[*]" not in s.path]
+    counts = profiler.value_counts_of(plain)
+    counts.update({s.path: profiler.element_counts(s.path) for s in pool if "[*]" in s.path})
     values = {path: {json.loads(k): n for k, n in texts.items()} for path, texts in counts.items()}
+    arrays = {s.path.split("[*]", 1)[0] for s in pool if "[*]" in s.path}
+    longest = {a: profiler.longest_array(a) for a in arrays}
     for s in pool:
         if s.path in values:
             s.example = _example(values[s.path])
+        elif set(s.types) == {"array"}:
+            element = values.get(s.path + "[*]") or profiler.element_counts(s.path + "[*]")
+            s.example = next(iter(element), None)
     scored: list[tuple[float, str, str, _Fit]] = []
+    refused: dict[str, list[tuple[float, str, str]]] = {}
     for spec in wanted:
         for stats in pool:
-            fit = _fit(spec, stats, values.get(stats.path, {}))
-            if fit is not None:
-                fit.score = _score(spec, stats, stats.example)
-                scored.append((fit.score, spec.name, stats.path, fit))
+            path = _read_at(spec, stats.path, longest, spec.nullable)
+            element = profile.paths.get(stats.path + "[*]")
+            fit = (path[1:] if path.startswith("!") else
+                   _fit(spec, stats, values.get(stats.path, {}), path, element.types if element else {}))
+            if isinstance(fit, str):
+                refused.setdefault(spec.name, []).append((_name_score(spec, stats.path), stats.path, fit))
+                continue
+            fit.score = _score(spec, stats, stats.example, fit)
+            if fit.score < 0:
+                refused.setdefault(spec.name, []).append(
+                    (_name_score(spec, stats.path), stats.path, f"its values look like {_pattern(stats.example)}, "
+                                                                f"the field's like {_expected(spec)[0]}"))
+                continue
+            scored.append((fit.score, spec.name, stats.path, fit))
     scored.sort(key=lambda t: (-t[0], t[1], t[2]))
     taken_fields: set[str] = set()
     taken_paths: set[str] = set()
@@ -278,7 +499,10 @@ def _suggest_endpoint(out: Suggestion, contract: Contract, thresholds: Threshold
         ties = [p for s, p in by_field[name] if p != path and p not in taken_paths and abs(s - score) < 0.01]
         taken_fields.add(name)
         taken_paths.add(path)
-        out.assignments.append(Assignment(endpoint, spec, path, fit.encoding, score, fit.note, ties))
+        out.assignments.append(Assignment(endpoint, spec, fit.path, fit.updates, score, fit.note, ties))
     for spec in wanted:
         if spec.name not in taken_fields:
-            out.unmatched.append((endpoint, spec, "no path the vendor sends has fitting values"))
+            near = sorted(refused.get(spec.name, []), key=lambda t: (-t[0], t[1]))
+            why = (f"the closest, {near[0][1]}, was refused: {near[0][2]}" if near
+                   else "no path the vendor sends is left")
+            out.unmatched.append((endpoint, spec, why))

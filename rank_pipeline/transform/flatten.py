@@ -26,7 +26,13 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rank_pipeline.transform.contract import EPOCH_MILLISECONDS, EPOCH_SECONDS, ISO8601, Contract, ContractField
+from rank_pipeline.transform.contract import (
+    EPOCH_MILLISECONDS,
+    EPOCH_SECONDS,
+    ISO8601,
+    Contract,
+    ContractField,
+)
 from rank_pipeline.transform.errors import ModelSqlError
 
 __all__ = ["VENDOR_SCHEMA", "compile_vendor_relations", "flattening_sql"]
