@@ -36,6 +36,9 @@ Shapes (``RANK_SANDBOX_SHAPE``, or ``rank-pipeline sandbox --shape``):
     "landingPage"}]`` for ``results.organic`` (``[]`` when not ranking), the capture time at the top as
     ``checkedAt`` (``"2026-11-21 06:00:00"``, UTC, no ``T``, no ``Z``), ``mobile: "yes"`` / ``"no"`` for
     ``device`` (``mobile`` / ``desktop``).
+``engine-upper``
+    the default shape with the search engine in upper case (``"GOOGLE"``): an enum's values in another case,
+    for a vendor whose case changes from one day to the next (``engine-upper@2026-11-23``).
 
 Timestamps of the default shape have whole seconds (:func:`rank_pipeline.sandbox.assumptions.timestamp`),
 so every format above carries them exactly.
@@ -138,6 +141,12 @@ def _vendor_e_keyword(record: dict) -> dict:
     return {**record, "attributes": a}
 
 
+def _engine_upper(record: dict) -> dict:
+    a = dict(record["attributes"])
+    a["searchEngine"] = a["searchEngine"].upper()
+    return {**record, "attributes": a}
+
+
 Converter = Callable[[dict], dict]
 
 SHAPES: dict[str, dict[str, Converter]] = {
@@ -147,6 +156,7 @@ SHAPES: dict[str, dict[str, Converter]] = {
     "vendor-c": {"keywords": _vendor_c_keyword, "tags": _vendor_c_tag, "competitors": _vendor_c_competitor},
     "vendor-d": {"keywords": _vendor_d_keyword, "tags": _vendor_d_tag, "usage": _vendor_d_usage},
     "vendor-e": {"keywords": _vendor_e_keyword},
+    "engine-upper": {"keywords": _engine_upper},
 }
 """Shape name -> ``{endpoint: the function turning a default record into that shape}`` (others unchanged)."""
 

@@ -35,6 +35,7 @@ __all__ = [
     "file_digest",
     "find_project",
     "model_files",
+    "source_file",
     "package_models_dir",
 ]
 
@@ -127,6 +128,24 @@ def find_project(start: Path | None = None) -> UserProject | None:
                                      "create it (it holds the models you own) or fix the path")
         return UserProject(folder, models)
     return None
+
+
+def source_file(path: Path | str) -> Path:
+    """The file a user edits for ``path``: a file of a composed folder (``<project>/.rank_pipeline/composed/
+    models-<digest>/sources/vendor_contract.yml``) is the project's own file of the same relative path
+    (``<project>/models/sources/vendor_contract.yml``); any other path is itself.
+
+    Raises:
+        ConfigurationError: as :func:`find_project`, for the project holding the composed folder.
+    """
+    path = Path(path)
+    parts = path.parts
+    for i in range(len(parts) - 3):
+        if parts[i:i + 2] == (".rank_pipeline", "composed") and parts[i + 2].startswith("models-"):
+            project = find_project(Path(*parts[:i]))
+            if project is not None:
+                return project.models.joinpath(*parts[i + 3:])
+    return path
 
 
 def model_files(folder: Path) -> dict[str, Path]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from rank_pipeline.shape import fitting
 from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler, attributes_table
 from rank_pipeline.shape.thresholds import ThresholdTable
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest
@@ -121,20 +122,18 @@ def _similarity(a: str, b: str) -> float:
 
 
 def _pool(spec: ContractField, endpoint: str, contract: Contract, profile: EndpointProfile,
-          profiler: Profiler) -> list[PathStats]:
-    """The observed paths that could hold ``spec``'s value: no contracted leaf, non-null values of the
-    declared type (an integer counts as a number), within ``spec.range`` when it has one."""
-    pool = [s for s in profile.paths.values()
-            if contract.field(endpoint, s.path) is None and s.path != spec.path and s.types
-            and not (s.path.endswith("[*]") and contract.field(endpoint, s.path[:-3]) is not None)
-            and (s.type_label().split("|")[0] == spec.type
-                 or (spec.type == "number" and s.type_label().split("|")[0] == "integer"))]
-    profiler.values(profile, [s.path for s in pool])
-    if spec.range is not None:
-        low, high = spec.range
-        pool = [s for s in pool if s.minimum is not None and s.maximum is not None
-                and low <= s.minimum and s.maximum <= high]
-    return pool
+          profiler: Profiler, observed: fitting.Observed | None) -> tuple[list[PathStats], fitting.Observed]:
+    """The observed paths that could hold ``spec``'s value: no contracted leaf, values that fit the field
+    (:mod:`rank_pipeline.shape.fitting`: its type, decoding, values and range); and the observation, made
+    once per endpoint and day (``observed``, None the first time)."""
+    if observed is None:
+        leaves = [s for s in profile.paths.values()
+                  if s.types and set(s.types) != {"object"} and not s.path.endswith("[*]") and s.path.count("[*]") <= 1
+                  and not contract.reads(endpoint, s.path, set(s.types))]
+        observed = fitting.observe(profiler, profile, leaves)
+        profiler.values(profile, [s.path for s in leaves])
+    pool = [s for s in observed.pool if s.path != spec.observed and isinstance(observed.fits(spec, s), fitting.Fit)]
+    return pool, observed
 
 
 def _describe(spec: ContractField, s: PathStats, profile: EndpointProfile) -> str:
@@ -148,7 +147,10 @@ def _assign_candidates(findings: list[tuple[PathFinding, ContractField]], endpoi
     """Fill each finding's candidates: the closest names first, each observed path offered first to the
     missing path it resembles most (``engine.device`` to ``device``, not to ``keyword``); between equally
     unlike names, a path with nulls for a nullable field and a path never null for the others."""
-    pools = {f.path: _pool(spec, endpoint, contract, profile, profiler) for f, spec in findings}
+    pools: dict[str, list[PathStats]] = {}
+    observed: fitting.Observed | None = None
+    for f, spec in findings:
+        pools[f.path], observed = _pool(spec, endpoint, contract, profile, profiler, observed)
     best: dict[str, tuple[float, str]] = {}  # observed path -> (similarity, the missing path it fits best)
     for f, _ in findings:
         for s in pools[f.path]:

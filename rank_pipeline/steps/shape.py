@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
+from rank_pipeline.settings.user_project import source_file
 from rank_pipeline.shape import ShapeResult, check_snapshots, load_contract, load_thresholds, record_unread
 from rank_pipeline.transform import Project
 
@@ -45,7 +46,10 @@ class ShapeCheck:
 
 
 def display_path(path: Path) -> str:
-    """``path`` relative to the working folder when it lies below it (as a user types it), else absolute."""
+    """The file a user edits for ``path`` (their project's own file for a composed copy:
+    :func:`~rank_pipeline.settings.user_project.source_file`), relative to the working folder when it lies
+    below it (as a user types it), else absolute."""
+    path = source_file(path)
     try:
         return str(Path(path).resolve().relative_to(Path.cwd()))
     except ValueError:

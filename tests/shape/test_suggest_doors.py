@@ -10,6 +10,7 @@ from a sample of the API, writing nothing under the data folder."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -57,7 +58,7 @@ def _project(root: Path) -> tuple[Path, dict[str, str]]:
     return root, {"RANK_PIPELINE_MODELS_DIR": str(root / "dbt_like_sql")}
 
 
-@pytest.mark.parametrize("shape", ["vendor-b", "vendor-c"])
+@pytest.mark.parametrize("shape", ["vendor-b", "vendor-c", "vendor-d", "vendor-e"])
 def test_the_suggested_patch_applied_unedited_gives_the_default_marts(tmp_path, shape, default_run, published_marts):
     default, default_marts = default_run
     data, fresh = tmp_path / "data", tmp_path / "fresh"
@@ -95,6 +96,14 @@ def test_the_suggested_patch_applied_unedited_gives_the_default_marts(tmp_path, 
     plan = cli("keywords", "plan", "--offline", str(wanted), data_dir=fresh, env=models, cwd=project)
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert plan.stdout.strip().splitlines()[-1].startswith(f"Plan: 0 to create, {n} already tracked, 0 tracked")
+    # one keyword more: the plan weighs it against the quota the usage record holds, read through the contract
+    doc = json.loads(wanted.read_text())
+    doc["domains"][0]["groups"].append({**doc["domains"][0]["groups"][0], "words": ["rank pipeline quota probe"]})
+    wanted.write_text(json.dumps(doc))
+    plan = cli("keywords", "plan", "--offline", str(wanted), data_dir=fresh, env=models, cwd=project)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    quota = [x for x in plan.stdout.splitlines() if "remaining" in x]
+    assert quota and all(re.search(r"remaining [\d,]+ keyword\(s\), [\d,]+ data row\(s\)", x) for x in quota), plan.stdout
 
 
 def test_profile_suggest_live_writes_the_documented_remap_and_nothing_else(tmp_path):
