@@ -1,7 +1,8 @@
 """Fixtures for the dashboards' tests: a short demo run into a test data folder, and the dashboards' tools.
 
 The demo is the user's door (``rank-pipeline demo --days 2`` as a subprocess with
-``RANK_PIPELINE_DATA_DIR`` set); every test here reads the warehouse it publishes. The dashboards' tools
+``RANK_PIPELINE_DATA_DIR`` set), then three ``rank-pipeline run --date`` closing a billing cycle (the
+quota's forecasts are scored once a cycle ended); every test here reads the warehouse they publish. The dashboards' tools
 live outside the pipeline's venv: Superset and playwright in ``.venv-superset`` (``make dashboard-env``,
 which ``make test`` runs first), DuckDB 1.x in ``.venv-duckdb1`` (created here on first use, then cached),
 and Debian's ``chromium``.
@@ -13,8 +14,10 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import date, timedelta
 from pathlib import Path
 
+import duckdb
 import pytest
 from support import require
 
@@ -22,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 SUPERSET_PY = REPO / ".venv-superset" / "bin" / "python"
 CHROMIUM = Path("/usr/bin/chromium")
 DEMO_DAYS = 2
+CLOSING_RUNS = 3
 
 
 def pipeline_cmd(*args: str) -> list[str]:
@@ -43,12 +47,28 @@ def pipeline():
     return run_pipeline
 
 
+def closing_days(first_day: date) -> list[date]:
+    """The last two days of a billing cycle and the next one's first day (the 1st of a month), before
+    ``first_day - 1`` (the day test_dashboards_browser publishes while Superset runs): played with
+    ``rank-pipeline run --date`` so that the quota forecasts of a cycle that ended can be scored."""
+    reset = (first_day - timedelta(days=2)).replace(day=1)
+    return [reset - timedelta(days=2), reset - timedelta(days=1), reset]
+
+
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory) -> Path:
-    """A data folder after ``rank-pipeline demo --days 2`` (snapshots and the published warehouse)."""
+    """A data folder after ``rank-pipeline demo --days 2`` (snapshots and the published warehouse), then one
+    ``rank-pipeline run --date`` for each of :func:`closing_days` (:data:`CLOSING_RUNS` runs): a billing
+    cycle that ended, for the quota's forecast-accuracy panel."""
     data_dir = tmp_path_factory.mktemp("dashboards_demo")
     run_pipeline(data_dir, "demo", "--days", str(DEMO_DAYS))
     assert (data_dir / "warehouse.duckdb").is_file()
+    with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
+        (first_day,) = con.execute("select min(snapshot_date) from raw.keywords").fetchone()
+    days = closing_days(first_day)
+    assert len(days) == CLOSING_RUNS
+    for day in days:
+        run_pipeline(data_dir, "run", "--date", day.isoformat())
     return data_dir
 
 

@@ -7,7 +7,8 @@ dashboards/dashboards.yml. Asserts: every chart renders without error and with d
 changes the visibility shown and a date-range filter the days covered; the visibility shown equals the same query run on the marts with DuckDB;
 that the dashboards read like a rank tracker (positions with 1 at the top, the drill-down opening on the
 10 tracked keywords with the most estimated clicks, numbers and dates formatted, winners green and losers
-red); and a day published while Superset runs appears on reload (no restart). Screenshots:
+red; the quota's forecast-accuracy panel shows the mart's scores); and a day published while Superset runs
+appears on reload (no restart). Screenshots:
 tests/dashboards/screenshots/ (git-ignored), named after the views.
 """
 
@@ -175,7 +176,8 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
         last_day_run = con.execute("select max(snapshot_date) from ops.run_history where status = 'success'"
                                    ).fetchone()[0]
         run_days = con.execute("select count(distinct snapshot_date) from ops.run_history").fetchone()[0]
-    assert (runs, failed, run_days) == (1, 0, days)
+    # the demo's one run over its days, and the three runs closing a billing cycle (conftest.demo_data)
+    assert (runs, failed, run_days) == (1 + 3, 0, days)
     assert number(chart(seen["data-health"], "Pipeline runs")["value"]) == runs
     assert number(chart(seen["data-health"], "Failed runs")["value"]) == failed
     assert last_day_run.isoformat() in chart(seen["data-health"], "Last successful run")["text"]
@@ -290,6 +292,17 @@ def test_dashboards_read_like_a_rank_tracker(superset_server, dashboard_tools, d
                chart(quota, "Quota utilisation (%)")["detail"]["y_labels"])
     assert all(DATE.fullmatch(cell["text"]) or cell["text"] == "N/A"
                for cell in table_column(projection, "cycle_start"))
+    # every forecast scored once its cycle ended: one row per account and metric, the mart's counts and errors
+    with duckdb.connect(str(published), read_only=True) as con:
+        scored = {(a, m): (n, err) for a, m, n, err in con.execute(
+            "select account, metric, count(*), avg(abs(cycle_end_error_days)) "
+            "from marts.fct_quota_forecast_accuracy group by all").fetchall()}
+    accuracy = chart(quota, "Forecast accuracy (scored once the cycle ended)")["detail"]
+    assert scored and accuracy["rows"], "the forecast-accuracy panel shows no rows"
+    shown = {(a["text"], m["text"]): (number(n["text"]), number(e["text"])) for a, m, n, e in zip(
+        table_column(accuracy, "account"), table_column(accuracy, "metric"), table_column(accuracy, "Forecasts scored"),
+        table_column(accuracy, "Cycle end error (days)"), strict=True)}
+    assert shown == {k: (n, pytest.approx(err, abs=0.051)) for k, (n, err) in scored.items()}, (shown, scored)
     # thousands separated: the quota limits (1,500 and more) and the estimated clicks axis
     assert all(re.fullmatch(r"\d{1,3}(,\d{3})+", cell["text"]) for cell in table_column(projection, "quota_limit"))
     clicks_axis = chart(overview, "Estimated clicks trend")["detail"]["y_labels"]
