@@ -62,7 +62,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
                  "yes" if contract.reads(endpoint, s.path, set(s.types)) else "NO")
                 for s in profile.paths.values()]
         print_table(["path", "types", "present", "null", "distinct", "example", "read"], rows, sys.stdout)
-        missing = [f.path for f in contract.fields.get(endpoint, ()) if f.path not in profile.paths]
+        missing = [f.path for f in contract.fields.get(endpoint, ()) if f.observed not in profile.paths]
         if missing and profile.records:
             print(f"contracted but not seen: {', '.join(missing)}")
     return 0

@@ -239,10 +239,10 @@ def _ancestor_type_change(spec: ContractField, profile: EndpointProfile) -> tupl
 
 def check_profile(contract: Contract, thresholds: ThresholdTable, profile: EndpointProfile,
                   previous: EndpointProfile | None, profiler: Profiler, day: date | None = None,
-                  previous_day: date | None = None) -> list[PathFinding]:
+                  previous_day: date | None = None, candidates: bool = True) -> list[PathFinding]:
     """The failing paths of one endpoint's day (``profile``), against the contract and ``previous`` (the
     previous committed day's profile, None on the first day). ``profiler`` holds the day's records (for the
-    candidates' values)."""
+    candidates' values; ``candidates=False`` leaves each finding's candidates empty)."""
     endpoint, total = profile.endpoint, profile.records
     findings: list[tuple[PathFinding, ContractField]] = []
     if total == 0:
@@ -310,7 +310,8 @@ def check_profile(contract: Contract, thresholds: ThresholdTable, profile: Endpo
         if finding is not None:
             problem, share, what = finding
             findings.append((PathFinding(endpoint, day, spec.path, problem, share, what), spec))
-    _assign_candidates(findings, endpoint, contract, profile, profiler)
+    if candidates:
+        _assign_candidates(findings, endpoint, contract, profile, profiler)
     return [f for f, _ in findings]
 
 

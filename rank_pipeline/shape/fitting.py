@@ -315,13 +315,17 @@ def observe(profiler: Profiler, profile: EndpointProfile, pool: list[PathStats])
     longest arrays on their way; each path's ``example`` is set to its most frequent value."""
     plain = [s.path for s in pool if set(s.types) != {"array"} and "[*]" not in s.path]
     counts = profiler.value_counts_of(plain)
-    counts.update({s.path: profiler.element_counts(s.path) for s in pool if "[*]" in s.path})
-    values = {path: {json.loads(k): n for k, n in texts.items()} for path, texts in counts.items()}
-    longest = {a: profiler.longest_array(a) for a in {s.path.split("[*]", 1)[0] for s in pool if "[*]" in s.path}}
+    arrays = [s.path for s in pool if set(s.types) == {"array"}]
+    counts.update(profiler.element_counts_of([s.path for s in pool if "[*]" in s.path] + arrays))
+    values = {path: {_hashable(k): n for k, n in texts.items()} for path, texts in counts.items()}
+    longest = profiler.longest_arrays(sorted({s.path.split("[*]", 1)[0] for s in pool if "[*]" in s.path}))
     for s in pool:
         if s.path in values:
             s.example = example(values[s.path])
-        elif set(s.types) == {"array"}:
-            items = values.get(s.path + "[*]") or profiler.element_counts(s.path + "[*]")
-            s.example = next(iter(items), None)
     return Observed(pool, values, longest, profile)
+
+
+def _hashable(text: str) -> Any:
+    """A value's JSON text parsed, an array or an object kept as its text (a path of mixed types)."""
+    value = json.loads(text)
+    return text if isinstance(value, list | dict) else value

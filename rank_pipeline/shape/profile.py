@@ -244,20 +244,40 @@ class Profiler:
             "from records) where v is not null and json_type(v) <> 'NULL' group by 1 order by 2 desc, 1").fetchall()
         return {str(v): int(n) for v, n in rows}
 
-    def element_counts(self, path: str) -> dict[str, int]:
-        """``{value as JSON text: elements}`` of the non-null values at ``path`` through arrays
-        (``results.serp[*].rank``: every element's rank), most frequent first."""
+    def element_counts_of(self, paths: Sequence[str]) -> dict[str, dict[str, int]]:
+        """``{path: {value as JSON text: elements}}`` of the non-null values at ``paths`` through one array
+        each (``results.serp[*].rank``: every element's rank; ``tagIds``: every element), most frequent first;
+        each record's JSON parsed once for all of them."""
+        if not paths:
+            return {}
+        arrays = [p.split("[*]", 1)[0] for p in paths]
+        rests = [p.split("[*]", 1)[1].lstrip(".") if "[*]" in p else "" for p in paths]
+        listed = ", ".join("'" + _json_path(a).replace("'", "''") + "'" for a in arrays)
+        value = "case i " + " ".join(
+            f"when {i} then " + (f"json_extract(e, '{_json_path(r)}')" if r else "e") for i, r in enumerate(rests)) + " end"
         rows = self._con.execute(
-            f"select v::varchar, count(*) from (select unnest(json_extract(attributes::json, '{_json_path(path)}')) "
-            "as v from records) where v is not null and json_type(v) <> 'NULL' group by 1 order by 2 desc, 1").fetchall()
-        return {str(v): int(n) for v, n in rows}
+            f"with found as (select unnest(range({len(paths)})) as i, unnest(json_extract(attributes::json, "
+            f"[{listed}])) as v from records), elements as (select i, unnest(json_extract(v, '$[*]')) as e "
+            f"from found where json_type(v) = 'ARRAY'), picked as (select i, {value} as x from elements) "
+            "select i, x::varchar as t, count(*) as n from picked where x is not null and json_type(x) <> 'NULL' "
+            "group by i, t order by i, n desc, t").fetchall()
+        out: dict[str, dict[str, int]] = {p: {} for p in paths}
+        for i, v, n in rows:
+            out[paths[i]][str(v)] = int(n)
+        return out
 
-    def longest_array(self, path: str) -> int:
-        """The most elements the array at ``path`` (a path without ``[*]``) holds in one record (0: none)."""
-        row = self._con.execute(
-            f"select max(json_array_length(v)) from (select json_extract(attributes::json, '{_json_path(path)}') as v "
-            "from records) where json_type(v) = 'ARRAY'").fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
+    def longest_arrays(self, paths: Sequence[str]) -> dict[str, int]:
+        """``{path: the most elements the array at path holds in one record}`` (paths without ``[*]``; 0: none),
+        each record's JSON parsed once for all of them."""
+        if not paths:
+            return {}
+        listed = ", ".join("'" + _json_path(p).replace("'", "''") + "'" for p in paths)
+        rows = self._con.execute(
+            f"select i, max(json_array_length(v)) from (select unnest(range({len(paths)})) as i, "
+            f"unnest(json_extract(attributes::json, [{listed}])) as v from records) "
+            "where json_type(v) = 'ARRAY' group by i").fetchall()
+        found = {paths[i]: int(n or 0) for i, n in rows}
+        return {p: found.get(p, 0) for p in paths}
 
     def value_counts_of(self, paths: Sequence[str]) -> dict[str, dict[str, int]]:
         """``{path: value_counts(path)}`` of scalar ``paths``, each record's JSON parsed once for all of them."""

@@ -24,7 +24,7 @@ import pyarrow as pa
 from rank_pipeline.shape import fitting
 from rank_pipeline.shape.check import check_profile
 from rank_pipeline.shape.contract_patch import edited_contract, flow
-from rank_pipeline.shape.profile import EndpointProfile, Profiler
+from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler
 from rank_pipeline.shape.thresholds import ThresholdTable
 from rank_pipeline.transform.contract import Contract, ContractField
 
@@ -87,10 +87,19 @@ def suggest_remap(contract: Contract, thresholds: ThresholdTable, records: Mappi
     return out
 
 
+def _closeness(spec: ContractField, stats: PathStats) -> float:
+    """How close a refused candidate came: the name's likeness, plus one when its values are of the kind the
+    field reads (a number for a number: refused for its range or its array, not its type)."""
+    numeric = {"integer", "number"}
+    kind = set(stats.types) <= numeric if spec.type in numeric else (
+        set(stats.types) <= {"string", "integer", "number"} if spec.type == "timestamp" else spec.type in stats.types)
+    return fitting.name_score(spec, stats.path) + (1.0 if kind else 0.0)
+
+
 def _suggest_endpoint(out: Suggestion, contract: Contract, thresholds: ThresholdTable, profile: EndpointProfile,
                       profiler: Profiler) -> None:
     endpoint = profile.endpoint
-    failing = [f for f in check_profile(contract, thresholds, profile, None, profiler)
+    failing = [f for f in check_profile(contract, thresholds, profile, None, profiler, candidates=False)
                if f.problem in ("absent", "wrong_type", "undecodable")]
     fields = [contract.field(endpoint, f.path) for f in failing]
     wanted = [f for f in fields if f is not None]
@@ -107,12 +116,12 @@ def _suggest_endpoint(out: Suggestion, contract: Contract, thresholds: Threshold
         for stats in pool:
             fit = observed.fits(spec, stats)
             if isinstance(fit, str):
-                refused.setdefault(spec.name, []).append((fitting.name_score(spec, stats.path), stats.path, fit))
+                refused.setdefault(spec.name, []).append((_closeness(spec, stats), stats.path, fit))
                 continue
             fit.score = fitting.score(spec, stats, stats.example, fit)
             if fit.score < 0:
                 refused.setdefault(spec.name, []).append(
-                    (fitting.name_score(spec, stats.path), stats.path, f"its values look like {fitting.pattern(stats.example)}, "
+                    (_closeness(spec, stats), stats.path, f"its values look like {fitting.pattern(stats.example)}, "
                                                                 f"the field's like {fitting.expected(spec)[0]}"))
                 continue
             scored.append((fit.score, spec.name, stats.path, fit))

@@ -156,6 +156,43 @@ def _json_path(node: exp.Expr) -> str | None:
     return text[1:].lstrip(".").replace("['", ".").replace("']", "").strip(".") or None
 
 
+def _chain(node: exp.Expr) -> str | None:
+    """A struct access through lists as the contract writes it (:mod:`rank_pipeline.transform.flatten`
+    generates these): ``(s.results.serp)[1].rank`` -> ``s.results.serp[0].rank``, ``list_filter(s.engines,
+    lambda e: e.name = 'google')[1].rank`` -> ``s.engines[?name=google].rank``, ``list_transform(s.labels,
+    lambda e: e.uuid)`` -> ``s.labels[*].uuid``; None for anything else."""
+    if isinstance(node, exp.Paren):
+        return _chain(node.this)
+    if isinstance(node, exp.Column):
+        return node.sql(dialect="duckdb")
+    if isinstance(node, exp.Dot):
+        left = _chain(node.this)
+        return f"{left}.{node.expression.name}" if left else None
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and isinstance(node.expressions[0], exp.Literal):
+        index = int(node.expressions[0].this)
+        source = node.this
+        if isinstance(source, exp.ArrayFilter) and index == 0:
+            condition = source.expression.this if isinstance(source.expression, exp.Lambda) else None
+            if isinstance(condition, exp.EQ) and isinstance(condition.expression, exp.Literal):
+                left = _chain(source.this)
+                key = condition.this.expression.name if isinstance(condition.this, exp.Dot) else condition.this.name
+                return f"{left}[?{key}={condition.expression.this}]" if left else None
+            return None
+        left = _chain(source)
+        return f"{left}[{index}]" if left else None
+    if isinstance(node, exp.Transform) and isinstance(node.expression, exp.Lambda):
+        left = _chain(node.this)
+        body = node.expression.this
+        rest = []
+        while isinstance(body, exp.Dot):
+            rest.insert(0, body.expression.name)
+            body = body.this
+        if isinstance(body, exp.Column) and body.table:
+            rest.insert(0, body.name)
+        return f"{left}[*]" + "".join(f".{r}" for r in rest) if left else None
+    return None
+
+
 def _reads(node: Node, memo: dict[int, tuple]) -> tuple[list[str], list[tuple[str, exp.Expr]]]:
     """What ``node``'s expression reads by field, computed once per node (a node is shared by every
     column whose lineage passes through it): the text of each struct access (``parsed.attrs.tagIds``),
@@ -167,7 +204,8 @@ def _reads(node: Node, memo: dict[int, tuple]) -> tuple[list[str], list[tuple[st
     dots: list[str] = []
     extracts: list[tuple[str, exp.Expr]] = []
     if isinstance(inner, exp.Expr):
-        dots = [dot.sql(dialect="duckdb") for dot in inner.find_all(exp.Dot)]
+        chains = [_chain(node) for node in inner.find_all(exp.Dot, exp.Bracket, exp.Transform)]
+        dots = [c for c in chains if c and "[" in c] + [dot.sql(dialect="duckdb") for dot in inner.find_all(exp.Dot)]
         extracts = [(e.this.sql(dialect="duckdb").replace('"', ""), e.expression)
                     for e in inner.find_all(exp.JSONExtract, exp.JSONExtractScalar) if isinstance(e.this, exp.Column)]
     memo[id(node)] = (dots, extracts)
@@ -181,11 +219,21 @@ def _child_path(parent: Node, child: Node, names: Mapping[str, str], memo: dict[
     for text in dots:  # struct access: parsed.attrs.results.organic.position
         if text.lower().startswith(child_name.lower() + "."):
             # the qualified tree is lower-cased: give struct fields their case as written (tagIds)
-            return ".".join(names.get(p, p) for p in text[len(child_name) + 1:].replace('"', "").split("."))
+            return ".".join(_cased(p, names) for p in text[len(child_name) + 1:].replace('"', "").split("."))
     for column, path in extracts:
         if column == child_name:
             return _json_path(path) or ""
     return ""
+
+
+def _cased(part: str, names: Mapping[str, str]) -> str:
+    """One key of a struct path (with its selector, ``serp[0]``, ``engines[?name=google]``) in its case as
+    written."""
+    key, bracket, selector = part.partition("[")
+    if selector.startswith("?") and "=" in selector:
+        inner, _, value = selector[1:].partition("=")
+        selector = f"?{names.get(inner, inner)}={value}"
+    return names.get(key, key) + bracket + selector
 
 
 def _leaves(node: Node, path: str, out: set[ColumnRef], seen: set[tuple[int, str]], names: Mapping[str, str],

@@ -188,3 +188,20 @@ def test_a_scalar_moved_into_an_array_is_read_by_its_element_and_an_empty_array_
     lines = _check(tmp_path / "again", {DAY: records}, edits).lines()
     assert [x.split(" ", 2)[1] for x in lines] == ["results.serp[0].rank", "results.serp[0].landingPage"]
     assert all("results.serp is object in 3.3% where the contract reads an array" in x for x in lines), lines
+
+
+def test_column_lineage_reaches_the_contract_path_through_arrays(tmp_path):
+    """The marts' column lineage names the contract's own path of a field read through an array, so the
+    shape check ranks its failures by the mart columns they feed."""
+    from rank_pipeline.transform import load_project
+    from rank_pipeline.transform.lineage import project_lineage
+
+    models = _models(tmp_path, [("path: results.organic.position,", 'path: "results.serp[0].rank",'),
+                                ("path: tagIds,", 'path: "labels[*].uuid",'),
+                                ("path: searchEngine,", 'path: "engines[?primary=true].name", nullable: true,')])
+    lineage = project_lineage(load_project(models))
+    paths = {c: {r.path for r in lineage.sources("staging.stg_keywords", c)} for c in ("position", "tag_ids",
+                                                                                       "search_engine")}
+    assert paths == {"position": {"results.serp[0].rank"}, "tag_ids": {"labels[*].uuid"},
+                     "search_engine": {"engines[?primary=true].name"}}
+    assert {r.path for r in lineage.sources("marts.fct_keyword_rankings_daily", "position")} == {"results.serp[0].rank"}
