@@ -183,7 +183,7 @@ def _chain(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Transform) and isinstance(node.expression, exp.Lambda):
         left = _chain(node.this)
         body = node.expression.this
-        rest = []
+        rest: list[str] = []
         while isinstance(body, exp.Dot):
             rest.insert(0, body.expression.name)
             body = body.this
