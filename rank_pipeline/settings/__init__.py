@@ -37,9 +37,10 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
                                    (default http://127.0.0.1:8088; ``make dashboard``).
 ``RANK_SANDBOX_SHAPE``             the shape the embedded sandbox serves its records in: ``default``,
-                                   ``vendor-b``, ``vendor-c``, ``vendor-d``, ``vendor-e`` or
-                                   ``language-string``, optionally ``NAME@YYYY-MM-DD`` from that simulated
-                                   day on (``rank_pipeline.sandbox.shapes``).
+                                   ``vendor-b``, ``vendor-c``, ``vendor-d``, ``vendor-e``,
+                                   ``engine-upper`` or ``language-string``, optionally
+                                   ``NAME@YYYY-MM-DD`` from that simulated day on
+                                   (``rank_pipeline.sandbox.shapes``).
 ``RANK_PIPELINE_SCHEDULE_CRON``    when the daily schedule ticks (5-field cron, default ``15 6 * * *``).
 ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` the schedule's time zone (IANA name, default ``UTC``).
 ``RANK_PIPELINE_FRESHNESS_HOURS``  how old the marts and ``warehouse/published`` may be before their

@@ -55,8 +55,9 @@ def storage_version_from_env(env: Mapping[str, str] | None = None) -> str:
 
 
 SANDBOX_SHAPE_ENV = "RANK_SANDBOX_SHAPE"
-"""The shape the sandbox serves its records in (``default``, ``vendor-b`` .. ``vendor-e``, ``language-string``,
-optionally ``NAME@YYYY-MM-DD``: from that simulated day on; :mod:`rank_pipeline.sandbox.shapes`)."""
+"""The shape the sandbox serves its records in (``default``, ``vendor-b`` .. ``vendor-e``, ``engine-upper``,
+``language-string``, optionally ``NAME@YYYY-MM-DD``: from that simulated day on;
+:mod:`rank_pipeline.sandbox.shapes`)."""
 
 
 def sandbox_shape_from_env(env: Mapping[str, str] | None = None) -> str:
