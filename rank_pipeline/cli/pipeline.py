@@ -209,6 +209,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
     check_source(source, settings.paths)  # a configuration error: one line, nothing written
     _check_day_for_source(day, source)
     progress = Progress(f"extract {day}", "list")
+    from rank_pipeline.api import requests_sent
+
+    sent_before = requests_sent()
 
     def on_progress(p) -> None:
         progress.update(p.lists_done, p.lists_total, records=p.records, requests=p.requests, http429=p.rate_limited)
@@ -223,8 +226,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
         progress.close()
     for resource, manifest in report.manifests.items():
         print(f"{resource:12s} rows={manifest.row_count:>8d} complete={manifest.complete}")
-    requests = sum(a.requests for a in report.accounts.values())
-    limited = sum(a.rate_limited for a in report.accounts.values())
+    sent = requests_sent()  # every request, the accounts' identity check's included
+    requests = max(sum(a.requests for a in report.accounts.values()), sent[0] - sent_before[0])
+    limited = max(sum(a.rate_limited for a in report.accounts.values()), sent[1] - sent_before[1])
     rows = sum(m.row_count for m in report.manifests.values())
     if not report.complete:
         incomplete = ", ".join(r for r, m in report.manifests.items() if not m.complete)

@@ -252,6 +252,19 @@ def test_the_summary_of_a_run_refused_by_the_api_counts_the_refused_requests(ven
     assert key not in done.stdout + done.stderr
 
 
+@pytest.mark.slow
+def test_the_extract_summary_counts_the_account_checks_requests_too(vendor, tmp_path):
+    world, base_url = vendor
+    before = _served(base_url)
+    done = cli("extract", data_dir=tmp_path / "data", env={"RANK_TRACKER_BASE_URL": base_url,
+                                                             "RANK_TRACKER_API_KEY": world.account("acme").api_key})
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+    served = _served(base_url) - before  # the domains page of the account check, then the extraction
+    summary = done.stdout.strip().splitlines()[-1]
+    counted = re.search(r", (\d+) requests, \d+ 429s$", summary)
+    assert counted and int(counted.group(1)) == served, (summary, served)
+
+
 # -- the CLI reference shows whole lines ----------------------------------------------------------------
 
 
