@@ -112,8 +112,9 @@ def _source_parsers(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
     p.add_argument("--shape", default=None,
-                   help="the shape keyword records are served in: default, vendor-b or language-string, "
-                        "optionally NAME@YYYY-MM-DD from that day on (default: RANK_SANDBOX_SHAPE, else default)")
+                   help="the shape records are served in: default or another of the sandbox's shapes (docs: reference, "
+                        "sandbox), optionally NAME@YYYY-MM-DD from that day on (default: RANK_SANDBOX_SHAPE, else "
+                        "default)")
     p.add_argument("--window-s", type=float, default=SPEC_WINDOW_S,
                    help=f"rate-limit window in seconds (spec: {SPEC_WINDOW_S:g})")
     p.set_defaults(func=cmd_sandbox)

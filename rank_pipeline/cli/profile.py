@@ -54,7 +54,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
                   default=str)
         print()
         return 0
-    print(f"profile of {where}; contract: {contract.path}")
+    from rank_pipeline.steps.shape import display_path
+
+    print(f"profile of {where}; contract: {display_path(contract.path)}")
     for endpoint, profile in profiles.items():
         print(f"\n== {endpoint} ({profile.records} records) ==")
         rows = [(s.path, s.type_label(), f"{100 * profile.share(s.present):.1f}%", f"{100 * profile.share(s.null):.1f}%",

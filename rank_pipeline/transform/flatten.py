@@ -22,9 +22,12 @@ Column lineage reaches the JSON path through the ``json_transform`` (:mod:`rank_
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from rank_pipeline.transform.contract import (
     EPOCH_MILLISECONDS,
@@ -43,8 +46,6 @@ VENDOR_SCHEMA = "vendor"
 _SQL_TYPES = {"string": "VARCHAR", "integer": "BIGINT", "number": "DOUBLE", "boolean": "BOOLEAN", "object": "JSON",
               "timestamp": "TIMESTAMPTZ"}
 _STRUCT = "vendor_fields"
-_REFERENCE = re.compile(rf"\b{VENDOR_SCHEMA}\.([a-z_][a-z0-9_]*)\b", re.IGNORECASE)
-_WITH = re.compile(r"^\s*with\b", re.IGNORECASE)
 
 
 def _leaf_type(f: ContractField) -> object:
@@ -158,26 +159,30 @@ def flattening_sql(endpoint: str, fields: Sequence[ContractField], raw_columns: 
             f"from raw.{endpoint}) as records")
 
 
-def _code(line: str) -> str:
-    return line.split("--", 1)[0]
-
-
 def compile_vendor_relations(sql: str, contract: Contract | None, raw_columns: Mapping[str, Sequence[str]],
                              where: Path | str) -> str:
-    """``sql`` with each ``vendor.<endpoint>`` it reads compiled into a first CTE ``vendor_<endpoint>``
-    (module doc); ``sql`` itself when it reads none.
+    """``sql`` with each ``vendor.<endpoint>`` table it reads compiled into a first CTE ``vendor_<endpoint>``
+    (module doc); ``sql`` itself when it reads none. The references are found on sqlglot's tree (a string
+    literal or a comment holding ``vendor.tags`` is left as it is) and rewritten in place by their offsets,
+    so the rest of the text keeps its lines; the CTEs join the statement's own ``WITH`` (after
+    ``RECURSIVE``), or open one.
 
     Args:
         contract: the project's contract (None: the project has none); raw_columns: ``{endpoint: columns}``
             of the raw tables (``sources:``).
 
     Raises:
-        ModelSqlError: a ``vendor.<name>`` the contract does not declare, or whose raw table is undeclared.
+        ModelSqlError: ``sql`` does not parse; or a ``vendor.<name>`` the contract does not declare, or whose raw
+            table is undeclared.
     """
-    lines = sql.splitlines()
-    found = list(dict.fromkeys(m.group(1).lower() for line in lines for m in _REFERENCE.finditer(_code(line))))
-    if not found:
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError as exc:
+        raise ModelSqlError(f"{where}: not valid SQL: {str(exc).splitlines()[0]}") from None
+    tables = [t for t in tree.find_all(exp.Table) if t.db.lower() == VENDOR_SCHEMA]
+    if not tables:
         return sql
+    found = list(dict.fromkeys(t.name.lower() for t in tables))
     ctes = []
     for endpoint in found:
         if contract is None or endpoint not in contract.fields:
@@ -189,15 +194,16 @@ def compile_vendor_relations(sql: str, contract: Contract | None, raw_columns: M
                                 "under `sources:`")
         body = flattening_sql(endpoint, contract.fields[endpoint], raw_columns[endpoint])
         ctes.append(f"{VENDOR_SCHEMA}_{endpoint} as (\n    -- generated from the vendor's contract\n    {body}\n)")
-    compiled = [_REFERENCE.sub(lambda m: f"{VENDOR_SCHEMA}_{m.group(1).lower()}", _code(line))
-                + line[len(_code(line)):] for line in lines]
-    for i, line in enumerate(compiled):
-        code = _code(line)
-        if not code.strip():
-            continue
-        if _WITH.match(code):
-            compiled[i] = _WITH.sub(lambda m: m.group(0) + "\n" + ",\n".join(ctes) + ",", line, count=1)
-        else:
-            compiled[i] = "with\n" + ",\n".join(ctes) + "\n" + line
-        break
-    return "\n".join(compiled) + ("\n" if sql.endswith("\n") else "")
+    edits = []
+    for t in tables:
+        first, last = t.args["db"].meta, t.this.meta
+        edits.append((first["start"], last["end"] + 1, f"{VENDOR_SCHEMA}_{t.name.lower()}"))
+    tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
+    if tree.args.get("with_") is not None and tokens[0].token_type == TokenType.WITH:
+        opener = tokens[1] if tokens[1].token_type == TokenType.RECURSIVE else tokens[0]
+        edits.append((opener.end + 1, opener.end + 1, "\n" + ",\n".join(ctes) + ","))
+    else:
+        edits.append((tokens[0].start, tokens[0].start, "with\n" + ",\n".join(ctes) + "\n"))
+    for begin, end, text in sorted(edits, reverse=True):
+        sql = sql[:begin] + text + sql[end:]
+    return sql

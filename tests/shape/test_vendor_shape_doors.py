@@ -1,6 +1,6 @@
 """Meeting a vendor's shape through the doors a user takes, as subprocesses with settings in the environment:
 a first run against a shape the contract does not read fails and publishes nothing, ``profile`` shows what
-the vendor sends, the documented edit (``examples/vendor-b/vendor-b.patch``, the docs' walk-through, docs/tutorials/vendor-shape.md),
+the vendor sends, the documented edit (``examples/vendor-b/vendor-b.patch``),
 ``diff`` and ``rebuild`` from the snapshots already taken fill the marts, equal row by row to the marts of
 the default shape for the same world; a field renamed mid-way through the demo's one run over 7 days fails
 that run, naming the day of the rename and none before it, and keeps every day's snapshots; one run a day,
