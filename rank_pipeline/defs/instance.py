@@ -2,7 +2,7 @@
 
 :func:`open_instance` writes ``dagster.yaml`` when missing (or when it is one this project wrote
 earlier) and opens the instance under the data folder's ``instance`` lock
-(:mod:`rank_pipeline.settings.data_folder_lock`), so two first runs at once do not both create the SQLite tables.
+(:mod:`rank_pipeline.folder_lock`), so two first runs at once do not both create the SQLite tables.
 The same ``dagster.yaml`` is read by ``dagster dev`` / ``dagster-webserver`` (``make dev``), so runs of
 ``rank-pipeline run`` and ``demo`` are listed in the UI.
 
@@ -25,7 +25,7 @@ line's next start and by the daemon's sensor. Dagster's run monitoring is on (:d
 
 No pool concurrency is configured: nothing in the pipeline depends on a Dagster pool slot being freed
 (a slot a killed run keeps would block every later run); runs serialize on an OS lock instead
-(:func:`rank_pipeline.settings.data_folder_lock.writer_lock`, taken by the ``warehouse`` resource).
+(:func:`rank_pipeline.folder_lock.writer_lock`, taken by the ``warehouse`` resource).
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ from urllib.parse import urlsplit
 import dagster as dg
 
 from rank_pipeline.defs.sqlite_storage import PooledSqliteEventLogStorage, sqlite_storage_config
+from rank_pipeline.folder_lock import instance_lock
 from rank_pipeline.operations.dagster_names import BOOT_TAG, HOST_TAG, PID_TAG
-from rank_pipeline.settings import DAGSTER_PG_URL_ENV, ConfigurationError, Settings, instance_lock
+from rank_pipeline.settings import DAGSTER_PG_URL_ENV, ConfigurationError, Settings
 
 __all__ = [
     "PooledSqliteEventLogStorage",
@@ -141,7 +142,7 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
     set), all under the ``instance`` lock of ``data_dir``.
 
     Raises:
-        rank_pipeline.settings.LockTimeout: another process held the instance lock past the timeout.
+        rank_pipeline.folder_lock.LockTimeout: another process held the instance lock past the timeout.
         rank_pipeline.settings.ConfigurationError: the PostgreSQL URL is set but ``dagster-postgres`` is
             not installed, or its server cannot be reached or refuses the login (one line, no password).
     """
@@ -273,7 +274,7 @@ def error_line(error: Any, *, whole: bool = False) -> str:
 
 
 def lock_timeout_message(result: dg.ExecuteInProcessResult) -> str | None:
-    """The one-line :class:`rank_pipeline.settings.LockTimeout` message that failed ``result``, if any."""
+    """The one-line :class:`rank_pipeline.folder_lock.LockTimeout` message that failed ``result``, if any."""
     for event in result.all_events:
         if event.event_type not in (dg.DagsterEventType.RESOURCE_INIT_FAILURE, dg.DagsterEventType.STEP_FAILURE):
             continue

@@ -21,14 +21,13 @@ from pydantic import PrivateAttr
 from rank_pipeline.defs.instance import record_process_tags
 from rank_pipeline.defs.partitions import SHARD_TAG
 from rank_pipeline.extract.source import Source
+from rank_pipeline.folder_lock import hold_shard_writer, hold_writer
 from rank_pipeline.settings import (
     ConfigurationError,
     DataPaths,
     Settings,
     Shard,
     check_spark_master,
-    hold_shard_writer,
-    hold_writer,
 )
 from rank_pipeline.settings.engine import (
     DEFAULT_SPARK_MASTER,
@@ -55,12 +54,12 @@ class WarehouseResource(dg.ConfigurableResource):
     """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/concepts/architecture.md).
 
     While a run (or, with a multiprocess executor, a step) uses this resource, its process holds the
-    data folder's writer lock (:func:`rank_pipeline.settings.data_folder_lock.hold_writer`, an OS lock released when
+    data folder's writer lock (:func:`rank_pipeline.folder_lock.hold_writer`, an OS lock released when
     the process dies, which first removes the leftovers of dead runs): one run at a time extracts, loads,
     builds and publishes; a second one waits, saying so in its log, and fails with a one-line message
     after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. The steps the assets call hold it too (it is re-entrant).
     A run of one shard partition (``RANK_PIPELINE_SHARDS``, tagged ``dagster/partition/shard``) holds that
-    shard's writer lock instead (:func:`rank_pipeline.settings.data_folder_lock.hold_shard_writer`), so the shards
+    shard's writer lock instead (:func:`rank_pipeline.folder_lock.hold_shard_writer`), so the shards
     of a day extract at once.
     Before waiting for the lock the run is tagged with its process
     (:func:`rank_pipeline.defs.instance.record_process_tags`), so it is marked failed if that is killed.

@@ -22,7 +22,7 @@ Who writes it (``rank_pipeline/defs/run_history_asset.py`` reads Dagster's recor
     row (rewritten from Dagster's record of the finished run, ``final`` true). So a failed run's row
     appears in the published file at the next successful publish; Dagster's run storage is the ledger
     in between. No sensor opens the build file: it is written only by a run holding the data folder's
-    writer lock (:mod:`rank_pipeline.settings.data_folder_lock`).
+    writer lock (:mod:`rank_pipeline.folder_lock`).
 
 Kept across rebuilds
     The table is not derived from the snapshots: ``rank-pipeline rebuild`` (also ``--full-refresh``) and

@@ -31,7 +31,7 @@ Environment variables (all optional; with none set the pipeline runs on the embe
 ``RANK_TRACKER_RATE_WINDOW_S``     the window in seconds (spec: one minute), 1..86400.
 ``RANK_TRACKER_MAX_IN_FLIGHT``     concurrent requests per run (default 16), 1..1024.
 ``RANK_PIPELINE_LOCK_TIMEOUT_S``   seconds a run waits for another run of the same data folder
-                                   (default 3600; used by :mod:`rank_pipeline.settings.data_folder_lock`).
+                                   (default 3600; used by :mod:`rank_pipeline.folder_lock`).
 ``RANK_PIPELINE_STORAGE_VERSION``  DuckDB storage version of the published warehouse (default
                                    ``v1.0.0``: DuckDB 1.0+ opens it; checked by ``warehouse.Warehouse``).
 ``RANK_PIPELINE_DASHBOARD_URL``    the dashboards' address linked from ``warehouse/published``
@@ -87,7 +87,6 @@ One module per job, every name re-exported here (import them from ``rank_pipelin
 :mod:`~rank_pipeline.settings.accounts` (accounts, keys, the base address),
 :mod:`~rank_pipeline.settings.paths` (the data folder's layout, the models project),
 :mod:`~rank_pipeline.settings.user_project` (a user's project: its models laid over the package's),
-:mod:`~rank_pipeline.settings.data_folder_lock` (the data folder's locks and the removal of dead runs' leftovers),
 :mod:`~rank_pipeline.settings.operations` (:class:`OpsSettings`) and
 :mod:`~rank_pipeline.settings.environment` (:class:`Settings`).
 """
@@ -115,16 +114,6 @@ from rank_pipeline.settings.at_use import (
     named_variable,
     sandbox_shape_from_env,
     storage_version_from_env,
-)
-from rank_pipeline.settings.data_folder_lock import (
-    LOCK_DIR_NAME,
-    DataFolderLock,
-    LockTimeout,
-    hold_shard_writer,
-    hold_writer,
-    instance_lock,
-    remove_leftovers,
-    writer_lock,
 )
 from rank_pipeline.settings.engine import (
     DEFAULT_SPARK_MASTER,
@@ -199,7 +188,6 @@ __all__ = [
     "DEFAULT_STORAGE_VERSION",
     "ENGINES",
     "ENGINE_ENV",
-    "LOCK_DIR_NAME",
     "LOCK_TIMEOUT_ENV",
     "MAX_SHARDS",
     "MIN_FRESHNESS_HOURS",
@@ -221,10 +209,8 @@ __all__ = [
     "STORAGE_VERSION_ENV",
     "AccountConfig",
     "ConfigurationError",
-    "DataFolderLock",
     "DataPaths",
     "EngineSettings",
-    "LockTimeout",
     "OpsSettings",
     "RateSettings",
     "Settings",
@@ -239,9 +225,6 @@ __all__ = [
     "dashboard_url_from_env",
     "file_digest",
     "find_project",
-    "hold_shard_writer",
-    "hold_writer",
-    "instance_lock",
     "key_variable",
     "lock_timeout_from_env",
     "named_variable",
@@ -251,12 +234,10 @@ __all__ = [
     "package_models_dir",
     "parse_shard",
     "redact_uri",
-    "remove_leftovers",
     "sandbox_shape_from_env",
     "shard_of",
     "snapshots_uri_from_env",
     "storage_version_from_env",
     "unset_for_demo",
     "uri_scheme",
-    "writer_lock",
 ]

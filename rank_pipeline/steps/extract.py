@@ -1,9 +1,9 @@
 """Extract days from the source into the snapshots: the step behind ``rank-pipeline extract`` and the
 Dagster asset ``extract_snapshots`` alike.
 
-:func:`extract_days` holds the data folder's writer lock (:func:`rank_pipeline.settings.data_folder_lock.hold_writer`:
+:func:`extract_days` holds the data folder's writer lock (:func:`rank_pipeline.folder_lock.hold_writer`:
 re-entrant, so a Dagster run that already holds it for the whole run just goes on; a shard's extraction
-holds its shard's writer lock instead, :func:`~rank_pipeline.settings.data_folder_lock.hold_shard_writer`, so the
+holds its shard's writer lock instead, :func:`~rank_pipeline.folder_lock.hold_shard_writer`, so the
 shards of a day run at once), and per day opens the
 source (:meth:`rank_pipeline.extract.source.Source.open`: the data folder's recorded source, the keys,
 the accounts' identity) and runs the extraction (:func:`rank_pipeline.extract.day.run_extraction`) with
@@ -19,7 +19,8 @@ from datetime import date, timedelta
 
 from rank_pipeline.extract.day import ExtractionProgress, ExtractionReport, run_extraction
 from rank_pipeline.extract.source import Source
-from rank_pipeline.settings import ConfigurationError, DataPaths, hold_shard_writer, hold_writer
+from rank_pipeline.folder_lock import hold_shard_writer, hold_writer
+from rank_pipeline.settings import ConfigurationError, DataPaths
 
 __all__ = ["check_source", "extract_days"]
 
@@ -65,7 +66,7 @@ def extract_days(source: Source, paths: DataPaths, first: date, last: date | Non
 
     Raises:
         ConfigurationError: a range of days from the vendor API, or a source refused when opened.
-        rank_pipeline.settings.LockTimeout: another run holds the data folder (or, for a shard, the
+        rank_pipeline.folder_lock.LockTimeout: another run holds the data folder (or, for a shard, the
             shard).
         rank_pipeline.api.RankTrackerError, rank_pipeline.extract.day.ExtractionError: the day failed;
             nothing of it was committed, its finished lists stay checkpointed for a retry.

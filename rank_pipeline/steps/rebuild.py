@@ -28,7 +28,7 @@ already in place). The same rebuild from the Dagster UI: the job ``rebuild_from_
 (:mod:`rank_pipeline.defs.jobs`).
 
 No Dagster here. The rebuild holds the data folder's writer lock
-(:func:`rank_pipeline.settings.data_folder_lock.hold_writer`), so a daily run waits for it and the other way round.
+(:func:`rank_pipeline.folder_lock.hold_writer`), so a daily run waits for it and the other way round.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from rank_pipeline.settings import DataPaths, EngineSettings, hold_writer
+from rank_pipeline.folder_lock import hold_writer
+from rank_pipeline.settings import DataPaths, EngineSettings
 from rank_pipeline.steps.publish import publish as publish_build
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 from rank_pipeline.transform import load_project
@@ -145,7 +146,7 @@ def rebuild(
         RebuildError: ``first`` after ``last``, a range with ``full_refresh`` or on an engine that is not
             incremental, no committed snapshot in the range, or a blocking test failed (the report is in
             ``exc.report``; nothing published).
-        rank_pipeline.settings.data_folder_lock.LockTimeout: another run holds the data folder.
+        rank_pipeline.folder_lock.LockTimeout: another run holds the data folder.
         rank_pipeline.warehouse.errors.LoadError: a snapshot is damaged (raw tables rolled back).
         rank_pipeline.transform.SqlModelError: a model failed to build.
     """

@@ -7,7 +7,7 @@ the errors are :mod:`rank_pipeline.warehouse.errors`.
 Concurrency model
     DuckDB allows one writing process or many reading ones per file. The pipeline has exactly one writer:
     the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; every
-    run holds the data folder's writer lock (:mod:`rank_pipeline.settings.data_folder_lock`) while it writes.
+    run holds the data folder's writer lock (:mod:`rank_pipeline.folder_lock`) while it writes.
     Readers (analysts, BI tools) open only the published file (``data/warehouse.duckdb``) with
     :meth:`Warehouse.read_only_connect`.
     :meth:`Warehouse.publish` checkpoints the build file, copies it byte for byte into a new temporary file
@@ -111,7 +111,7 @@ class Warehouse:
         except duckdb.Error as exc:
             raise WarehouseError(
                 f"cannot open the build warehouse {self.build_path} for writing ({exc}). Only one process may "
-                "write it: take the data folder's writer lock (rank_pipeline.settings.data_folder_lock) first, and "
+                "write it: take the data folder's writer lock (rank_pipeline.folder_lock) first, and "
                 "let readers open the published file instead"
             ) from exc
         for schema in SCHEMAS:

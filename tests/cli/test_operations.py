@@ -237,7 +237,7 @@ def test_two_first_runs_at_once_both_end_well_and_the_warehouse_is_consistent(de
 
 
 def test_a_run_that_finds_the_data_folder_busy_is_refused_in_one_line(demo, tmp_path):
-    from rank_pipeline.settings import writer_lock
+    from rank_pipeline.folder_lock import writer_lock
 
     _, day, _ = demo
     data_dir = tmp_path / "data"

@@ -1,4 +1,4 @@
-"""rank_pipeline.settings.data_folder_lock: OS-released locks and the removal of dead runs' leftovers."""
+"""rank_pipeline.folder_lock: OS-released locks and the removal of dead runs' leftovers."""
 
 from __future__ import annotations
 
@@ -12,18 +12,12 @@ import time
 
 import pytest
 
-from rank_pipeline.settings import (
-    ConfigurationError,
-    DataFolderLock,
-    LockTimeout,
-    lock_timeout_from_env,
-    remove_leftovers,
-    writer_lock,
-)
+from rank_pipeline.folder_lock import DataFolderLock, LockTimeout, remove_leftovers, writer_lock
+from rank_pipeline.settings import ConfigurationError, lock_timeout_from_env
 
 HOLD = textwrap.dedent("""
     import sys, time
-    from rank_pipeline.settings import writer_lock
+    from rank_pipeline.folder_lock import writer_lock
     with writer_lock(sys.argv[1], holder="a test run"):
         print("held", flush=True)
         time.sleep(600)

@@ -1,11 +1,11 @@
-"""The data folder's locks, which the OS releases when a run dies, and the removal of dead runs' leftovers.
+"""The data folder's locks, which the OS releases when a run dies.
 
 Implements docs/concepts/architecture.md, "Operations: one writer per data folder". The lock guards the whole data
-folder (the snapshots, the DuckDB files, the Dagster instance), so it lives beside the folder's layout
-(:class:`rank_pipeline.settings.DataPaths`), below every stage that writes the folder; it imports nothing of
-the pipeline but the error root and the other settings modules. No Dagster here: :func:`hold_writer` (the
-lock, then the leftovers) is entered by the step functions of :mod:`rank_pipeline.steps` and, for a whole
-Dagster run, by the ``warehouse`` resource (:class:`rank_pipeline.defs.resources.WarehouseResource`).
+folder (the snapshots, the DuckDB files, the Dagster instance). It sits in a stage of its own, above the writers
+whose leftovers :func:`hold_writer` removes (:mod:`rank_pipeline.folder_lock.leftovers`) and below the steps that
+hold it. No Dagster here: :func:`hold_writer` (the lock, then the leftovers) is entered by the step functions of
+:mod:`rank_pipeline.steps` and, for a whole Dagster run, by the ``warehouse`` resource
+(:class:`rank_pipeline.defs.resources.WarehouseResource`).
 
 Locks
     A lock is an exclusive ``fcntl.flock`` on a file under ``<data_dir>/.locks/``. The kernel drops it
@@ -27,12 +27,9 @@ Locks
     their own manifests, never a staged folder, so the shards of a day run at once, and beside a load of
     the warehouse (which reads only committed days); one run at a time extracts one shard.
 
-Leftovers (:func:`remove_leftovers`)
-    A run killed mid-way can leave ``<snapshots>/<resource>/.staging-snapshot_date=*`` (a snapshot being
-    written), ``.replaced-snapshot_date=*`` (the previous snapshot of a day being replaced: restored
-    when the day's folder is missing, as a kill between the two renames of a commit leaves it) and
-    ``.warehouse.duckdb.<id>.tmp`` (a publication being copied). They are removed at the next start,
-    by the process holding the ``writer`` lock, so none of them can belong to a live run.
+Leftovers
+    The outermost holder of the ``writer`` lock in a process first removes what dead runs left
+    (:func:`rank_pipeline.folder_lock.leftovers.remove_leftovers`), so none of it can belong to a live run.
 """
 
 from __future__ import annotations
@@ -42,7 +39,6 @@ import fcntl
 import json
 import logging
 import os
-import shutil
 import socket
 import threading
 import time
@@ -53,9 +49,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rank_pipeline.errors import RankPipelineError
-from rank_pipeline.settings.at_use import LOCK_TIMEOUT_ENV, lock_timeout_from_env
-from rank_pipeline.settings.paths import DataPaths
-from rank_pipeline.settings.sharding import Shard
+from rank_pipeline.folder_lock.leftovers import remove_leftovers
+from rank_pipeline.settings import LOCK_TIMEOUT_ENV, Shard, lock_timeout_from_env
 
 __all__ = [
     "LOCK_DIR_NAME",
@@ -64,7 +59,6 @@ __all__ = [
     "hold_shard_writer",
     "hold_writer",
     "instance_lock",
-    "remove_leftovers",
     "writer_lock",
 ]
 
@@ -87,7 +81,7 @@ _PURPOSES = {
 class LockTimeout(RankPipelineError, RuntimeError):
     """The lock stayed held by another process for longer than the timeout; the message is one line."""
 
-    __module__ = "rank_pipeline.settings"  # its public name, as the exit-statuses page lists it (re-exported there)
+    __module__ = "rank_pipeline.folder_lock"  # its public name, as the exit-statuses page lists it (re-exported there)
 
 
 @dataclass
@@ -249,7 +243,8 @@ def writer_lock(data_dir: Path | str, *, holder: str = "", log: Callable[[str], 
 def hold_writer(data_dir: Path | str, *, holder: str = "", log: Callable[[str], object] | None = None,
                 timeout_s: float | None = None) -> Iterator[DataFolderLock]:
     """Hold the data folder's ``writer`` lock for the ``with`` block and, when this is the outermost
-    hold in this thread, first remove what dead runs left (:func:`remove_leftovers`). What every step
+    hold in this thread, first remove what dead runs left
+    (:func:`rank_pipeline.folder_lock.leftovers.remove_leftovers`). What every step
     that writes the data folder enters (:mod:`rank_pipeline.steps`, the Dagster ``warehouse`` resource).
 
     Raises:
@@ -282,42 +277,3 @@ def instance_lock(data_dir: Path | str, *, log: Callable[[str], object] | None =
     """The ``instance`` lock: hold it while creating or opening the Dagster instance's storage."""
     return DataFolderLock(data_dir, INSTANCE, holder="opening the Dagster instance", log=log, timeout_s=timeout_s)
 
-
-def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | None = None) -> list[Path]:
-    """Remove (or restore) what dead runs left in ``data_dir``; returns the paths handled.
-
-    Call only while holding the ``writer`` lock (:func:`writer_lock`), so nothing found belongs to a
-    live run. See the module docstring for what is removed; a ``.replaced-`` folder whose day has no
-    committed snapshot any more is renamed back to that day instead of being removed.
-    """
-    say = log or _default_log
-    paths = DataPaths(Path(data_dir))
-    handled: list[Path] = []
-    snapshots = paths.snapshot_store_uri
-    if isinstance(snapshots, Path) and snapshots.is_dir():  # on an object store nothing is staged to remove
-        for resource_dir in sorted(p for p in snapshots.iterdir() if p.is_dir()):
-            for child in sorted(resource_dir.iterdir()):
-                if child.name.startswith(".replaced-snapshot_date="):
-                    day = child.name[len(".replaced-"):].rsplit("-", 1)[0]
-                    final = resource_dir / day
-                    if not final.exists() and child.is_dir():
-                        os.replace(child, final)
-                        say(f"restored {final} from {child.name} (a run died while replacing it)")
-                        handled.append(child)
-                        continue
-                elif not child.name.startswith(".staging-snapshot_date="):
-                    continue
-                if child.is_dir():
-                    shutil.rmtree(child, ignore_errors=True)
-                else:
-                    child.unlink(missing_ok=True)
-                handled.append(child)
-    published = paths.published_db
-    if published.parent.is_dir():
-        for tmp in sorted(published.parent.glob(f".{published.name}.*.tmp")):
-            tmp.unlink(missing_ok=True)
-            handled.append(tmp)
-    if handled:
-        say(f"removed {len(handled)} leftover(s) of interrupted runs in {data_dir}: "
-            + ", ".join(p.name for p in handled[:5]) + (" ..." if len(handled) > 5 else ""))
-    return handled

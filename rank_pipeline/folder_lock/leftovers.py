@@ -1,0 +1,67 @@
+"""The removal of what dead runs left in the data folder, by the holder of its ``writer`` lock.
+
+A run killed mid-way can leave ``<snapshots>/<resource>/.staging-snapshot_date=*`` (a snapshot being
+written), ``.replaced-snapshot_date=*`` (the previous snapshot of a day being replaced: restored
+when the day's folder is missing, as a kill between the two renames of a commit leaves it) and
+``.warehouse.duckdb.<id>.tmp`` (a publication being copied). They are removed at the next start,
+by the process holding the ``writer`` lock (:func:`rank_pipeline.folder_lock.hold_writer`), so none of
+them can belong to a live run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from rank_pipeline.settings import DataPaths
+
+__all__ = ["remove_leftovers"]
+
+log = logging.getLogger(__name__)
+
+
+def _default_log(message: str) -> None:
+    log.info(message)
+
+
+def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | None = None) -> list[Path]:
+    """Remove (or restore) what dead runs left in ``data_dir``; returns the paths handled.
+
+    Call only while holding the ``writer`` lock (:func:`rank_pipeline.folder_lock.writer_lock`), so nothing found belongs to a
+    live run. See the module docstring for what is removed; a ``.replaced-`` folder whose day has no
+    committed snapshot any more is renamed back to that day instead of being removed.
+    """
+    say = log or _default_log
+    paths = DataPaths(Path(data_dir))
+    handled: list[Path] = []
+    snapshots = paths.snapshot_store_uri
+    if isinstance(snapshots, Path) and snapshots.is_dir():  # on an object store nothing is staged to remove
+        for resource_dir in sorted(p for p in snapshots.iterdir() if p.is_dir()):
+            for child in sorted(resource_dir.iterdir()):
+                if child.name.startswith(".replaced-snapshot_date="):
+                    day = child.name[len(".replaced-"):].rsplit("-", 1)[0]
+                    final = resource_dir / day
+                    if not final.exists() and child.is_dir():
+                        os.replace(child, final)
+                        say(f"restored {final} from {child.name} (a run died while replacing it)")
+                        handled.append(child)
+                        continue
+                elif not child.name.startswith(".staging-snapshot_date="):
+                    continue
+                if child.is_dir():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+                handled.append(child)
+    published = paths.published_db
+    if published.parent.is_dir():
+        for tmp in sorted(published.parent.glob(f".{published.name}.*.tmp")):
+            tmp.unlink(missing_ok=True)
+            handled.append(tmp)
+    if handled:
+        say(f"removed {len(handled)} leftover(s) of interrupted runs in {data_dir}: "
+            + ", ".join(p.name for p in handled[:5]) + (" ..." if len(handled) > 5 else ""))
+    return handled
