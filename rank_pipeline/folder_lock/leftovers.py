@@ -6,6 +6,11 @@ when the day's folder is missing, as a kill between the two renames of a commit 
 ``.warehouse.duckdb.<id>.tmp`` (a publication being copied). They are removed at the next start,
 by the process holding the ``writer`` lock (:func:`rank_pipeline.folder_lock.hold_writer`), so none of
 them can belong to a live run.
+
+Each writer declares the names of its own leftovers, and this module reads them from there:
+:data:`rank_pipeline.snapshots.writer.STAGING_PREFIX`, :data:`~rank_pipeline.snapshots.writer.REPLACED_PREFIX`
+(with :func:`~rank_pipeline.snapshots.writer.replaced_day_folder`) and
+:func:`rank_pipeline.warehouse.warehouse_file.publishing_copies`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rank_pipeline.settings import DataPaths
+from rank_pipeline.snapshots.writer import STAGING_PREFIX, replaced_day_folder
+from rank_pipeline.warehouse.warehouse_file import publishing_copies
 
 __all__ = ["remove_leftovers"]
 
@@ -41,15 +48,15 @@ def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | Non
     if isinstance(snapshots, Path) and snapshots.is_dir():  # on an object store nothing is staged to remove
         for resource_dir in sorted(p for p in snapshots.iterdir() if p.is_dir()):
             for child in sorted(resource_dir.iterdir()):
-                if child.name.startswith(".replaced-snapshot_date="):
-                    day = child.name[len(".replaced-"):].rsplit("-", 1)[0]
+                day = replaced_day_folder(child.name)
+                if day is not None:
                     final = resource_dir / day
                     if not final.exists() and child.is_dir():
                         os.replace(child, final)
                         say(f"restored {final} from {child.name} (a run died while replacing it)")
                         handled.append(child)
                         continue
-                elif not child.name.startswith(".staging-snapshot_date="):
+                elif not child.name.startswith(STAGING_PREFIX):
                     continue
                 if child.is_dir():
                     shutil.rmtree(child, ignore_errors=True)
@@ -58,7 +65,7 @@ def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | Non
                 handled.append(child)
     published = paths.published_db
     if published.parent.is_dir():
-        for tmp in sorted(published.parent.glob(f".{published.name}.*.tmp")):
+        for tmp in sorted(published.parent.glob(publishing_copies(published))):
             tmp.unlink(missing_ok=True)
             handled.append(tmp)
     if handled:

@@ -48,9 +48,26 @@ from rank_pipeline.snapshots.schema import (
 )
 from rank_pipeline.snapshots.storage import Store, store_for
 
-__all__ = ["SnapshotWriter"]
+__all__ = ["REPLACED_PREFIX", "STAGING_PREFIX", "SnapshotWriter", "replaced_day_folder"]
 
 _ACCOUNT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+STAGING_PREFIX = f".staging-{DAY_FOLDER_PREFIX}"
+"""A day being written on local disk: ``<resource>/.staging-snapshot_date=<day>-<token>/``, renamed into place by the
+commit. A writer that dies before its commit leaves it (removed by :mod:`rank_pipeline.folder_lock.leftovers`)."""
+
+REPLACED_PREFIX = ".replaced-"
+"""The previous snapshot of a day, set aside by a commit: ``<resource>/.replaced-snapshot_date=<day>-<token>/``, removed
+after the commit. A writer killed between the commit's two renames leaves it as the day's only copy
+(:func:`replaced_day_folder` names the day it is restored to)."""
+
+
+def replaced_day_folder(name: str) -> str | None:
+    """The day folder (``snapshot_date=<day>``) whose previous snapshot the entry ``name`` holds, when ``name`` is a
+    :data:`REPLACED_PREFIX` leftover of a day; else None."""
+    if not name.startswith(REPLACED_PREFIX + DAY_FOLDER_PREFIX):
+        return None
+    return name[len(REPLACED_PREFIX):].rsplit("-", 1)[0]
 
 
 @dataclass
@@ -112,7 +129,7 @@ class SnapshotWriter:
             self._stage = self._folder
             self.store.makedirs(self._stage)
         else:
-            staging = f".staging-{DAY_FOLDER_PREFIX}{snapshot_date.isoformat()}-{self._token}"
+            staging = f"{STAGING_PREFIX}{snapshot_date.isoformat()}-{self._token}"
             self._stage = self.store.join(resource, staging)
             Path(self._stage).mkdir(parents=True, exist_ok=False)
         self._parts: dict[str, _AccountPart] = {}
@@ -266,7 +283,7 @@ class SnapshotWriter:
         final_dir = Path(self._folder)
         old = None
         if final_dir.exists():
-            old = final_dir.parent / f".replaced-{final_dir.name}-{uuid.uuid4().hex[:8]}"
+            old = final_dir.parent / f"{REPLACED_PREFIX}{final_dir.name}-{uuid.uuid4().hex[:8]}"
             os.replace(final_dir, old)
         os.replace(staging, final_dir)
         if old is not None:

@@ -50,12 +50,24 @@ from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.warehouse.errors import PublishError, WarehouseError
 from rank_pipeline.warehouse.raw_load import ensure_keywords_file_table, reload_raw_from_snapshots
 
-__all__ = ["DEFAULT_STORAGE_VERSION", "SCHEMAS", "STORAGE_VERSION_ENV", "Warehouse"]
+__all__ = ["DEFAULT_STORAGE_VERSION", "SCHEMAS", "STORAGE_VERSION_ENV", "Warehouse", "publishing_copies"]
 
 log = logging.getLogger(__name__)
 
 SCHEMAS: tuple[str, ...] = ("raw", "seeds", "staging", "marts")
 """Schemas of the warehouse (docs/concepts/architecture.md, "Warehouse")."""
+
+
+def publishing_copies(published_path: Path) -> str:
+    """The glob, in ``published_path``'s folder, of the copies :meth:`Warehouse.publish` writes before renaming one
+    over ``published_path`` (``.warehouse.duckdb.<token>.tmp``). A publish that dies mid-copy leaves one (removed by
+    :mod:`rank_pipeline.folder_lock.leftovers`)."""
+    return f".{published_path.name}.*.tmp"
+
+
+def _publishing_copy(published_path: Path) -> Path:
+    """A new name matching :func:`publishing_copies` for one publish's copy."""
+    return published_path.with_name(f".{published_path.name}.{uuid.uuid4().hex[:8]}.tmp")
 
 
 class Warehouse:
@@ -158,7 +170,7 @@ class Warehouse:
         if not self.build_path.is_file():
             raise PublishError(f"nothing to publish: {self.build_path} does not exist; load a partition first")
         self.published_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.published_path.with_name(f".{self.published_path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp = _publishing_copy(self.published_path)
         own = self.connect() if con is None else None
         writer = own if own is not None else con
         assert writer is not None

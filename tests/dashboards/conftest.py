@@ -33,9 +33,11 @@ def pipeline_cmd(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "rank-pipeline"), *args]
 
 
-def run_pipeline(data_dir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+def run_pipeline(data_dir: Path, *args: str, timeout: float = 900,
+                 extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANK_TRACKER_")}
     env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    env.update(extra_env or {})
     proc = subprocess.run(pipeline_cmd(*args), env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"rank-pipeline {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
@@ -67,8 +69,9 @@ def demo_data(tmp_path_factory) -> Path:
         (first_day,) = con.execute("select min(snapshot_date) from raw.keywords").fetchone()
     days = closing_days(first_day)
     assert len(days) == CLOSING_RUNS
-    for day in days:
-        run_pipeline(data_dir, "run", "--date", day.isoformat())
+    for day in days:  # days before the folder's first snapshot day: the partitions must start earlier
+        run_pipeline(data_dir, "run", "--date", day.isoformat(),
+                     extra_env={"RANK_PIPELINE_PARTITION_START": days[0].isoformat()})
     return data_dir
 
 
