@@ -59,7 +59,7 @@ class Totals:
             self.checks_failed += 1
             meta = evaluation.metadata
             rows = getattr(meta.get("failing_rows"), "value", None)
-            from rank_pipeline.defs.instance import is_blocking  # Dagster only once a run has ended
+            from rank_pipeline.defs.run_errors import is_blocking  # Dagster only once a run has ended
 
             blocking = is_blocking(evaluation)
             self.failed.append((day, evaluation.asset_key.to_user_string(), evaluation.check_name,
@@ -103,7 +103,7 @@ def _failure_reason(result) -> tuple[str, bool]:
     """``(one line, is_configuration)`` explaining why a Dagster run failed."""
     import dagster as dg
 
-    from rank_pipeline.defs.instance import error_line, innermost_error, is_blocking
+    from rank_pipeline.defs.run_errors import error_line, innermost_error, is_blocking
 
     blocking = [e for e in result.get_asset_check_evaluations() if not e.passed and is_blocking(e)]
     if blocking:
@@ -185,8 +185,9 @@ def _run_daily_job(defs, instance, totals: Totals, label: str, *, partition_key:
                    on_step: Callable[[int, str], None] | None = None) -> str:
     """One in-process run of the daily job (a partition, or a range given by ``tags``); returns its run id.
     Raises RunFailed, or ConfigurationError when a step failed on a setting."""
-    from rank_pipeline.defs.instance import lock_timeout_message, process_tags
     from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+    from rank_pipeline.defs.process_tags import process_tags
+    from rank_pipeline.defs.run_errors import lock_timeout_message
     from rank_pipeline.operations.run_history import LAUNCHED_BY_TAG
     from rank_pipeline.settings import ConfigurationError
 

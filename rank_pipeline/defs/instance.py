@@ -18,9 +18,9 @@ Storage, chosen by ``RANK_PIPELINE_DAGSTER_PG_URL`` (:attr:`rank_pipeline.settin
   file, log or run metadata; every process reading that ``dagster.yaml`` (``dagster-daemon``,
   ``dagster-webserver``, ``dagster instance info``) needs the variable in its environment.
 
-Every run carries its process's pid, host and boot id as tags (:func:`process_tags`: passed at launch by
-the command line, recorded by the run itself otherwise, :func:`record_process_tags`); runs still
-"started" whose process is gone (killed) are marked failed (:func:`fail_dead_runs`) at the command
+Every run carries its process's pid, host and boot id as tags (:mod:`rank_pipeline.defs.process_tags`: passed at
+launch by the command line, recorded by the run itself otherwise); runs still "started" whose process is gone
+(killed) are marked failed (:func:`rank_pipeline.defs.dead_runs.fail_dead_runs`) at the command
 line's next start and by the daemon's sensor. Dagster's run monitoring is on (:data:`RUN_MONITORING_CONFIG`).
 
 No pool concurrency is configured: nothing in the pipeline depends on a Dagster pool slot being freed
@@ -31,30 +31,22 @@ No pool concurrency is configured: nothing in the pipeline depends on a Dagster 
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import dagster as dg
 
+from rank_pipeline.defs.dead_runs import fail_dead_runs
 from rank_pipeline.defs.sqlite_storage import PooledSqliteEventLogStorage, sqlite_storage_config
 from rank_pipeline.folder_lock import instance_lock
-from rank_pipeline.operations.dagster_names import BOOT_TAG, HOST_TAG, PID_TAG
 from rank_pipeline.settings import DAGSTER_PG_URL_ENV, ConfigurationError, Settings
 
 __all__ = [
     "PooledSqliteEventLogStorage",
     "dagster_home",
-    "error_line",
-    "fail_dead_runs",
-    "innermost_error",
     "instance_config",
-    "lock_timeout_message",
     "open_instance",
-    "process_tags",
-    "record_process_tags",
 ]
 
 _MARKER = "# written by rank-pipeline"
@@ -170,120 +162,6 @@ def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None)
             raise
         fail_dead_runs(instance, log=log)
         return instance
-
-
-_BOOT_ID_FILE = Path("/proc/sys/kernel/random/boot_id")
-
-
-def _boot_id() -> str:
-    """This machine's boot id (Linux; changes at every boot), or "" where there is none."""
-    try:
-        return _BOOT_ID_FILE.read_text().strip()
-    except OSError:
-        return ""
-
-
-def process_tags() -> dict[str, str]:
-    """Run tags naming this process (pid, host, boot id), so a later check can tell that the run's
-    process died: ``rank_pipeline/pid``, ``rank_pipeline/host``, ``rank_pipeline/boot_id``."""
-    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
-    if boot := _boot_id():
-        tags[BOOT_TAG] = boot
-    return tags
-
-
-def record_process_tags(instance: dg.DagsterInstance, run: dg.DagsterRun) -> None:
-    """Tag ``run`` with this process (:func:`process_tags`) unless it already names a process.
-
-    Called in the run's own process when its resources start, so a run launched by the daemon or the
-    UI (whose worker is a process the code server spawned) can be marked failed when it is killed,
-    like a run of the command line (which passes the tags at launch).
-    """
-    if PID_TAG not in run.tags:
-        instance.add_run_tags(run.run_id, process_tags())
-
-
-def fail_dead_runs(instance: dg.DagsterInstance, *, log: Callable[[str], object] | None = None) -> list[str]:
-    """Mark failed the runs of this host still "started" whose process (:func:`process_tags`) is gone.
-
-    A process is gone when no process has its pid, or when the machine booted since the run started
-    (its boot id differs: the pid may belong to another process now). A run killed with ``kill -9``
-    cannot report its end; without this the UI shows it in progress for ever. Nothing waits on such a
-    run (no pool slot); this keeps the run list truthful. Called when the command line opens the
-    instance and by the daemon's sensor ``fail_dead_runs_sensor``. Returns the run ids marked.
-    """
-    marked = []
-    boot = _boot_id()
-    runs = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING],
-                                           tags={HOST_TAG: socket.gethostname()}))
-    for run in runs:
-        pid = run.tags.get(PID_TAG, "")
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        rebooted = bool(boot) and run.tags.get(BOOT_TAG, boot) != boot
-        if not rebooted and _alive(int(pid)):
-            continue
-        instance.report_run_failed(run, f"the run's process (pid {pid}) ended without reporting: it was killed")
-        marked.append(run.run_id)
-        if log:
-            log(f"marked run {run.run_id} failed: its process (pid {pid}) was killed")
-    return marked
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def innermost_error(error: Any) -> Any:
-    """The innermost cause of a Dagster ``SerializableErrorInfo`` (``error.cause`` followed to its end)."""
-    while error is not None and getattr(error, "cause", None) is not None:
-        error = error.cause
-    return error
-
-
-def is_blocking(evaluation: Any) -> bool:
-    """Whether a Dagster asset check evaluation (``AssetCheckEvaluation``) came from a blocking check: its own
-    ``blocking`` flag, or, for evaluations stored before Dagster recorded it, severity ERROR."""
-    import dagster as dg
-
-    if evaluation.blocking is not None:
-        return bool(evaluation.blocking)
-    return evaluation.severity == dg.AssetCheckSeverity.ERROR
-
-
-def error_line(error: Any, *, whole: bool = False) -> str:
-    """Why a step or run failed, on one line: the innermost error's message without its class name.
-
-    ``whole`` joins every line of the message (Dagster's list of failed blocking checks spans several);
-    otherwise the first line. ``"failed"`` when there is no message. Shared by the command line's last
-    line, the alert digests and ``ops.run_history.failure_reason``.
-    """
-    error = innermost_error(error)
-    message = (getattr(error, "message", "") or "").strip()
-    text = " ".join(message.split()) if whole else (message.splitlines()[0] if message else "")
-    cls_name = getattr(error, "cls_name", None)
-    if cls_name and f"{cls_name}: " in text[:200]:
-        text = text.split(f"{cls_name}: ", 1)[1]
-    return text or "failed"
-
-
-def lock_timeout_message(result: dg.ExecuteInProcessResult) -> str | None:
-    """The one-line :class:`rank_pipeline.folder_lock.LockTimeout` message that failed ``result``, if any."""
-    for event in result.all_events:
-        if event.event_type not in (dg.DagsterEventType.RESOURCE_INIT_FAILURE, dg.DagsterEventType.STEP_FAILURE):
-            continue
-        error = getattr(event.event_specific_data, "error", None)
-        while error is not None:
-            if error.cls_name == "LockTimeout":
-                return error.message.split(": ", 1)[-1].strip()
-            error = error.cause
-    return None
 
 
 if __name__ == "__main__":  # `make dev`: prepare DAGSTER_HOME so the UI starts even before any run

@@ -18,8 +18,8 @@ from typing import Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from rank_pipeline.defs.instance import record_process_tags
 from rank_pipeline.defs.partitions import SHARD_TAG
+from rank_pipeline.defs.process_tags import record_process_tags
 from rank_pipeline.extract.source import Source
 from rank_pipeline.folder_lock import hold_shard_writer, hold_writer
 from rank_pipeline.settings import (
@@ -62,7 +62,7 @@ class WarehouseResource(dg.ConfigurableResource):
     shard's writer lock instead (:func:`rank_pipeline.folder_lock.hold_shard_writer`), so the shards
     of a day extract at once.
     Before waiting for the lock the run is tagged with its process
-    (:func:`rank_pipeline.defs.instance.record_process_tags`), so it is marked failed if that is killed.
+    (:func:`rank_pipeline.defs.process_tags.record_process_tags`), so it is marked failed if that is killed.
     """
 
     data_dir: str

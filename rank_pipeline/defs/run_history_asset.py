@@ -24,9 +24,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import daily_partitions, deliberate_beta
 from rank_pipeline.defs.resources import WarehouseResource
+from rank_pipeline.defs.run_errors import error_line, is_blocking
 from rank_pipeline.operations.dagster_names import EXTRACT_STEP, LOAD_STEP, PUBLISH_STEPS, RUN_HISTORY_PATH
 from rank_pipeline.operations.run_history import (
     TABLE,

@@ -5,13 +5,13 @@ power cut, a service manager killing the daemon with its code server). When only
 code server that spawned it marks the run failed within a second. When the code server died too, or
 the machine rebooted, nothing of Dagster's default run launcher notices (its run monitoring cannot
 check a started run's worker): this sensor marks such runs failed from their process tags
-(:func:`rank_pipeline.defs.instance.fail_dead_runs`), within :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S`
+(:func:`rank_pipeline.defs.dead_runs.fail_dead_runs`), within :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S`
 seconds (plus the daemon's own loop) once the daemon runs.
 """
 
 import dagster as dg
 
-from rank_pipeline.defs.instance import fail_dead_runs
+from rank_pipeline.defs.dead_runs import fail_dead_runs
 from rank_pipeline.settings import SENSOR_INTERVAL_S
 
 

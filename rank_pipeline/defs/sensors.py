@@ -26,8 +26,8 @@ from datetime import UTC, date, datetime
 
 import dagster as dg
 
-from rank_pipeline.defs.instance import error_line, is_blocking
 from rank_pipeline.defs.partitions import DATE_TAG
+from rank_pipeline.defs.run_errors import error_line, is_blocking
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 from rank_pipeline.operations.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
 from rank_pipeline.operations.dagster_names import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG

@@ -36,7 +36,7 @@ PID_TAG = "rank_pipeline/pid"
 HOST_TAG = "rank_pipeline/host"
 BOOT_TAG = "rank_pipeline/boot_id"
 """The process that runs a run: its pid, host name and the machine's boot id, recorded by every run
-(:func:`rank_pipeline.defs.instance.record_process_tags`) so a run whose process is gone can be marked
+(:func:`rank_pipeline.defs.process_tags.record_process_tags`) so a run whose process is gone can be marked
 failed; a ``rank-pipeline run`` of the command line is known by its pid tag."""
 
 
