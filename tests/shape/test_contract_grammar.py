@@ -191,9 +191,10 @@ def test_a_scalar_moved_into_an_array_is_read_by_its_element_and_an_empty_array_
 
 
 def test_column_lineage_reaches_the_contract_path_through_arrays(tmp_path):
-    """The marts' column lineage names the contract's own path of a field read through an array, so the
-    shape check ranks its failures by the mart columns they feed."""
+    """The marts' column lineage, and the data dictionary written from it, name the contract's own path of a
+    field read through an array (so the shape check ranks its failures by the mart columns they feed)."""
     from rank_pipeline.transform import load_project
+    from rank_pipeline.transform.docs import render_data_dictionary
     from rank_pipeline.transform.lineage import project_lineage
 
     models = _models(tmp_path, [("path: results.organic.position,", 'path: "results.serp[0].rank",'),
@@ -205,3 +206,6 @@ def test_column_lineage_reaches_the_contract_path_through_arrays(tmp_path):
     assert paths == {"position": {"results.serp[0].rank"}, "tag_ids": {"labels[*].uuid"},
                      "search_engine": {"engines[?primary=true].name"}}
     assert {r.path for r in lineage.sources("marts.fct_keyword_rankings_daily", "position")} == {"results.serp[0].rank"}
+    dictionary = render_data_dictionary(load_project(models), lineage=lineage)
+    assert "`raw.keywords.attributes.results.serp[0].rank`" in dictionary
+    assert "`raw.keywords.attributes.engines[?primary=true].name`" in dictionary
