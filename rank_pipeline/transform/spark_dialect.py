@@ -66,6 +66,20 @@ def _distinct_window_count(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _array_element_and_epoch(node: exp.Expression) -> exp.Expression:
+    """An array's element by a literal index (``x[1]`` in DuckDB, 1-based) -> ``try_element_at(x, 1)``: null past
+    the end as in DuckDB (Spark's ANSI mode refuses ``x[0]`` of an empty array); ``to_timestamp(seconds)`` ->
+    ``timestamp_seconds(seconds)``, the instant with its fraction (``from_unixtime`` formats whole seconds)."""
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+        index = node.expressions[0]
+        if isinstance(index, exp.Literal) and not index.is_string and not isinstance(node.this, exp.Struct):
+            position = int(index.this) + 1  # sqlglot keeps the index 0-based
+            return exp.Anonymous(this="try_element_at", expressions=[node.this.copy(), exp.Literal.number(position)])
+    if isinstance(node, exp.UnixToTime) and node.args.get("scale") is None and node.args.get("format") is None:
+        return exp.Anonymous(this="timestamp_seconds", expressions=[node.this.copy()])
+    return node
+
+
 _SPARK_SQL: dict[str, str] = {}
 
 
@@ -77,7 +91,8 @@ def raw_view(resource: str) -> str:
 def to_spark_sql(duckdb_sql: str) -> str:
     """One DuckDB SELECT as Spark SQL: sqlglot's ``duckdb`` -> ``spark`` transpilation, plus
     ``json_transform(x, '<structure>')`` -> ``from_json(x, '<Spark DDL type>')``, ``count(distinct x) over
-    w`` -> ``size(collect_set(x) over w)``, ``median(x) over w`` -> ``percentile(x, 0.5) over w``, and ``raw.<resource>``
+    w`` -> ``size(collect_set(x) over w)``, ``median(x) over w`` -> ``percentile(x, 0.5) over w``, an array's
+    element by index and an epoch's instant as :func:`_array_element_and_epoch` says, and ``raw.<resource>``
     -> the session's temporary view :func:`raw_view` (raw files are read in place, never copied).
 
     Raises:
@@ -88,7 +103,7 @@ def to_spark_sql(duckdb_sql: str) -> str:
         return cached
     try:
         tree = sqlglot.parse_one(duckdb_sql, read="duckdb").transform(_json_transform_to_from_json)
-        tree = tree.transform(_distinct_window_count)
+        tree = tree.transform(_distinct_window_count).transform(_array_element_and_epoch)
         for table in list(tree.find_all(exp.Table)):
             if table.db == RAW_SCHEMA and isinstance(table.this, exp.Identifier):
                 alias = table.alias or table.name

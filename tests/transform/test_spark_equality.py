@@ -212,3 +212,29 @@ def test_spark_marts_equal_duckdb_marts_gapped_history(spark, gapped, tmp_path):
     engine = SparkEngine(spark, tmp_path / "spark_warehouse_gapped")
     _build_and_compare(gapped.full, engine, roots,
                        expected_failures={"marts.fct_account_snapshot_coverage_daily.previous_day_snapshot_present"})
+
+
+def test_the_contracts_selectors_timestamps_and_value_maps_read_alike_on_spark(spark):
+    """The flattening of a contract with paths into arrays (an empty one included), epoch and text timestamps
+    and value maps (tests/shape/test_contract_grammar.py's fields and records) gives on Spark what it gives on
+    DuckDB, row by row."""
+    import json
+    import sys
+
+    import duckdb
+
+    from rank_pipeline.transform.flatten import flattening_sql
+    from rank_pipeline.transform.spark_dialect import raw_view, to_spark_sql
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "shape"))
+    from test_contract_grammar import FIELDS, RECORDS
+
+    sql = flattening_sql("things", FIELDS, ["n", "attributes"])
+    with duckdb.connect() as con:
+        con.execute("create schema raw; create table raw.things (n integer, attributes json)")
+        con.executemany("insert into raw.things values (?, ?)", [(i, json.dumps(r)) for i, r in enumerate(RECORDS)])
+        expected = [tuple(_norm(v) for v in row) for row in con.execute(f"select * from ({sql}) order by n").fetchall()]
+    spark.createDataFrame([(i, json.dumps(r)) for i, r in enumerate(RECORDS)], "n int, attributes string") \
+        .createOrReplaceTempView(raw_view("things"))
+    got = [tuple(_norm(v) for v in row) for row in spark.sql(to_spark_sql(sql)).orderBy("n").collect()]
+    assert got == expected
