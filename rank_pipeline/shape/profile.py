@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from rank_pipeline.snapshots.reader import list_snapshot_dates, snapshot_files
 from rank_pipeline.snapshots.schema import ENDPOINTS, SnapshotError
 from rank_pipeline.snapshots.storage import Store, store_for
-from rank_pipeline.transform.contract import ContractField
+from rank_pipeline.transform.contract import ABSENT, ContractField
 
 __all__ = ["EndpointProfile", "PathStats", "Profiler", "attributes_table", "profile_day", "profile_records"]
 
@@ -202,19 +202,23 @@ class Profiler:
     def locate(self, fields: Sequence[ContractField]) -> dict[str, PathStats]:
         """``{field path: PathStats}`` of contracted fields whose path selects array elements (``serp[0].rank``,
         ``engines[?name=google].rank``, ``labels[*].uuid``), each record's value found as
-        :meth:`ContractField.locate` finds it (one JSON parse per record for all of them); their value counts
+        :meth:`ContractField.locate` finds it (DuckDB hands over each record's arrays alone, parsed here); their value counts
         are then :meth:`value_counts` of the field's path. A projection's type is ``array`` when every
         element's value has the field's ``items`` type, else ``array of <types>``."""
         out = {f.path: PathStats(f.path) for f in fields}
         counts: dict[str, dict[str, int]] = {f.path: {} for f in fields}
         if not fields:
             return out
-        for text in self._attributes.column("attributes").to_pylist():
-            if text is None:
-                continue
-            attributes = json.loads(text)
+        bases = list(dict.fromkeys(f.array_base[0] for f in fields))
+        listed = ", ".join("'" + _json_path(".".join(b)).replace("'", "''") + "'" for b in bases)
+        rows = self._con.execute(  # the arrays alone leave DuckDB: each record's small part parsed here
+            f"select json_extract(attributes::json, [{listed}])::varchar[] from records "
+            "where attributes is not null").fetchall()
+        at = {b: i for i, b in enumerate(bases)}
+        for (found,) in rows:
+            arrays = [ABSENT if text is None else json.loads(text) for text in found]
             for f in fields:
-                present, value = f.locate(attributes)
+                present, value = f.locate_in(arrays[at[f.array_base[0]]])
                 if not present:
                     continue
                 stats = out[f.path]

@@ -49,6 +49,7 @@ __all__ = [
     "ContractError",
     "ContractField",
     "Encoding",
+    "ABSENT",
     "ISO_TIMESTAMP",
     "Step",
     "observed_path",
@@ -309,6 +310,22 @@ class ContractField(BaseModel):
         None; ``[*]`` gives the list of each element's value (absent in an element: None in the list)."""
         return _locate(self.steps, attributes)
 
+    @cached_property
+    def array_base(self) -> tuple[tuple[str, ...], int]:
+        """The keys up to and including the first that selects (``("results", "serp")``), and its step's index:
+        where :meth:`locate_in` starts (ValueError for a path without a selector)."""
+        first = next((i for i, s in enumerate(self.steps) if s.selects), None)
+        if first is None:
+            raise ValueError(f"{self.path} selects no array element")
+        return tuple(s.key for s in self.steps[:first + 1]), first
+
+    def locate_in(self, value: Any) -> tuple[bool, Any]:
+        """:meth:`locate` from the value found at :attr:`array_base`'s keys (:data:`ABSENT` when nothing is there)."""
+        if value is ABSENT:
+            return False, None
+        first = self.array_base[1]
+        return _locate(self.steps[first:], {self.steps[first].key: value})
+
     def decode(self, value: Any) -> tuple[bool, Any]:
         """``(decodes, decoded value)`` of one value as sent (None for a JSON null): a sentinel decodes to
         None; a value outside :attr:`values` does not decode, one inside decodes to our value; a value of
@@ -347,6 +364,8 @@ class ContractField(BaseModel):
 
 
 _MISSING = object()
+ABSENT = object()
+"""What :meth:`ContractField.locate_in` is given for a record without the keys to the array."""
 
 
 def _folded(value: Any, fold: bool) -> Any:
