@@ -33,7 +33,8 @@ import pyarrow.parquet as pq
 from rank_pipeline.snapshots.reader import list_snapshot_dates, snapshot_files
 from rank_pipeline.snapshots.schema import ENDPOINTS, SnapshotError
 from rank_pipeline.snapshots.storage import Store, store_for
-from rank_pipeline.transform.contract import ABSENT, ContractField
+from rank_pipeline.transform.contract import ContractField
+from rank_pipeline.transform.json_paths import ABSENT
 
 __all__ = ["EndpointProfile", "PathStats", "Profiler", "attributes_table", "profile_day", "profile_records"]
 

@@ -7,7 +7,7 @@ endpoint (raw table), each field has:
 - ``name``: the column staging works with (``position``, ``ranking_url``); the relation ``vendor.<endpoint>``
   a staging model reads holds one column per field under this name (:mod:`rank_pipeline.transform.flatten`);
 - ``path``: dotted below the record's ``attributes`` (``results.organic.position``); a key may carry one
-  selector (:class:`Step`): ``[N]`` the element at position N (``results.serp[0].rank``), ``[?key=value]`` the
+  selector (:mod:`rank_pipeline.transform.json_paths`): ``[N]`` the element at position N (``results.serp[0].rank``), ``[?key=value]`` the
   first element whose ``key`` is ``value`` as text (``engines[?name=google].rank``), ``[*]`` every element
   (``labels[*].uuid``, a field of ``type: array``). An empty array or no matching element is a null; a missing
   key is absent;
@@ -41,6 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rank_pipeline.transform.errors import ModelConfigError
+from rank_pipeline.transform.json_paths import ABSENT, Step, locate, observed_path, parse_path
 from rank_pipeline.transform.yaml_loader import StrictLoader
 
 __all__ = [
@@ -49,11 +50,7 @@ __all__ = [
     "ContractError",
     "ContractField",
     "Encoding",
-    "ABSENT",
     "ISO_TIMESTAMP",
-    "Step",
-    "observed_path",
-    "parse_path",
     "load_contract",
     "loaded_contract",
 ]
@@ -74,72 +71,6 @@ ISO8601, EPOCH_SECONDS, EPOCH_MILLISECONDS = "iso8601", "epoch_seconds", "epoch_
 """The named timestamp formats of a ``type: timestamp`` field (any other is a ``strptime`` format)."""
 _ISO_TEXT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?"
                        r"(Z|[+-]\d{2}:\d{2})?$")
-_KEY = r"[A-Za-z_][\w-]*"
-_STEP = re.compile(rf"({_KEY})(?:\[(?:(\d+)|(\*)|\?({_KEY})=([^\]\[]+))\])?")
-_PATH = re.compile(rf"{_STEP.pattern}(?:\.{_STEP.pattern})*")
-
-
-@dataclass(frozen=True)
-class Step:
-    """One key of a contract path and its selector, if any (module doc).
-
-    Attributes:
-        key: the JSON key; index: ``[N]`` (0-based); match: ``[?key=value]`` as ``(key, value)``; every: ``[*]``.
-    """
-
-    key: str
-    index: int | None = None
-    match: tuple[str, str] | None = None
-    every: bool = False
-
-    @property
-    def selects(self) -> bool:
-        """Whether the key holds an array an element of which is taken (``[N]``, ``[?k=v]``, ``[*]``)."""
-        return self.index is not None or self.match is not None or self.every
-
-    @property
-    def observed(self) -> str:
-        """The key as a profile names it: ``serp[*]`` for any selector (:mod:`rank_pipeline.shape.profile`)."""
-        return self.key + ("[*]" if self.selects else "")
-
-
-def parse_path(path: str) -> tuple[Step, ...]:
-    """The steps of a contract path (``results.serp[0].rank`` -> results, serp[0], rank).
-
-    Raises:
-        ValueError: not a path of the grammar (module doc).
-    """
-    if not _PATH.fullmatch(path):
-        raise ValueError(f"path {path!r}: dotted keys, each optionally followed by [N], [?key=value] or [*]")
-    steps = []
-    for part in _split(path):
-        m = _STEP.fullmatch(part)
-        assert m is not None  # the whole path matched
-        key, index, every, match_key, match_value = m.groups()
-        steps.append(Step(key, int(index) if index is not None else None,
-                          (match_key, match_value) if match_key else None, every is not None))
-    return tuple(steps)
-
-
-def _split(path: str) -> list[str]:
-    """``path`` split at its dots outside ``[...]`` (a matched value may hold a dot)."""
-    parts, depth, current = [], 0, ""
-    for char in path:
-        depth += char == "["
-        depth -= char == "]"
-        if char == "." and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [*parts, current]
-
-
-def observed_path(steps: tuple[Step, ...]) -> str:
-    """The path a profile gives the value at ``steps`` (``results.serp[*].rank``)."""
-    return ".".join(s.observed for s in steps)
-
-
 class ContractError(ModelConfigError, ValueError):
     """The contract cannot be read (one line: file, entry, what is wrong); exit 2."""
 
@@ -308,7 +239,7 @@ class ContractField(BaseModel):
         """``(present, value as sent)`` at :attr:`path` in one record's ``attributes``: a missing key (or a
         non-object on the way) is absent; an empty array or no element matching a selector is present and
         None; ``[*]`` gives the list of each element's value (absent in an element: None in the list)."""
-        return _locate(self.steps, attributes)
+        return locate(self.steps, attributes)
 
     @cached_property
     def array_base(self) -> tuple[tuple[str, ...], int]:
@@ -324,7 +255,7 @@ class ContractField(BaseModel):
         if value is ABSENT:
             return False, None
         first = self.array_base[1]
-        return _locate(self.steps[first:], {self.steps[first].key: value})
+        return locate(self.steps[first:], {self.steps[first].key: value})
 
     def decode(self, value: Any) -> tuple[bool, Any]:
         """``(decodes, decoded value)`` of one value as sent (None for a JSON null): a sentinel decodes to
@@ -364,43 +295,8 @@ class ContractField(BaseModel):
 
 
 _MISSING = object()
-ABSENT = object()
-"""What :meth:`ContractField.locate_in` is given for a record without the keys to the array."""
-
-
 def _folded(value: Any, fold: bool) -> Any:
     return value.lower() if fold and isinstance(value, str) else value
-
-
-def _locate(steps: tuple[Step, ...], node: Any) -> tuple[bool, Any]:
-    for i, step in enumerate(steps):
-        if not isinstance(node, Mapping) or step.key not in node:
-            return False, None
-        node = node[step.key]
-        if not step.selects:
-            continue
-        if not isinstance(node, list):
-            return False, None  # another type where an array is read: reported as the type change
-        if step.every:
-            return True, [_locate(steps[i + 1:], element)[1] for element in node]
-        if step.index is not None:
-            if step.index >= len(node):
-                return True, None
-            node = node[step.index]
-        else:
-            assert step.match is not None
-            key, wanted = step.match
-            node = next((e for e in node if isinstance(e, Mapping) and _as_text(e.get(key)) == wanted), _MISSING)
-            if node is _MISSING:
-                return True, None
-    return True, node
-
-
-def _as_text(value: Any) -> str | None:
-    """A scalar as text, as the generated SQL compares it (``true``, ``3``, ``2.5``); None for others."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value) if isinstance(value, str | int | float) else None
 
 
 def _timestamp(value: Any, fmt: str) -> datetime | None:
