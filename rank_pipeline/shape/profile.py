@@ -161,6 +161,14 @@ def _json_path(path: str) -> str:
     return "$." + ".".join(parts)
 
 
+def _each(paths: Sequence[str]) -> str:
+    """A SELECT of ``(i, v)``: each record's JSON value at each of ``paths`` (no ``[*]``), ``i`` the path's index
+    (one parse per record for all of them)."""
+    listed = ", ".join("'" + _json_path(p).replace("'", "''") + "'" for p in paths)
+    return (f"select unnest(range({len(paths)})) as i, unnest(json_extract(attributes::json, [{listed}])) as v "
+            "from records")
+
+
 @functools.cache
 def _in_memory() -> duckdb.DuckDBPyConnection:
     """The process's one in-memory DuckDB for profiling: each :class:`Profiler` opens a connection to it
@@ -257,30 +265,19 @@ class Profiler:
             return {}
         arrays = [p.split("[*]", 1)[0] for p in paths]
         rests = [p.split("[*]", 1)[1].lstrip(".") if "[*]" in p else "" for p in paths]
-        listed = ", ".join("'" + _json_path(a).replace("'", "''") + "'" for a in arrays)
         value = "case i " + " ".join(
             f"when {i} then " + (f"json_extract(e, '{_json_path(r)}')" if r else "e") for i, r in enumerate(rests)) + " end"
-        rows = self._con.execute(
-            f"with found as (select unnest(range({len(paths)})) as i, unnest(json_extract(attributes::json, "
-            f"[{listed}])) as v from records), elements as (select i, unnest(json_extract(v, '$[*]')) as e "
-            f"from found where json_type(v) = 'ARRAY'), picked as (select i, {value} as x from elements) "
-            "select i, x::varchar as t, count(*) as n from picked where x is not null and json_type(x) <> 'NULL' "
-            "group by i, t order by i, n desc, t").fetchall()
-        out: dict[str, dict[str, int]] = {p: {} for p in paths}
-        for i, v, n in rows:
-            out[paths[i]][str(v)] = int(n)
-        return out
+        return self._counted(
+            f"with found as ({_each(arrays)}), elements as (select i, unnest(json_extract(v, '$[*]')) as e "
+            f"from found where json_type(v) = 'ARRAY') select i, {value} as v from elements", paths)
 
     def longest_arrays(self, paths: Sequence[str]) -> dict[str, int]:
         """``{path: the most elements the array at path holds in one record}`` (paths without ``[*]``; 0: none),
         each record's JSON parsed once for all of them."""
         if not paths:
             return {}
-        listed = ", ".join("'" + _json_path(p).replace("'", "''") + "'" for p in paths)
-        rows = self._con.execute(
-            f"select i, max(json_array_length(v)) from (select unnest(range({len(paths)})) as i, "
-            f"unnest(json_extract(attributes::json, [{listed}])) as v from records) "
-            "where json_type(v) = 'ARRAY' group by i").fetchall()
+        rows = self._con.execute(f"select i, max(json_array_length(v)) from ({_each(paths)}) "
+                                 "where json_type(v) = 'ARRAY' group by i").fetchall()
         found = {paths[i]: int(n or 0) for i, n in rows}
         return {p: found.get(p, 0) for p in paths}
 
@@ -288,11 +285,14 @@ class Profiler:
         """``{path: value_counts(path)}`` of scalar ``paths``, each record's JSON parsed once for all of them."""
         if not paths:
             return {}
-        listed = ", ".join("'" + _json_path(p).replace("'", "''") + "'" for p in paths)
+        return self._counted(_each(paths), paths)
+
+    def _counted(self, source: str, paths: Sequence[str]) -> dict[str, dict[str, int]]:
+        """``{path: {value as JSON text: count}}``, most frequent first, of ``source``'s rows ``(i, v)`` (``i``
+        the index of a path in ``paths``; null and JSON null values left out)."""
         rows = self._con.execute(
-            f"select i, v::varchar as t, count(*) as n from (select unnest(range({len(paths)})) as i, "
-            f"unnest(json_extract(attributes::json, [{listed}])) as v from records) "
-            "where v is not null and json_type(v) <> 'NULL' group by i, t order by i, n desc, t").fetchall()
+            f"select i, v::varchar as t, count(*) as n from ({source}) where v is not null and json_type(v) <> 'NULL' "
+            "group by i, t order by i, n desc, t").fetchall()
         out: dict[str, dict[str, int]] = {p: {} for p in paths}
         for i, v, n in rows:
             out[paths[i]][str(v)] = int(n)

@@ -5,30 +5,20 @@ cast error, nothing published (the warehouse of the day before stays as it was).
 
 from __future__ import annotations
 
-import shutil
 from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
+from test_encodings import _models as edited_models
 from test_vendor_shape_doors import cli
-
-from rank_pipeline.settings import models_dir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("vendor_shape"), pytest.mark.timeout(900)]
 
 
 def _models(root: Path, *edits: tuple[str, str]) -> dict[str, str]:
     """A copy of the shipped models with edits of the contract; the setting that points at it."""
-    folder = root / "dbt_like_sql"
-    shutil.copytree(models_dir(), folder)
-    contract = folder / "sources" / "vendor_contract.yml"
-    text = contract.read_text()
-    for old, new in edits:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    contract.write_text(text)
-    return {"RANK_PIPELINE_MODELS_DIR": str(folder)}
+    return {"RANK_PIPELINE_MODELS_DIR": str(edited_models(root, list(edits)))}
 
 
 def _refused(result, path: str, value: str) -> str:
