@@ -196,3 +196,29 @@ def test_the_settings_check_sees_locks_and_deletions():
         "9: Path('d').rmdir()", "10: rm()",
     ]
     assert _locks_and_deletions("from fcntl import flock\n") == ["1: from fcntl import"]
+
+
+def _names_imported_from(module: str, roots: list[Path]) -> set[str]:
+    """Names imported as ``from <module> import name`` in the Python files under ``roots``, nested imports included."""
+    names = set()
+    for root in roots:
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0:
+                    names |= {a.name for a in node.names}
+    return names
+
+
+def test_settings_exports_what_its_readers_import_from_it():
+    """``rank_pipeline.settings`` re-exports the names the package, tests, benchmarks and examples import from it, and no
+    others (those are imported from their own module)."""
+    import rank_pipeline.settings as settings
+
+    root = PACKAGE.parent
+    outside = [p for p in PACKAGE.iterdir() if p.is_dir() and p.name != "settings"]
+    readers = _names_imported_from("rank_pipeline.settings", [*outside, *(root / d for d in ("tests", "benchmarks",
+                                                                                               "examples", "docs"))])
+    unread = sorted(set(settings.__all__) - readers)
+    assert unread == [], f"rank_pipeline.settings exports {unread}, which no reader imports from it: drop them from " \
+                         "its __all__ and imports (readers import them from their module)"
+    assert readers <= set(settings.__all__), sorted(readers - set(settings.__all__))

@@ -79,7 +79,8 @@ The rate defaults are declared once (:class:`RateSettings`; the client's
 :attr:`AccountConfig.api_key_env` names the variable, and :func:`api_key` reads it when a run opens the
 source (:func:`rank_pipeline.extract.source.read_keys`); a key is never logged.
 
-One module per job, every name re-exported here (import them from ``rank_pipeline.settings``):
+One module per job; the names the rest of the package, the tests, benchmarks and examples use are re-exported here
+(import them from ``rank_pipeline.settings``), the others are imported from their module:
 :mod:`~rank_pipeline.settings.values` (:class:`ConfigurationError`, the bounded-number reader),
 :mod:`~rank_pipeline.settings.pace` (the client's rate), :mod:`~rank_pipeline.settings.sharding`,
 :mod:`~rank_pipeline.settings.storage` (where the snapshots live), :mod:`~rank_pipeline.settings.engine`
@@ -102,12 +103,8 @@ from rank_pipeline.settings.accounts import (
     unset_for_demo,
 )
 from rank_pipeline.settings.at_use import (
-    DASHBOARD_URL_ENV,
-    DEFAULT_DASHBOARD_URL,
-    DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STORAGE_VERSION,
     LOCK_TIMEOUT_ENV,
-    SANDBOX_SHAPE_ENV,
     STORAGE_VERSION_ENV,
     dashboard_url_from_env,
     lock_timeout_from_env,
@@ -119,17 +116,12 @@ from rank_pipeline.settings.engine import (
     DEFAULT_SPARK_MASTER,
     ENGINE_ENV,
     ENGINES,
-    SPARK_MASTER_ENV,
     EngineSettings,
     check_spark_master,
 )
 from rank_pipeline.settings.environment import Settings
 from rank_pipeline.settings.operations import (
     DAGSTER_PG_URL_ENV,
-    DEFAULT_FRESHNESS_HOURS,
-    DEFAULT_SCHEDULE_CRON,
-    DEFAULT_SCHEDULE_TIMEZONE,
-    MIN_FRESHNESS_HOURS,
     PARTITIONS_START,
     SENSOR_INTERVAL_S,
     OpsSettings,
@@ -143,18 +135,13 @@ from rank_pipeline.settings.pace import (
 )
 from rank_pipeline.settings.paths import DataPaths, models_dir
 from rank_pipeline.settings.sharding import (
-    MAX_SHARDS,
-    SHARD_ADDRESSES_ENV,
-    SHARD_ENV,
     SHARDS_ENV,
     Shard,
     ShardPlan,
-    parse_shard,
     shard_of,
 )
 from rank_pipeline.settings.storage import (
     PYARROW_SCHEMES,
-    S3_OPTIONS,
     S3_SCHEMES,
     SNAPSHOTS_URI_ENV,
     StorageError,
@@ -164,7 +151,6 @@ from rank_pipeline.settings.storage import (
     uri_scheme,
 )
 from rank_pipeline.settings.user_project import (
-    PROJECT_TABLE,
     UserProject,
     compose_models,
     file_digest,
@@ -177,32 +163,18 @@ from rank_pipeline.settings.values import ConfigurationError
 __all__ = [
     "BASE_URL_ENV",
     "DAGSTER_PG_URL_ENV",
-    "DASHBOARD_URL_ENV",
-    "DEFAULT_DASHBOARD_URL",
-    "DEFAULT_FRESHNESS_HOURS",
-    "DEFAULT_LOCK_TIMEOUT_S",
     "DEFAULT_MAX_IN_FLIGHT",
-    "DEFAULT_SCHEDULE_CRON",
-    "DEFAULT_SCHEDULE_TIMEZONE",
     "DEFAULT_SPARK_MASTER",
     "DEFAULT_STORAGE_VERSION",
     "ENGINES",
     "ENGINE_ENV",
     "LOCK_TIMEOUT_ENV",
-    "MAX_SHARDS",
-    "MIN_FRESHNESS_HOURS",
     "PARTITIONS_START",
-    "PROJECT_TABLE",
     "PYARROW_SCHEMES",
-    "S3_OPTIONS",
     "S3_SCHEMES",
-    "SANDBOX_SHAPE_ENV",
     "SENSOR_INTERVAL_S",
     "SHARDS_ENV",
-    "SHARD_ADDRESSES_ENV",
-    "SHARD_ENV",
     "SNAPSHOTS_URI_ENV",
-    "SPARK_MASTER_ENV",
     "SPEC_PER_IP_LIMIT",
     "SPEC_PER_KEY_LIMIT",
     "SPEC_WINDOW_S",
@@ -232,7 +204,6 @@ __all__ = [
     "models_dir",
     "normalise_base_url",
     "package_models_dir",
-    "parse_shard",
     "redact_uri",
     "sandbox_shape_from_env",
     "shard_of",
