@@ -34,12 +34,21 @@ def parse_date(value: str) -> date:
         raise argparse.ArgumentTypeError(f"{value!r} is not a date; use YYYY-MM-DD") from None
 
 
-def check_partition(day: date) -> date:
-    """Refuse a date outside the daily partitions (:data:`rank_pipeline.defs.partitions.PARTITIONS_START`..today)."""
-    from rank_pipeline.settings import PARTITIONS_START
+def check_partition(day: date, settings) -> date:
+    """Refuse, in one line, a date after today or before the first daily partition that a setting gives
+    (``partition_start``, :func:`rank_pipeline.snapshots.partition_start.partition_start`). Before a default
+    start (the first snapshot day, init's day, today), the day's run makes it the first snapshot day: the
+    partitions of this process start there (:func:`rank_pipeline.settings.start_partitions_at`)."""
+    from rank_pipeline.settings import find_project, start_partitions_at
+    from rank_pipeline.snapshots.partition_start import partition_start
 
-    first, last = date.fromisoformat(PARTITIONS_START), today()
-    if not first <= day <= last:
-        raise UsageError(f"--date {day} is outside the daily partitions: pass a date from {first} to {last} "
+    start, last = partition_start(settings, find_project()), today()
+    if day < start.day and start.explicit:
+        raise UsageError(f"--date {day} is before the first daily partition {start.day} ({start.source}): pass a "
+                         f"date from {start.day} to {last}, or set {start.source} to {day} or earlier")
+    if day < start.day:
+        start_partitions_at(day)
+    if day > last:
+        raise UsageError(f"--date {day} is outside the daily partitions: pass a date from {start.day} to {last} "
                          "(today, UTC)")
     return day

@@ -56,11 +56,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         instance = dg.DagsterInstance.ephemeral()
     else:  # the runs are recorded in DAGSTER_HOME, so the UI (ui_command) shows them
         instance = dagster_instance(settings.data_dir)
+    last = today()
+    first = last - timedelta(days=args.days - 1)
+    _start_partitions_for_demo(settings, first)
     with SESSION.capture():
         from rank_pipeline.defs.definitions import defs
 
-    last = today()
-    first = last - timedelta(days=args.days - 1)
     print(f"rank-pipeline demo: {args.days} simulated day(s) ({first} .. {last}) from the embedded sandbox "
           f"into {settings.data_dir}")
     if first != last:
@@ -93,6 +94,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _print_failures(totals)
     print(totals.line("Completed"))
     return 0
+
+
+def _start_partitions_for_demo(settings, first) -> None:
+    """The demo's partitions start at its first day ``first`` on a fresh data folder (its days only), at the
+    folder's first snapshot day when that is earlier; a start set (``partition_start``) after ``first`` is
+    refused in one line. Sets ``RANK_PIPELINE_PARTITION_START`` in this process for the definitions."""
+    from rank_pipeline.settings import find_project, start_partitions_at
+    from rank_pipeline.snapshots.partition_start import FIRST_SNAPSHOT, partition_start
+
+    start = partition_start(settings, find_project())
+    if start.explicit and start.day > first:
+        raise UsageError(f"the demo's first day {first} is before the first daily partition {start.day} "
+                         f"({start.source}): pass fewer --days, or set {start.source} to {first} or earlier")
+    if not start.explicit:
+        start_partitions_at(min(first, start.day) if start.source == FIRST_SNAPSHOT else first)
 
 
 QUERY_SUGGESTION = 'rank-pipeline query "select * from marts.fct_keyword_rankings_daily limit 10"'
@@ -138,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"RANK_PIPELINE_SHARD={settings.shard} is for extraction workers: run `rank-pipeline "
                          "extract` on each worker, then `rank-pipeline rebuild --from D --to D` once all shards "
                          "committed (or unset RANK_PIPELINE_SHARD)")
-    day = check_partition(args.date or today())
+    day = check_partition(args.date or today(), settings)
     source = _check_before_a_run(settings)
     _check_day_for_source(day, source)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -204,7 +220,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     from rank_pipeline.steps.extract import check_source, extract_days
 
     settings = load_settings()
-    day = check_partition(args.date or today())
+    day = check_partition(args.date or today(), settings)
     source = Source.from_settings(settings)
     check_source(source, settings.paths)  # a configuration error: one line, nothing written
     _check_day_for_source(day, source)

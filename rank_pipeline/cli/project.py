@@ -15,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from rank_pipeline.cli.args import package_version
+from rank_pipeline.cli.args import package_version, today
 from rank_pipeline.cli.errors import UsageError
 from rank_pipeline.settings import (
     UserProject,
@@ -65,9 +65,11 @@ directory_type = "project"
 [tool.dg.project]
 root_module = "{module}"
 
-# rank-pipeline's own table: the files of models/ replace the package's files of the same path
+# rank-pipeline's own table: the files of models/ replace the package's files of the same path; started is
+# the day `rank-pipeline init` made the project, the first daily partition until data/ holds a snapshot
 [tool.rank_pipeline]
 models_dir = "models"
+started = {started}
 """
 
 DEFINITIONS = """\
@@ -92,6 +94,8 @@ attributes:
   schedule:
     cron: "15 6 * * *"
     timezone: UTC
+  # partition_start: {started}               # the first daily partition (UTC); left out: the first
+  #                                           # snapshot day in data_dir, else init's day, else today
   # base_url: https://api.vendor.example      # left out: RANK_TRACKER_BASE_URL, else the embedded sandbox
   # accounts:
   #   - {{name: default, api_key_env: RANK_TRACKER_API_KEY}}
@@ -121,8 +125,17 @@ in `dashboards/`; the keywords you track in `keywords.yml`.
 
 GITIGNORE = """\
 data/
+.env
 .rank_pipeline/composed/
 __pycache__/
+"""
+
+DOTENV = """\
+# Read by `dg dev` (and every dg/dagster command run here): Dagster's home is the data folder's, where
+# rank-pipeline's runs are recorded, so the UI shows their runs and materializations. An absolute path, written
+# by `rank-pipeline init`: after moving the project or changing data_dir in defs.yaml, change it to
+# <data folder>/dagster_home. This file is this machine's (.gitignore); add your own variables below.
+DAGSTER_HOME={dagster_home}
 """
 
 
@@ -208,11 +221,14 @@ def scaffold_project(path: Path, own: list[str] | None = None) -> UserProject:
     else:
         rels = [r for n in own for r in package_files_for(n)]
     rels += [CONTRACT, *(r for r in package if r.startswith("seeds/"))]
-    fmt = {"name": name, "module": module, "version": package_version(), "dagster": dagster_specifier()}
+    home = path.resolve() / "data" / "dagster_home"
+    fmt = {"name": name, "module": module, "version": package_version(), "dagster": dagster_specifier(),
+           "started": today().isoformat(), "dagster_home": home}
     files = {
         "pyproject.toml": PYPROJECT.format(**fmt),
         "README.md": README.format(**fmt),
         ".gitignore": GITIGNORE,
+        ".env": DOTENV.format(**fmt),
         "keywords.yml": EMPTY_KEYWORDS,
         f"src/{module}/__init__.py": "",
         f"src/{module}/definitions.py": DEFINITIONS,
@@ -222,7 +238,8 @@ def scaffold_project(path: Path, own: list[str] | None = None) -> UserProject:
     for rel, text in files.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)
-    project = UserProject(path.resolve(), (path / "models").resolve())
+    _dagster_home(home)
+    project = UserProject(path.resolve(), (path / "models").resolve(), today())
     project.models.mkdir(parents=True, exist_ok=True)
     _take(project, sorted(set(rels)))
     dashboards = _dashboards_dir()
@@ -231,6 +248,16 @@ def scaffold_project(path: Path, own: list[str] | None = None) -> UserProject:
         shutil.copyfile(dashboards / "dashboards.yml", path / "dashboards" / "dashboards.yml")
         shutil.copytree(dashboards / "datasets", path / "dashboards" / "datasets")
     return project
+
+
+def _dagster_home(home: Path) -> None:
+    """Create the project's Dagster home (``.env``'s ``DAGSTER_HOME``) with the ``dagster.yaml`` the pipeline
+    writes there, so ``dg dev`` starts on it before any run (Dagster refuses a home that does not exist)."""
+    from rank_pipeline.defs.instance import instance_config
+
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        (home / "dagster.yaml").write_text(instance_config(home))
 
 
 def _project() -> UserProject:

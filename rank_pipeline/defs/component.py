@@ -12,6 +12,7 @@ rank_pipeline.defs.component.RankPipelineComponent rank``, or by hand)::
         - {name: acme, api_key_env: ACME_RANK_KEY}
       base_url: https://api.example.com   # omitted: RANK_TRACKER_BASE_URL, else the embedded sandbox
       schedule: {cron: "15 6 * * *", timezone: UTC}
+      partition_start: "2026-03-01"   # the first daily partition; omitted: the first snapshot day
       alerts: {urls_env: OPS_ALERT_URLS}
 
 Secrets are given only as the names of the environment variables that hold them: an attribute that is
@@ -19,7 +20,9 @@ not such a name fails ``dg check defs`` naming the attribute. Settings the compo
 from the environment as for the standalone code location (:mod:`rank_pipeline.settings`), which is this
 component with no attributes (:mod:`rank_pipeline.defs.definitions`).
 
-Assets (all daily-partitioned, UTC):
+Assets (all daily-partitioned, UTC, from ``partition_start``; ``RANK_PIPELINE_PARTITION_START`` overrides
+it; both unset, the first committed snapshot day of the data folder, else the project's ``init`` day, else
+today: :func:`rank_pipeline.snapshots.partition_start.partition_start`):
 
 - ``snapshots/<endpoint>``: the day's Parquet snapshots (one extraction step for all endpoints);
 - ``raw/<endpoint>``: the raw DuckDB tables;
@@ -55,6 +58,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 import dagster as dg
@@ -71,6 +75,7 @@ from rank_pipeline.defs.jobs import (
 )
 from rank_pipeline.defs.keywords_assets import build_keywords_file_asset
 from rank_pipeline.defs.model_assets import build_model_assets
+from rank_pipeline.defs.partitions import daily_partitions_from
 from rank_pipeline.defs.resources import model_engine_from_env, source_from_env, warehouse_from_env
 from rank_pipeline.defs.run_history_asset import build_run_history_asset
 from rank_pipeline.defs.run_monitoring import fail_dead_runs_sensor
@@ -90,6 +95,7 @@ from rank_pipeline.settings import (
     named_variable,
     normalise_base_url,
 )
+from rank_pipeline.snapshots.partition_start import partition_start
 
 __all__ = ["RankPipelineComponent", "build_definitions"]
 
@@ -156,6 +162,10 @@ class RankPipelineComponent(dg.Component, dg.Model, dg.Resolvable):
     engine: str | None = Field(None, description="the model engine, duckdb or spark; omitted: "
                                "RANK_PIPELINE_ENGINE, else duckdb")
     schedule: Schedule | None = Field(None, description="the daily schedule")
+    partition_start: str | None = Field(None, description="the first daily partition, YYYY-MM-DD (UTC); "
+                                         "RANK_PIPELINE_PARTITION_START overrides it; omitted: the data "
+                                         "folder's first snapshot day, else the project's init day, else today. "
+                                         "A day after the first snapshot day is refused")
     alerts: Alerts | None = Field(None, description="where alerts go")
 
     @field_validator("engine")
@@ -165,9 +175,23 @@ class RankPipelineComponent(dg.Component, dg.Model, dg.Resolvable):
             raise ValueError(f"engine {value!r} is not one of {', '.join(ENGINES)}")
         return value
 
+    @field_validator("partition_start", mode="before")
+    @classmethod
+    def _partition_start(cls, value: object) -> str | None:
+        """A date written bare in YAML (``2026-03-01``) or quoted; refused at its line otherwise."""
+        if value is None:
+            return None
+        try:
+            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(value)):
+                raise ValueError(value)
+            return date.fromisoformat(str(value)).isoformat()
+        except ValueError:
+            raise ValueError(f"partition_start {value!r} is not a date: write it as YYYY-MM-DD, e.g. "
+                             "2026-03-01 (the first daily partition, UTC)") from None
+
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         """The pipeline's definitions for these attributes, paths under ``context.project_root``."""
-        return build_definitions(self.settings(context.project_root))
+        return build_definitions(self.settings(context.project_root), find_project(context.project_root))
 
     def settings(self, project_root: Path | None, env: Mapping[str, str] | None = None) -> Settings:
         """:meth:`Settings.from_env` of ``env`` (default ``os.environ``) with these attributes in place of
@@ -209,6 +233,9 @@ class RankPipelineComponent(dg.Component, dg.Model, dg.Resolvable):
                                          "each account's key in the variable its api_key_env names")
             settings = replace(settings, base_url=base_url,
                                accounts=tuple(AccountConfig(a.name, a.api_key_env) for a in self.accounts))
+        if self.partition_start is not None and settings.ops.partition_start is None:  # the environment overrides it
+            settings = replace(settings, ops=replace(settings.ops, partition_start=date.fromisoformat(
+                self.partition_start), partition_start_from="defs.yaml partition_start"))
         if project_root is None:
             return settings
         return replace(settings, models_dir=self._models_folder(project_root, env))
@@ -223,20 +250,29 @@ class RankPipelineComponent(dg.Component, dg.Model, dg.Resolvable):
         return project.composed() if project is not None else models_dir(env, start=project_root)
 
 
-def build_definitions(settings: Settings) -> dg.Definitions:
+def build_definitions(settings: Settings, project: UserProject | None = None) -> dg.Definitions:
     """The definitions for ``settings`` (:meth:`Settings.from_env` for ``defs``): unsharded, or with
     ``settings.shards`` (``RANK_PIPELINE_SHARDS``) the extraction as day x shard partitions
-    (:mod:`rank_pipeline.defs.shard_runs`). Everything the definitions need comes from ``settings``: the
-    environment is read once, by :meth:`Settings.from_env`, for ``defs``."""
+    (:mod:`rank_pipeline.defs.shard_runs`); daily partitions from
+    :func:`~rank_pipeline.snapshots.partition_start.partition_start` (``project``: the user's project, whose
+    ``init`` day is the start of a data folder without snapshots). Everything the definitions need comes
+    from ``settings``: the environment is read once, by :meth:`Settings.from_env`, for ``defs``.
+
+    Raises:
+        ConfigurationError: a partition start after the data folder's first snapshot day, or a changed
+            shard count.
+    """
     shards, engine = settings.shards, settings.engine.engine
     check_partitioning(settings.data_dir, shards)  # a changed shard count is refused before anything loads
+    days = daily_partitions_from(partition_start(settings, project).day)
     project_dir = settings.models_dir  # None: models_dir() where it is used
-    model_assets, model_keys = build_model_assets(project_dir, engine=engine)
+    model_assets, model_keys = build_model_assets(project_dir, engine=engine, days=days)
     assets = with_freshness_policies([
-        build_extract_snapshots(shards), build_load_raw_tables(engine=engine, shards=shards, project_dir=project_dir),
-        build_keywords_file_asset(settings.keywords_file, shards, engine=engine),
-        *model_assets, build_run_history_asset(model_keys, list(RAW_KEYS.values()), project_dir),
-        build_publish_asset(model_keys, engine=engine, dashboard_url=settings.dashboard_url),
+        build_extract_snapshots(shards, days),
+        build_load_raw_tables(engine=engine, shards=shards, project_dir=project_dir, days=days),
+        build_keywords_file_asset(settings.keywords_file, shards, engine=engine, days=days),
+        *model_assets, build_run_history_asset(model_keys, list(RAW_KEYS.values()), project_dir, days),
+        build_publish_asset(model_keys, engine=engine, dashboard_url=settings.dashboard_url, days=days),
     ], settings.ops.freshness_hours)
     watched = [key for a in assets for key in a.keys if is_watched(key)]
     daily = daily_job if shards is None else build_daily_job(shards)
@@ -250,7 +286,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
     return dg.Definitions(
         assets=assets,
         jobs=jobs,
-        schedules=[build_daily_schedule(settings.ops, shards, shard_job)],
+        schedules=[build_daily_schedule(settings.ops, shards, shard_job, days)],
         sensors=sensors,
         resources={"source": source_from_env(settings), "warehouse": warehouse_from_env(settings),
                    "model_engine": model_engine_from_env(settings)},

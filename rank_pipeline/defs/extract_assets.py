@@ -47,8 +47,9 @@ def snapshot_description(declared: Endpoint) -> str:
 
 
 @deliberate_beta
-def build_extract_snapshots(plan: ShardPlan | None = None) -> dg.AssetsDefinition:
-    """The ``extract_snapshots`` multi-asset: daily-partitioned, or with ``plan``
+def build_extract_snapshots(plan: ShardPlan | None = None, days: dg.DailyPartitionsDefinition = daily_partitions
+                            ) -> dg.AssetsDefinition:
+    """The ``extract_snapshots`` multi-asset: partitioned by ``days``, or with ``plan``
     (``RANK_PIPELINE_SHARDS``) partitioned by day x shard (:func:`rank_pipeline.defs.partitions.shard_partitions`),
     each partition one run (a backfill of several is several runs, which may run at once)."""
 
@@ -64,7 +65,7 @@ def build_extract_snapshots(plan: ShardPlan | None = None) -> dg.AssetsDefinitio
                               description="Every list of this endpoint was read completely (ids == X-Total-Count).")
             for key in SNAPSHOT_KEYS.values()
         ],
-        partitions_def=daily_partitions if plan is None else shard_partitions(plan),
+        partitions_def=days if plan is None else shard_partitions(plan, days),
         backfill_policy=dg.BackfillPolicy.single_run() if plan is None else dg.BackfillPolicy.multi_run(1),
     )
     def extract_snapshots(context: dg.AssetExecutionContext, source: dg.ResourceParam[Source],

@@ -17,7 +17,7 @@ DAILY_JOB_NAME = "daily_rank_pipeline"
 def build_daily_job(shards: ShardPlan | None = None) -> dg.UnresolvedAssetJobDefinition:
     """``daily_rank_pipeline``: every asset for one day; with ``shards`` (``RANK_PIPELINE_SHARDS``) every
     asset but the ``snapshots`` group, which the ``extract_shards`` job extracts per day x shard
-    (:mod:`rank_pipeline.defs.shard_runs`)."""
+    (:mod:`rank_pipeline.defs.shard_runs`). Its partitions are its assets' (Dagster infers them)."""
     if shards is None:
         return dg.define_asset_job(
             DAILY_JOB_NAME,
@@ -40,7 +40,8 @@ DAILY_SCHEDULE_NAME = "daily_rank_pipeline_schedule"
 
 
 def build_daily_schedule(ops: OpsSettings, shards: ShardPlan | None = None,
-                         shard_job: dg.UnresolvedAssetJobDefinition | None = None) -> dg.ScheduleDefinition:
+                         shard_job: dg.UnresolvedAssetJobDefinition | None = None,
+                         days: dg.DailyPartitionsDefinition | None = None) -> dg.ScheduleDefinition:
     """The daily job's schedule, on by default: when ``RANK_PIPELINE_SCHEDULE_CRON`` (5 fields, default
     ``15 6 * * *``) ticks in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (IANA name, default ``UTC``).
 
@@ -51,7 +52,9 @@ def build_daily_schedule(ops: OpsSettings, shards: ShardPlan | None = None,
     overlap in effect: a run waits for the data folder's writer lock. With ``shards`` (and their
     ``shard_job``, :func:`rank_pipeline.defs.shard_runs.build_shard_job`) each tick requests one run per
     shard of that day instead (partition ``<day>|<i>-of-<n>``); the daily run follows from the sensor
-    ``daily_run_when_shards_committed``.
+    ``daily_run_when_shards_committed``. ``days`` are the assets' daily partitions (the
+    definitions' start, :func:`rank_pipeline.defs.partitions.daily_partitions_from`): a tick before their first
+    day is skipped.
 
     Raises:
         rank_pipeline.settings.ConfigurationError: a bad cron or time zone setting (one line naming the
@@ -72,6 +75,8 @@ def build_daily_schedule(ops: OpsSettings, shards: ShardPlan | None = None,
     )
     def _daily(context: dg.ScheduleEvaluationContext):
         day = tick_partition_key(context.scheduled_execution_time)
+        if days is not None and day < days.start.date().isoformat():
+            return dg.SkipReason(f"{day} is before the first partition {days.start.date()} (partition_start)")
         if shards is None:
             return dg.RunRequest(partition_key=day)
         # a schedule tick requesting several runs names each with a run key (Dagster requires it)

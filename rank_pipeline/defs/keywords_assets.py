@@ -41,10 +41,11 @@ DRIFT_CHECK = "matches_tracked_keywords"
 
 @deliberate_beta
 def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | None = None,
-                              engine: str | None = None) -> dg.AssetsDefinition:
+                              engine: str | None = None, days: dg.DailyPartitionsDefinition = daily_partitions
+                              ) -> dg.AssetsDefinition:
     """The ``raw/keywords_file`` asset for ``keywords_file`` (``Settings.keywords_file``; None: no check);
     with ``shards`` (``Settings.shards``) it depends on every shard of its day's snapshots; ``engine``
-    names its kind (default :func:`rank_pipeline.defs.table_metadata.engine_in_use`)."""
+    names its kind (default :func:`rank_pipeline.defs.table_metadata.engine_in_use`); ``days`` its partitions."""
     checks = [dg.AssetCheckSpec(
         DRIFT_CHECK, asset=KEYWORDS_FILE_KEY, blocking=False,
         description=f"The keywords file {keywords_file} and the keywords tracked on its domains (the day's "
@@ -53,7 +54,7 @@ def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | No
 
     @dg.asset(key=KEYWORDS_FILE_KEY, deps=[date_dependency(SNAPSHOT_KEYS[r], shards)
                                          for r in ("domains", "keywords", "locations", "usage")],
-              partitions_def=daily_partitions, backfill_policy=dg.BackfillPolicy.single_run(), group_name="raw",
+              partitions_def=days, backfill_policy=dg.BackfillPolicy.single_run(), group_name="raw",
               kinds={engine or engine_in_use(), "yaml"}, check_specs=checks,
               description="raw.keywords_file: the keywords file (RANK_PIPELINE_KEYWORDS_FILE) planned against the "
                           "day's snapshot, one row per wanted combination; empty when no file is set.")

@@ -147,10 +147,10 @@ def _build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model 
 
 
 @deliberate_beta
-def _seed_asset(seed: Seed, project: Project, engine: str) -> dg.AssetsDefinition:
+def _seed_asset(seed: Seed, project: Project, engine: str, days: dg.DailyPartitionsDefinition) -> dg.AssetsDefinition:
     key = relation_key(seed.qualified_name)
 
-    @dg.asset(key=key, partitions_def=daily_partitions, group_name="seeds",
+    @dg.asset(key=key, partitions_def=days, group_name="seeds",
               kinds={engine, "csv"}, description=seed.description or None,
               check_specs=_check_specs(seed, key), backfill_policy=dg.BackfillPolicy.single_run(),
               metadata={"version": seed.version or "", "checksum": seed.checksum,
@@ -162,14 +162,15 @@ def _seed_asset(seed: Seed, project: Project, engine: str) -> dg.AssetsDefinitio
 
 
 @deliberate_beta
-def _model_asset(model: Model, project: Project, engine: str) -> dg.AssetsDefinition:
+def _model_asset(model: Model, project: Project, engine: str, days: dg.DailyPartitionsDefinition
+                 ) -> dg.AssetsDefinition:
     key = relation_key(model.qualified_name)
     check_specs = _check_specs(model, key)
 
     # a relationships test reads its target: build that first too
     deps = set(model.depends_on).union(*(t.depends_on for t in model.tests)) - {model.qualified_name}
 
-    @dg.asset(key=key, deps=[relation_key(d) for d in sorted(deps)], partitions_def=daily_partitions,
+    @dg.asset(key=key, deps=[relation_key(d) for d in sorted(deps)], partitions_def=days,
               group_name=model.schema, kinds={engine, "sql"}, check_specs=check_specs,
               description=model.description or None, backfill_policy=dg.BackfillPolicy.single_run(),
               metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path)),
@@ -180,20 +181,22 @@ def _model_asset(model: Model, project: Project, engine: str) -> dg.AssetsDefini
     return _model
 
 
-def build_model_assets(project_dir: Path | None = None, engine: str | None = None
+def build_model_assets(project_dir: Path | None = None, engine: str | None = None,
+                       days: dg.DailyPartitionsDefinition = daily_partitions
                        ) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
     """Every seed and model asset of the project, and the keys of the models (for the publish asset).
 
     ``project_dir`` defaults to :func:`rank_pipeline.settings.models_dir` (``RANK_PIPELINE_MODELS_DIR``);
     ``engine`` (the asset kinds and table names: ``duckdb`` or ``spark``) to the one
-    ``RANK_PIPELINE_ENGINE`` selects (:func:`rank_pipeline.defs.table_metadata.engine_in_use`).
+    ``RANK_PIPELINE_ENGINE`` selects (:func:`rank_pipeline.defs.table_metadata.engine_in_use`); ``days``
+    partitions them.
 
     Raises:
         rank_pipeline.transform.ProjectError: a cycle, a missing reference or a malformed ``.yml``.
     """
     project = loaded_project(project_dir if project_dir is not None else models_dir())
     engine = engine or engine_in_use()
-    assets = [_seed_asset(seed, project, engine) for seed in project.seeds.values()]
+    assets = [_seed_asset(seed, project, engine, days) for seed in project.seeds.values()]
     models = project.topological_order()
-    assets += [_model_asset(model, project, engine) for model in models]
+    assets += [_model_asset(model, project, engine, days) for model in models]
     return assets, [relation_key(f"{m.schema}.{m.name}") for m in models]

@@ -1,18 +1,32 @@
-"""Daily partitions keyed by snapshot date (UTC), today included (spec: the API tells only the present);
-with ``RANK_PIPELINE_SHARDS=n`` the extraction is partitioned by day x shard (:func:`shard_partitions`)."""
+"""Daily partitions keyed by snapshot date (UTC), today included (spec: the API tells only the present),
+from the first day of the data folder (:func:`daily_partitions_from`; the start is a setting,
+:func:`rank_pipeline.snapshots.partition_start`); with ``RANK_PIPELINE_SHARDS=n`` the extraction is
+partitioned by day x shard (:func:`shard_partitions`)."""
 
 import functools
 import warnings
 from collections.abc import Callable
+from datetime import date
 from typing import ParamSpec, TypeVar
 
 import dagster as dg
 
 from rank_pipeline.operations.dagster_names import dimension_tag
-from rank_pipeline.settings import PARTITIONS_START, Shard, ShardPlan
+from rank_pipeline.settings import Shard, ShardPlan
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=PARTITIONS_START, timezone="UTC", end_offset=1)
-"""One partition per UTC day from :data:`PARTITIONS_START`; ``end_offset=1`` includes today."""
+
+@functools.cache
+def daily_partitions_from(start: date) -> dg.DailyPartitionsDefinition:
+    """One partition per UTC day from ``start``; ``end_offset=1`` includes today. One object per start, so the
+    definitions built for one start share it."""
+    return dg.DailyPartitionsDefinition(start_date=start.isoformat(), timezone="UTC", end_offset=1)
+
+
+DIRECT_USE_START = date(2026, 1, 1)
+daily_partitions = daily_partitions_from(DIRECT_USE_START)
+"""The partitions of the assets and jobs built without settings, for direct use (``dg.materialize`` in tests):
+from :data:`DIRECT_USE_START`. The definitions (:func:`rank_pipeline.defs.component.build_definitions`) build
+theirs from the data folder's start instead."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -47,11 +61,12 @@ DATE_TAG = dimension_tag(DATE_DIMENSION)
 """The tag Dagster gives a run of one shard partition (its day)."""
 
 
-def shard_partitions(plan: ShardPlan) -> dg.MultiPartitionsDefinition:
-    """Day x shard (``RANK_PIPELINE_SHARDS``): the daily partitions and a static dimension ``0-of-n`` ..
+def shard_partitions(plan: ShardPlan, days: dg.DailyPartitionsDefinition = daily_partitions
+                     ) -> dg.MultiPartitionsDefinition:
+    """Day x shard (``RANK_PIPELINE_SHARDS``): the daily partitions ``days`` and a static dimension ``0-of-n`` ..
     ``<n-1>-of-n``. A key reads ``2026-03-02|0-of-2`` (dimensions in name order: date, shard)."""
     return dg.MultiPartitionsDefinition({
-        DATE_DIMENSION: daily_partitions,
+        DATE_DIMENSION: days,
         SHARD_DIMENSION: dg.StaticPartitionsDefinition([s.key for s in plan.shards]),
     })
 

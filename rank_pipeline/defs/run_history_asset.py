@@ -212,14 +212,15 @@ def _history_table(project_dir: Path | None) -> PipelineTable | None:
 
 @deliberate_beta
 def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey],
-                            project_dir: Path | None = None) -> dg.AssetsDefinition:
+                            project_dir: Path | None = None, days: dg.DailyPartitionsDefinition = daily_partitions
+                            ) -> dg.AssetsDefinition:
     """``ops/run_history``: after every model, before ``warehouse/published`` (module docstring); its
-    tests are those ``project_dir`` declares (default :func:`models_dir`)."""
+    tests are those ``project_dir`` declares (default :func:`models_dir`); partitioned by ``days``."""
     table = _history_table(project_dir)
     specs = [dg.AssetCheckSpec(t.name, asset=RUN_HISTORY_KEY, blocking=False, description=t.describe())
              for t in (table.tests if table is not None else ())]
 
-    @dg.asset(key=RUN_HISTORY_KEY, deps=[*raw_keys, *model_keys], partitions_def=daily_partitions,
+    @dg.asset(key=RUN_HISTORY_KEY, deps=[*raw_keys, *model_keys], partitions_def=days,
               backfill_policy=dg.BackfillPolicy.single_run(), group_name="ops", kinds={"duckdb"},
               check_specs=specs,
               description=(table.description if table is not None else "ops.run_history: one row per run and "

@@ -64,12 +64,14 @@ def raw_table_metadata(endpoint: str, types: list[tuple[str, str]], rows: int, t
 
 @deliberate_beta
 def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = None,
-                          project_dir: Path | None = None) -> dg.AssetsDefinition:
+                          project_dir: Path | None = None, days: dg.DailyPartitionsDefinition = daily_partitions
+                          ) -> dg.AssetsDefinition:
     """The ``load_raw_tables`` multi-asset: one ``raw/<endpoint>`` asset per endpoint, kinds naming
     ``engine`` (default: :func:`rank_pipeline.defs.table_metadata.engine_in_use`); with ``shards``
     (``RANK_PIPELINE_SHARDS``) each depends on every shard of its day's snapshot, and the load refuses a
     day not every shard has committed (:class:`rank_pipeline.warehouse.errors.SnapshotMissingError`).
-    The vendor-shape check reads the contract of ``project_dir`` (default: :func:`models_dir` at run time)."""
+    The vendor-shape check reads the contract of ``project_dir`` (default: :func:`models_dir` at run time).
+    Partitioned by ``days``."""
     engine = engine or engine_in_use()
     kinds = set(ENGINES[engine].raw_kinds)
 
@@ -97,7 +99,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
                                             "shape_thresholds).")
               for r, key in RAW_KEYS.items()),
         ],
-        partitions_def=daily_partitions,
+        partitions_def=days,
         backfill_policy=dg.BackfillPolicy.single_run(),
     )
     def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
@@ -153,15 +155,16 @@ def _shape_result(key: dg.AssetKey, result: ShapeResult, new_fields: dict[str, s
 
 @deliberate_beta
 def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None,
-                        dashboard_url: str | None = None) -> dg.AssetsDefinition:
+                        dashboard_url: str | None = None, days: dg.DailyPartitionsDefinition = daily_partitions
+                        ) -> dg.AssetsDefinition:
     """``warehouse/published``: depends on every model and on ``ops/run_history`` (the run's own row is
     written just before: :mod:`rank_pipeline.defs.run_history_asset`), copies the build file to the published path
     (kinds: ``engine``, default :func:`rank_pipeline.defs.table_metadata.engine_in_use`); its metadata links
     the dashboards at ``dashboard_url`` (:attr:`rank_pipeline.settings.Settings.dashboard_url`; None: read
-    when it runs, for definitions built without settings)."""
+    when it runs, for definitions built without settings). Partitioned by ``days``."""
 
     @dg.asset(key=PUBLISHED_KEY, deps=[*RAW_KEYS.values(), *model_keys, RUN_HISTORY_KEY],
-              partitions_def=daily_partitions,
+              partitions_def=days,
               backfill_policy=dg.BackfillPolicy.single_run(), group_name="warehouse",
               kinds={engine or engine_in_use()},
               description="data/warehouse.duckdb, the file analysts and BI tools open read-only; replaced "

@@ -41,6 +41,11 @@ Environment variables (all optional; with none set the pipeline runs on the embe
                                    ``engine-upper`` or ``language-string``, optionally
                                    ``NAME@YYYY-MM-DD`` from that simulated day on
                                    (``rank_pipeline.sandbox.shapes``).
+``RANK_PIPELINE_PARTITION_START`` the first daily partition (``YYYY-MM-DD``, UTC); overrides the
+                                   component's ``partition_start``; both unset: the data folder's first
+                                   committed snapshot day, else the day of ``rank-pipeline init``
+                                   (``[tool.rank_pipeline] started``), else today. A start after the first
+                                   committed snapshot day is refused (it would drop materialized days).
 ``RANK_PIPELINE_SCHEDULE_CRON``    when the daily schedule ticks (5-field cron, default ``15 6 * * *``).
 ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` the schedule's time zone (IANA name, default ``UTC``).
 ``RANK_PIPELINE_FRESHNESS_HOURS``  how old the marts and ``warehouse/published`` may be before their
@@ -122,9 +127,10 @@ from rank_pipeline.settings.engine import (
 from rank_pipeline.settings.environment import Settings
 from rank_pipeline.settings.operations import (
     DAGSTER_PG_URL_ENV,
-    PARTITIONS_START,
+    PARTITION_START_ENV,
     SENSOR_INTERVAL_S,
     OpsSettings,
+    start_partitions_at,
 )
 from rank_pipeline.settings.pace import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -169,7 +175,7 @@ __all__ = [
     "ENGINES",
     "ENGINE_ENV",
     "LOCK_TIMEOUT_ENV",
-    "PARTITIONS_START",
+    "PARTITION_START_ENV",
     "PYARROW_SCHEMES",
     "S3_SCHEMES",
     "SENSOR_INTERVAL_S",
@@ -208,6 +214,7 @@ __all__ = [
     "sandbox_shape_from_env",
     "shard_of",
     "snapshots_uri_from_env",
+    "start_partitions_at",
     "storage_version_from_env",
     "unset_for_demo",
     "uri_scheme",

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -14,10 +15,13 @@ from croniter import croniter
 from rank_pipeline.settings.values import ConfigurationError, _number
 
 __all__ = ["DAGSTER_PG_URL_ENV", "DEFAULT_FRESHNESS_HOURS", "DEFAULT_SCHEDULE_CRON", "DEFAULT_SCHEDULE_TIMEZONE",
-           "MIN_FRESHNESS_HOURS", "PARTITIONS_START", "SENSOR_INTERVAL_S", "OpsSettings"]
+           "MIN_FRESHNESS_HOURS", "PARTITION_START_ENV", "SENSOR_INTERVAL_S", "OpsSettings",
+           "start_partitions_at"]
 
-PARTITIONS_START = "2026-01-01"
-"""The first daily partition (UTC); the Dagster partitions and the CLI's ``--date`` check read it."""
+PARTITION_START_ENV = "RANK_PIPELINE_PARTITION_START"
+"""The first daily partition (``YYYY-MM-DD``, UTC): overrides the component's ``partition_start``; both
+unset, the first committed snapshot day of the data folder, else the project's ``init`` day, else today
+(:func:`rank_pipeline.snapshots.partition_start`)."""
 
 DAGSTER_PG_URL_ENV = "RANK_PIPELINE_DAGSTER_PG_URL"
 """The PostgreSQL URL of Dagster's storage; ``dagster.yaml`` names this variable (Dagster reads it when
@@ -48,14 +52,20 @@ class OpsSettings:
     freshness_hours: float = DEFAULT_FRESHNESS_HOURS
     alert_urls: tuple[str, ...] = field(default=(), repr=False)
     dagster_pg_url: str | None = field(default=None, repr=False)
+    partition_start: date | None = None
+    partition_start_from: str = PARTITION_START_ENV
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OpsSettings:
         """Read the ``RANK_PIPELINE_SCHEDULE_*``, ``_FRESHNESS_HOURS``, ``_ALERT_URLS`` and
         ``_DAGSTER_PG_URL`` variables.
 
+        ``partition_start`` is ``RANK_PIPELINE_PARTITION_START`` (None when unset: its default is read
+        from the data folder, :func:`rank_pipeline.snapshots.partition_start`); ``partition_start_from``
+        names where it was set, for messages.
+
         Raises:
-            ConfigurationError: a cron that is not 5 valid fields, an unknown time zone, freshness hours
+            ConfigurationError: a partition start that is not a ``YYYY-MM-DD`` date, a cron that is not 5 valid fields, an unknown time zone, freshness hours
                 out of 1/60..8760, an alert URL without a ``scheme://``, or a PostgreSQL URL that is not
                 ``postgresql+psycopg2://`` (the message never repeats a URL: they carry secrets).
         """
@@ -91,4 +101,28 @@ class OpsSettings:
                 "postgresql+psycopg2://user:password@host:5432/dagster, or unset it to keep SQLite"
             )
         return cls(schedule_cron=cron, schedule_timezone=tz, freshness_hours=hours, alert_urls=urls,
-                   dagster_pg_url=pg)
+                   dagster_pg_url=pg, partition_start=_partition_start(env))
+
+
+def start_partitions_at(day: date) -> None:
+    """Set ``RANK_PIPELINE_PARTITION_START`` to ``day`` in this process (the demo's first day, for the
+    definitions it loads; :meth:`OpsSettings.from_env` reads it)."""
+    os.environ[PARTITION_START_ENV] = day.isoformat()
+
+
+def _partition_start(env: Mapping[str, str]) -> date | None:
+    """``RANK_PIPELINE_PARTITION_START`` as a date; None when unset or blank.
+
+    Raises:
+        ConfigurationError: it is not a ``YYYY-MM-DD`` date.
+    """
+    raw = (env.get(PARTITION_START_ENV) or "").strip()
+    if not raw:
+        return None
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw):
+            raise ValueError(raw)
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise ConfigurationError(f"{PARTITION_START_ENV}={raw!r} is not a date: set it like '2026-03-01' "
+                                 "(YYYY-MM-DD, the first daily partition) or unset it") from None

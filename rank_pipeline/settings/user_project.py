@@ -23,6 +23,7 @@ import tempfile
 import time
 import tomllib
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 
 from rank_pipeline.settings.values import ConfigurationError
@@ -69,10 +70,13 @@ def package_models_dir() -> Path:
 
 @dataclass(frozen=True)
 class UserProject:
-    """A user's project: ``root`` holds ``pyproject.toml``; ``models`` is its models folder (absolute)."""
+    """A user's project: ``root`` holds ``pyproject.toml``; ``models`` is its models folder (absolute);
+    ``started`` the day ``rank-pipeline init`` made it (``[tool.rank_pipeline] started``; None when not
+    recorded), the first daily partition until the data folder has a snapshot."""
 
     root: Path
     models: Path
+    started: date | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -126,8 +130,25 @@ def find_project(start: Path | None = None) -> UserProject | None:
         if not models.is_dir():
             raise ConfigurationError(f"{pyproject}: [tool.{PROJECT_TABLE}] models_dir {models} is not a folder; "
                                      "create it (it holds the models you own) or fix the path")
-        return UserProject(folder, models)
+        return UserProject(folder, models, _started(table.get("started"), pyproject))
     return None
+
+
+def _started(value: object, pyproject: Path) -> date | None:
+    """``[tool.rank_pipeline] started`` (a TOML date, or text ``YYYY-MM-DD``) as a date; None when absent.
+
+    Raises:
+        ConfigurationError: it is there but no date.
+    """
+    if value is None:
+        return None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise ConfigurationError(f"{pyproject}: [tool.{PROJECT_TABLE}] started {value!r} is not a date: write "
+                                 "the project's first day as started = 2026-03-01, or remove the line") from None
 
 
 def source_file(path: Path | str) -> Path:

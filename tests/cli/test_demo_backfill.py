@@ -25,7 +25,8 @@ DAYS = [FIRST + timedelta(days=i) for i in range(3)]
 
 
 def _defs(data_dir):
-    return build_definitions(Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(data_dir)}))
+    return build_definitions(Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(data_dir),
+                                                "RANK_PIPELINE_PARTITION_START": FIRST.isoformat()}))
 
 
 @pytest.fixture(scope="module")

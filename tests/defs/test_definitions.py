@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from rank_pipeline.defs.partitions import daily_partitions
 from rank_pipeline.defs.resources import source_from_env
 from rank_pipeline.settings import Settings
 from rank_pipeline.snapshots.schema import ENDPOINTS
@@ -64,13 +63,16 @@ def test_no_asset_depends_on_a_pool_and_every_writer_holds_the_data_folder_lock(
 
 def test_daily_job_schedule_and_partitions_include_today():
     from rank_pipeline.defs.definitions import defs
+    from rank_pipeline.settings import find_project
+    from rank_pipeline.snapshots.partition_start import partition_start
 
     job = defs.resolve_job_def("daily_rank_pipeline")
-    assert job.partitions_def == daily_partitions
+    keys = job.partitions_def.get_partition_keys()
     schedule = defs.resolve_schedule_def("daily_rank_pipeline_schedule")
     assert schedule.cron_schedule == "15 6 * * *"
     today = datetime.now(UTC).date().isoformat()
-    assert today in daily_partitions.get_partition_keys()
+    assert keys[-1] == today
+    assert keys[0] == partition_start(Settings.from_env(), find_project()).day.isoformat()
 
 
 def test_keys_never_reach_dagster_only_their_variable_names():
