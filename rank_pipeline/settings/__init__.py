@@ -127,7 +127,6 @@ from rank_pipeline.settings.engine import (
 from rank_pipeline.settings.environment import Settings
 from rank_pipeline.settings.operations import (
     DAGSTER_PG_URL_ENV,
-    PARTITION_START_ENV,
     SENSOR_INTERVAL_S,
     OpsSettings,
     start_partitions_at,
@@ -175,7 +174,6 @@ __all__ = [
     "ENGINES",
     "ENGINE_ENV",
     "LOCK_TIMEOUT_ENV",
-    "PARTITION_START_ENV",
     "PYARROW_SCHEMES",
     "S3_SCHEMES",
     "SENSOR_INTERVAL_S",
