@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 import pytest
 from spark_cluster import TEST_SPARK_CONF_DIR
-from support import require_root, require_spark
+from support import PARTITION_START, require_root, require_spark
 from work_units import heaviest_first
 
 FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
@@ -36,7 +36,7 @@ os.environ["SPARK_CONF_DIR"] = str(TEST_SPARK_CONF_DIR)  # the tests' and their 
 # tests building the definitions in process play fixed days (2025-11-20 ..) on fresh data folders, whose partitions
 # would otherwise start today (rank_pipeline.snapshots.partition_start); a test of the default passes its own
 # environment without it
-os.environ.setdefault("RANK_PIPELINE_PARTITION_START", "2025-01-01")
+os.environ.update({k: os.environ.get(k, v) for k, v in PARTITION_START.items()})
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker

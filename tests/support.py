@@ -22,6 +22,11 @@ from pathlib import Path
 
 import pytest
 
+PARTITION_START = {"RANK_PIPELINE_PARTITION_START": "2025-01-01"}
+"""The partitions' first day for tests that play fixed days (2025-11-20 ..) on fresh data folders through the
+Dagster definitions in a subprocess with a clean environment: without it they would start today
+(rank_pipeline.snapshots.partition_start). tests/conftest.py sets it for the tests' own process."""
+
 CI_NOTE = "CI=true: a test whose real part is missing fails instead of skipping"
 
 

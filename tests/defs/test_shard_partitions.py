@@ -21,6 +21,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from support import PARTITION_START
 
 from rank_pipeline.defs.instance import dagster_home, open_instance
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME, build_daily_job
@@ -42,7 +43,8 @@ DAGSTER = Path(sys.executable).parent / "dagster"
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
-    return {**base, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(_home(data_dir)), **extra}
+    return {**base, **PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(_home(data_dir)),
+            **extra}
 
 
 def _home(data_dir: Path) -> Path:
@@ -179,7 +181,8 @@ def test_the_definitions_load_in_both_modes_from_workspace_yaml(tmp_path):
         assert proc.returncode == 0, proc.stdout + proc.stderr
     from rank_pipeline.defs.component import build_definitions
 
-    sharded = build_definitions(Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SHARDS": "2"}))
+    sharded = build_definitions(Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_SHARDS": "2",
+                                                   **PARTITION_START}))
     shard_job = sharded.resolve_job_def(SHARD_JOB_NAME)
     assert {str(k) for k in shard_job.partitions_def.get_partition_keys() if k.startswith(DAY.isoformat())} == \
         {f"{DAY}|0-of-2", f"{DAY}|1-of-2"}

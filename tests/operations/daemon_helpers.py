@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from support import PARTITION_START
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 T = TypeVar("T")
@@ -27,7 +29,7 @@ def service_env(tmp: Path, **extra: str) -> dict[str, str]:
     DAGSTER_HOME, embedded sandbox (no RANK_TRACKER_BASE_URL), plus ``extra``."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_"))}
-    env.update(RANK_PIPELINE_DATA_DIR=str(tmp / "data"), DAGSTER_HOME=str(tmp / "dagster_home"))
+    env.update(RANK_PIPELINE_DATA_DIR=str(tmp / "data"), DAGSTER_HOME=str(tmp / "dagster_home"), **PARTITION_START)
     env.update(extra)
     return env
 

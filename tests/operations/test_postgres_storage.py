@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import free_port
-from support import require
+from support import PARTITION_START, require
 
 # the tests using pg_server are marked postgres too (tests/conftest.py)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("postgres"), pytest.mark.timeout(900)]
@@ -80,6 +80,7 @@ def _env(data_dir: Path, pg_url: str | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
     env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    env.update(PARTITION_START)
     if pg_url:
         env["RANK_PIPELINE_DAGSTER_PG_URL"] = pg_url
     env.update(extra)

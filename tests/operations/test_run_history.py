@@ -29,6 +29,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from support import PARTITION_START
 
 from rank_pipeline.operations import run_history
 from rank_pipeline.snapshots.reader import read_manifest
@@ -49,7 +50,7 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
     env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    env.update(extra)
+    env.update(PARTITION_START, **extra)
     return env
 
 

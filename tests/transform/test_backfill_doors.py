@@ -20,6 +20,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from support import PARTITION_START
 from test_any_order import assert_equals_full_rebuild
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
@@ -236,7 +237,7 @@ def _dagster_job(data_dir: Path, home: Path, job: str, day: date, env: dict[str,
     environment, the run recorded in the instance at ``home`` (DAGSTER_HOME)."""
     home.mkdir(parents=True, exist_ok=True)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RANK_PIPELINE_", "RANK_TRACKER_"))},
-           "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(home), **(env or {})}
+           **PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(home), **(env or {})}
     dagster = Path(sys.executable).parent / "dagster"
     return subprocess.run([str(dagster), "job", "execute", "-m", "rank_pipeline.defs.definitions", "-j", job,
                            "--tags", json.dumps({"dagster/partition": day.isoformat()})],
