@@ -135,3 +135,11 @@ def assert_same_marts(got: dict, want: dict) -> None:
     assert marts and [k for k in got if k.startswith("marts.")] == marts
     for name in marts:
         assert got[name] == want[name], name
+
+
+def requests_served(base_url: str) -> int:
+    """How many requests the sandbox at ``base_url`` has served, every client address summed (its stats)."""
+    import httpx
+
+    stats = httpx.get(f"{base_url}/_sandbox/stats").json()
+    return sum(ip["requests"] for ip in stats["ips"].values())

@@ -13,10 +13,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import pytest
+from support import requests_served
 
-from rank_pipeline.sandbox import SandboxServer, World, create_app
+from rank_pipeline.sandbox import World
 from rank_pipeline.snapshots.reader import read_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_cli_doors")]
@@ -42,19 +42,6 @@ def cli(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = N
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
-
-
-@pytest.fixture(scope="module")
-def vendor():
-    """The sandbox served over HTTP as if it were the vendor; its today is the real UTC today."""
-    world = World(today=datetime.now(UTC).date())
-    with SandboxServer(create_app(world)) as server:
-        yield world, server.base_url
-
-
-def _served(base_url: str) -> int:
-    stats = httpx.get(f"{base_url}/_sandbox/stats").json()
-    return sum(ip["requests"] for ip in stats["ips"].values())
 
 
 def _key_env(world: World, *names: str) -> dict[str, str]:
@@ -95,11 +82,11 @@ def test_extract_against_an_http_api_sends_the_key_not_the_variable_name(vendor,
 def test_a_key_with_a_control_character_is_refused_before_any_request_without_echo(vendor, tmp_path):
     world, base_url = vendor
     key = world.account("acme").api_key
-    before = _served(base_url)
+    before = requests_served(base_url)
     done = cli("extract", data_dir=tmp_path, env={"RANK_TRACKER_BASE_URL": base_url,
                                                   "RANK_TRACKER_API_KEY": key + "\n"})
     assert done.returncode == 2
-    assert _served(base_url) == before
+    assert requests_served(base_url) == before
     assert "RANK_TRACKER_API_KEY contains a control character" in _last_line(done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1
     assert key not in done.stdout + done.stderr + _all_text(tmp_path)
@@ -123,11 +110,11 @@ def test_a_data_folder_keeps_its_source(vendor, tmp_path):
     sandbox_dir = tmp_path / "sandbox-data"
     (sandbox_dir).mkdir()
     (sandbox_dir / "source.json").write_text('{"source": "sandbox"}')
-    before = _served(base_url)
+    before = requests_served(base_url)
     done = cli("extract", data_dir=sandbox_dir, env=env)
     assert done.returncode == 2
     assert "unset RANK_TRACKER_BASE_URL" in _last_line(done.stderr)
-    assert _served(base_url) == before
+    assert requests_served(base_url) == before
 
 
 # -- accounts are an identity -------------------------------------------------------------------------
@@ -164,12 +151,12 @@ def test_a_repeated_account_is_refused(vendor, tmp_path, case):
     else:
         env.update(RANK_TRACKER_ACCOUNTS="a-b,a_b", RANK_TRACKER_API_KEY_A_B=acme)
         expected = "both read RANK_TRACKER_API_KEY_A_B"
-    before = _served(base_url)
+    before = requests_served(base_url)
     done = cli("extract", data_dir=tmp_path, env=env)
     assert done.returncode == 2
     assert expected in _last_line(done.stderr)
     assert acme not in done.stderr + done.stdout
-    assert _served(base_url) == before
+    assert requests_served(base_url) == before
     assert not (tmp_path / "snapshots").exists()
 
 
@@ -206,7 +193,7 @@ def test_a_source_configuration_error_is_one_line_before_anything_is_written(ven
     else:  # a folder the sandbox filled (its record alone is enough)
         data_dir.mkdir()
         (data_dir / "source.json").write_text(json.dumps({"source": "sandbox", "recorded_at": "2026-11-01"}))
-    before, served = _files(data_dir), _served(base_url)
+    before, served = _files(data_dir), requests_served(base_url)
     done = cli(command, data_dir=data_dir, env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [_last_line(done.stderr)]  # one line
@@ -215,7 +202,7 @@ def test_a_source_configuration_error_is_one_line_before_anything_is_written(ven
     assert "rank_pipeline." not in line and "Error:" not in line  # no exception class path
     assert "Failed" not in done.stdout + done.stderr and "checks" not in done.stdout
     assert _files(data_dir) == before  # no build file, no run record, no log, no lock
-    assert _served(base_url) == served  # and no request
+    assert requests_served(base_url) == served  # and no request
     assert key not in done.stdout + done.stderr
 
 

@@ -15,13 +15,13 @@ import subprocess
 import sys
 import textwrap
 import tomllib
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from importlib.metadata import version
 from pathlib import Path
 
 import duckdb
-import httpx
 import pytest
+from support import requests_served
 
 from rank_pipeline.cli.parser import build_parser
 from rank_pipeline.cli.pipeline import QUERY_SUGGESTION, ui_command
@@ -35,7 +35,6 @@ from rank_pipeline.errors import (
     RankPipelineError,
     exception_classes,
 )
-from rank_pipeline.sandbox import SandboxServer, World, create_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_cli_errors")]
 
@@ -160,19 +159,6 @@ def test_every_status_a_command_can_end_with_is_in_the_one_table():
     assert "keywords plan" in EXIT_STATUSES[EXIT_CHANGES_PENDING][1]
 
 
-@pytest.fixture(scope="module")
-def vendor():
-    """The sandbox served over HTTP as if it were the vendor; its today is the real UTC today."""
-    world = World(today=datetime.now(UTC).date())
-    with SandboxServer(create_app(world)) as server:
-        yield world, server.base_url
-
-
-def _served(base_url: str) -> int:
-    stats = httpx.get(f"{base_url}/_sandbox/stats").json()
-    return sum(ip["requests"] for ip in stats["ips"].values())
-
-
 KEYWORDS = """
     version: 1
     domains:
@@ -220,13 +206,13 @@ def test_a_past_date_against_the_api_is_refused_at_once_like_a_future_one(vendor
     env = {"RANK_TRACKER_BASE_URL": base_url, "RANK_TRACKER_API_KEY": key}
     yesterday = world.today - timedelta(days=1)
     data_dir = tmp_path / "data"
-    before = _served(base_url)
+    before = requests_served(base_url)
     past = cli(command, "--date", yesterday.isoformat(), data_dir=data_dir, env=env)
     assert past.returncode == EXIT_USAGE, past.stdout + past.stderr
     line = _one_line(past)
     assert line.startswith(f"error: --date {yesterday} is in the past: the vendor API tells only the present")
     assert f"`rank-pipeline rebuild --from {yesterday} --to {yesterday}`" in line
-    assert _served(base_url) == before  # refused before any request
+    assert requests_served(base_url) == before  # refused before any request
     assert not data_dir.exists() or not any(data_dir.iterdir())  # no run record, no log, no lock
     future = cli(command, "--date", (world.today + timedelta(days=1)).isoformat(), data_dir=data_dir, env=env)
     assert future.returncode == past.returncode
@@ -240,11 +226,11 @@ def test_a_past_date_against_the_api_is_refused_at_once_like_a_future_one(vendor
 def test_the_summary_of_a_run_refused_by_the_api_counts_the_refused_requests(vendor, tmp_path):
     world, base_url = vendor
     key = "wrong-key-" + "x" * 20
-    before = _served(base_url)
+    before = requests_served(base_url)
     done = cli("run", data_dir=tmp_path / "data", env={"RANK_TRACKER_BASE_URL": base_url,
                                                          "RANK_TRACKER_API_KEY": key})
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
-    served = _served(base_url) - before
+    served = requests_served(base_url) - before
     assert served >= 1  # the refused request reached the vendor
     summary = next(line for line in done.stderr.splitlines() if line.startswith("Failed: "))
     assert re.search(rf", {served} requests, 0 429s$", summary), (summary, served)
@@ -255,11 +241,11 @@ def test_the_summary_of_a_run_refused_by_the_api_counts_the_refused_requests(ven
 @pytest.mark.slow
 def test_the_extract_summary_counts_the_account_checks_requests_too(vendor, tmp_path):
     world, base_url = vendor
-    before = _served(base_url)
+    before = requests_served(base_url)
     done = cli("extract", data_dir=tmp_path / "data", env={"RANK_TRACKER_BASE_URL": base_url,
                                                              "RANK_TRACKER_API_KEY": world.account("acme").api_key})
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
-    served = _served(base_url) - before  # the domains page of the account check, then the extraction
+    served = requests_served(base_url) - before  # the domains page of the account check, then the extraction
     summary = done.stdout.strip().splitlines()[-1]
     counted = re.search(r", (\d+) requests, \d+ 429s$", summary)
     assert counted and int(counted.group(1)) == served, (summary, served)
