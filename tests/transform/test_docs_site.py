@@ -135,3 +135,30 @@ def test_the_served_site_in_chromium_searches_and_shows_column_lineage(served, t
         browser.type("#search", "no_such_column_anywhere")
         assert browser.wait_for("document.querySelector('#results li.none') && "
                                 "document.querySelector('#results li.none').textContent")
+
+
+TUTORIALS = ("tutorials/vendor-shape", "tutorials/your-own-project", "tutorials/first-real-run",
+             "reference/vendor-contract")
+"""The project's tutorials and the contract's reference, whose commands a user copies."""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_tutorials_render_in_chromium_without_a_literal_backtick(tmp_path):
+    """The MkDocs site as ``make site`` builds it, each tutorial opened in Chromium: its rendered text holds
+    no backtick (a broken code span shows its backticks), and its commands are in code blocks."""
+    require(chromium_path(), "Debian's chromium is not installed (make test installs it: Makefile target browser)")
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    built = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    with Chromium(tmp_path / "profile") as browser:
+        for page in TUTORIALS:
+            browser.goto((tmp_path / "site" / page / "index.html").as_uri())
+            text = browser.evaluate("document.querySelector('article').innerText")
+            assert text and "`" not in text, (page, text[max(0, text.find("`") - 80):text.find("`") + 80])
+            blocks = browser.evaluate("document.querySelectorAll('article pre code').length")
+            assert blocks > 0, page
+        browser.goto((tmp_path / "site" / "tutorials" / "vendor-shape" / "index.html").as_uri())
+        code = browser.evaluate("[...document.querySelectorAll('article pre code')].map(c => c.textContent).join('\\n')")
+        assert "rank-pipeline profile --suggest" in code and "git apply" in code
