@@ -16,7 +16,8 @@ MODELS_DIR_HELP = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else t
                    "a copy of it with your changes")
 """The --models-dir help of docs, test and diff."""
 
-DATE_HELP = "the partition (UTC day) as YYYY-MM-DD, from 2026-01-01 to today; default today"
+DATE_HELP = ("the partition (UTC day) as YYYY-MM-DD, from the partition start (partition_start, else the first "
+             "snapshot day) to today; default today")
 """The --date help of run and extract."""
 
 
