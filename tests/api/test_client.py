@@ -142,7 +142,7 @@ def test_client_errors_are_typed_not_retried_and_say_what_to_do(vrun, status, bo
     if status == 401:
         assert "RANK_TRACKER_API_KEY" in str(error) and error.code is None and error.errors == []
     if status == 403:
-        assert "apiEnabled" in str(error)
+        assert "GET /v1/account/usage shows whether it has API access" in str(error)  # where to look
     if body:
         assert error.code == body["errors"][0]["code"] and error.errors == body["errors"]
 

@@ -32,6 +32,21 @@ def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.Com
     return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout)
 
 
+_ON_DAY = ("import datetime, sys; import rank_pipeline.cli.args as a; day = datetime.date.fromisoformat(sys.argv[1]); "
+           "a.today = lambda: day; sys.argv = ['rank-pipeline', *sys.argv[2:]]; "
+           "from rank_pipeline.cli.main import main; sys.exit(main())")
+
+
+def run_on(day, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """The command line with its clock on ``day`` (the setup of the day before: against a vendor URL a past
+    ``--date`` is refused, the API telling only the present, so the sandbox and the command both live that day)."""
+    full = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
+    full.update(env)
+    return subprocess.run([sys.executable, "-c", _ON_DAY, day.isoformat(), *args], env=full, capture_output=True,
+                          text=True, timeout=timeout)
+
+
 def _top10_truth(published: Path, day) -> tuple[list[str], list[str], list[str]]:
     """From raw.keywords (not the marts): search terms entering / leaving the top 10 on ``day`` against each
     keyword's previous snapshot, and the entering ones a digest lists first (by search volume)."""
@@ -83,7 +98,7 @@ def test_run_digests_arrive_once_per_destination_with_the_true_movers(vendor, tm
            "RANK_PIPELINE_DATA_DIR": str(tmp_path), "RANK_PIPELINE_ALERT_URLS": f"{mail_url},{hook_url},{dead_url}"}
     yesterday = today - timedelta(days=1)
     httpx.put(f"{base_url}/_sandbox/today", json={"today": yesterday.isoformat()}).raise_for_status()
-    first = cli("run", "--date", yesterday.isoformat(), env=env)
+    first = run_on(yesterday, "run", "--date", yesterday.isoformat(), env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     sent_first = (len(mailbox.messages), len(bodies))
     assert sent_first[0] == sent_first[1] <= 1  # day 1: at most a quota alert (nothing to compare with yet)
