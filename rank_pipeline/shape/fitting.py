@@ -29,13 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rank_pipeline.shape.profile import EndpointProfile, PathStats, Profiler
-from rank_pipeline.transform.contract import (
-    EPOCH_MILLISECONDS,
-    EPOCH_SECONDS,
-    ISO8601,
-    ContractField,
-    Encoding,
-)
+from rank_pipeline.transform.contract import ContractField, Encoding
+from rank_pipeline.transform.timestamps import EPOCH_MILLISECONDS, EPOCH_SECONDS, ISO8601
 
 __all__ = ["MAX_SENTINELS", "TEXT_FORMATS", "Fit", "expected", "fit", "name_score", "pattern", "read_at", "score", "example",
            "Observed", "observe"]

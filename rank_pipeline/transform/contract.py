@@ -32,7 +32,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +41,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rank_pipeline.transform.errors import ModelConfigError
 from rank_pipeline.transform.json_paths import ABSENT, Step, locate, observed_path, parse_path
+from rank_pipeline.transform.timestamps import (
+    EPOCH_MILLISECONDS,
+    EPOCH_SECONDS,
+    ISO8601,
+    ISO_TIMESTAMP,
+    check_timestamp_format,
+    decode_timestamp,
+)
 from rank_pipeline.transform.yaml_loader import StrictLoader
 
 __all__ = [
@@ -50,7 +57,6 @@ __all__ = [
     "ContractError",
     "ContractField",
     "Encoding",
-    "ISO_TIMESTAMP",
     "load_contract",
     "loaded_contract",
 ]
@@ -63,14 +69,7 @@ FieldType = Literal["string", "integer", "number", "boolean", "object", "array",
 Scalar = str | int | float | bool
 
 _INTEGER_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
-_TIMESTAMP_FORMAT = re.compile(r"(?:[^%]|%[YmdHMS%])*")
-ISO_TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
-"""The text a ``string`` field with a ``timestamp_format`` decodes to (ISO 8601, UTC, to the second)."""
 _NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
-ISO8601, EPOCH_SECONDS, EPOCH_MILLISECONDS = "iso8601", "epoch_seconds", "epoch_milliseconds"
-"""The named timestamp formats of a ``type: timestamp`` field (any other is a ``strptime`` format)."""
-_ISO_TEXT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?)?"
-                       r"(Z|[+-]\d{2}:\d{2})?$")
 class ContractError(ModelConfigError, ValueError):
     """The contract cannot be read (one line: file, entry, what is wrong); exit 2."""
 
@@ -88,7 +87,7 @@ class Encoding(BaseModel):
             ``epoch_seconds`` or ``epoch_milliseconds`` (a JSON number), or a ``strptime`` format of ``%Y %m
             %d %H %M %S`` and literal text (``"%d/%m/%Y %H:%M:%S"``, taken as UTC); it decodes to a UTC
             timestamp. Of a ``string`` field, a ``strptime`` format only, decoded to the text
-            ``YYYY-MM-DDTHH:MM:SSZ`` (:data:`ISO_TIMESTAMP`). Python and the generated SQL decode alike.
+            ``YYYY-MM-DDTHH:MM:SSZ`` (:data:`~rank_pipeline.transform.timestamps.ISO_TIMESTAMP`). Python and the generated SQL decode alike.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -163,7 +162,7 @@ class ContractField(BaseModel):
             if self.null_values_meaning_null and not self.nullable:
                 raise ValueError("null_values need nullable: true (they mean null)")
             if e.timestamp_format is not None:
-                _check_timestamp_format(e.timestamp_format, self.type, self.sent_as)
+                check_timestamp_format(e.timestamp_format, self.type, self.sent_as)
         return self
 
     @cached_property
@@ -275,7 +274,7 @@ class ContractField(BaseModel):
             return False, value
         fmt = self.timestamp_format
         if fmt is not None:
-            decoded = _timestamp(value, fmt)
+            decoded = decode_timestamp(value, fmt)
             if decoded is None:
                 return False, value
             return True, decoded if self.type == "timestamp" else decoded.strftime(ISO_TIMESTAMP)
@@ -297,41 +296,6 @@ class ContractField(BaseModel):
 _MISSING = object()
 def _folded(value: Any, fold: bool) -> Any:
     return value.lower() if fold and isinstance(value, str) else value
-
-
-def _timestamp(value: Any, fmt: str) -> datetime | None:
-    """``value`` decoded by ``fmt`` (:attr:`Encoding.timestamp_format`) to an aware UTC datetime; None if it
-    does not decode."""
-    try:
-        if fmt == EPOCH_SECONDS:
-            return datetime.fromtimestamp(value, UTC)
-        if fmt == EPOCH_MILLISECONDS:
-            return datetime.fromtimestamp(value / 1000, UTC)
-        if fmt == ISO8601:
-            m = _ISO_TEXT.match(value)
-            if m is None:
-                return None
-            year, month, day, hour, minute, second, fraction, zone = m.groups()
-            offset = timedelta(0)
-            if zone and zone != "Z":
-                offset = (1 if zone[0] == "+" else -1) * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
-            stamp = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
-                             int((fraction or "0").ljust(6, "0")), tzinfo=UTC)
-            return stamp - offset
-        return datetime.strptime(value, fmt).replace(tzinfo=UTC)
-    except (ValueError, OverflowError, OSError, TypeError):
-        return None
-
-
-def _check_timestamp_format(fmt: str, field_type: str, sent: str) -> None:
-    """Raises ValueError unless ``fmt`` is a timestamp format Python and DuckDB read alike, for ``field_type``."""
-    if field_type == "timestamp" and fmt in (ISO8601, EPOCH_SECONDS, EPOCH_MILLISECONDS):
-        return
-    if field_type not in ("string", "timestamp") or sent != "string":
-        raise ValueError("timestamp_format is for a timestamp: a field of type timestamp (or string, sent as string)")
-    if not _TIMESTAMP_FORMAT.fullmatch(fmt) or not all(d in fmt for d in ("%Y", "%m", "%d")):
-        raise ValueError(f"timestamp_format {fmt!r}: iso8601, epoch_seconds, epoch_milliseconds (type: timestamp), "
-                         "or a date (%Y, %m, %d) and optionally %H, %M, %S with literal text between them (the time is taken as UTC)")
 
 
 def _same(value: Any, sentinel: Scalar) -> bool:

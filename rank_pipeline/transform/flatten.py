@@ -29,14 +29,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from rank_pipeline.transform.contract import (
-    EPOCH_MILLISECONDS,
-    EPOCH_SECONDS,
-    ISO8601,
-    Contract,
-    ContractField,
-)
+from rank_pipeline.transform.contract import Contract, ContractField
 from rank_pipeline.transform.errors import ModelSqlError
+from rank_pipeline.transform.timestamps import EPOCH_MILLISECONDS, EPOCH_SECONDS, ISO8601
 
 __all__ = ["VENDOR_SCHEMA", "compile_vendor_relations", "flattening_sql"]
 
@@ -103,7 +98,7 @@ def _literal(value: object) -> str:
 
 
 def _iso_text(parsed: str) -> str:
-    """:data:`~rank_pipeline.transform.contract.ISO_TIMESTAMP` of a parsed timestamp, in two parts each a
+    """:data:`~rank_pipeline.transform.timestamps.ISO_TIMESTAMP` of a parsed timestamp, in two parts each a
     format Spark's DATE_FORMAT reads once transpiled."""
     return f"strftime({parsed}, '%Y-%m-%d') || 'T' || strftime({parsed}, '%H:%M:%S') || 'Z'"
 
