@@ -1,21 +1,8 @@
 """Client side of the rank-tracking API spec: pacing, pagination with completeness, retries, typed errors.
 
-Public surface (see docs/concepts/completeness.md)::
-
-    ClientConfig(...)                                  # settings, units in the names
-    SlidingWindowLimiter(limit, window_s, clock, sleep)  # pacing; .for_ceiling(ceiling, window_s, margin)
-    RankTrackerClient(base_url, api_key, *, config, ip_limiter, transport, on_event)
-        await client.get(path, params=None) -> data
-        await client.list_records(path, params, sink) -> ListResult
-        client.paginate(path, params, sink) -> Paginator   # async for list_pass in it; then .result
-        client.server_date, client.stats (RequestStats)
-    errors: RankTrackerError and its subclasses (rank_pipeline.api.errors)
-
-Several accounts in one run: one ``RankTrackerClient`` per account (its key or key pool), all constructed with the same
-``ip_limiter=SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)``
-and used in one event loop; each client paces its own key.
-
-No Dagster, no DuckDB here.
+``RankTrackerClient`` (``get``, ``list_records``, ``paginate``), ``ClientConfig``, ``SlidingWindowLimiter``
+and the ``RankTrackerError`` classes. No Dagster, no DuckDB. Public surface and design:
+docs/concepts/api-client.md, docs/concepts/pacing.md, docs/concepts/completeness.md.
 """
 
 from .client import RankTrackerClient

@@ -26,35 +26,22 @@ DEFAULT_MAX_RETRY_S = 180.0
 class ClientConfig(RateSettings):
     """Settings of ``RankTrackerClient``. Units are in the names: ``_s`` seconds, limits per window.
 
-    The rate fields ``per_key_limit``, ``per_ip_limit``, ``window_s`` and ``max_in_flight`` (and their
-    defaults, the spec's "Limits") come from :class:`rank_pipeline.settings.RateSettings`; build a
-    run's configuration from its settings with :meth:`from_rates`. Tests use a short window.
+    The rate fields ``per_key_limit``, ``per_ip_limit``, ``window_s``, ``max_in_flight`` and their defaults
+    come from :class:`rank_pipeline.settings.RateSettings`; :meth:`from_rates` builds a run's configuration.
+    Why each budget: docs/concepts/pacing.md.
 
     Attributes:
-        safety_margin: fraction of each ceiling left unused, in ``[0, 1)``; the pacer allows
-            ``floor(ceiling * (1 - safety_margin))``. Requests in flight do not need it (their pacing
-            slots are held until the response; see ``rank_pipeline.api.pacing``); it is headroom for
-            what the client cannot see.
+        safety_margin: fraction of each ceiling left unused, in ``[0, 1)``.
         per_page: ``per_page`` sent to list endpoints (spec maximum 1000; larger values are capped).
-        timeout_s: per-request timeout in seconds (read, write, pool).
-        connect_timeout_s: timeout for opening a connection, in seconds.
-        max_attempts: attempts per request for transient faults (5xx, timeout, dropped connection,
-            invalid JSON in a 2xx), the first attempt included. 429s do not count.
-        max_retry_s: bound in seconds on the total time one request may spend retrying (transient
-            faults and 429s). At least ``window_s``: a ``Retry-After`` can last up to one window.
-        max_passes: hard cap on how many times ``list_records`` reads one list while its id set is
-            not proven (spec "Limits" rule 6: records can shift between pages). The request budget
-            below usually ends the re-reading first.
-        settle_budget_requests: requests one list may spend, all passes together, proving its id set
-            (adaptive settling: passes go on while the set is unproven and the budget lasts). None
-            derives it from the rate ceiling: ``per_key_limit``, one window of the key's requests, so
-            a list whose records shift on most requests is re-read for at most about one window.
-        backoff_base_s: first transient-retry delay in seconds; doubles per retry, with jitter.
-        backoff_max_s: cap of one transient-retry delay in seconds.
-        first_contact_attempts: attempts to connect while the host has never answered this client (DNS
-            failure, connection refused, connect timeout): a wrong base URL fails after this many
-            quick tries.
-        first_contact_backoff_s: delay between those tries, in seconds.
+        timeout_s, connect_timeout_s: per-request timeout (read, write, pool); timeout to connect.
+        max_attempts: attempts per request for transient faults (5xx, timeout, dropped connection, invalid
+            JSON in a 2xx), the first included; 429s do not count.
+        max_retry_s: bound on the total time one request spends retrying (at least ``window_s``).
+        max_passes: cap on the passes ``list_records`` reads one list while its id set is unproven.
+        settle_budget_requests: requests one list may spend proving its id set; None: ``per_key_limit``.
+        backoff_base_s, backoff_max_s: first transient-retry delay (doubles, with jitter) and its cap.
+        first_contact_attempts, first_contact_backoff_s: tries, and the delay between them, while the host
+            has never answered (DNS failure, refused, connect timeout).
     """
 
     safety_margin: float = 0.02
@@ -72,13 +59,10 @@ class ClientConfig(RateSettings):
 
     @classmethod
     def from_rates(cls, rates: RateSettings, **overrides) -> ClientConfig:
-        """The client configuration of a run paced by ``rates`` (a :class:`RateSettings`, e.g.
-        ``Settings.rates``): its four rate fields, and ``max_retry_s`` raised to one window when the
-        window is longer than :data:`DEFAULT_MAX_RETRY_S`. ``overrides`` set any other field (or win
-        over those).
+        """The configuration of a run paced by ``rates`` (a :class:`RateSettings`): its four rate fields, and
+        ``max_retry_s`` raised to one window when the window is longer than :data:`DEFAULT_MAX_RETRY_S`.
 
-        Raises:
-            ValueError: as the constructor.
+        ``overrides`` set any other field (or win over those). Raises ValueError as the constructor.
         """
         values = {f.name: getattr(rates, f.name) for f in fields(RateSettings)}
         return cls(**{**values, "max_retry_s": max(DEFAULT_MAX_RETRY_S, rates.window_s), **overrides})
@@ -109,24 +93,18 @@ class ClientConfig(RateSettings):
 
 @dataclass(frozen=True)
 class ListResult:
-    """Outcome of one ``RankTrackerClient.list_records`` call (spec "Limits" rules 4-6).
+    """Outcome of one ``RankTrackerClient.list_records`` call (spec "Limits" rules 4-6; docs/concepts/completeness.md).
 
     Attributes:
         path: the list path, e.g. ``/v1/domains``.
-        total_count: the last ``X-Total-Count`` read (records matching), or None when absent.
-        delivered: ids in the result: the proven set's size when ``complete``, else every distinct id
-            passed to the sink (each exactly once).
-        pages: pages fetched over all passes.
-        passes: how many times the list was read (1 for a quiet one-page list, 2 for a quiet longer one).
-        complete: True when the id set is proven (see ``RankTrackerClient.list_records``): a
-            consistent single page, or two consecutive consistent passes with the same ids and
-            ``X-Total-Count``. False: not proven within ``settle_budget_requests``/``max_passes``.
-        duplicates: records received twice within one pass (they moved between pages while it ran).
-        excluded: ids delivered to the sink in an earlier pass that are not in the proven set
-            (deleted during the read); the caller must drop them. Empty when not ``complete``.
-        proven_at: the client's clock (``time.monotonic`` seconds unless a test clock was given) when
-            the pass that proved the set began; the set is the one that existed at one instant
-            between then and the end of that pass. None when not ``complete``.
+        total_count: the last ``X-Total-Count`` read, or None when absent.
+        delivered: ids in the result: the proven set's size when ``complete``, else every distinct id sunk.
+        pages, passes: pages fetched over all passes; times the list was read.
+        complete: the id set is proven (a consistent single page, or two consecutive consistent passes with
+            the same ids and ``X-Total-Count``); False: not within ``settle_budget_requests``/``max_passes``.
+        duplicates: records received twice within one pass (they moved between pages).
+        excluded: ids sunk in an earlier pass that are not in the proven set; the caller drops them.
+        proven_at: the client's clock (s) when the proving pass began; None when not ``complete``.
     """
 
     path: str
@@ -142,14 +120,8 @@ class ListResult:
 
 @dataclass
 class KeyStats:
-    """Counters of one key of a client's key pool, named by its position in the list (never its value).
-
-    Attributes:
-        position: 1-based position of the key in the account's comma-separated list.
-        requests: HTTP attempts sent with this key.
-        rate_limited: 429 responses to this key's requests.
-        rejected: 401 responses (a deleted key).
-        dropped: True once a 401 took the key out of the pool for the rest of the run.
+    """Counters of one key of a client's key pool, named by its 1-based ``position`` (never its value):
+    ``requests`` sent, ``rate_limited`` (429s), ``rejected`` (401s), ``dropped`` (True once a 401 removed it).
     """
 
     position: int
@@ -164,17 +136,13 @@ class RequestStats:
     """Counters of one client, updated as requests run.
 
     Attributes:
-        requests: HTTP attempts sent (retries and 429s included).
+        requests, retries, rate_limited: HTTP attempts (retries and 429s included); transient retries;
+            429 responses.
         responses_by_status: HTTP status -> responses received.
-        retries: transient retries (5xx, timeout, dropped connection, invalid JSON); 429s excluded.
-        rate_limited: 429 responses.
         transport_errors: attempts that got no HTTP response (connection, timeout, dropped).
-        pages: list pages fetched.
-        records: records delivered to sinks (new by id).
-        bytes: response body bytes received.
-        started_at: UTC time of the first request, or None before it.
-        elapsed: seconds from the first request to the latest response or failure.
-        keys: one ``KeyStats`` per key of the client's pool, in list order.
+        pages, records, bytes: list pages fetched; records sunk (new by id); response body bytes.
+        started_at, elapsed: UTC time of the first request (or None); seconds from it to the latest answer.
+        keys: one ``KeyStats`` per key of the pool, in list order.
     """
 
     requests: int = 0

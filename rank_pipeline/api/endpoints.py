@@ -1,23 +1,9 @@
-"""The API resources the pipeline reads, each declared once (spec "Resources and their fields", "Endpoints").
+"""The API resources the pipeline reads, each declared once in :data:`CATALOG` (spec "Resources and their
+fields", "Endpoints").
 
-One :class:`Endpoint` per resource, in the spirit of dlt's ``rest_api`` resource config: its path,
-its parent resource and how a parent record turns into the child's requests, a description, whether a 404
-of the parent is tolerated, pagination. Everything else is derived from :data:`CATALOG`:
-
-- the extraction fan-out (:mod:`rank_pipeline.extract.day`: which lists are read, in which order, children
-  of which parent, which lists are checkpointed for a resume);
-- the snapshot folders (:data:`rank_pipeline.snapshots.schema.ENDPOINTS`) and the raw tables;
-- the Dagster asset specs and their descriptions (:mod:`rank_pipeline.defs.extract_assets`,
-  :mod:`rank_pipeline.defs.warehouse_assets`);
-- the raw part of the data dictionary (:func:`render_markdown`, written by ``rank-pipeline docs``).
-
-Adding an endpoint is one more entry here plus its contract entry and staging model. No field of a record is
-declared here: a snapshot keeps the record's ``attributes`` JSON whole (:data:`COMMON_COLUMNS`), and every
-field the pipeline reads, shown by the spec or not, is declared once, by name and path, in the vendor's
-contract (``dbt_like_sql/sources/vendor_contract.yml``): the staging models read it as ``vendor.<name>``,
-Python through :mod:`rank_pipeline.api.fields` (the extractor's lookups) and the contract's ``value``.
-
-This module imports neither Dagster nor pyarrow.
+The extraction fan-out, snapshot folders, raw tables, Dagster asset specs and the raw part of the data
+dictionary are derived from it. No record field is declared here (those are the vendor's contract's).
+Design: docs/concepts/architecture.md, "One declaration per endpoint". Imports neither Dagster nor pyarrow.
 """
 
 from __future__ import annotations
@@ -90,24 +76,18 @@ def languages_of_keyword(resource: Endpoint, record: Mapping[str, Any], fields: 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One API resource as the pipeline reads it.
+    """One API resource as the pipeline reads it (docs/concepts/architecture.md, "One declaration per endpoint").
 
     Attributes:
         name: the snapshot folder, raw table and asset key suffix (``snapshots/<name>``, ``raw.<name>``).
-        path: the endpoint (``{parent_id}`` is the parent record's id for a child of a resource).
-        description: one sentence for asset descriptions and the docs.
-        spec: the spec section that shows the resource.
-        paginated: a list with the four pagination headers (spec "Limits"), or a single read
-            (``data`` is one object, e.g. ``GET /v1/account/usage``).
+        path: the endpoint (``{parent_id}``: the parent record's id); description, spec: one sentence, and
+            the spec section that shows the resource.
+        paginated: a list with the four pagination headers (spec "Limits"), else a single read.
         parent: the resource whose records this one is read for (None: read once per account).
-        requests_from_parent: how one parent record turns into this resource's lists; requests are
-            de-duplicated per account, so many keywords pointing at one location read it once.
-        parent_404_tolerated: a 404 of a child list means the parent was deleted between its list
-            and the child read; the parent id goes to the manifest's ``missing_parents``, the run goes on.
-        checkpointed: each list is checkpointed for a resumed run of the same day
-            (:mod:`rank_pipeline.extract.resume`); top-level lists are always read again.
-        account_scoped: the records belong to the account (spec "Authentication" rule 4); False for the
-            catalogues, whose rows are the same for every account that reads them.
+        requests_from_parent: how one parent record turns into lists (de-duplicated per account).
+        parent_404_tolerated: a child list's 404 means the parent was deleted mid-run (``missing_parents``).
+        checkpointed: each list is checkpointed for a resumed run (:mod:`rank_pipeline.extract.resume`).
+        account_scoped: the records belong to the account; False for the catalogues.
     """
 
     name: str

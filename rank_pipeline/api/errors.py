@@ -1,27 +1,10 @@
-"""Typed errors of the rank-tracking API client (spec sections "Errors", "Authentication", "Limits").
+"""Typed errors of the API client (spec "Errors", "Authentication", "Limits"), rooted at ``RankTrackerError``.
 
-Hierarchy (every class carries ``status``, ``code``, ``detail``, ``pointer``, ``errors``, ``method``
-and ``url``, the URL never containing credentials; the API key is never part of any message or repr)::
-
-    RankTrackerError                    base class; catch this for "anything the API client raised"
-    +-- AuthenticationError             401: the key was rejected (empty body, no envelope)
-    +-- PermissionDeniedError           403: the plan has no API access, or the action is forbidden
-    +-- NotFoundError                   404 not_found: resource absent or owned by another account
-    +-- QuotaExceededError              402 over_quota: keyword or data-row allowance; nothing created
-    +-- ValidationError                 422 invalid / invalid_reference_value / validation_failed;
-    |                                   ``errors`` holds every entry, ``pointers`` their JSON pointers
-    +-- BadRequestError                 400: a required parameter missing or malformed
-    +-- RateLimitedError                429 rate_limited, still throttled when the retry time bound ran out;
-    |                                   ``retry_after`` in seconds
-    +-- ServerError                     5xx, after the transient-retry budget was spent
-    +-- TransportError                  no usable HTTP answer: connection refused, DNS failure, timeout,
-                                        dropped connection, or a 2xx body that is not JSON; ``kind`` is
-                                        one of ``TRANSPORT_KINDS``
-
-Statuses the spec does not list (for example 405 or 409) raise the base ``RankTrackerError``.
-``error_from_response`` maps a response's status and error envelope to the right class.
-
-Message format: first what was wrong, then what to do, then ``[METHOD URL -> status code]``.
+One class per status: 401 ``AuthenticationError``, 403 ``PermissionDeniedError``, 404 ``NotFoundError``,
+402 ``QuotaExceededError``, 422 ``ValidationError``, 400 ``BadRequestError``, 429 ``RateLimitedError``,
+5xx ``ServerError``, no answer ``TransportError``; another status, the base class.
+:func:`error_from_response` maps a response to its class. No message holds a key or a credential.
+Hierarchy and message format: docs/concepts/api-client.md, "Errors".
 """
 
 from __future__ import annotations
@@ -76,13 +59,11 @@ class RankTrackerError(RankPipelineError):
     """Base of every error the API client raises.
 
     Attributes:
-        status: HTTP status of the response, or None when there was no response (TransportError).
-        code: the first error entry's ``code`` (spec "Errors"), or None (401/403 have empty bodies).
-        detail: the first entry's ``detail`` (or a description of the transport failure), or None.
-        pointer: the first entry's ``source.pointer`` (JSON pointer into the request), or None.
+        status: HTTP status, or None when there was no response (TransportError).
+        code, detail, pointer: the first error entry's ``code``, ``detail`` and ``source.pointer`` (spec
+            "Errors"), or None (401/403 have empty bodies; a transport failure has a description).
         errors: every entry of the response's ``errors`` array, as received (list of dicts).
-        method: HTTP method of the request, e.g. ``"GET"``.
-        url: the request URL with any credentials removed.
+        method, url: the request (``"GET"``; the URL with credentials removed).
         message: the human-readable message (also ``str(error)``).
     """
 
@@ -308,17 +289,14 @@ def error_from_response(
     retry_after: float | None = None,
     attempts: int | None = None,
 ) -> RankTrackerError:
-    """Build the typed error for an HTTP error response.
+    """The typed error (not raised) for an HTTP error response (spec "Status codes").
 
     Args:
-        status: the HTTP status (>= 400).
-        body: the parsed JSON body, or None when empty or not JSON.
+        status: the HTTP status (>= 400); body: the parsed JSON body, or None.
         method, url: the request (the URL is stripped of credentials).
-        retry_after: for 429, the ``Retry-After`` seconds.
-        attempts: for 5xx, how many attempts were made (named in the message).
+        retry_after: for 429, the ``Retry-After`` seconds; attempts: for 5xx, attempts made.
     Returns:
-        an instance of the class for ``status`` (``ServerError`` for 5xx, ``RankTrackerError`` for a
-        status the spec does not list); not raised.
+        an instance of the class for ``status`` (``ServerError`` for 5xx, ``RankTrackerError`` otherwise).
     """
     entries = parse_error_entries(body)
     first = entries[0] if entries else {}

@@ -1,21 +1,9 @@
-"""The pipeline's Python-side reading of a keyword record's fields, by their names in the vendor's contract.
+"""The Python-side reading of a keyword record's fields, by their names in the vendor's contract.
 
-Where the vendor sends a field (its JSON path) and how (its encoding) is declared once, in the contract
-(``dbt_like_sql/sources/vendor_contract.yml``, parsed by :mod:`rank_pipeline.transform.contract`). Python reads
-a record through it by name, as the staging models do: the extractor, to know which search engine's
-catalogue to ask for a keyword's location row (the ``locations`` and ``languages`` declarations of
-:mod:`rank_pipeline.api.endpoints` derive their requests from a keyword with these functions), and keywords
-plan and apply, to tell which combinations are tracked (:mod:`rank_pipeline.keywords.plan` reads the domain's
-name, the location rows and the quota the same way). A remap of the vendor's shape is an edit of the contract
-alone; no vendor path is written in the package outside the contract's parser and the sandbox
-(``tests/test_vendor_paths.py``).
-
-Each function takes the contract as :class:`RecordFields` (anything with its ``value`` method), handed in by
-the caller (this package sits below the contract's parser). Names read: ``keyword``, ``search_engine``,
-``device``, ``location_code``, ``language_code`` of the endpoint ``keywords``.
-
-Spec facts used: a keyword "reads back with a ``location`` object whose ``code`` is the geo-target id";
-the lookup endpoints take ``search_engine`` in ``google``, ``bing``, ``yahoo`` (default ``google``).
+Each function takes the contract as :class:`RecordFields` (anything with its ``value`` method) and reads
+``keyword``, ``search_engine``, ``device``, ``location_code`` or ``language_code`` of ``keywords``; lookups
+default ``search_engine`` to ``google`` (spec "GET /v1/locations: query").
+Design: docs/concepts/api-client.md, "Reading a record's fields".
 """
 
 from __future__ import annotations

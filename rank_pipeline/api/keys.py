@@ -1,12 +1,8 @@
 """The key pool of one account (spec "Authentication" 5: an account can hold two valid keys at once).
 
-An account's key may be a comma-separated list (or a sequence). Each key gets its own pacer at
-``per_key_limit``; every request takes the active key that can send soonest, then the IP address's pacer
-(shared by every client of the run), so the keys together run up to the per-IP ceiling. A key answered
-401 (deleted mid-run, a rotation) is dropped for the rest of the run with a warning naming its position in
-the list, never its value, and the request goes to another key; only when every key was rejected is
-``AuthenticationError`` raised. ``RequestStats.keys`` counts per key position. With one key a 401 is
-raised at once, as for any other client error.
+Each key has its own pacer; a request takes the key that can send soonest, then the run's IP pacer. A key
+answered 401 is dropped for the run (named by position, never value); ``AuthenticationError`` is raised
+when none is left. Design: docs/concepts/pacing.md, "An account's key pool".
 """
 
 from __future__ import annotations
@@ -26,8 +22,8 @@ logger = logging.getLogger("rank_pipeline.api")
 def parse_keys(value: str | Sequence[str] | None) -> list[str]:
     """The keys of one account: a comma-separated list (``RANK_TRACKER_API_KEY=k1,k2``) or a sequence.
 
-    Whitespace around each key is stripped and empty items dropped. Raises ValueError naming the
-    positions (never the values) when a key is listed twice.
+    Items are stripped and empty ones dropped. Raises ValueError naming the positions (never the values) of
+    a key listed twice.
     """
     items = value.split(",") if isinstance(value, str) else list(value or [])
     keys = [str(k).strip() for k in items if str(k).strip()]
@@ -55,11 +51,11 @@ class KeyPool:
     """The keys of one account, each with its pacer, and the run's IP pacer they all go through.
 
     Args:
-        keys: the account's keys (at least one; see :func:`parse_keys`).
+        keys: the account's keys (at least one; :func:`parse_keys`).
         config: ``ClientConfig`` (``per_key_limit``, ``per_ip_limit``, ``window_s``, ``safety_margin``).
-        base_url: the API address, named (without credentials) in the error when every key was rejected.
+        base_url: the API address, named (without credentials) when every key was rejected.
         ip_limiter: the run's per-IP limiter; None makes a private one.
-        clock, sleep: monotonic clock (s) and async sleep (s) of the pacers.
+        clock, sleep: the pacers' monotonic clock and async sleep (s).
         label: the account's name, for messages (never a key).
         emit: called with ``{"event": "key_dropped", "position", "keys_left"}`` when a key is dropped.
     """
@@ -109,10 +105,8 @@ class KeyPool:
     async def sending(self) -> AsyncIterator[KeySlot]:
         """Wait for a slot of the chosen key's pacer, then of the IP pacer; yield the key to send with.
 
-        Both acquisitions are held while the block runs (the request is in flight) and settled when it
-        ends, whatever the outcome, so neither pacer lets a server window count more than its limit
-        whatever the latency (``rank_pipeline.api.pacing``, "Requests in flight"; spec "Limits": 300 requests
-        per key and 600 per IP address a minute).
+        Both slots are held while the block runs and settled when it ends, whatever the outcome
+        (docs/concepts/pacing.md, "Requests in flight").
 
         Raises:
             AuthenticationError: every key of the account was dropped after a 401 (no slot is held then).

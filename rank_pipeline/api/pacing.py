@@ -1,62 +1,10 @@
-"""Client-side pacing at the API's rate ceilings (spec section "Limits").
+"""Client-side pacing at the API's rate ceilings (spec "Limits": 300 requests per key, 600 per IP, per minute).
 
-The API allows 300 requests per key per minute in a *fixed* window whose alignment the client cannot
-see, and 600 per IP address per minute across keys. ``SlidingWindowLimiter`` keeps a log of its
-acquisition times and lets an acquisition through only when fewer than ``limit`` acquisitions lie in
-the last ``window_s`` seconds. Then *every* span of ``window_s`` seconds, whatever its alignment, holds
-at most ``limit`` acquisitions, so a server-side fixed window of any alignment never counts more.
+``SlidingWindowLimiter`` lets at most ``limit`` acquisitions into any ``window_s``-second span, counting
+a held acquisition (a request in flight) until it is settled; ``effective_limit`` is the ceiling less the
+safety margin. A 429 pauses the limiter and, when unexplained, lowers its limit for a while.
 
-Requests in flight: an acquisition is held until its response
--------------------------------------------------------------
-The server counts *arrivals*, and a request arrives some time between its send and its response. A
-limiter that forgets an acquisition ``window_s`` after it was *sent* can therefore be overrun: requests
-sent just before a server window opens may arrive inside it, on top of the ``limit`` sent inside it.
-How many depends on the latency and on the requests in flight (up to ``max_in_flight`` per key), which a
-fixed margin cannot bound: a 2 % margin of an 80-per-window ceiling is 2 requests, and one stall of the
-client's event loop can put more than that across a window's edge.
-
-So a caller that sends holds its acquisition (``acquire(hold=True)``) and settles it when the response
-(or the failure) is in (``settle(stamp)``): a held acquisition counts as in the window until it is
-settled, and a settled one for ``window_s`` after its settle time. Then no server window of any
-alignment counts more than ``limit``, whatever the latency: of the requests that arrive in a server
-window ``[a, a + window_s)``, take the one acquired last. It was acquired before it arrived, so before
-``a + window_s``; every other one was acquired before it and answered after ``a``, so when it was let
-through each of them was held, or settled within the last ``window_s`` seconds, and fewer than
-``limit`` of them were. The cost is one round trip (and the event loop's lag before the settle) per
-window on each request's share of the budget, a smaller share the longer the window
-(``benchmarks/extract.py`` measures the rate against the ceiling; ``benchmarks/RESULTS.md``).
-
-``ClientConfig.safety_margin`` (default 2 %, 300 -> 294, 600 -> 588; ``effective_limit`` computes
-``floor(ceiling * (1 - safety_margin))``) is kept below the ceiling for what the client cannot see
-(another client of the same key or IP address between two 429s); held acquisitions do not rely on it.
-
-429 handling and an outside consumer of the budget
---------------------------------------------------
-``note_rate_limited(retry_after_s)`` pauses every acquisition of the limiter until ``now +
-retry_after_s``. A second 429 that arrives while the pause is on (requests already in flight) does not
-start a second pause; it can only extend the same one.
-
-A 429 although the local log says budget remained means something else spends part of the budget
-(for example GraphQL calls with the same key, which share it). When a 429 starts a pause and the
-limiter has been in use for at least one window (earlier 429s can be explained by requests made before
-this run), the limit is lowered to the acquisitions logged in the last window minus the one that was
-refused (never below 1, always at least one below the current limit); each further 429 during that
-pause lowers it by one more (another logged request that the server did not accept). The limit then
-recovers by ``max(1, base_limit // 10)`` per recovery interval without a new pause, until it is back
-at ``base_limit``. The interval starts at one window and doubles (up to 8 windows) each time a raised
-limit is refused again, so a steady outside consumer costs a 429 only now and then. The limit never
-drops below 1, so a run always finishes.
-
-Several accounts in one run
----------------------------
-Create one limiter for the IP address (``SlidingWindowLimiter.for_ceiling(600, 60.0, margin)``) and
-pass it as ``ip_limiter`` to every ``RankTrackerClient`` of the run; each client makes its own per-key
-limiter. A request takes the key's limiter, then the IP limiter, holding both
-(``rank_pipeline.api.keys.KeyPool.sending``), and settles both when its response is in; a key's slot
-then counts from before any wait for the IP limiter until a window after the response.
-
-Fairness: acquisitions are served first-in, first-out (an ``asyncio.Lock``, whose waiters are woken in
-arrival order, serialises them; only the head waiter sleeps).
+Design and proof: docs/concepts/pacing.md.
 """
 
 from __future__ import annotations
@@ -70,11 +18,11 @@ from dataclasses import dataclass
 
 
 def effective_limit(ceiling: int, safety_margin: float) -> int:
-    """Return the pacing limit for a server ceiling: ``floor(ceiling * (1 - safety_margin))``, at least 1.
+    """The pacing limit for a server ceiling: ``floor(ceiling * (1 - safety_margin))``, at least 1.
 
     Args:
         ceiling: requests per window the server allows (spec "Limits": 300 per key, 600 per IP).
-        safety_margin: fraction in ``[0, 1)`` kept free below the ceiling (see module docstring).
+        safety_margin: fraction in ``[0, 1)`` kept free below the ceiling.
     Raises:
         ValueError: when ``ceiling < 1`` or the margin is outside ``[0, 1)``.
     """
@@ -87,18 +35,14 @@ def effective_limit(ceiling: int, safety_margin: float) -> int:
 
 @dataclass(frozen=True)
 class LimiterCounts:
-    """A snapshot of a limiter's counters.
+    """A snapshot of a limiter's counters (counts of acquisitions unless said).
 
     Attributes:
-        limit: current effective limit per window (lowered after an unexplained 429, recovers later).
-        base_limit: the configured limit.
-        acquired: acquisitions granted so far.
-        waited: acquisitions that had to wait (budget spent, pause on, or queued behind others).
+        limit, base_limit: the current limit per window (lowered after an unexplained 429) and the configured one.
+        acquired, waited: acquisitions granted; those that had to wait (budget, pause or queue).
         in_window: acquisitions held (not settled) or settled in the last ``window_s`` seconds.
-        pauses: pauses started by ``note_rate_limited`` (a 429 during a pause does not count).
-        rate_limited: 429s reported through ``note_rate_limited``.
-        reductions: times the limit was lowered.
-        paused_until: clock time until which acquisitions wait (0.0 when never paused).
+        pauses, rate_limited, reductions: pauses started, 429s reported, times the limit was lowered.
+        paused_until: clock time (s) until which acquisitions wait (0.0 when never paused).
     """
 
     limit: int
@@ -116,16 +60,13 @@ class SlidingWindowLimiter:
     """Never more than ``limit`` acquisitions in any ``window_s``-second span; FIFO; pausable.
 
     Args:
-        limit: acquisitions allowed per window (already below the server ceiling; see
-            ``effective_limit`` and ``for_ceiling``).
+        limit: acquisitions allowed per window (already below the ceiling: ``effective_limit``, ``for_ceiling``).
         window_s: window length in seconds (the spec's minute: 60.0).
-        clock: monotonic clock in seconds (injected for tests).
-        sleep: async sleep in seconds (injected for tests).
+        clock, sleep: monotonic clock and async sleep, in seconds (injected by tests).
     Raises:
         ValueError: when ``limit < 1`` or ``window_s <= 0``.
 
-    The limiter belongs to one asyncio event loop (the run's loop). See the module docstring for the
-    pause, adaptation and sharing rules.
+    Belongs to one asyncio event loop. Design: docs/concepts/pacing.md.
     """
 
     def __init__(
@@ -212,12 +153,11 @@ class SlidingWindowLimiter:
     # -- acquisition ---------------------------------------------------------------------------
 
     async def acquire(self, hold: bool = False) -> float:
-        """Wait for a slot and take it; returns the clock time recorded for this acquisition.
+        """Wait for a slot and take it (FIFO); returns the clock time recorded for this acquisition.
 
-        Waits while a 429 pause is on and while ``limit`` acquisitions are held or lie in the last
-        ``window_s`` seconds. Callers are served in the order they called (FIFO). Cancellation while
-        waiting takes no slot. With ``hold`` the acquisition stays in the window until ``settle`` is
-        called with the returned stamp (see module docstring, "Requests in flight").
+        Waits while a 429 pause is on and while ``limit`` acquisitions are held or lie in the last ``window_s``
+        seconds; cancelled while waiting, it takes no slot. With ``hold`` the acquisition counts until
+        ``settle(stamp)`` (docs/concepts/pacing.md, "Requests in flight").
         """
         waited = self._gate.locked()
         async with self._gate:
@@ -241,9 +181,8 @@ class SlidingWindowLimiter:
         return max(0.0, self._delay(self._clock() if now is None else now))
 
     def settle(self, stamp: float, now: float | None = None) -> float:
-        """End the hold of the acquisition stamped ``stamp`` (its response is in, or it failed).
+        """End the hold of the acquisition ``stamp``; it then counts ``window_s`` seconds from ``now`` (returned).
 
-        It then counts for ``window_s`` seconds from ``now`` (default: the clock); returns that time.
         A stamp that is not held (settled already) changes nothing and is returned as it is.
         """
         index = bisect.bisect_left(self._held, stamp)
@@ -287,11 +226,9 @@ class SlidingWindowLimiter:
     # -- 429 handling ---------------------------------------------------------------------------
 
     def note_rate_limited(self, retry_after_s: float) -> bool:
-        """Report a 429 for this limiter's budget; pause every acquisition for ``retry_after_s`` seconds.
+        """Report a 429: pause every acquisition for ``retry_after_s`` seconds; True when this started a pause.
 
-        Returns True when this 429 started a new pause, False when a pause was already on (the pause is
-        then only extended if this 429 asks for a later time, never stacked). The limit may be lowered
-        (see module docstring, "429 handling").
+        A 429 during a pause only extends it. The limit may be lowered (docs/concepts/pacing.md, "429s").
         """
         now = self._clock()
         self.rate_limited += 1

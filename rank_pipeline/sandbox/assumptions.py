@@ -1,55 +1,9 @@
-"""The sandbox's assumptions: every value and shape that the spec marks "not shown".
+"""The sandbox's assumptions: every value and record shape the spec marks "not shown", in this module only.
 
-The spec (``shared/spec/rank-tracking-api.md``) is the only document about the vendor API. Where it
-says "not shown", the sandbox still has to answer something, so it picks one behaviour here, in one
-module, and documents it. The pipeline must not depend on these being right: it keeps every record's
-full ``attributes`` JSON and reads invented fields only through the staging SQL models
-(``dbt_like_sql/staging``), so meeting the real vendor's shape is a one-place change there.
-
-Constants
----------
-FREQUENCIES
-    Allowed ``frequency`` values of keyword create ("allowed values: not shown").
-DEVICES
-    Allowed ``search_engines[].device`` values (spec: ``desktop`` is a value; others not shown).
-MATCH_TYPES
-    Allowed domain ``matchType`` values (spec: ``any`` is a value; others not shown).
-SEARCH_ENGINES
-    The engines named by the lookup endpoints (spec, "What the service does").
-BAD_REQUEST_CODE
-    The ``code`` of a 400 entry (spec, "Status codes": "code string: not shown"). The sandbox answers
-    400 ``bad_request`` for a malformed ``page`` or ``per_page`` (not an integer, or < 1) as well.
-SERVER_ERROR_CODE
-    The ``code`` of the JSON 5xx bodies that fault injection produces (5xx are not in the spec).
-KEYWORD_CREATE_STATUS
-    Status of a successful keyword create (spec: "success response body: not shown"): 201.
-CAPTURE_TIME_UTC
-    Time of day of a keyword's ``results.organic.capturedAt`` (06:00 UTC on the simulated day).
-
-Record builders
----------------
-The functions below build every record the sandbox serves, so the invented shapes live here and
-nowhere else. They match docs/reference/sandbox.md, "Invented record shapes"::
-
-    domain      {"id", "type": "domain", "attributes": {"domain", "host", "matchType", "projectName"}}
-    keyword     {"id", "type": "keyword", "attributes": {"keyword", "searchEngine", "device",
-                 "location": {"code", "name", "variant"}, "language": {"code"}, "frequency",
-                 "tagIds": [..], "searchVolume", "createdAt",
-                 "results": {"organic": {"position", "url", "capturedAt"}}}}
-                 (position and url are null when the keyword does not rank in the top 100)
-    competitor  {"id", "type": "competitor", "attributes": {"domain", "name", "createdAt"}}
-    tag         {"id", "type": "tag", "attributes": {"name", "color", "createdAt"}}
-    usage       {"id": <account id>, "type": "usage", "attributes": {"apiEnabled",
-                 "keywords": {"usage", "limit", "remaining"}, "dataRows": {"usage", "limit", "remaining"}}}
-    location    {"id": <code>, "type": "location", "attributes": {"code", "name", "variant", "countryCode"}}
-    language    {"id": <code>, "type": "language", "attributes": {"code", "name"}}
-    keyword create success: status 201, body {"data": [<keyword record>, ...]}: one record per distinct
-                 (word, engine, device, location, language) combination of the request, in request
-                 order; a combination the domain already tracks is returned as it is, not created
-                 again, and consumes no quota (the create is idempotent per combination).
-
-Timestamps are ISO 8601 UTC strings with a ``Z`` suffix and whole seconds (``2026-10-03T00:00:00Z``).
-``matchType`` takes the values of :data:`MATCH_TYPES`.
+Constants (``FREQUENCIES``, ``DEVICES``, ``MATCH_TYPES``, ``SEARCH_ENGINES``, ``BAD_REQUEST_CODE``,
+``SERVER_ERROR_CODE``, ``KEYWORD_CREATE_STATUS`` 201, ``CAPTURE_TIME_UTC`` 06:00) and the builders of every
+record served. Timestamps are ``YYYY-MM-DDTHH:MM:SSZ``. Shapes: docs/reference/sandbox.md, "Invented record
+shapes"; rationale: docs/concepts/sandbox.md, "Assumptions".
 """
 
 from __future__ import annotations

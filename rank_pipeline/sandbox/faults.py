@@ -1,45 +1,9 @@
-"""Fault injection for the sandbox: the failures a real API shows, all off by default.
+"""Fault injection for the sandbox: latency, 5xx, dropped connections, hung requests, invalid JSON, shifting
+records, key revocation and an outside consumer of the budget, all off by default.
 
-Faults apply to ``/v1`` requests that passed authentication and the rate limits. For each such
-request a :class:`FaultInjector` draws the same number of values from one ``random.Random(seed)``
-(whatever switches are on), so a sequence of requests meets the same faults under the same seed.
-
-Switches (fields of :class:`Faults`):
-
-``latency_median_ms``, ``latency_p99_ms``, ``latency_per_1000_records_ms``
-    Delay before the response: a lognormal sample with that median and 99th percentile (constant
-    median when p99 <= median), plus ``latency_per_1000_records_ms`` scaled by the page size asked
-    for (``per_page`` after the cap of 1000, default 100; 1 for non-list requests).
-``error_rate``
-    Share of requests answered with a 5xx instead: 500 or 503 with a JSON ``errors`` body (code
-    ``assumptions.SERVER_ERROR_CODE``), or 502 with an HTML body, as a proxy would send.
-``drop_rate``
-    Share of requests whose connection is dropped: the response head is sent with its full
-    ``Content-Length``, then part of the body, then the connection is closed. Over HTTP a client sees
-    a transport error (httpx ``RemoteProtocolError``); in process (``httpx.ASGITransport``) the
-    exception :class:`DroppedConnection` reaches the caller.
-``hang_rate``, ``hang_s``
-    Share of requests that wait ``hang_s`` seconds before being answered (longer than a client
-    timeout: the client times out).
-``invalid_json_rate``
-    Share of 200 responses whose body is cut in half: status 200, ``Content-Type:
-    application/json``, a body that is not valid JSON.
-``shift_rate``, ``shift_inserts``, ``shift_deletes``
-    Share of keyword-list requests (GET /v1/domains/{uuid}/keywords) before which someone else writes
-    to that domain: ``shift_inserts`` new keywords are tracked and ``shift_deletes`` existing ones
-    deleted (through :meth:`World.insert_keyword` / :meth:`World.delete_keyword`), so records move
-    between pages (spec, "Limits" rule 6). Positions of the other keywords do not change; the world
-    says what exists afterwards.
-``revoke_after``, ``revoke_position``
-    Key rotation mid-run: once the key at ``revoke_position`` (1-based, in each account's key list)
-    has been answered ``revoke_after`` authenticated requests, it is deleted (:meth:`World.revoke_key`)
-    and it and every later request with it get 401. 0 (the default) is off.
-``outside_consumer``
-    Requests an outside consumer (the GraphQL share of the per-key budget) spends from every key's
-    window, at the start of each window.
-
-A :class:`Faults` object can be replaced at runtime (``PUT /_sandbox/faults``); the RNG restarts
-from the new seed.
+Faults apply to ``/v1`` requests past authentication and the rate limits; one ``random.Random(seed)`` draws
+the same values per request, so a seed replays the same faults. :class:`Faults` can be replaced at runtime
+(``PUT /_sandbox/faults``). Each switch: docs/concepts/sandbox.md, "Faults".
 """
 
 from __future__ import annotations
@@ -59,7 +23,7 @@ _Z99 = 2.3263478740408408  # standard normal 99th percentile
 
 @dataclass(frozen=True)
 class Faults:
-    """Fault switches (see the module docstring). Rates are probabilities in [0, 1]; times in ms
+    """Fault switches (docs/concepts/sandbox.md, "Faults"). Rates are probabilities in [0, 1]; times in ms
     unless the name says ``_s``."""
 
     seed: int = 0

@@ -1,58 +1,10 @@
-"""Keyword create, ``POST /v1/domains/{domain_uuid}/keywords`` (spec sections "Keyword create: body",
-"Keyword", "Errors" and "Limits" rules 2 and 7).
+"""Keyword create, ``POST /v1/domains/{domain_uuid}/keywords`` (spec "Keyword create: body", "Keyword",
+"Errors", "Limits" rules 2 and 7).
 
-``routes`` holds the Starlette route the sandbox app mounts. The body rules live in the pure
-function :func:`validate_keyword_create`, which returns a :class:`KeywordCreateRequest` (the
-normalised frequency, words and search-engine entries) or raises :class:`KeywordCreateError`
-carrying the status and the spec's error entries. The handler then creates the cartesian product
-of words and entries through ``world.create_keywords``, all-or-nothing.
-
-Order of checks in the handler: domain (404 ``not_found``, ``Domain not found``, also for another
-account's domain), wrapping resource object (400), body shape (422 ``validation_failed``, one
-entry), catalogue values (422 ``invalid_reference_value``, all entries), quota (402
-``over_quota``, nothing created), then 201 with ``{"data": [<keyword record>, ...]}``
-(``assumptions.keyword_create_response``).
-
-Assumptions
------------
-What the spec leaves "not shown" and the sandbox decides:
-
-* 400 code: ``assumptions.BAD_REQUEST_CODE`` (``bad_request``). A body that is not JSON, not an
-  object, or has no ``keyword`` member that is an object is a 400 (the wrapping resource object
-  is missing). Unknown extra members are ignored.
-* The domain is checked before the body: an unknown domain is 404 whatever the body.
-* A JSON ``null`` counts as absent everywhere (``meta.value`` null, title ``Missing <field>``).
-* ``frequency`` absent (or null) is the shape error ``validation_failed`` (spec, "validation_failed":
-  "no frequency"); blank is ``invalid_reference_value`` ``Missing frequency``; a non-string is
-  ``Unknown frequency`` with the value echoed (an integer as digits).
-* Several shape errors: only the first, in body-field order ``frequency``, ``words``,
-  ``search_engines``, is reported (the spec says "single entry"), and no catalogue value is checked
-  while the shape is wrong. Pointers are relative to the wrapped object: ``/frequency``, ``/words``,
-  ``/search_engines``, ``/search_engines/<index>/<field>``.
-* ``words``: an array whose every element is a string and at least one is non-blank; words are
-  trimmed, blank ones are dropped, and exact duplicates (after trimming) are created once.
-* ``search_engines``: a non-empty array whose every element is an object; entries that normalise to
-  the same (name, device, location code, language code) are created once; ``US`` and ``2840`` are
-  the same entry (the spec: both forms create the same keyword).
-* A catalogue value of the wrong JSON type (number, boolean, array, object) is ``Unknown <field>``;
-  an integer geo-target id such as ``2840`` is echoed as ``"2840"`` and the detail asks for a string.
-* ``location``: trimmed; all digits -> a geo-target id of that engine's catalogue; two ASCII letters
-  -> an ISO 3166-1 alpha-2 code resolving to that engine's ``Country`` row; anything else (a place
-  name such as ``Paris``) is rejected. ``meta.lookup`` for location is
-  ``/v1/locations?search_engine=<engine>`` plus ``&q=<part before the first comma, trimmed, at most
-  100 characters>``; ``q`` is left out when the value is absent, blank, not a string, all digits, or
-  two ASCII letters (an id or an ISO code), or when that part is shorter than 2 characters.
-* ``language``: trimmed, case-insensitive, an ISO 639-1 code the engine serves
-  (``catalogues.languages``). ``0000`` (Global) is titled ``Unknown language`` with its own detail.
-* Titles and details: ``Missing <field>`` with detail ``No <field> given ...``; ``Unknown <field>``
-  with detail ``<field> "<value>" ...`` naming the engine checked against (for device, location,
-  language) and how to find a valid value. ``frequency`` is not engine-specific.
-* ``meta`` keys appear in the order ``field``, ``value``, ``search_engine``, ``allowed``,
-  ``lookup``, ``docs``; ``meta.docs`` is :data:`DOCS_URL`.
-* Quota: ``world.create_keywords`` checks it and raises ``QuotaExceeded``; the 402 detail is the
-  exception's message followed by a pointer to ``GET /v1/account/usage``. A combination the domain
-  already tracks is returned as it is and costs nothing (``assumptions``: idempotent per combination).
-* No maximum number of words or entries per call (spec, Limits rule 7: not shown); quota bounds it.
+:func:`validate_keyword_create` applies the body rules (a :class:`KeywordCreateRequest`, or
+:class:`KeywordCreateError` with status and entries); :func:`create_keywords` then creates words x entries,
+all-or-nothing. Checks in order: 404 domain, 400 wrapper, 422 ``validation_failed``, 422
+``invalid_reference_value``, 402 ``over_quota``, else 201. Choices: docs/concepts/sandbox.md, "Keyword create".
 """
 
 from __future__ import annotations
@@ -286,14 +238,12 @@ def _language(value: Any, engine: str, pointer: str, catalogue: ModuleType, erro
 
 
 def validate_keyword_create(body: Any, catalogue: ModuleType = _catalogues) -> KeywordCreateRequest:
-    """Apply the spec's body rules to a decoded JSON ``body`` (spec, "Keyword create: body", Errors).
+    """Apply the body rules to a decoded JSON ``body`` (spec "Keyword create: body", "Errors").
 
-    ``catalogue`` offers ``location_by_code``, ``country_location`` and ``language`` as in
-    :mod:`rank_pipeline.sandbox.catalogues` (the default). Returns the normalised request.
-    Raises :class:`KeywordCreateError`: 400 (no wrapping ``keyword`` object), 422 with one
-    ``validation_failed`` entry (body shape), or 422 with every ``invalid_reference_value`` entry,
-    ``frequency`` first, then per entry ``name``, ``device``, ``location``, ``language`` (an
-    entry with an unknown ``name`` has no ``location``/``language`` check).
+    ``catalogue`` offers ``location_by_code``, ``country_location`` and ``language`` (default
+    :mod:`rank_pipeline.sandbox.catalogues`). Returns the normalised request. Raises
+    :class:`KeywordCreateError`: 400 (no ``keyword`` object), 422 with one ``validation_failed`` entry, or 422
+    with every ``invalid_reference_value`` entry in the spec's order.
     """
     if not isinstance(body, dict) or not isinstance(body.get("keyword"), dict):
         raise _bad_request(
@@ -349,12 +299,10 @@ def _world(request: Request):
 
 
 def create_keywords(world, account_id: str, domain_id: str, body: Any) -> list[dict]:
-    """Validate ``body`` and create its keywords on ``domain_id`` of ``account_id`` in ``world``.
+    """Validate ``body`` and create its keywords on ``domain_id`` of ``account_id``; returns the records.
 
-    Returns the keyword records ``world.create_keywords`` returns. Raises
-    :class:`KeywordCreateError`: 404 when the domain is not the account's (checked first), then
-    the errors of :func:`validate_keyword_create`, then 402 ``over_quota`` when
-    ``world.create_keywords`` raises ``world.QuotaExceeded`` (nothing is created).
+    Raises :class:`KeywordCreateError`: 404 (not the account's domain, checked first), those of
+    :func:`validate_keyword_create`, then 402 ``over_quota`` (nothing created).
     """
     from rank_pipeline.sandbox import world as world_module
 

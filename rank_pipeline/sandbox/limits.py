@@ -1,20 +1,7 @@
-"""Request rate limits of the sandbox (spec, "Limits" and "429 response").
+"""Request rate limits of the sandbox (spec "Limits", "429 response"): fixed windows per key (300) and per IP (600).
 
-* Per API key: ``RateLimits.per_key`` requests (300) per fixed window; per client IP address:
-  ``RateLimits.per_ip`` (600) per fixed window, counted across all keys.
-* Windows are fixed: window ``n`` covers ``[offset_s + n * window_s, offset_s + (n + 1) * window_s)``
-  on the limiter's clock (seconds). ``offset_s`` sets the alignment, which clients cannot see.
-* What counts (the sandbox's choice; the spec does not say): every ``/v1`` request counts against its
-  IP address, including ones that end in 401 or 403 and ones rejected with 429. A request counts
-  against a key only once its key is known (valid) and the IP check passed; 403 responses (plan
-  without API access) count against the key. Requests outside ``/v1`` (``/_sandbox``,
-  ``/openapi.json``) count nowhere.
-* The GraphQL share of a key's budget (spec: "REST and GraphQL combined") is simulated by the
-  ``outside_consumer`` fault: each new key window starts with that many requests already spent.
-* A rejected request gets :func:`rate_limited_response`: status 429, ``Retry-After`` = whole seconds
-  to the window's end (ceil, at least 1), ``RateLimit-Limit`` = the ceiling that was hit,
-  ``RateLimit-Remaining: 0``, ``RateLimit-Reset`` = ``Retry-After``. No successful response carries
-  these headers.
+:func:`rate_limited_response` is the 429 (``Retry-After`` and ``RateLimit-*`` headers, in seconds). What
+counts against which budget: docs/concepts/sandbox.md, "Rate limits".
 """
 
 from __future__ import annotations

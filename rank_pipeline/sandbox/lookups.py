@@ -1,53 +1,9 @@
-"""The lookup endpoints ``GET /v1/locations`` and ``GET /v1/languages`` (spec sections
-"GET /v1/locations: query", "GET /v1/languages: query" and "Errors").
+"""``GET /v1/locations`` and ``GET /v1/languages`` (spec "GET /v1/locations: query", "GET /v1/languages:
+query", "Errors"), and the error helpers keyword create shares.
 
-``routes`` is the list of Starlette routes the sandbox app mounts. Authentication, API-access and
-rate limits are applied by the app's middleware before these handlers run; lookups are not
-account-scoped. Rows come from :mod:`rank_pipeline.sandbox.catalogues` and are served as JSON:API
-records ``{"id": code, "type": "location" | "language", "attributes": row}``, paginated by
-``rank_pipeline.sandbox.pagination.paginated_response`` (the four ``X-`` headers, ``per_page`` cap).
-
-The query rules are also available as pure functions, :func:`query_locations` and
-:func:`query_languages`, which take the query parameters as a multi-dict and either return the
-matching rows or raise :class:`LookupQueryError` carrying the spec's error entries.
-
-This module also holds the error helpers shared with keyword create: :data:`DOCS_URL`,
-:func:`meta_value`, :func:`locations_lookup_path`, :func:`languages_lookup_path`,
-:func:`errors_response`.
-
-Assumptions
------------
-What the spec leaves "not shown" and the sandbox decides:
-
-* ``search_engine`` must be exactly ``google``, ``bing`` or ``yahoo`` (the spec's values; not
-  trimmed, lower case only, unlike keyword create's ``name`` whose normalisation the spec states).
-  Sent blank (``search_engine=``) it is a 422 ``invalid_reference_value`` titled ``Missing
-  search_engine`` rather than the default; absent it defaults to ``google``. Its ``meta.allowed``
-  lists the engines.
-* ``country`` is case-insensitive and not trimmed. "Malformed" means anything that is not an
-  assigned ISO 3166-1 alpha-2 code (``USA``, ``U1``, ``XX``, `` US``, blank): 422
-  ``invalid_reference_value`` titled ``Unknown country`` (``Missing country`` when blank), with
-  ``meta.search_engine`` and a ``meta.lookup`` path listing that engine's countries. An assigned
-  code that the engine does not serve (e.g. ``BR`` on yahoo) is not an error: the result is empty.
-* ``variant`` is matched case-insensitively and exactly; an unknown variant gives an empty result,
-  not an error. ``code`` is an exact string match; no match gives an empty result.
-* ``variant`` does not widen the listing: with none of ``country``, ``code``, ``q`` the endpoint
-  lists countries (spec), so ``variant=City`` alone yields an empty list. Filters combine with AND.
-* ``q`` is used as sent (not trimmed); its length is counted in characters (code points); the prefix
-  match is case-insensitive (``casefold``). Too long gives the detail ``q must be at most 100
-  characters``.
-* "Not a string" over a query string: a parameter sent more than once (``q=ab&q=cd``) or in
-  bracket form (``q[]=ab``, ``q[x]=ab``) is not a single string. This gives 422
-  ``validation_failed`` with detail ``<param> must be a string`` for every lookup parameter
-  (``search_engine``, ``country``, ``variant``, ``code``, ``q``), not only ``q``.
-* All query failures of one request are reported together in one 422, in the order
-  ``search_engine``, ``country``, ``variant``, ``code``, ``q``; an error's ``source.pointer`` is
-  ``/<param>`` and ``meta.field`` is the parameter name.
-* Languages: ``q`` matches a row whose code equals it (case-insensitive, trimmed) or whose name
-  contains it (case-insensitive); blank ``q`` is no filter; it has no length limit.
-* Error ``meta.value`` is truncated to its first 100 characters (no ellipsis), as for keyword create.
-* :data:`DOCS_URL` (``{docs_url}`` in the spec) is an invented constant address.
-* Rows are served in catalogue order: countries, regions, cities, postal codes; languages by code.
+``routes`` are mounted by the app (auth and limits run first); :func:`query_locations` and
+:func:`query_languages` are the query rules as pure functions, raising :class:`LookupQueryError` (422).
+Choices where the spec says "not shown": docs/concepts/sandbox.md, "The lookup endpoints".
 """
 
 from __future__ import annotations
@@ -113,11 +69,9 @@ class LookupQueryError(RankPipelineError):
 
 
 def meta_value(value: Any) -> str | None:
-    """The ``meta.value`` echo of a sent value (spec, "invalid_reference_value" meta table).
-
-    None (absent) -> None; a string -> itself (blank echoed as sent); an integer -> its digits;
-    anything else (float, bool, list, object) -> its compact JSON text. The result is cut to its
-    first :data:`META_VALUE_MAX_CHARS` characters.
+    """The ``meta.value`` echo of a sent value (spec "invalid_reference_value"), cut to
+    :data:`META_VALUE_MAX_CHARS` characters: None stays None, a string itself, an integer its digits,
+    anything else its compact JSON.
     """
     if value is None:
         return None
@@ -256,12 +210,10 @@ def _country(value: str, engine: str | None, errors: list[dict]) -> str | None:
 
 
 def query_locations(params: Mapping) -> tuple[str, list[dict]]:
-    """Apply the rules of "GET /v1/locations: query" to ``params``.
+    """Apply "GET /v1/locations: query" to ``params`` (a multi-dict: ``QueryParams`` or name -> str or list).
 
-    ``params`` is a multi-dict (Starlette ``QueryParams``, or a plain mapping of name to a string or
-    a list of strings). Returns ``(search_engine, rows)``: the normalised engine and the matching
-    catalogue rows (attribute dicts). Raises :class:`LookupQueryError` (422) with every failing
-    parameter's entry. ``page``/``per_page`` are not read here (pagination does that).
+    Returns ``(search_engine, rows)``. Raises :class:`LookupQueryError` (422) with every failing parameter's
+    entry. ``page``/``per_page`` are pagination's.
     """
     values, errors = _single_strings(params, _LOCATION_PARAMS)
     engine = None
@@ -302,11 +254,10 @@ def _is_shape_error(errors: list[dict], param: str) -> bool:
 
 
 def query_languages(params: Mapping) -> tuple[str, list[dict]]:
-    """Apply the rules of "GET /v1/languages: query" to ``params`` (a multi-dict, as above).
+    """Apply "GET /v1/languages: query" to ``params`` (a multi-dict).
 
-    Returns ``(search_engine, rows)``: rows ``{"code", "name"}`` whose code equals ``q`` or whose
-    name contains it (both case-insensitive); never the Global language ``0000``. Raises
-    :class:`LookupQueryError` (422) for an unknown engine or a ``q`` that is not a single string.
+    Returns ``(search_engine, rows)``: rows whose code equals ``q`` or whose name contains it (case-insensitive),
+    never ``0000``. Raises :class:`LookupQueryError` (422): unknown engine, ``q`` not a single string.
     """
     values, errors = _single_strings(params, _LANGUAGE_PARAMS)
     engine = None

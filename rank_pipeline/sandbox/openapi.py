@@ -1,27 +1,8 @@
-"""OpenAPI 3.1 description of the rank-tracking API as the spec states it, served at
-``GET /openapi.json`` (``openapi_route``, mounted by the sandbox's ``create_app``).
+"""OpenAPI 3.1 description of the API as the spec states it, served at ``GET /openapi.json`` (``openapi_route``).
 
-The document covers every endpoint of the spec's "Endpoints" table (lookups and keyword create
-included), the security scheme (an API key alone in the ``Authorization`` header, spec
-"Authentication"), the error envelope (spec "Errors"), the 429 headers (spec "429 response"), the
-four pagination headers (spec "Limits" rule 4) and the empty 401/403 bodies.
-
-Shapes the spec marks "not shown" and the sandbox invents (keyword, competitor and tag fields, the
-keyword-create success body, the 400 code, location/language row fields beyond ``code``) carry the
-extension ``x-sandbox-assumption: true`` so that nobody mistakes them for the vendor's contract.
-
-Assumptions
------------
-* One path template per path: the spec writes ``{domain_uuid}`` for keyword create and ``{uuid}``
-  for the keyword list; OpenAPI forbids two templates of one path that differ only in the parameter
-  name, so both operations use ``/v1/domains/{uuid}/keywords``.
-* 400 on list endpoints for a malformed ``page``/``per_page`` and the 400 code ``bad_request``
-  (``assumptions.BAD_REQUEST_CODE``) are the sandbox's.
-* Every ``/v1`` operation documents 401, 403 (empty bodies) and 429; operations on a domain path
-  document 404.
-* ``country`` on ``/v1/locations`` has the pattern ``^[A-Za-z]{2}$``; a code of that form that ISO
-  3166-1 does not assign (``XX``) is still a 422, which a pattern cannot express.
-* ``openapi_document`` has no ``servers``: the document is relative to the server that serves it.
+Every endpoint of the spec's "Endpoints" table, the key-only security scheme, the error envelope, the 429
+and pagination headers. Invented shapes carry ``x-sandbox-assumption: true``. Choices:
+docs/concepts/sandbox.md, "The OpenAPI document".
 """
 
 from __future__ import annotations

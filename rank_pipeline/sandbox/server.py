@@ -125,15 +125,10 @@ def serve(
     out: TextIO | None = None,
     shape: str | None = None,
 ) -> None:
-    """Serve the demo world (``WorldConfig(seed=seed)``) until interrupted (blocking); keyword lists in
-    ``shape`` (:func:`rank_pipeline.sandbox.shapes.parse_shape`, default the invented one).
+    """Serve the demo world (``WorldConfig(seed=seed)``) until interrupted (blocking), keyword lists in ``shape``.
 
-    Prints the base URL, the simulated day and each account's API key (sandbox-only demo keys) to
-    ``out`` (stdout), then runs uvicorn in the foreground. ``port`` 0: a free port, named in the URL.
-
-    Raises:
-        KeyboardInterrupt: the server stopped on a signal uvicorn caught (SIGINT: the command line's
-            status 130), should uvicorn's own raise of that signal after its shutdown not have ended the call.
+    Prints the base URL, the simulated day and each account's demo key to ``out`` (stdout); ``port`` 0 takes a
+    free port. Raises KeyboardInterrupt when uvicorn stopped on a signal (SIGINT: status 130).
     """
     from rank_pipeline.sandbox.app import create_app
     from rank_pipeline.sandbox.faults import Faults

@@ -1,50 +1,9 @@
-"""Other shapes the sandbox can serve its keyword records in: the same world under other names and types.
+"""Other shapes the sandbox can serve its records in: the same world under other names, nestings and encodings.
 
-The spec shows one field of a keyword record (``location.code``); everything else is invented
-(:mod:`rank_pipeline.sandbox.assumptions`). A real vendor will send another shape, which the spec allows
-just as well. These shapes let a user (and the tests) watch the pipeline's contract check fail on a shape it
-was not written for, then fix it by an edit of the contract (docs/tutorials/vendor-shape.md, "Meeting your
-vendor's shape"). Every shape carries exactly the same information as the default one, so after the edit
-the marts equal the default shape's, row by row.
-
-Shapes (``RANK_SANDBOX_SHAPE``, or ``rank-pipeline sandbox --shape``):
-
-``default``
-    the invented shape of :func:`rank_pipeline.sandbox.assumptions.keyword_record`.
-``vendor-b``
-    renamed and nested otherwise: ``phrase`` (the keyword), ``engine: {"name", "device"}``,
-    ``location`` (unchanged: the spec shows ``location.code``), ``language`` as a plain string (``"en"``),
-    ``frequency``, ``tagIds``, ``searchVolume``, ``createdAt`` (unchanged), and
-    ``serp: {"rank", "landingPage", "capturedAt"}`` instead of ``results.organic``.
-``language-string``
-    the default shape but ``language`` is the plain string ``"en"`` instead of ``{"code": "en"}``: a type
-    change alone.
-``vendor-c``
-    renames outside keywords and values sent as text: keywords ``term`` (the keyword), the position as text
-    under ``results.organic.rank`` (``"1"`` .. ``"100"``, ``"-"`` when not ranking), ``monthlySearches``
-    (the search volume as text, ``""`` when unknown); tags ``label`` and ``hex``; competitors ``website``
-    and ``title``.
-``vendor-d``
-    epoch timestamps, ids inside objects, a number as text, another timestamp format, a renamed usage
-    object: keywords ``created`` (epoch seconds, an integer) for ``createdAt``, ``labels: [{"uuid": <tag
-    id>}, ...]`` for ``tagIds`` (``[]`` without tags), ``searchVolume`` as text (``"1200"``; null stays
-    null), ``results.organic.checked`` (``"21/11/2026 06:00:00"``, ``%d/%m/%Y %H:%M:%S`` UTC) for
-    ``results.organic.capturedAt``; tags ``createdMs`` (epoch milliseconds) for ``createdAt``; usage
-    ``rowQuota`` for ``dataRows`` (same keys).
-``vendor-e``
-    a scalar moved into an array of objects, a category as a flag: keywords ``results.serp: [{"rank",
-    "landingPage"}]`` for ``results.organic`` (``[]`` when not ranking), the capture time at the top as
-    ``checkedAt`` (``"2026-11-21 06:00:00"``, UTC, no ``T``, no ``Z``), ``mobile: "yes"`` / ``"no"`` for
-    ``device`` (``mobile`` / ``desktop``).
-``engine-upper``
-    the default shape with the search engine in upper case (``"GOOGLE"``): an enum's values in another case,
-    for a vendor whose case changes from one day to the next (``engine-upper@2026-11-23``).
-
-Timestamps of the default shape have whole seconds (:func:`rank_pipeline.sandbox.assumptions.timestamp`),
-so every format above carries them exactly.
-
-A shape may start on a day: ``vendor-b@2026-11-23`` serves the default shape before that simulated day and
-``vendor-b`` from it on (a vendor renaming fields under an installation that has run for months).
+``default``, ``vendor-b`` .. ``vendor-e``, ``language-string``, ``engine-upper`` (``RANK_SANDBOX_SHAPE``,
+``rank-pipeline sandbox --shape``); ``NAME@YYYY-MM-DD`` serves the default shape before that simulated day.
+Each carries exactly the default's information. Field by field: docs/reference/sandbox.md, "Other shapes";
+why: docs/concepts/sandbox.md, "Other shapes".
 """
 
 from __future__ import annotations

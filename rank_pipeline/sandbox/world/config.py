@@ -1,8 +1,7 @@
-"""What a world is made of (:class:`WorldConfig`, :class:`AccountSpec`, :class:`LimitChange`) and the values
-it hands out and takes (:class:`Account`, :class:`KeywordSpec`).
+"""What a world is made of (:class:`WorldConfig`, :class:`AccountSpec`, :class:`LimitChange`) and the values it
+hands out and takes (:class:`Account`, :class:`KeywordSpec`); deterministic in ``(seed, day)``.
 
-The world is deterministic in ``(seed, day)`` for one config; the reference for what each setting does is
-the docstring of :mod:`rank_pipeline.sandbox.world` ("Accounts and plans", "Keywords").
+What each setting does: docs/concepts/sandbox.md, "The world".
 """
 
 from __future__ import annotations
@@ -26,13 +25,10 @@ class LimitChange:
 class AccountSpec:
     """One account of the world.
 
-    ``keywords_per_domain`` is an inclusive (min, max) range of base keywords per domain.
-    ``keyword_limit`` and ``data_row_limit`` are the plan's allowances (spec, "Limits") until
-    ``limit_change.day``. ``api_key`` None derives a key from the seed and the name. ``keys`` is how
-    many valid keys the account holds at once (spec "Authentication" 5: create the new key, switch,
-    delete the old); keys after the first are derived from the seed, the name and their position.
-    ``data_row_resets`` are the days the data-row cycle restarts (usage resets), ascending; empty: the
-    1st of each month. Before the first listed day the cycle runs from the world's ``start_date``.
+    ``keywords_per_domain``: inclusive (min, max) base keywords per domain. ``keyword_limit``,
+    ``data_row_limit``: the plan's allowances until ``limit_change.day``. ``api_key`` None derives one from the
+    seed; ``keys``: valid keys at once (spec "Authentication" 5). ``data_row_resets``: ascending days the
+    data-row cycle restarts (empty: the 1st of each month).
     """
 
     name: str
@@ -70,7 +66,7 @@ def _demo_accounts(start: date) -> tuple[AccountSpec, ...]:
 class WorldConfig:
     """What the world is made of; the world is deterministic in ``(seed, day)`` for one config.
 
-    ``start_date`` anchors every day index (see the package docstring). The default is the small demo
+    ``start_date`` anchors every day index (docs/concepts/sandbox.md). The default is the small demo
     world (3 accounts, 3-5 domains each, 20-120 keywords per domain).
     """
 

@@ -1,10 +1,7 @@
-"""Generation of the world from its seed: accounts with their keys and tags, domains, base keywords (with
-their creation and deletion days), churn keywords, keywords created at runtime, and competitors.
+"""Generation from the seed: accounts with keys and tags, domains, base, churn and runtime keywords, competitors.
 
-Each thing is drawn from a ``random.Random`` seeded by a hash of the world's seed and what the thing is,
-so it is the same whatever was generated before it; the rules are the package docstring's ("Accounts and
-plans", "Domains", "Keywords", "Competitors", "Tags"). Base keywords are generated on a domain's first use
-and cached in its :class:`~.state.Domain`; churn keywords in ``WorldState.churn_cache``.
+Each thing is drawn from a ``random.Random`` seeded by a hash of the seed and what it is, so it does not
+depend on what was generated before; rules: docs/concepts/sandbox.md, "The world".
 """
 
 from __future__ import annotations

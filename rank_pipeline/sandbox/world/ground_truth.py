@@ -1,8 +1,6 @@
-"""The :class:`World`: the one object the sandbox app, the tests and the demo hold.
+"""The :class:`World`: the clock and the accounts' keys, delegating every read and write to its job modules.
 
-It keeps the simulated clock and the accounts' keys (which key is valid, revoked, at which position), and
-hands every reader and write to its job module over its :class:`~.state.WorldState`. The reference for
-what it answers is the docstring of :mod:`rank_pipeline.sandbox.world`.
+What it answers: docs/concepts/sandbox.md, "The world".
 """
 
 from __future__ import annotations
@@ -106,7 +104,7 @@ class World:
         return rendering.domain_record(d) if d is not None else None
 
     def keywords(self, domain_id: str, day: date | None = None) -> list[dict]:
-        """Keyword records of a domain existing on ``day``, in list order (see package docstring).
+        """Keyword records of a domain existing on ``day``, in list order (docs/concepts/sandbox.md).
 
         Position and URL are those of ``day``. An unknown domain id gives an empty list.
         """
@@ -134,7 +132,7 @@ class World:
         return rendering.tag_records(self._state, account) if account is not None else []
 
     def usage(self, account_id: str, day: date | None = None) -> dict:
-        """The ``data`` object of GET /v1/account/usage on ``day`` (package docstring, "Usage").
+        """The ``data`` object of GET /v1/account/usage on ``day`` (docs/concepts/sandbox.md, "Usage").
 
         KeyError for an unknown account id.
         """
@@ -142,7 +140,7 @@ class World:
 
     def data_row_cycle_start(self, account_id: str, day: date | None = None) -> date:
         """The first day of the account's data-row cycle holding ``day``: the last usage reset on or before
-        it (package docstring, "Usage"). KeyError for an unknown account id."""
+        it (docs/concepts/sandbox.md, "Usage"). KeyError for an unknown account id."""
         account = self._state.by_account_id[account_id]
         return quota.data_row_cycle_start(account.spec, self._state.config.start_date, day or self._state.today)
 
@@ -173,13 +171,10 @@ class World:
     # ---------------------------------------------------------------- writes
 
     def create_keywords(self, account_id: str, domain_id: str, entries: Iterable[KeywordSpec]) -> list[dict]:
-        """Keyword create, all-or-nothing (spec, "Keyword create: body" rule 3).
+        """Keyword create, all-or-nothing (spec "Keyword create: body" rule 3): one record per distinct combination
+        of ``entries`` (request order); a combination already tracked is returned, not created, and costs nothing.
 
-        Returns one record per distinct combination in ``entries`` (request order), as of today: newly
-        created ones, and ones the domain already tracks (not created again, no quota). Each new
-        combination needs one keyword and one data row of ``usage(account_id, today)``'s remaining.
-
-        Raises UnknownDomain (domain not of this account) or QuotaExceeded (nothing created).
+        Raises UnknownDomain (not this account's) or QuotaExceeded (nothing created).
         """
         return writes.create_keywords(self._state, account_id, domain_id, entries)
 

@@ -1,9 +1,6 @@
-"""Seeded hashing and the world's identifiers (package docstring, "Identifiers").
-
-An id is a UUID string (version 4 layout): its low 64 bits hold the variant, the *kind* of thing it names
-(6 bits), the account index (8), the domain index (16) and an index (32, offset so that churn indexes may
-be negative); its high bits are a hash of the seed and those fields, so an id of another seed or a random
-UUID parses to None.
+"""Seeded hashing and the world's identifiers: UUID strings (version 4 layout) whose low 64 bits hold the
+variant, kind (6 bits), account (8), domain (16) and index (32); the high bits hash the seed and those, so
+another seed's id or a random UUID parses to None.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Ground-truth organic positions and ranking URLs: pure O(1) functions of (seed, keyword, day).
 
-The formulas are the package docstring's ("Keywords": positions, ranking URL). Neither checks that the
+The formulas are docs/concepts/sandbox.md ("Keywords": positions, ranking URL). Neither checks that the
 keyword exists on ``day``; callers do.
 """
 

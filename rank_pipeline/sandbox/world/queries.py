@@ -1,9 +1,5 @@
-"""Which keywords exist on a day: a domain's keywords, the counts usage needs (without generating the
-records), and a keyword found by its id.
-
-A keyword exists on ``day`` from its creation day up to the day before its deletion (package docstring,
-"Keywords"); a domain's keywords on a day are its base keywords, the churn keywords of the days around it
-and the ones created at runtime.
+"""Which keywords exist on a day (from their creation day to the day before their deletion): a domain's
+keywords, the counts usage needs, a keyword found by id (docs/concepts/sandbox.md, "Keywords").
 """
 
 from __future__ import annotations

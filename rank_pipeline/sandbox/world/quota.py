@@ -1,5 +1,5 @@
 """The plan's allowances: usage as GET /v1/account/usage answers it, and the check a keyword create makes
-against it (package docstring, "Usage"; spec, "Limits")."""
+against it (docs/concepts/sandbox.md, "Usage"; spec, "Limits")."""
 
 from __future__ import annotations
 

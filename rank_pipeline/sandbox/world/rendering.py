@@ -1,8 +1,6 @@
-"""The world's records as the API serves them: JSON:API dicts in the shapes of
-:mod:`rank_pipeline.sandbox.assumptions`, in list order, as fresh dicts a caller may change.
+"""The world's records as served: JSON:API dicts (:mod:`rank_pipeline.sandbox.assumptions`), fresh copies.
 
-A domain's keyword records of one day are built once and kept in ``WorldState.records`` (the 64 most
-recently used lists; a write to the domain bumps its version and so misses the cache); callers get a copy.
+A domain's keyword records of a day are cached (64 lists; a write bumps the domain's version).
 """
 
 from __future__ import annotations

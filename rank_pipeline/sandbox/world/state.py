@@ -1,9 +1,5 @@
-"""What a world holds at runtime: its accounts, domains and keywords as generated so far, the writes made
-through it, and the caches that keep reads cheap (:class:`WorldState`).
-
-The job modules (:mod:`.generation`, :mod:`.queries`, :mod:`.quota`, :mod:`.rendering`, :mod:`.writes`)
-are plain functions over one ``WorldState``; :class:`~rank_pipeline.sandbox.world.World` holds it. A
-caller that reads or changes the mutable parts holds ``WorldState.lock``.
+"""What a world holds at runtime (:class:`WorldState`): accounts, domains and keywords generated so far, the
+writes made through it, and caches. The job modules are functions over it; hold ``WorldState.lock``.
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ __all__ = ["AccountState", "Domain", "Keyword", "WorldState", "WriteEvent"]
 
 @dataclass(slots=True)
 class Keyword:
-    """One keyword and the parameters of its positions and ranking URLs (package docstring, "Keywords")."""
+    """One keyword and the parameters of its positions and ranking URLs (docs/concepts/sandbox.md, "Keywords")."""
 
     id: str
     int_id: int

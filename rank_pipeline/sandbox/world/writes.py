@@ -1,9 +1,5 @@
-"""Writes to the world on the simulated today: keyword create (all-or-nothing, spec "Keyword create: body"
-rule 3), and the shifting-records fault's outside writes (a keyword deleted, a random keyword inserted),
-which are recorded in ``WorldState.writes``.
-
-Each write bumps the domain's version, so the cached keyword records of that domain are rebuilt; the
-positions of the other keywords do not change.
+"""Writes on the simulated today: keyword create (all-or-nothing) and the shifting-records fault's writes
+(recorded in ``WorldState.writes``); each bumps the domain's version, other positions do not change.
 """
 
 from __future__ import annotations
