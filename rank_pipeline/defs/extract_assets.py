@@ -1,14 +1,8 @@
-"""Extraction: one multi-asset writes the day's Parquet snapshot of every endpoint.
+"""Extraction: one multi-asset writes the day's Parquet snapshot of every endpoint (``snapshots/<endpoint>``,
+each with the blocking check ``complete``), in one step so one pacer per key and IP governs it.
 
-One step, one asyncio loop, one pacer per key and one per IP address: extraction assets in separate
-processes would each pace to the ceiling and together exceed it (docs/concepts/architecture.md). Each endpoint
-is still its own asset (``snapshots/<endpoint>``) with its own metadata and a blocking asset check,
-``complete``, that fails when a list could not be read completely.
-
-Sharded (``RANK_PIPELINE_SHARDS=n``, :class:`rank_pipeline.settings.ShardPlan`) the multi-asset is
-partitioned by day x shard: each partition is one run extracting one shard's accounts with that shard's
-own budget, so the shards of a day run as parallel runs, each paced to 1/n of the per-IP ceiling when
-they share an address; the daily assets downstream depend on every shard of their day.
+Sharded (``RANK_PIPELINE_SHARDS=n``) it is partitioned by day x shard. Details: docs/concepts/dagster.md,
+"Extraction".
 """
 
 
@@ -78,14 +72,11 @@ def build_extract_snapshots(plan: ShardPlan | None = None, days: dg.DailyPartiti
 
 def extract_snapshots_of(context: dg.AssetExecutionContext, source: Source, warehouse: WarehouseResource,
                          plan: ShardPlan | None):
-    """Extract the run's day(s) from the source into the snapshots (:func:`rank_pipeline.steps.extract.extract_days`).
+    """Extract the run's day(s) into the snapshots (:func:`rank_pipeline.steps.extract.extract_days`).
 
-    A single-run backfill hands a range of days: the sandbox plays each; the vendor API tells only the
-    present, so with it a range of several days is refused (rebuild past days from their snapshots with
-    the ``rebuild_from_snapshots`` job instead). A retry of a partition resumes from the checkpoints of
-    the failed run (:mod:`rank_pipeline.extract.resume`). Sharded (``plan``), the run's partition is one
-    day and one shard: the source extracts that shard's accounts only, paced to the shard's budget
-    (:meth:`rank_pipeline.settings.ShardPlan.rates`), and commits the shard's manifests.
+    A range of days is played by the sandbox and refused by the vendor API (rebuild past days with
+    ``rebuild_from_snapshots``); a retry resumes from the failed run's checkpoints; sharded (``plan``), one day
+    and one shard, paced to :meth:`rank_pipeline.settings.ShardPlan.rates`.
     """
     check_partitioning(warehouse.paths.data_dir, plan, record=True)  # the first run records its partitioning
     source, first, last = _run_days(context, source, plan)

@@ -1,13 +1,6 @@
-"""Freshness policies: every mart (``marts/*``) and ``warehouse/published`` must have been materialized
-successfully within the last ``RANK_PIPELINE_FRESHNESS_HOURS`` hours (default 26: a daily run plus two
-hours of slack).
-
-They are Dagster freshness policies (``dg.FreshnessPolicy.time_window(fail_window=...)``), shown on each
-asset's page in the UI and evaluated by the freshness daemon that ``dagster-daemon run`` starts (enabled
-by default since Dagster 1.12; every 30 s, ``FRESHNESS_DAEMON_INTERVAL_SECONDS``): an asset whose last
-materialization (of any partition) is older than the window turns ``FAIL``, e.g. when the schedule
-stopped or the daemon was down. The sensor ``alerts_on_stale_assets``
-(:mod:`rank_pipeline.defs.sensors`) sends an alert when one turns ``FAIL``.
+"""Freshness policies: every mart and ``warehouse/published`` materialized within ``RANK_PIPELINE_FRESHNESS_HOURS``
+hours (default 26), evaluated by the freshness daemon; ``alerts_on_stale_assets`` tells a ``FAIL``
+(docs/concepts/dagster.md, "Freshness").
 """
 
 from __future__ import annotations

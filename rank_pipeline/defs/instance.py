@@ -1,31 +1,9 @@
 """The Dagster instance of a data folder: ``DAGSTER_HOME`` (default ``<data_dir>/dagster_home``).
 
-:func:`open_instance` writes ``dagster.yaml`` when missing (or when it is one this project wrote
-earlier) and opens the instance under the data folder's ``instance`` lock
-(:mod:`rank_pipeline.folder_lock`), so two first runs at once do not both create the SQLite tables.
-The same ``dagster.yaml`` is read by ``dagster dev`` / ``dagster-webserver`` (``make dev``), so runs of
-``rank-pipeline run`` and ``demo`` are listed in the UI.
-
-Storage, chosen by ``RANK_PIPELINE_DAGSTER_PG_URL`` (:attr:`rank_pipeline.settings.OpsSettings.dagster_pg_url`):
-
-- unset (the default): SQLite files under ``DAGSTER_HOME`` (``history/``, ``schedules/``), with a
-  pooled event log (:mod:`rank_pipeline.defs.sqlite_storage`, the one module using Dagster's private
-  API; why, with figures, there and in ``benchmarks/README.md``);
-- set (``postgresql+psycopg2://user:password@host:5432/db``): Dagster's own PostgreSQL storage
-  (``dagster-postgres``, the ``postgres`` extra) for runs, schedules and event logs, the ``storage:
-  postgres:`` block of Dagster's instance docs. ``dagster.yaml`` names the variable
-  (``postgres_url: {env: RANK_PIPELINE_DAGSTER_PG_URL}``), never its value, so the password is in no
-  file, log or run metadata; every process reading that ``dagster.yaml`` (``dagster-daemon``,
-  ``dagster-webserver``, ``dagster instance info``) needs the variable in its environment.
-
-Every run carries its process's pid, host and boot id as tags (:mod:`rank_pipeline.defs.process_tags`: passed at
-launch by the command line, recorded by the run itself otherwise); runs still "started" whose process is gone
-(killed) are marked failed (:func:`rank_pipeline.defs.dead_runs.fail_dead_runs`) at the command
-line's next start and by the daemon's sensor. Dagster's run monitoring is on (:data:`RUN_MONITORING_CONFIG`).
-
-No pool concurrency is configured: nothing in the pipeline depends on a Dagster pool slot being freed
-(a slot a killed run keeps would block every later run); runs serialize on an OS lock instead
-(:func:`rank_pipeline.folder_lock.writer_lock`, taken by the ``warehouse`` resource).
+:func:`open_instance` writes ``dagster.yaml`` (SQLite under ``DAGSTER_HOME``, or PostgreSQL when
+``RANK_PIPELINE_DAGSTER_PG_URL`` is set, named by variable, never by value) and opens the instance under the
+data folder's ``instance`` lock. Storage, process tags, run monitoring and why no pool concurrency:
+docs/concepts/dagster.md, "The instance".
 """
 
 from __future__ import annotations
@@ -128,15 +106,13 @@ def _postgres_failure(url: str, exc: BaseException) -> ConfigurationError:
 def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None) -> dg.DagsterInstance:
     """The data folder's persistent Dagster instance; sets ``DAGSTER_HOME`` for this process.
 
-    Creates ``DAGSTER_HOME`` and its ``dagster.yaml`` when missing and rewrites a ``dagster.yaml`` this
-    project wrote before (a user's own file is left alone), then opens the instance and creates its
-    storage tables (SQLite files, or the PostgreSQL schema when ``RANK_PIPELINE_DAGSTER_PG_URL`` is
-    set), all under the ``instance`` lock of ``data_dir``.
+    Writes ``dagster.yaml`` when missing or when this project wrote it (a user's own file is left alone),
+    opens the instance and creates its storage tables, all under the ``instance`` lock of ``data_dir``.
 
     Raises:
         rank_pipeline.folder_lock.LockTimeout: another process held the instance lock past the timeout.
-        rank_pipeline.settings.ConfigurationError: the PostgreSQL URL is set but ``dagster-postgres`` is
-            not installed, or its server cannot be reached or refuses the login (one line, no password).
+        rank_pipeline.settings.ConfigurationError: the PostgreSQL URL is set but ``dagster-postgres`` is not
+            installed, or its server cannot be reached or refuses the login (one line, no password).
     """
     pg_url = Settings.from_env().ops.dagster_pg_url
     if pg_url:

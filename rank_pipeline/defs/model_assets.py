@@ -1,25 +1,9 @@
 """SQL models as Dagster assets: one asset per seed and model of ``dbt_like_sql/``, one asset check per test.
 
-The project is loaded (and its dependency graph checked: a cycle or a reference to a missing model is
-an error here) when the definitions load. Each model asset builds its model for the run's partitions
-(views and tables rebuild; an incremental model replaces the rows of those days AND of every later
-loaded day within its look-back horizon, :mod:`rank_pipeline.transform.horizon`, so a backfill leaves
-no stale row) and then runs the tests from the model's ``.yml`` on the rows it rebuilt, reporting each
-as an asset check; checks marked blocking stop downstream models and the publication of the warehouse
-when they fail.
-
-Backfills: every asset here has ``BackfillPolicy.single_run()``: a backfill of many days is one run in
-which each asset receives the partition key range and builds it at once. With the run
-tag ``rank_pipeline/full_refresh=true`` (:data:`FULL_REFRESH_TAG`), every model is rebuilt from scratch.
-
-Engines (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`): each
-asset builds through the run's :class:`rank_pipeline.transform.primitives.ModelEngine` and the step
-:func:`rank_pipeline.steps.models.build_relation`. On ``duckdb`` (default) the above. On ``spark`` each
-seed and model is built on the run's Spark session from the committed snapshots under the ``warehouse``
-resource's snapshots location, incrementally by the run's days as on DuckDB, written as Parquet under the
-resource's ``spark_warehouse_uri``; the DuckDB files are not touched. The asset checks are the same
-(same names, blocking and severity; metadata ``partition``: the days the tests read, ``sql`` the SQL that ran),
-built from the test results by one function for both engines (:func:`check_results`).
+Each asset builds its model for the run's partitions through the run's model engine
+(:func:`rank_pipeline.steps.models.build_relation`) and reports its tests as checks (:func:`check_results`);
+``BackfillPolicy.single_run()``; run tag :data:`FULL_REFRESH_TAG` rebuilds from scratch. Details:
+docs/concepts/dagster.md, "SQL models as assets".
 """
 
 
@@ -186,10 +170,8 @@ def build_model_assets(project_dir: Path | None = None, engine: str | None = Non
                        ) -> tuple[list[dg.AssetsDefinition], list[dg.AssetKey]]:
     """Every seed and model asset of the project, and the keys of the models (for the publish asset).
 
-    ``project_dir`` defaults to :func:`rank_pipeline.settings.models_dir` (``RANK_PIPELINE_MODELS_DIR``);
-    ``engine`` (the asset kinds and table names: ``duckdb`` or ``spark``) to the one
-    ``RANK_PIPELINE_ENGINE`` selects (:func:`rank_pipeline.defs.table_metadata.engine_in_use`); ``days``
-    partitions them.
+    ``project_dir`` defaults to :func:`rank_pipeline.settings.models_dir`; ``engine`` (``duckdb`` or ``spark``:
+    asset kinds and table names) to :func:`rank_pipeline.defs.table_metadata.engine_in_use`; ``days`` partitions.
 
     Raises:
         rank_pipeline.transform.ProjectError: a cycle, a missing reference or a malformed ``.yml``.

@@ -1,12 +1,6 @@
-"""Dagster resources: the rank-tracking source (vendor API or embedded sandbox), the warehouse paths, and
-the engine that builds the SQL models (DuckDB, or Spark: :class:`ModelEngineResource`).
-
-The ``source`` resource is the :class:`rank_pipeline.extract.source.Source` itself
-(:func:`source_from_env`: its accounts are the settings' :class:`~rank_pipeline.settings.AccountConfig`,
-its pacing and shard from the settings), the same object the command line extracts from. Keys never
-reach Dagster: an account holds its name and the *name* of its key's environment variable, and
-:func:`rank_pipeline.extract.source.read_keys` reads the value when the extraction step opens the source, so
-run configuration, the UI and run metadata never see a key.
+"""Dagster resources: ``source`` (the :class:`rank_pipeline.extract.source.Source`), ``warehouse`` (paths; the
+writer lock) and ``model_engine`` (DuckDB or Spark). Keys never reach Dagster: an account holds the name of
+its key's variable. Details: docs/concepts/dagster.md, "Resources".
 """
 
 
@@ -51,18 +45,11 @@ def source_from_env(settings: Settings | None = None) -> Source:
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """Paths of the snapshots and the DuckDB files, under ``data_dir`` (docs/concepts/architecture.md).
+    """Paths of the snapshots and the DuckDB files, under ``data_dir``.
 
-    While a run (or, with a multiprocess executor, a step) uses this resource, its process holds the
-    data folder's writer lock (:func:`rank_pipeline.folder_lock.hold_writer`, an OS lock released when
-    the process dies, which first removes the leftovers of dead runs): one run at a time extracts, loads,
-    builds and publishes; a second one waits, saying so in its log, and fails with a one-line message
-    after ``RANK_PIPELINE_LOCK_TIMEOUT_S``. The steps the assets call hold it too (it is re-entrant).
-    A run of one shard partition (``RANK_PIPELINE_SHARDS``, tagged ``dagster/partition/shard``) holds that
-    shard's writer lock instead (:func:`rank_pipeline.folder_lock.hold_shard_writer`), so the shards
-    of a day extract at once.
-    Before waiting for the lock the run is tagged with its process
-    (:func:`rank_pipeline.defs.process_tags.record_process_tags`), so it is marked failed if that is killed.
+    A run using it holds the data folder's writer lock (:func:`rank_pipeline.folder_lock.hold_writer`; a shard
+    run its shard's, :func:`rank_pipeline.folder_lock.hold_shard_writer`), after tagging the run with its
+    process; it fails in one line after ``RANK_PIPELINE_LOCK_TIMEOUT_S`` (docs/concepts/dagster.md, "Resources").
     """
 
     data_dir: str
@@ -108,24 +95,12 @@ def warehouse_from_env(settings: Settings | None = None) -> WarehouseResource:
 
 
 class ModelEngineResource(dg.ConfigurableResource):
-    """Which engine builds the seeds and SQL models (:mod:`rank_pipeline.settings.engine`).
+    """Which engine builds the seeds and SQL models: ``engine`` ``duckdb`` (the build file) or ``spark`` (one
+    session per run on ``spark_master``, Parquet under ``spark_warehouse_uri``).
 
-    ``engine`` is ``duckdb`` (default: the models are built in the warehouse's DuckDB build file, which
-    the ``warehouse/published`` asset publishes) or ``spark``: the model assets run on ONE Spark session
-    per run on ``spark_master``, through :class:`rank_pipeline.transform.spark_engine.SparkEngine`, which
-    reads the committed snapshots in place and writes every seed and model as Parquet under
-    ``spark_warehouse_uri`` (``<uri>/<schema>/<name>``; a folder, ``file:///...``, ``s3a://bucket/prefix``,
-    ``hdfs://...``). On Spark, as on DuckDB, a run of days rebuilds those days of each incremental model
-    (and its later loaded days within the horizon), tables whole, and its tests read the rows rebuilt.
-
-    :meth:`open` gives the run's :class:`~rank_pipeline.transform.primitives.ModelEngine`
-    (:func:`~rank_pipeline.warehouse.engines.open_engine`), opened at the run's first use (a run that builds
-    no model, or Dagster re-initializing the resources after a run to read its outputs, opens nothing)
-    and closed when the run's steps end (:meth:`yield_for_execution`; with a multiprocess executor, one
-    per step process): one DuckDB writer connection, or one Spark session.
-
-    From the environment: :func:`model_engine_from_env` (``RANK_PIPELINE_ENGINE``,
-    ``RANK_PIPELINE_SPARK_MASTER``, ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``).
+    :meth:`open` gives the run's :class:`~rank_pipeline.transform.primitives.ModelEngine`, opened at first use
+    and closed when the run's steps end. From the environment: :func:`model_engine_from_env`. Details:
+    docs/concepts/dagster.md, "The model_engine resource".
     """
 
     engine: str = "duckdb"

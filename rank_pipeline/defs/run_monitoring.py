@@ -1,12 +1,7 @@
-"""The sensor that marks killed runs failed, evaluated by ``dagster-daemon``.
-
-A run's worker process may die without reporting its end (``kill -9``, the out-of-memory killer, a
-power cut, a service manager killing the daemon with its code server). When only the worker died, the
-code server that spawned it marks the run failed within a second. When the code server died too, or
-the machine rebooted, nothing of Dagster's default run launcher notices (its run monitoring cannot
-check a started run's worker): this sensor marks such runs failed from their process tags
-(:func:`rank_pipeline.defs.dead_runs.fail_dead_runs`), within :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S`
-seconds (plus the daemon's own loop) once the daemon runs.
+"""The sensor that marks killed runs failed, evaluated by ``dagster-daemon`` every
+:data:`~rank_pipeline.settings.SENSOR_INTERVAL_S` seconds, from the runs' process tags
+(:func:`rank_pipeline.defs.dead_runs.fail_dead_runs`). Why Dagster's own monitoring misses them:
+docs/concepts/dagster.md, "Killed runs".
 """
 
 import dagster as dg

@@ -1,21 +1,8 @@
-"""Alert sensors: the Dagster side of :mod:`rank_pipeline.operations.alerts` (digests sent through Apprise to
-``RANK_PIPELINE_ALERT_URLS``, each alert once per destination, recorded in ``<data folder>/alerts.sqlite``).
+"""Alert sensors, the Dagster side of :mod:`rank_pipeline.operations.alerts`: ``alerts_on_run_success``,
+``alerts_on_run_failure`` (:func:`send_run_digest`) and ``alerts_on_stale_assets`` (freshness ``FAIL``).
 
-Sensors (all on by default, so ``dagster-daemon run`` evaluates them with nothing to switch on):
-
-- ``alerts_on_run_success`` (run status sensor, SUCCESS) and ``alerts_on_run_failure`` (run failure
-  sensor): :func:`send_run_digest` for the run. A run's digest holds: the run failure (the failed step and
-  one line of cause), every failed blocking asset check of the run (check, asset, partition, failing
-  rows from its metadata), and, when the run materialized ``warehouse/published``, the ranking alerts of
-  its days from ``marts.fct_ranking_alerts`` (thresholds in ``seeds.alert_rules``).
-- ``alerts_on_stale_assets`` (every :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S` s): the assets whose
-  freshness policy (:mod:`rank_pipeline.defs.freshness`) the freshness daemon evaluated as ``FAIL``, one
-  digest for the assets newly failing (each failure, identified by the time its state changed, is sent once).
-
-The run sensors watch every run of the instance (``monitor_all_code_locations``), those of
-``rank-pipeline run`` and ``demo`` included (run in the process, without a code location). Those
-commands also call :func:`send_run_digest` themselves at the end of each run (no daemon needed); when a
-daemon watches the same instance too, the ledger lets only one of them send each alert.
+All on by default; each alert is sent once per destination even when the command line sends the same run's
+digest. What a digest holds: docs/concepts/dagster.md, "Alert sensors".
 """
 
 from __future__ import annotations
@@ -204,7 +191,7 @@ def _age(seconds: float) -> str:
 
 
 def build_alert_sensors(watched: Sequence[dg.AssetKey], settings: Settings) -> list[dg.SensorDefinition]:
-    """The three alert sensors (module docstring); ``watched``: the assets with a freshness policy;
+    """The three alert sensors (docs/concepts/dagster.md, "Alert sensors"); ``watched``: the assets with a freshness policy;
     ``settings``: those the definitions are built from (destinations, freshness), read once per process."""
 
     def _warn(context):

@@ -1,34 +1,9 @@
 """Extraction sharded as Dagster partitions (``RANK_PIPELINE_SHARDS=n``, :class:`rank_pipeline.settings.ShardPlan`).
 
-With a shard plan the definitions hold:
-
-- the job ``extract_shards`` (:func:`build_shard_job`): the ``snapshots/*`` assets, partitioned by day x
-  shard (:func:`rank_pipeline.defs.partitions.shard_partitions`). One run per partition: the shards of a
-  day run as parallel runs (separate processes, each holding only its shard's writer lock), each
-  extracting its own accounts with its own budget and committing its shard manifests;
-- the daily job ``daily_rank_pipeline`` without the ``snapshots`` group: raw load, models, publish, for
-  one day, depending on every shard of that day;
-- the schedule (:func:`rank_pipeline.defs.jobs.build_daily_schedule`), which requests one
-  ``extract_shards`` run per shard of the tick's day;
-- the sensor ``daily_run_when_shards_committed`` (:func:`build_shards_committed_sensor`, on by default):
-  it requests the daily run of day D once every shard of D has a successful run, once per day.
-
-Why a sensor and not a declarative automation condition: Dagster 1.13 automates a whole job only as a
-preview (``define_asset_job(automation_condition=AutomationCondition.all_job_root_assets_match(...))``).
-Tried on this shape (day x shard assets feeding the daily job's root through
-``MultiToSingleDimensionPartitionMapping``), Dagster's own ``evaluate_automation_conditions`` requested the
-day once both shards were in and then again at the next evaluation with nothing new; and an asset-level
-condition would launch ``__ASSET_JOB`` runs, not ``daily_rank_pipeline``, whose name the run history, the
-alerts and the partitions' run lookups go by. A shard run whose blocking ``complete`` check fails has still
-materialized its assets, so "all deps updated" would also start the day too early; the sensor counts
-successful runs. The tag names it reads are declared once (:mod:`rank_pipeline.defs.partitions`).
-
-Without a plan none of this exists: one daily job extracts every account and builds the models.
-
-The shard count is the partitioning of the ``snapshots/*`` assets, so changing it would strand their
-partition history in Dagster (the runs and materializations of one partitioning are invisible under
-another). The first run records the partitioning in the data folder (``dagster_partitioning.json``);
-definitions built with another are refused with one line (:func:`check_partitioning`).
+:func:`build_shard_job` (``extract_shards``: the ``snapshots/*`` assets by day x shard),
+:func:`build_shards_committed_sensor` (``daily_run_when_shards_committed``: the daily run of D once every
+shard of D succeeded) and :func:`check_partitioning` (a changed shard count is refused in one line).
+Why a sensor and not an automation condition: docs/concepts/dagster.md, "Sharded extraction".
 """
 
 from __future__ import annotations

@@ -1,43 +1,10 @@
 """Every use of Dagster's private ``dagster._core`` in this project: the SQLite instance storage.
 
-Dagster's stock SQLite event log opens a new SQLAlchemy engine and connection for every event, commits it with
-a full ``fsync`` and closes the connection, and closing the last connection of a WAL database checkpoints it
-(more ``fsync``). A daily run stores over a thousand events, about half of them asset-check events (a planned
-one and a result for each check, each written to two databases). :class:`PooledSqliteEventLogStorage` keeps
-one engine and one pooled connection per shard (Dagster's word, kept here because its methods we override use
-it: one SQLite file of the event log, one per run plus the index; nothing to do with the account shards of
-``RANK_PIPELINE_SHARDS``), and commits with ``PRAGMA synchronous=NORMAL`` (safe in WAL mode: a crash of the
-process loses nothing committed; a power cut can lose the last few events, never corrupt the file).
-
-For each asset check result Dagster also asks the event log two questions, which this class answers
-without a new engine or a decoding each time: whether the index has the asset-check table
-(``has_table``: the stock answer opens a new SQLite engine; a table found is remembered) and which
-materialization the check ran on (``fetch_materializations`` of the newest materialization of one
-partition: the answer is remembered while one indexed read shows the same newest row and wipe record,
-:meth:`PooledSqliteEventLogStorage.fetch_materializations`). ``tests/defs/test_sqlite_storage.py`` stores
-the same runs through this class and through Dagster's own and compares every row of every file, and
-compares the remembered answers with Dagster's after newer runs, a wipe and a deleted run.
-
-Log lines, step events and asset check events, nine in ten of a daily run's events, are written
-through the DB-API cursor with one encoding of each event (:meth:`PooledSqliteEventLogStorage.store_event`:
-the same rows Dagster's own code writes, which builds a SQLAlchemy statement per row and encodes a check
-result three times); asset events and run status events go Dagster's own way.
-
-When Dagster creates a run it logs one planned event per asset and per asset check of the job, each its own
-transaction in each file it goes to. Dagster hands them as one batch when ``DAGSTER_EVENT_BATCH_SIZE`` is set,
-which opening this storage does (:func:`enable_event_batches`), and
-:meth:`PooledSqliteEventLogStorage.store_event_batch` stores a batch in one transaction per file.
-
-Dagster's stock SQLite storage makes a day's bookkeeping several times what it is on this event log
-(``benchmarks/run_storage.py`` and ``benchmarks/overhead.py --storage both`` measure both; their figures are
-in ``benchmarks/README.md`` and ``benchmarks/RESULTS.md``), so the subclass stays, confined here: this is the
-only module that imports ``dagster._core`` (``tests/defs/test_sqlite_storage.py`` greps the repository for any
-other), and it names the private things it relies on in :data:`PRIVATE_API`. :func:`check_private_api` says
-which of them a Dagster upgrade moved; the module's import fails with the same kind of one-line message. The
-``dagster<1.14`` pin in ``pyproject.toml`` holds them; lift it only with that test green.
-
-PostgreSQL (``RANK_PIPELINE_DAGSTER_PG_URL``) needs none of this: it is Dagster's own public
-``storage: postgres:`` configuration (:mod:`rank_pipeline.defs.instance`).
+:class:`PooledSqliteEventLogStorage` writes the same rows as Dagster's ``SqliteEventLogStorage`` with one
+pooled connection per file, ``synchronous=NORMAL`` (WAL), one encoding per event and batched planned
+events. :data:`PRIVATE_API` names what it relies on; :func:`check_private_api` says what a Dagster upgrade
+moved (``dagster<1.14`` is pinned for it). Why, with figures: docs/concepts/dagster.md, "The SQLite event
+log"; ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -143,7 +110,7 @@ _UPDATE_CHECK_EXECUTION = (
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
-    """Dagster's run-sharded SQLite event log with one pooled connection per shard (see module doc).
+    """Dagster's run-sharded SQLite event log with one pooled connection per shard (docs/concepts/dagster.md, "The SQLite event log").
 
     Same files and schema as ``SqliteEventLogStorage`` (``<base_dir>/<run_id>.db``, ``index.db``); the
     webserver's live view still sees each write (the run's shard file is touched after a write, which
@@ -269,17 +236,9 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             self._touch(shard)
 
     def store_event(self, event: dg.EventLogEntry) -> None:
-        """Store ``event`` exactly as ``SqliteEventLogStorage.store_event`` does; log lines, step events and
-        asset check events (three quarters of a daily run's) through the DB-API cursor.
-
-        Dagster builds a SQLAlchemy statement for each row it writes and, for an asset check event, encodes
-        the event again for the asset-check table (twice for a check result, whose update finds no planned
-        row when the run is partitioned and the check is not, then inserts). Here the event is encoded once
-        (``_event_to_row``) and the same rows are written: the event in the run's file; a check event also
-        in the index, then its planned row(s) inserted, or its result updating the run's planned row of the
-        same partition or else inserted, in the index's transaction. Asset events, run status events and
-        checks reported outside a run take Dagster's own path. ``tests/defs/test_sqlite_storage.py`` stores
-        the same runs through Dagster's own class and compares every row.
+        """Store ``event`` exactly as ``SqliteEventLogStorage.store_event`` does; log lines, step events and asset
+        check events through the DB-API cursor, the rest Dagster's own way (docs/concepts/dagster.md, "Storing an
+        event"; ``tests/defs/test_sqlite_storage.py`` compares every row).
         """
         kind = event.dagster_event_type
         if kind in ASSET_EVENTS or kind in EVENT_TYPE_TO_PIPELINE_RUN_STATUS or (kind in ASSET_CHECK_EVENTS
@@ -352,16 +311,9 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
 
     def fetch_materializations(self, records_filter: dg.AssetKey | dg.AssetRecordsFilter, limit: int,
                                cursor: str | None = None, ascending: bool = False) -> dg.EventRecordsResult:
-        """Dagster's answer; the newest materialization of one asset partition is remembered and given
-        again while it is still the newest.
-
-        Dagster asks exactly that (``limit=1``, newest first, one partition) before storing each asset
-        check result of a partitioned step, to name the materialization the check ran on: ten tests of a
-        model are ten reads and ten decodings of the same event, with its column schema and lineage.
-        Whether the remembered answer still holds is asked of the index every time, in one indexed
-        read (:data:`_NEWEST_MATERIALIZATION`): the newest row's storage id, run and time, and the
-        asset's wipe record, as they were when Dagster answered. Any materialization stored since (by
-        this process or another), a wipe or a deleted run changes one of them, and Dagster answers again.
+        """Dagster's answer; the newest materialization of one asset partition is remembered and given again while
+        one indexed read (:data:`_NEWEST_MATERIALIZATION`) shows it is still the newest (docs/concepts/dagster.md,
+        "The materialization a check ran on").
         """
         if not (limit == 1 and cursor is None and not ascending and isinstance(records_filter, dg.AssetRecordsFilter)
                 and records_filter.asset_partitions is not None and len(records_filter.asset_partitions) == 1

@@ -1,25 +1,6 @@
-"""Dagster's standard table metadata for the raw, seed and model assets.
-
-=============================  =============================================================================
-key                            value
-=============================  =============================================================================
-``dagster/table_name``         where the table lives for the engine in use: ``warehouse.marts.x`` (the
-                               published DuckDB file's catalog), ``spark_catalog.marts.x`` on Spark
-``dagster/column_schema``      :class:`dagster.TableSchema`: every column with its type, its description
-                               from the ``.yml`` (raw tables: from :mod:`rank_pipeline.api.endpoints`) and the
-                               constraints its tests state (``not_null`` -> not nullable, ``unique``,
-                               others by their description; model-level tests as table constraints). On
-                               the definition: the documented columns, typed where the ``.yml`` says;
-                               on each materialization: every column of the built table, typed by the engine
-``dagster/row_count``          on each materialization: ``count(*)`` of the whole table after the build
-``dagster/column_lineage``     on each materialization of a model: per column, the upstream columns it
-                               derives from, then the raw and seed columns at its origin
-                               (:mod:`rank_pipeline.transform.lineage`)
-``dagster/code_references``    on the definition of a seed or model: its ``.sql`` or ``.csv`` file, labelled
-                               with its path relative to the repository holding it
-=============================  =============================================================================
-
-Asset kinds name the engine in use (:func:`engine_in_use`): ``duckdb`` or ``spark``.
+"""Dagster's standard table metadata for the raw, seed and model assets: ``dagster/table_name``,
+``dagster/column_schema``, ``dagster/row_count``, ``dagster/column_lineage``, ``dagster/code_references``;
+asset kinds name the engine in use (:func:`engine_in_use`). Table: docs/concepts/dagster.md, "Table metadata".
 """
 
 from __future__ import annotations

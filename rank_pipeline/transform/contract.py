@@ -1,30 +1,9 @@
-"""The vendor's contract: every field of a raw table's JSON ``attributes`` that the models read, each with
-its name, its JSON path, its type and how the vendor sends it.
+"""The vendor's contract (``<models>/sources/vendor_contract.yml``): every field of a raw table's JSON
+``attributes`` the models read, with its name, path, type, values and encoding; the one parser of it.
 
-The contract (``<models>/sources/vendor_contract.yml``) is the one place a vendor path is written. Per
-endpoint (raw table), each field has:
-
-- ``name``: the column staging works with (``position``, ``ranking_url``); the relation ``vendor.<endpoint>``
-  a staging model reads holds one column per field under this name (:mod:`rank_pipeline.transform.flatten`);
-- ``path``: dotted below the record's ``attributes`` (``results.organic.position``); a key may carry one
-  selector (:mod:`rank_pipeline.transform.json_paths`): ``[N]`` the element at position N (``results.serp[0].rank``), ``[?key=value]`` the
-  first element whose ``key`` is ``value`` as text (``engines[?name=google].rank``), ``[*]`` every element
-  (``labels[*].uuid``, a field of ``type: array``). An empty array or no matching element is a null; a missing
-  key is absent;
-- ``type``: the JSON type of the decoded value (``items``: an array's element type), or ``timestamp``
-  (decoded to UTC by :attr:`Encoding.timestamp_format`); ``range`` of a number;
-- ``values`` (optional): an enum, the values the field takes (a list), or a map from the vendor's values to
-  ours (``{"yes": mobile, "no": desktop}``); ``fold_case`` compares text without case;
-- ``shown`` (the spec shows it, else an assumption), ``nullable`` and ``null_means``, ``description``,
-  ``examples`` (values as the vendor sends them, for the candidates of a remap);
-- ``encoding`` (optional): how the vendor sends it when not as ``type`` (:class:`Encoding`: an integer as
-  text, values that mean null, a boolean as text, a timestamp's format).
-
-One parser, here, for every reader: the model runner derives the flattening SQL from it, the shape check
-(:mod:`rank_pipeline.shape.check`) measures the records against it, and the Python readers of a record
-(:meth:`Contract.value`: the lookups, keywords plan and apply) read a field by its name through it. A remap
-of the vendor's shape is an edit of this file alone. Errors: one :class:`ContractError` line naming the file,
-the entry and what is wrong.
+:func:`load_contract` gives a :class:`Contract` (:meth:`Contract.value` reads a record's field by name);
+errors are one :class:`ContractError` line naming the file and entry. Field keys, paths and encodings:
+docs/reference/vendor-contract.md.
 """
 
 from __future__ import annotations
@@ -75,19 +54,15 @@ class ContractError(ModelConfigError, ValueError):
 
 
 class Encoding(BaseModel):
-    """How the vendor sends a field when not as its declared ``type``.
+    """How the vendor sends a field when not as its declared ``type`` (docs/reference/vendor-contract.md, "Encodings").
 
     Attributes:
-        sent_as: the JSON type of the values sent (``string`` for an integer sent as text; default the
-            field's own type, for a field whose only encoding is a sentinel).
+        sent_as: the JSON type of the values sent (``string`` for an integer as text; default the field's).
         null_values: values that mean null (a sentinel such as ``"-"`` or ``-1``), compared as sent.
         true_values, false_values: a boolean sent as text (``["yes"]``, ``["no"]``).
-        timestamp_format: of a ``type: timestamp`` field, ``iso8601`` (the default: ``YYYY-MM-DD``, then
-            optionally ``T`` or a space and ``HH:MM[:SS[.ffffff]]``, then optionally ``Z`` or ``+HH:MM``),
-            ``epoch_seconds`` or ``epoch_milliseconds`` (a JSON number), or a ``strptime`` format of ``%Y %m
-            %d %H %M %S`` and literal text (``"%d/%m/%Y %H:%M:%S"``, taken as UTC); it decodes to a UTC
-            timestamp. Of a ``string`` field, a ``strptime`` format only, decoded to the text
-            ``YYYY-MM-DDTHH:MM:SSZ`` (:data:`~rank_pipeline.transform.timestamps.ISO_TIMESTAMP`). Python and the generated SQL decode alike.
+        timestamp_format: ``iso8601`` (default), ``epoch_seconds``, ``epoch_milliseconds`` or a ``strptime``
+            format taken as UTC (:mod:`rank_pipeline.transform.timestamps`); a ``string`` field takes a
+            ``strptime`` format only, decoded to ``YYYY-MM-DDTHH:MM:SSZ``.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -116,7 +91,7 @@ def _show(value: object) -> str:
 
 
 class ContractField(BaseModel):
-    """One field of one endpoint's records (module doc)."""
+    """One field of one endpoint's records (docs/reference/vendor-contract.md, "Field keys")."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 

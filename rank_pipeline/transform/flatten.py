@@ -1,22 +1,9 @@
-"""The relations ``vendor.<endpoint>``: a raw table with its JSON ``attributes`` flattened into the named,
-typed columns the contract declares (:mod:`rank_pipeline.transform.contract`), derived from the contract and
-never written by hand.
+"""The relations ``vendor.<endpoint>``: a raw table's ``attributes`` flattened into the contract's named,
+typed columns, compiled into a first CTE of each staging model that reads one.
 
-A staging model reads ``vendor.keywords`` (``select * from vendor.keywords``) and works with the contract's
-names (``position``, ``ranking_url``). When the project is loaded, each such reference is compiled into a
-CTE named ``vendor_<endpoint>`` put first in the model's SQL (:func:`compile_vendor_relations`), so the model
-SQL the engines run, the lineage and the docs read is one plain DuckDB SELECT over ``raw.<endpoint>``:
-
-- the raw table's columns, but ``attributes`` and any column a contract name replaces;
-- one ``json_transform`` of ``attributes`` (one parse per record; Spark: ``from_json``) to the types the
-  vendor sends (:attr:`~rank_pipeline.transform.contract.ContractField.sent_as`);
-- per field, the value decoded as its encoding says: a sentinel is null, an integer or a number sent as text
-  is ``try_cast``, a boolean sent as text is true or false, a timestamp sent in another format is parsed
-  with its ``strptime`` format and written as ISO 8601 (``YYYY-MM-DDTHH:MM:SSZ``, as the contract decodes it
-  in Python; the shape check has already failed the run on a value that does not decode, naming its path and
-  the values: a cast never fails in staging).
-
-Column lineage reaches the JSON path through the ``json_transform`` (:mod:`rank_pipeline.transform.lineage`).
+:func:`compile_vendor_relations` rewrites a model's SQL; one ``json_transform`` of ``attributes`` per record
+(Spark: ``from_json``), then each field decoded as its encoding says. What the CTE holds:
+docs/concepts/models.md, "The vendor's relations".
 """
 
 from __future__ import annotations

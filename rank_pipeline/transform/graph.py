@@ -23,18 +23,13 @@ __all__ = ["check_references", "topological_order"]
 
 def check_references(root: Path, models: Mapping[str, Model], seeds: Mapping[str, Seed],
                      raw_tables: frozenset[str]) -> dict[str, Model]:
-    """``models`` with each reference checked and a model that reads itself marked ``reads_itself`` (its own
-    relation taken out of its ``depends_on``).
+    """``models`` with each reference checked, and a model reading itself marked ``reads_itself``.
 
     Args:
-        root: the project folder (named in the hints of the errors).
-        models: ``{name: Model}`` as read from the folder; seeds: ``{name: Seed}``.
-        raw_tables: the qualified raw tables models may read (``raw.keywords``, ...).
-
+        root: the project folder (named in hints); seeds: ``{name: Seed}``; raw_tables: readable raw tables.
     Raises:
-        DependencyError: a reference (in SQL or in a relationships test) to a missing model, seed or raw
-            table, or to a model in another schema; a model that reads itself but is not incremental with
-            every column typed; a unit test given a relation its model does not read.
+        DependencyError: a reference to a missing model, seed or raw table, or to another schema's model; a
+            model reading itself that is not incremental with typed columns; a unit test input not read.
     """
     relations = _Relations(root, models, seeds, raw_tables)
     checked = {name: _checked_model(relations, model) for name, model in models.items()}

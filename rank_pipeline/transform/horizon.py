@@ -1,34 +1,8 @@
 """Which model rows a load of some days changes: look-back horizons carried through the model graph.
 
-The contract (docs/concepts/any-order.md, its one home): after loading, re-loading or
-backfilling the raw days ``a .. b`` in any order, every model must hold exactly the rows a full rebuild
-from the same snapshots would hold. The runner keeps that contract by rebuilding, for each incremental
-model, the date range this module computes, in one transaction per model.
-
-Horizons
-    An incremental model declares ``incremental.lookback_days`` = H: its rows of day d depend only on
-    upstream rows dated ``d - H .. d`` (relations without the date column are read whole). A model that
-    compares with "the previous available snapshot" looks for it only within those H days (so
-    ``fct_keyword_rankings_daily`` ignores a previous snapshot more than 31 days old); a snapshot older
-    than the horizon never influences a row, which is what makes a partition build equal a full build.
-
-    Rows of day d of a model therefore change when an upstream row of a day in ``d - H .. d`` changes,
-    i.e. a change of upstream day D reaches this model's days ``D .. D + H``. Through the graph the reach
-    adds up along each path and the longest path wins (:func:`propagation_days`):
-
-    * ``raw.*`` tables: 0 (loading D replaces the rows of D only);
-    * seeds: not a change source (a changed seed CSV needs ``rebuild --full-refresh``);
-    * views: the largest reach of their inputs (a view recomputes on read);
-    * incremental models: the largest reach of their inputs plus their own H;
-    * an incremental model that reads its own earlier rows (``Model.reads_itself``, e.g. best position
-      to date) and tables (rebuilt whole from whole inputs; a dimension's row can change with any day):
-      unbounded, ``None``: every later loaded day.
-
-Ranges (:func:`affected_ranges`)
-    Loading days ``a .. b`` rebuilds each incremental model's rows of ``a .. min(b + reach, last)``,
-    where ``last`` is the last loaded day (the largest ``snapshot_date`` of the raw tables); unbounded
-    reach goes to ``last``. A daily run of a new last day is thus the one-day build ``b .. b``; a late day
-    D rebuilds ``D .. D + reach`` of the already-loaded days after it.
+:func:`propagation_days` gives each relation's reach in days (None: unbounded); :func:`affected_ranges`
+the days of each incremental model to rebuild after a load. The contract, and how reaches add up:
+docs/concepts/any-order.md, "Horizons".
 """
 
 from __future__ import annotations
@@ -48,7 +22,7 @@ __all__ = ["affected_ranges", "last_loaded_date", "propagation_days"]
 def propagation_days(project: Project) -> dict[str, int | None]:
     """``{qualified model name: days after a changed upstream day its rows can change}`` (None: all).
 
-    See the module docstring for the rules. Raw tables are 0; seeds are absent (never a change).
+    Rules: docs/concepts/any-order.md, "Horizons". Raw tables are 0; seeds are absent (never a change).
     """
     reach: dict[str, int | None] = {q: 0 for q in project.sources}
     for model in project.topological_order():
@@ -91,13 +65,9 @@ def affected_ranges(
     """``{qualified incremental model: (first, last) day to rebuild}`` after loading ``start .. end``.
 
     Args:
-        project: the loaded project.
-        start, end: the raw days just loaded (inclusive; ``start <= end``).
-        last_loaded: the last loaded day (:func:`last_loaded_date`); None or earlier than ``end``
-            counts as ``end``.
-        views: include the views too (their reach: the largest of their inputs), for an engine that
-            stores a view's rows by day (Spark) instead of recomputing them on read.
-
+        start, end: the raw days just loaded (inclusive).
+        last_loaded: the last loaded day (:func:`last_loaded_date`); None or earlier than ``end``: ``end``.
+        views: include views too (their reach is their inputs'), for an engine that stores a view by day (Spark).
     Raises:
         ValueError: ``start > end``.
     """

@@ -1,13 +1,8 @@
-"""The path grammar of the vendor's contract: dotted keys below a record's ``attributes``, a key optionally
-followed by one selector into an array (:mod:`rank_pipeline.transform.contract` declares the fields).
+"""The contract's path grammar: dotted keys below ``attributes``, a key optionally followed by one selector,
+``[N]`` (0-based), ``[?key=value]`` (first match, compared as text) or ``[*]`` (every element).
 
-- ``[N]`` the element at position N, 0-based (``results.serp[0].rank``);
-- ``[?key=value]`` the first element whose ``key`` is ``value`` as text (``engines[?name=google].rank``);
-- ``[*]`` every element, a projection (``labels[*].uuid``).
-
-:func:`locate` finds a path's value in one record: a missing key (or another type on the way) is absent, an
-empty array or no element matching is present and null. A profile names a path with ``[*]`` for any
-selector (:func:`observed_path`).
+:func:`locate` finds a path in one record: a missing key is absent; an empty array or no match is null.
+Paths: docs/reference/vendor-contract.md, "Paths".
 """
 
 from __future__ import annotations

@@ -1,36 +1,9 @@
-"""Column-level lineage of a SQL project, computed with sqlglot: for every column of every model, the
-columns of the relations it reads that it derives from (``direct``), and, followed transitively through
-the models, the raw and seed columns at its origin (``sources``).
+"""Column-level lineage of a SQL project, computed with sqlglot: per model column, the upstream columns it
+derives from (``direct``) and the raw and seed columns at its origin (``sources``), down to the JSON path.
 
-How: each model's one SELECT is parsed and qualified once against the types of every relation (the
-project's skeleton, :func:`rank_pipeline.transform.unit_tests.relation_types`, so ``select *`` expands to
-real columns; one sqlglot schema shared by all models) and walked with :func:`sqlglot.lineage.lineage`
-for all its output columns in one call, on that qualified tree and its scopes, through its CTEs and
-subqueries down to the relations it reads. A column counts as a dependency when its value flows into
-the output column through a projection, a function, an aggregate, a ``case`` or a window's arguments
-(sqlglot's projection lineage), and, for a value read from a joined relation, the other side's columns
-in that join's ``on`` condition: a looked-up value derives from what it was looked up by (the
-click-through rate read from the CTR seed ``on c.position = k.position`` derives from the keyword's
-position too). Columns used only in a ``where``, ``group by`` or ``partition by`` are not
-dependencies. A column computed from no column (a literal, ``count(*)``) has none.
-
-JSON fields: where a staging model reads a field of the raw ``attributes`` JSON (``attributes ->>
-'$.name'``, or a ``json_transform`` struct then ``attrs.results.organic.position``), the dependency
-carries that field's path (:attr:`ColumnRef.path` = ``results.organic.position``), so a mart column
-traces to the API field it comes from, not only to ``raw.keywords.attributes``.
-
-Cost: sqlglot's lineage nodes are shared by every column whose lineage passes through them, and are
-built with ``trim_selects=False``: its default copies the node's whole SELECT for each node, a label
-nothing here reads, and those copies would be most of the time. Each node's struct and JSON reads are
-found once, not once per column and edge. What is left is mostly sqlglot parsing and qualifying the
-models: well under a second for ``dbt_like_sql/``, less than the skeleton build it needs first
-(DuckDB building every model on empty inputs, about a second, shared with the unit tests in a
-process). ``benchmarks/lineage.py`` prints it against the previous analysis, which
-``tests/transform/test_lineage.py`` keeps as the reference the results must equal. With a
-``cache_dir`` it is stored as JSON named by a hash of everything it depends on (the models' SQL, the
-seeds, the raw snapshot contract, the sqlglot version), so it is computed once per change of the
-project. A model sqlglot cannot analyse gets no lineage and an entry in :attr:`ProjectLineage.errors`;
-it never fails the caller.
+:func:`project_lineage` returns a :class:`ProjectLineage` (cached by a hash of its inputs under
+``cache_dir``); a model sqlglot cannot analyse is listed in ``errors``, never raised. What counts as a
+dependency, and the cost: docs/concepts/models.md, "Column lineage".
 """
 
 from __future__ import annotations
@@ -262,7 +235,7 @@ def _schema(types: Mapping[str, list[tuple[str, str]]]) -> dict:
 
 def _with_join_keys(tree: exp.Expr) -> exp.Expr:
     """Make every projection that reads a joined relation also read that join's keys on the other
-    side(s), so that a looked-up value derives from what it was looked up by (module docstring).
+    side(s), so that a looked-up value derives from what it was looked up by (docs/concepts/models.md, "Column lineage").
 
     Runs on the qualified tree (every column names its table alias); the projection is wrapped in an
     opaque function ``__lineage(value, key, ...)`` that only the analysis sees, never executed."""
@@ -351,7 +324,7 @@ _MEMO: dict[str, ProjectLineage] = {}
 
 
 def project_lineage(project: Project, cache_dir: Path | str | None = None) -> ProjectLineage:
-    """The column lineage of every model of ``project`` (module docstring).
+    """The column lineage of every model of ``project`` (docs/concepts/models.md, "Column lineage").
 
     ``cache_dir``: where to keep the result as ``lineage-<hash>.json`` (created if absent; written
     atomically, so concurrent writers are safe); None computes it (once per process and project content).

@@ -1,13 +1,7 @@
-"""Read a project folder into its nodes: the ``.yml`` files (strictly: a key repeated in one mapping is
-refused), the ``.sql`` files (a staging model's ``vendor.<endpoint>`` compiled from the vendor's contract,
-:mod:`rank_pipeline.transform.flatten`), the seed CSVs, the raw tables (``sources:``, as dbt
-declares what something other than the models loads) and the tables the pipeline's code writes
-(``pipeline_tables:``).
+"""Read a project folder into its nodes: ``.yml`` (strict YAML), ``.sql`` (``vendor.<endpoint>`` compiled),
+seed CSVs, ``sources:`` and ``pipeline_tables:``; each entry validated by :mod:`rank_pipeline.transform.schema`.
 
-The folder's layout and the ``.yml`` format are in :mod:`rank_pipeline.transform.project`, which puts the
-pieces read here together and checks the references between them (:mod:`rank_pipeline.transform.graph`).
-Each entry is validated by :mod:`rank_pipeline.transform.schema`; the SQL's dependencies are found by
-:func:`rank_pipeline.transform.dependencies.sql_dependencies`.
+Layout: docs/concepts/models.md, "The project".
 """
 
 from __future__ import annotations

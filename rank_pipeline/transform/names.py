@@ -1,21 +1,6 @@
-"""Default names of data tests: short and stable, because each becomes a Dagster asset check.
-
-============================== ============================================ ==============================
-test                           default name                                 example
-============================== ============================================ ==============================
-``not_null`` on ``col``        ``not_null_<col>``                           ``not_null_keyword_id``
-``unique`` on ``col``          ``unique_<col>``                             ``unique_keyword_id``
-``accepted_values`` on ``col`` ``accepted_<col>``                           ``accepted_movement_1d``
-``relationships`` on ``col``   ``<col>_in_<table>``                         ``domain_id_in_dim_domains``
-``unique_combination``         ``unique_`` + the columns without ``_id``    ``unique_domain_competitor``
-                               (``snapshot_date`` reads ``day``); over 48   ``unique_domain_competitor_day``
-                               characters: ``unique_grain``                 ``unique_grain``
-``expression``                 the expression in words, cut at a word        ``ctr_gt_0_and_ctr_le_1``
-                               boundary within 48 characters
-============================== ============================================ ==============================
-
-No hash suffixes: a name changes only when the test does. Two tests of one relation that derive the same
-name are refused when the project loads; give one a ``name:``.
+"""Default names of data tests, short and stable because each becomes a Dagster asset check
+(``not_null_<col>``, ``unique_<col>``, ``accepted_<col>``, ``<col>_in_<table>``, ``unique_<columns>``, the
+expression in words; at most 48 characters, no hash). Table: docs/concepts/models.md, "Test names".
 """
 
 from __future__ import annotations
@@ -52,7 +37,7 @@ def _short(column: str) -> str:
 
 
 def default_test_name(kind: str, column: str | None, params: Mapping[str, Any]) -> str:
-    """The name of a test given without ``name:`` (see the module docstring)."""
+    """The name of a test given without ``name:`` (docs/concepts/models.md, "Test names")."""
     if kind in ("not_null", "unique"):
         name = f"{kind}_{column}"
     elif kind == "accepted_values":

@@ -27,16 +27,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TestSpec:
-    """One data test of a model or seed; becomes one Dagster asset check named :attr:`name`.
+    """One data test of a model or seed; one Dagster asset check named :attr:`name`.
 
     Attributes:
-        name: stable identifier (letters, digits, ``_``), unique within its model.
-        kind: one of ``unique, not_null, accepted_values, relationships, expression, unique_combination``.
-        column: the column for column tests, None for model-level tests.
-        params: ``{"values": [...]}`` (accepted_values), ``{"to": "marts.x", "field": "y"}``
-            (relationships), ``{"expression": sql}``, ``{"columns": [...]}`` (unique_combination).
-        blocking: a failure should block downstream assets (Dagster ``blocking=True`` check).
-        depends_on: relations the test reads besides its model (the relationships target).
+        name: letters, digits and ``_``, unique within its model; column: None for model-level tests.
+        kind: ``unique``, ``not_null``, ``accepted_values``, ``relationships``, ``expression`` or ``unique_combination``.
+        params: ``{"values"}``, ``{"to", "field"}``, ``{"expression"}`` or ``{"columns"}``, by kind.
+        blocking: a failure blocks downstream assets; depends_on: relations read besides its model.
     """
 
     __test__ = False  # not a pytest test class
@@ -73,18 +70,13 @@ class ColumnSpec:
 
 @dataclass(frozen=True)
 class IncrementalConfig:
-    """How an incremental model is built one partition at a time.
+    """How an incremental model is built one partition at a time (docs/concepts/any-order.md).
 
     Attributes:
-        date_column: the partition column of the model's output and of the upstream relations that are
-            filtered to the lookback window (default ``snapshot_date``).
-        lookback_days: the model's look-back horizon: its rows of day d depend only on upstream rows
-            dated ``d - lookback_days .. d`` (>= 0). Loading day D therefore changes this model's rows
-            of ``D .. D + lookback_days`` (see :mod:`rank_pipeline.transform.horizon`).
-        strategy: ``delete+insert`` (default): the model's rows of the days built are replaced; or
-            ``fold``: a relation without the date column (a dimension) that reads itself; a build of new
-            days computes the whole new relation from its previous rows and the upstream rows dated after
-            its ``watermark`` (see :mod:`rank_pipeline.transform.materialize`).
+        date_column: the partition column of the output and of the upstream relations windowed (``snapshot_date``).
+        lookback_days: the horizon H >= 0: rows of day d read upstream rows dated ``d - H .. d`` only.
+        strategy: ``delete+insert`` (default: the days built are replaced) or ``fold`` (a dimension reading
+            itself, rebuilt from its previous rows and the upstream rows after its ``watermark``).
         watermark: ``fold`` only: the output date column whose maximum is the last day folded in.
     """
 
@@ -130,21 +122,14 @@ class Model:
     """One SQL model: ``<schema>.<name>`` built from ``path``.
 
     Attributes:
-        name: file stem, unique across the project.
-        schema: ``staging`` or ``marts`` (the folder).
-        path: the ``.sql`` file; ``sql`` its text (one SELECT).
-        description: from the ``.yml``.
-        materialized: ``view``, ``table`` or ``incremental``.
-        columns: documented columns, in ``.yml`` order.
-        tests: every test (column tests first, then model-level), names unique.
+        name: file stem, unique across the project; schema: ``staging`` or ``marts``.
+        path, sql: the ``.sql`` file and its text (one SELECT); description: from the ``.yml``.
+        materialized: ``view``, ``table`` or ``incremental`` (then ``incremental`` is set).
+        columns: documented columns, in ``.yml`` order; tests: column tests first, names unique.
         depends_on: qualified names it reads (``raw.keywords``, ``seeds.ctr_curve``, ``staging.stg_x``).
-        unique_key: the grain (documentation; checked by the tests the ``.yml`` declares).
-        incremental: set when ``materialized == "incremental"``.
-        yml_path: where its entry was found.
-        reads_itself: the SQL reads the model's own relation (an incremental model carrying a running
-            state forward, e.g. best position to date); not part of ``depends_on``. In a partition
-            build it sees its own rows dated before the build range; in a full build an empty relation
-            typed by the ``.yml`` columns' ``data_type``.
+        unique_key: the grain (documentation; the ``.yml`` tests check it); yml_path: its entry's file.
+        reads_itself: the SQL reads its own relation (not in ``depends_on``): rows before the build range,
+            or, in a full build, an empty relation typed by the ``.yml``.
     """
 
     name: str

@@ -1,75 +1,8 @@
-"""Discover and validate a dbt-like SQL project.
+"""Discover and validate a dbt-like SQL project (``dbt_like_sql/``) into a :class:`Project`.
 
-Why it is shaped so: docs/concepts/architecture.md, "Warehouse and the dbt-like runner".
-
-Layout of a project directory (``dbt_like_sql/``)::
-
-    staging/<name>.sql + <name>.yml     models of schema ``staging``
-    marts/<name>.sql + <name>.yml       models of schema ``marts``
-    seeds/<name>.csv [+ <name>.yml]     seeds, loaded as tables ``seeds.<name>``
-    sources/raw.yml                     ``sources:``, the raw tables models read (loaded by the pipeline's raw
-                                        load, not by a model: dbt's sources), with their columns
-    sources/<name>.yml                  ``pipeline_tables:``, tables the pipeline's code writes (schema
-                                        ``ops``), documented
-    sources/vendor_contract.yml         the vendor's contract (:mod:`rank_pipeline.transform.contract`): a
-                                        staging model reads ``vendor.<endpoint>``, generated from it
-
-A model is one file holding one plain DuckDB SELECT (no templating: it runs as-is in the duckdb shell).
-Its schema is its top folder, its name the file stem; model names are unique across schemas. It refers
-to relations only by qualified name: ``raw.<resource>``, ``seeds.<name>``, ``staging.<model>``,
-``marts.<model>``; unqualified names must be CTEs. Dependencies are found by parsing the SQL with
-sqlglot (DuckDB dialect).
-
-Model ``.yml`` (dbt ``schema.yml`` style; any ``.yml`` under staging/ or marts/ may hold entries; the
-schema is declared and validated in :mod:`rank_pipeline.transform.schema`)::
-
-    models:
-      - name: fct_x                          # required, matches <name>.sql in the same folder
-        description: "..."                   # required, non-empty
-        config:
-          materialized: view | table | incremental          # default view
-          unique_key: col | [cols]                          # documentation of the grain
-          incremental: {date_column: snapshot_date, lookback_days: N}   # incremental only
-                                                    # (+ strategy: fold, watermark: col; see runner)
-          blocking_tests: true | false | [test names]       # default false
-        columns:
-          - name: col
-            description: "..."
-            data_type: "..."                 # optional, documentation
-            tests: [unique, not_null, {accepted_values: {values: [...]}},
-                    {relationships: {to: "marts.x", field: "y"}}]
-        tests:
-          - {expression: "<SQL boolean that must hold for every row>", name?: slug, blocking?: bool}
-          - {unique_combination: [cols], blocking?: bool}
-
-Any test given as a mapping may carry ``blocking: true`` and ``name: <slug>``. Seed ``.yml``::
-
-    seeds:
-      - name: ctr_curve
-        description: "..."
-        version: 1                                  # bumped when the CSV changes meaning
-        config: {column_types: {col: duckdb type}}  # or data_type per column
-        columns: [...]                              # as for models
-        tests: [...]                                # as for models
-
-Pipeline table ``.yml`` (a table written by the pipeline's code, not by SQL, and not a source in dbt's
-sense: its columns and tests are documented here, the data dictionary lists it, and its tests run as
-asset checks where it is written; models do not read it)::
-
-    pipeline_tables:
-      - name: run_history
-        schema: ops
-        description: "..."
-        columns: [{name: run_id, data_type: VARCHAR, description: "...", tests: [not_null]}, ...]
-        tests: [...]                                # as for models
-
-Test names are short and stable, because each becomes a Dagster asset check: the ``name`` given, else
-:func:`rank_pipeline.transform.names.default_test_name` (``not_null_<col>``, ``unique_<col>``,
-``accepted_<col>``, ``<col>_in_<table>``, ``unique_domain_competitor``, the expression in words).
-
-The nodes are in :mod:`rank_pipeline.transform.nodes`, the reading of the folder (and its strict YAML) in
-:mod:`rank_pipeline.transform.loading`, the references and the build order in
-:mod:`rank_pipeline.transform.graph`; this module puts them together into a :class:`Project`.
+A model is one plain DuckDB SELECT in ``staging/`` or ``marts/`` with its ``.yml`` entry, referring to
+relations by qualified name (``raw.x``, ``seeds.x``, ``staging.x``, ``marts.x``). Layout and ``.yml``
+format: docs/concepts/models.md, "The project"; why: docs/concepts/architecture.md.
 """
 
 from __future__ import annotations
@@ -92,9 +25,7 @@ class Project:
     """A loaded, validated project: models and seeds by name, dependencies acyclic.
 
     Attributes:
-        root: the project directory.
-        models: ``{name: Model}``.
-        seeds: ``{name: Seed}``.
+        root: the project directory; models: ``{name: Model}``; seeds: ``{name: Seed}``.
         sources: qualified raw tables models may read (``raw.keywords``, ...).
         raw_columns: ``{raw table: ((column, DuckDB type), ...)}`` as ``sources:`` declares them.
         tables: ``{qualified name: PipelineTable}``, the tables the pipeline writes (``pipeline_tables:``).
@@ -126,20 +57,15 @@ class Project:
 
 
 def load_project(project_dir: Path | str) -> Project:
-    """Discover, parse and validate a project (see the module docstring for its layout).
-
-    Args:
-        project_dir: the ``dbt_like_sql`` folder.
+    """Discover, parse and validate the project in ``project_dir`` (the ``dbt_like_sql`` folder).
 
     Returns:
         A :class:`Project` whose dependencies are complete and acyclic.
-
     Raises:
-        ModelConfigError: a malformed ``.yml``, a model without a ``.yml`` entry (or with two), an entry
-            without a ``.sql``, a ``.sql`` outside ``staging/`` and ``marts/``, duplicate model names.
+        ModelConfigError: a malformed ``.yml``, a model without exactly one ``.yml`` entry, an entry without
+            a ``.sql``, a ``.sql`` outside ``staging/`` and ``marts/``, duplicate model names.
         ModelSqlError: a ``.sql`` that is not one plain SELECT or references relations badly.
-        DependencyError: a reference (in SQL or in a relationships test) to a missing model, seed or raw
-            table; a model in the wrong schema; a dependency cycle.
+        DependencyError: a reference to a missing model, seed or raw table; a wrong schema; a cycle.
     """
     root = Path(project_dir)
     if not root.is_dir():

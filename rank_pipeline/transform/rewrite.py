@@ -102,15 +102,10 @@ def windowed_sql(model: Model, start: date | None, end: date | None, dated: froz
     """The SELECT (DuckDB dialect) an incremental build of ``model`` runs, for any engine.
 
     Args:
-        model: an incremental model.
-        start, end: the days built (inclusive); both None: a full build (only a self-reference replaced,
-            by an empty typed relation).
-        dated: the ``(schema, name)`` of every relation that has the model's date column (DuckDB: its
-            catalog; Spark: the session's tables and views); only those are windowed to
+        start, end: the days built (inclusive); both None: a full build (a self-reference made empty).
+        dated: ``(schema, name)`` of the relations with the model's date column; only those are windowed to
             ``[start - lookback_days, end]``.
-        mode: ``range`` (output kept to ``start .. end``, own rows before ``start``) or ``fold`` (own
-            relation whole, output whole); see the module docstring.
-
+        mode: ``range`` (output kept to ``start .. end``) or ``fold`` (own relation and output whole).
     Raises:
         BuildError: the model is not incremental, or ``end`` is before ``start``.
     """

@@ -1,14 +1,7 @@
-"""The schema of model and seed ``.yml`` entries, validated with pydantic (layout: see
-:mod:`rank_pipeline.transform.project`).
+"""The schema of model and seed ``.yml`` entries (pydantic, ``extra="forbid"``, strict types).
 
-Every class refuses unknown keys (``extra="forbid"``) and wrong types (``strict``: no ``"1"`` for 1, no
-``yes`` for ``true``). :func:`validate_entry` turns pydantic's ``ValidationError`` into one
-:class:`~rank_pipeline.transform.errors.ModelConfigError` whose message has one line per problem::
-
-    <file>, model 'fct_x': config.incremental.lookback_days: Input should be greater than or equal to 0 (got -1)
-
-This module only checks shapes and values; :mod:`rank_pipeline.transform.loading` finds the files and
-assembles the validated entries into ``Model`` and ``Seed`` objects (:mod:`rank_pipeline.transform.nodes`).
+:func:`validate_entry` turns a ``ValidationError`` into one :class:`~rank_pipeline.transform.errors.ModelConfigError`
+with one line per problem: ``<file>, model 'x': <key path>: <what is wrong> (got <value>)``.
 """
 
 from __future__ import annotations
@@ -458,12 +451,7 @@ def _problems(cls: type[BaseModel], exc: ValidationError) -> list[str]:
 
 
 def validate_entry(cls: type[_Entry], raw: Any, where: str) -> _Entry:
-    """Validate one ``models:`` or ``seeds:`` entry.
-
-    Args:
-        cls: :class:`ModelEntry` or :class:`SeedEntry`.
-        raw: the entry as loaded from YAML.
-        where: ``<file>, model 'name'``, the prefix of every error line.
+    """Validate one ``models:`` or ``seeds:`` entry ``raw`` as ``cls`` (:class:`ModelEntry` or :class:`SeedEntry`).
 
     Raises:
         ModelConfigError: one line per problem, each ``<where>: <key path>: <what is wrong and what to write>``.

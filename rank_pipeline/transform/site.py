@@ -1,22 +1,7 @@
-"""The models' documentation as a static HTML site (``rank-pipeline docs``), readable from the files
-themselves (``file://``) or served on loopback (``rank-pipeline docs --serve``).
+"""The models' documentation as a static HTML site (``rank-pipeline docs``): an index with the model graph,
+one page per relation with columns, lineage, tests and SQL, and a search; no network, deterministic.
 
-Written to one folder::
-
-    index.html                        the model graph (inline SVG, every node a link), the relations by schema
-    <schema>.<name>.html              one page per raw table, seed and model
-    assets/site.css, assets/site.js   style; search (no library, no network)
-    assets/search-index.js            every relation and column, for the search box on every page
-
-A model's page: its description, materialization, grain, the relations it reads and those reading it,
-its columns (type, description, tests) each with its column-level lineage (the upstream columns it
-reads, and the raw and seed columns at its origin, from :mod:`rank_pipeline.transform.lineage`; each a
-link to that column on its relation's page) and the model columns reading it, its model-level tests,
-its unit tests and its SQL. A raw table's page lists the JSON fields of ``attributes`` the staging models
-read. The text comes from the ``.yml`` files (raw tables: the ``raw_docs`` the caller gives, :func:`write_site`); types from the
-project built on empty inputs (:func:`rank_pipeline.transform.unit_tests.relation_types`).
-
-Deterministic: the same project writes the same files. Nothing is fetched from the network.
+Pages: docs/concepts/models.md, "The docs site".
 """
 
 from __future__ import annotations
@@ -417,17 +402,11 @@ def _search_index(project: Project, types: Mapping[str, Mapping[str, str]],
 
 def write_site(project: Project, out_dir: Path | str, cache_dir: Path | str | None = None,
                raw_docs: Mapping[str, RawDoc] | None = None) -> SiteReport:
-    """Write the documentation site of ``project`` into ``out_dir`` (created; files of an earlier site
-    there are replaced, other files left alone). ``cache_dir``: where the column lineage is cached
-    (:func:`rank_pipeline.transform.lineage.project_lineage`). ``raw_docs``: ``{raw table: (description,
-    {column: description})}`` (the command line gives the API's, :mod:`rank_pipeline.api.endpoints`); a raw
-    table without one is "A raw table the models read.".
+    """Write the documentation site of ``project`` into ``out_dir`` (files of an earlier site replaced).
 
-    Returns:
-        :class:`SiteReport` (the index page is ``out_dir/index.html``).
-
-    Raises:
-        OSError: ``out_dir`` cannot be written.
+    ``cache_dir``: the column lineage's cache. ``raw_docs``: ``{raw table: (description, {column:
+    description})}`` (the command line gives the API's); a raw table without one gets a default line.
+    Returns a :class:`SiteReport` (index: ``out_dir/index.html``). Raises OSError: ``out_dir`` not writable.
     """
     out = Path(out_dir)
     (out / "assets").mkdir(parents=True, exist_ok=True)

@@ -89,11 +89,9 @@ def raw_view(resource: str) -> str:
 
 
 def to_spark_sql(duckdb_sql: str) -> str:
-    """One DuckDB SELECT as Spark SQL: sqlglot's ``duckdb`` -> ``spark`` transpilation, plus
-    ``json_transform(x, '<structure>')`` -> ``from_json(x, '<Spark DDL type>')``, ``count(distinct x) over
-    w`` -> ``size(collect_set(x) over w)``, ``median(x) over w`` -> ``percentile(x, 0.5) over w``, an array's
-    element by index and an epoch's instant as :func:`_array_element_and_epoch` says, and ``raw.<resource>``
-    -> the session's temporary view :func:`raw_view` (raw files are read in place, never copied).
+    """One DuckDB SELECT as Spark SQL: sqlglot's transpilation plus ``json_transform`` -> ``from_json``,
+    ``count(distinct) over`` and ``median over`` rewrites, array elements and epochs, and ``raw.<resource>`` ->
+    the session's view :func:`raw_view`.
 
     Raises:
         BuildError: sqlglot cannot parse the SQL or cannot express a construct in Spark SQL.

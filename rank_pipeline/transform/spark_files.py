@@ -1,14 +1,7 @@
-"""The few file-system calls the Spark engine makes on its warehouse (exists, delete, rename), on any session.
+"""The file-system calls the Spark engine makes on its warehouse (exists, delete, rename), on any session.
 
-A classic session (``local[N]``, ``spark://``, ``yarn``) has a JVM in the driver: the calls go to Hadoop's
-``FileSystem`` for the path, so they reach every file system the session has a connector for
-(``file:``, ``hdfs://``, ``s3a://`` with hadoop-aws). A Spark Connect session (``sc://``) has no JVM in
-this process (``spark._jvm`` does not exist); the calls then go to a pyarrow file system for the URI:
-local paths and ``file:`` URIs (the Connect server must see the same disk), ``s3://`` and ``s3a://``
-(read as ``s3://``), ``gs://``, ``hdfs://`` as pyarrow opens them.
-
-:func:`file_system` returns ``(fs, path)`` with the calls of Hadoop's ``FileSystem``: ``fs.exists(path)``,
-``fs.delete(path, recursive)`` and ``fs.rename(source, target)`` (True when renamed), whichever backs it.
+:func:`file_system` returns ``(fs, path)`` backed by Hadoop's ``FileSystem`` (a session with a JVM) or
+pyarrow's (Spark Connect: local, ``s3://``/``s3a://``, ``gs://``, ``hdfs://``).
 """
 
 from __future__ import annotations

@@ -58,17 +58,11 @@ def java_home() -> str | None:
 
 def spark_session(master: str = DEFAULT_SPARK_MASTER, *, app_name: str = "rank-pipeline", shuffle_partitions: int = 4,
                   conf: dict[str, str] | None = None):
-    """A SparkSession for the models: UTC session time zone, the UI off, ``shuffle_partitions`` shuffle
-    partitions (small for ``local[N]``; raise it on a cluster), plus ``conf``.
+    """A SparkSession for the models: UTC, the UI off, ``shuffle_partitions``, plus ``conf``; the active one if any.
 
-    ``master``: ``local[N]``, a cluster's master (``spark://host:port``, ``yarn``, ``k8s://...``), or a
-    Spark Connect server, ``sc://host:port``. On a cluster the executors run in UTC
-    (``-Duser.timezone=UTC``) with this Python (``spark.pyspark.python``, unless ``PYSPARK_PYTHON`` or
-    ``conf`` names another); on a ``spark://`` master on loopback the driver binds to 127.0.0.1 too. A
-    Connect session takes only the runtime ``spark.sql.*`` settings (the server owns the others).
-
-    Uses :func:`java_home` to pick the JVM (not for ``sc://``). Returns the active session if one exists
-    (Spark allows one per process; its master cannot be changed then).
+    ``master``: ``local[N]``, a cluster (``spark://``, ``yarn``, ``k8s://``) whose executors run in UTC with
+    this Python, or Spark Connect ``sc://host:port`` (runtime ``spark.sql.*`` settings only). Picks the JVM
+    with :func:`java_home` (not for ``sc://``).
     """
     from pyspark.sql import SparkSession
 

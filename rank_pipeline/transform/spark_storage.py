@@ -1,18 +1,7 @@
-"""Model tables as Parquet directories under a warehouse URI, replaced beside and swapped in (no table
-format, no jar).
+"""Model tables as Parquet directories under a warehouse URI, written beside and swapped in (no table format).
 
-A table stored by day is a directory of ``<date column>=<day>`` sub-directories whose Parquet files hold
-every column (the date column too, so Spark's partition discovery keeps the columns in the model's order
-and prunes days; outside Spark read them with pyarrow's ``partitioning=None``). A write goes beside the
-table, ``<name>.__build``, partitioned by a copy of the date column; then (a) a whole write deletes the old
-directory and renames the new one into place, (b) a write of days ``a .. b`` deletes the table's day
-directories in ``a .. b`` and renames the new day directories in. Spark never overwrites a path it reads
-(a self-reference reads the table while the side directory is written). A failed SELECT leaves the table
-as it was. A write killed during (b) leaves some of its days replaced and others not (each day directory
-whole) and ``<name>.__build`` behind (deleted by the next write); re-running the day makes it right. A
-table stored by day with no row on any day is one empty Parquet file that keeps its columns; its next
-build is whole. On an object store a delete-then-rename is not atomic (a reader between the two sees a day
-or the table missing). Tables and seeds are one directory, swapped whole as in (a).
+A table stored by day is ``<date column>=<day>`` directories; a write of days replaces only those. How a
+write is swapped in, and what a killed write leaves: docs/concepts/models.md, "Model tables on Spark".
 """
 
 from __future__ import annotations
@@ -35,7 +24,7 @@ _DAY_DIR = re.compile(r"^(?P<column>[^=]+)=(?P<day>\d{4}-\d{2}-\d{2})$")
 
 
 class ParquetStore:
-    """The tables of one Spark session under ``warehouse_uri`` (module docstring).
+    """The tables of one Spark session under ``warehouse_uri`` (docs/concepts/models.md, "Model tables on Spark").
 
     Args:
         spark: a SparkSession.
@@ -107,14 +96,10 @@ class ParquetStore:
 
     def write(self, df, schema: str, name: str, where: str, *, date_column: str | None = None,
                days: tuple[date, date] | None = None) -> int:
-        """Write ``df`` as ``schema.name`` (module docstring); returns the rows written.
+        """Write ``df`` as ``schema.name``; returns the rows written (counted by the write itself).
 
-        ``date_column`` None: one directory of files, written beside the old one and swapped in whole.
-        Else stored by day (``<date column>=<day>`` directories); ``days`` None: the whole table swapped
-        in; ``(first, last)``: only those days' directories replaced (``df`` holds rows of those days only).
-
-        The rows are counted by the write itself (an :class:`pyspark.sql.Observation` of ``count(*)`` on
-        ``df``), not by reading the table again: one Spark job a model fewer.
+        ``date_column`` None: one directory swapped in whole. Else stored by day; ``days`` None: the whole table
+        swapped in; ``(first, last)``: only those days' directories replaced (``df`` holds rows of those days).
 
         Raises:
             BuildError: the Spark job failed (the table is unchanged), or a rename was refused.

@@ -1,11 +1,7 @@
-"""The timestamps of the vendor's contract: the formats a ``timestamp_format`` names, and a value decoded by
-one to a UTC instant (:mod:`rank_pipeline.transform.contract` declares the fields; the generated SQL of
-:mod:`rank_pipeline.transform.flatten` decodes alike).
+"""The contract's timestamp formats (``iso8601``, ``epoch_seconds``, ``epoch_milliseconds``, a ``strptime``
+format taken as UTC) and a value decoded by one to a UTC instant, as the generated SQL decodes it.
 
-- ``iso8601``: ``YYYY-MM-DD``, then optionally ``T`` or a space and ``HH:MM[:SS[.ffffff]]``, then optionally
-  ``Z`` or ``+HH:MM``;
-- ``epoch_seconds``, ``epoch_milliseconds``: a JSON number;
-- any other: a ``strptime`` format of ``%Y %m %d %H %M %S`` and literal text, the time taken as UTC.
+Formats: docs/reference/vendor-contract.md, "Timestamp formats".
 """
 
 from __future__ import annotations
