@@ -1,16 +1,8 @@
-"""The one root of every error rank-pipeline raises on purpose, and the exit statuses it maps to.
+"""The one root of every error rank-pipeline raises on purpose, :class:`RankPipelineError`, and the exit statuses.
 
-Every exception class the package defines derives from :class:`RankPipelineError` (a test walks the
-package to hold this). Each class carries the command line's exit status for it and, where its message
-alone does not say what to do, a one-line hint; ``rank_pipeline.cli.main`` maps errors by class through
-:meth:`RankPipelineError.one_line` and :attr:`RankPipelineError.exit_status`, so no known error reaches
-the command line as "unexpected".
-
-Classes keep a builtin base where callers catch them by it (``ConfigurationError`` is also a
-``ValueError``, ``WarehouseError`` a ``RuntimeError``), so the root adds a meaning without removing one.
-
-Exit statuses: :data:`EXIT_STATUSES`, the one table every command follows (the generated reference page
-``docs/reference/exit-codes.md``, the ``--help`` epilog, ``rank_pipeline.cli.reference``).
+Each class carries its exit status and, where its message alone does not say what to do, a one-line hint,
+used by the command line (:meth:`RankPipelineError.one_line`); classes keep a builtin base where callers
+catch by it. Statuses: :data:`EXIT_STATUSES` (docs/reference/exit-codes.md; docs/concepts/operations.md).
 """
 
 from __future__ import annotations

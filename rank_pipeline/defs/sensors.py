@@ -191,7 +191,8 @@ def _age(seconds: float) -> str:
 
 
 def build_alert_sensors(watched: Sequence[dg.AssetKey], settings: Settings) -> list[dg.SensorDefinition]:
-    """The three alert sensors (docs/concepts/dagster.md, "Alert sensors"); ``watched``: the assets with a freshness policy;
+    """The three alert sensors (docs/concepts/dagster.md, "Alert sensors"); ``watched``: the assets with a
+    freshness policy;
     ``settings``: those the definitions are built from (destinations, freshness), read once per process."""
 
     def _warn(context):

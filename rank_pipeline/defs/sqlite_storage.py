@@ -110,7 +110,8 @@ _UPDATE_CHECK_EXECUTION = (
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
-    """Dagster's run-sharded SQLite event log with one pooled connection per shard (docs/concepts/dagster.md, "The SQLite event log").
+    """Dagster's run-sharded SQLite event log with one pooled connection per shard (docs/concepts/dagster.md,
+    "The SQLite event log").
 
     Same files and schema as ``SqliteEventLogStorage`` (``<base_dir>/<run_id>.db``, ``index.db``); the
     webserver's live view still sees each write (the run's shard file is touched after a write, which

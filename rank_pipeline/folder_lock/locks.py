@@ -1,35 +1,9 @@
-"""The data folder's locks, which the OS releases when a run dies.
+"""The data folder's locks, which the OS releases when a run dies (``fcntl.flock`` under ``<data_dir>/.locks/``).
 
-Implements docs/concepts/architecture.md, "Operations: one writer per data folder". The lock guards the whole data
-folder (the snapshots, the DuckDB files, the Dagster instance). It sits in a stage of its own, above the writers
-whose leftovers :func:`hold_writer` removes (:mod:`rank_pipeline.folder_lock.leftovers`) and below the steps that
-hold it. No Dagster here: :func:`hold_writer` (the lock, then the leftovers) is entered by the step functions of
-:mod:`rank_pipeline.steps` and, for a whole Dagster run, by the ``warehouse`` resource
-(:class:`rank_pipeline.defs.resources.WarehouseResource`).
-
-Locks
-    A lock is an exclusive ``fcntl.flock`` on a file under ``<data_dir>/.locks/``. The kernel drops it
-    when the holding process exits, however it exits (``kill -9``, OOM, a pre-empted container), so a
-    dead run never blocks the next one and nothing has to be "freed". While held, the file holds one
-    JSON line describing the holder (pid, host, purpose, since); it is emptied on release. Within one
-    process the lock is re-entrant for the thread that holds it.
-
-    A process that finds the lock held logs one line saying what it waits for and who holds it, polls,
-    and gives up after ``timeout_s`` (default 3600, environment variable ``RANK_PIPELINE_LOCK_TIMEOUT_S``,
-    read by :func:`rank_pipeline.settings.lock_timeout_from_env`; ``0`` refuses at once) with
-    :class:`LockTimeout`, whose message is one line.
-
-    Two locks exist: ``writer`` (the snapshots and the DuckDB files of the data folder: extraction,
-    load, models, publish; one run at a time) and ``instance`` (creating the Dagster instance's SQLite
-    storage, held for a moment by the command line). A shard's extraction
-    (:mod:`rank_pipeline.settings.sharding`) holds ``writer-shard-<i>-of-<n>`` instead of ``writer``
-    (:func:`hold_shard_writer`): shards write their own files in place under unique names and commit
-    their own manifests, never a staged folder, so the shards of a day run at once, and beside a load of
-    the warehouse (which reads only committed days); one run at a time extracts one shard.
-
-Leftovers
-    The outermost holder of the ``writer`` lock in a process first removes what dead runs left
-    (:func:`rank_pipeline.folder_lock.leftovers.remove_leftovers`), so none of it can belong to a live run.
+``writer`` (one run at a time writes the snapshots and DuckDB files), ``writer-shard-<i>-of-<n>`` (one
+shard's extraction) and ``instance``; a waiter logs one line and raises :class:`LockTimeout` after
+``RANK_PIPELINE_LOCK_TIMEOUT_S``. :func:`hold_writer` also removes dead runs' leftovers. Design:
+docs/concepts/operations.md, "The data folder's locks".
 """
 
 from __future__ import annotations
@@ -96,18 +70,14 @@ _held_guard = threading.Lock()
 
 
 class DataFolderLock:
-    """An exclusive, OS-released lock named ``name`` on the data folder ``data_dir``.
-
-    Use as a context manager (or :meth:`acquire` / :meth:`release`).
+    """An exclusive, OS-released lock ``<data_dir>/.locks/<name>.lock``; a context manager (or :meth:`acquire`,
+    :meth:`release`), re-entrant within its thread.
 
     Args:
-        data_dir: the data folder (``RANK_PIPELINE_DATA_DIR``); created if missing.
-        name: ``"writer"`` or ``"instance"`` (any other name is allowed: ``<data_dir>/.locks/<name>.lock``).
+        data_dir: the data folder (created if missing); name: ``"writer"``, ``"instance"`` or another.
         timeout_s: seconds to wait when held elsewhere; None reads :func:`lock_timeout_from_env`.
-        holder: a short description of this process's purpose, shown to processes that wait.
-        log: called with the one-line message when waiting (default: this module's logger, INFO).
+        holder: this process's purpose, shown to waiters; log: where the one-line wait message goes.
         poll_s: seconds between attempts while waiting.
-
     Raises:
         LockTimeout: on :meth:`acquire`, still held elsewhere after ``timeout_s``.
         ConfigurationError: a malformed ``RANK_PIPELINE_LOCK_TIMEOUT_S``.
@@ -235,7 +205,8 @@ def _default_log(message: str) -> None:
 
 def writer_lock(data_dir: Path | str, *, holder: str = "", log: Callable[[str], object] | None = None,
                 timeout_s: float | None = None) -> DataFolderLock:
-    """The data folder's ``writer`` lock (see the module docstring); enter it before writing anything."""
+    """The data folder's ``writer`` lock (docs/concepts/operations.md, "The data folder's locks"); enter it
+    before writing anything."""
     return DataFolderLock(data_dir, WRITER, holder=holder, log=log, timeout_s=timeout_s)
 
 
@@ -260,7 +231,7 @@ def hold_writer(data_dir: Path | str, *, holder: str = "", log: Callable[[str], 
 def hold_shard_writer(data_dir: Path | str, shard: Shard, *, holder: str = "",
                       log: Callable[[str], object] | None = None,
                       timeout_s: float | None = None) -> Iterator[DataFolderLock]:
-    """Hold shard ``shard``'s writer lock (``writer-shard-<i>-of-<n>``, module docstring) for the ``with``
+    """Hold shard ``shard``'s writer lock (``writer-shard-<i>-of-<n>``, docs/concepts/operations.md) for the ``with``
     block: what a shard's extraction enters instead of :func:`hold_writer`. Removes no leftovers (a shard
     stages nothing; the ``writer`` holder's clean-up never touches a shard's files).
 

@@ -1,17 +1,9 @@
-"""Tracked keywords as code: a reviewed YAML file of keywords, planned against the account's catalogues
-and quota, applied all-or-nothing per create call (spec, "Keyword create: body", "Limits").
+"""Tracked keywords as code: a reviewed YAML file, planned against the account's catalogues and quota, applied
+all-or-nothing per create call (spec "Keyword create: body", "Limits"). No Dagster here.
 
-Public surface::
-
-    load_keywords_file(path) -> LoadedFile          # schema + line numbers; KeywordsFileError
-    json_schema() -> dict                           # examples/keywords.schema.json
-    await plan_online(loaded, clients, source) -> Plan
-    plan_offline(loaded, snapshots_uri) -> Plan     # the latest snapshot, no request
-    await apply_plan(plan, clients) -> ApplyResult  # ApplyFailed
-    planned_rows(plan) -> list[dict]                # the file's rows for raw.keywords_file
-
-No Dagster here: the command line (``rank-pipeline keywords plan|apply``) and the Dagster asset check
-(``rank_pipeline.defs.keywords_assets``) call these.
+``load_keywords_file(path) -> LoadedFile``, ``json_schema()``, ``await plan_online(...) -> Plan``,
+``plan_offline(loaded, snapshots_uri) -> Plan``, ``await apply_plan(plan, clients) -> ApplyResult``,
+``planned_rows(plan)``. Design: docs/concepts/keywords.md.
 """
 
 from rank_pipeline.keywords.apply import ApplyFailed, ApplyResult, apply_plan, group_calls, map_errors

@@ -1,26 +1,8 @@
-"""The vendor's catalogues as keyword create checks them, read through the API and cached for one run.
+"""The vendor's catalogues as keyword create checks them, read through the API and cached for one run (spec
+"Keyword create: body", "GET /v1/locations: query", "GET /v1/languages: query", "invalid_reference_value").
 
-Spec sections "Keyword create: body", "GET /v1/locations: query", "GET /v1/languages: query" and
-"invalid_reference_value":
-
-* **Frequencies, engines and devices.** The spec lists no allowed values: they are "returned in
-  ``meta.allowed`` of an error". :meth:`Catalogue.allowed` asks for them with one *probe*: a keyword
-  create whose ``frequency`` is blank, which the API must refuse (body rule 1: every catalogue field is
-  validated before anything is created, and a blank frequency is ``Missing frequency``), so it can never
-  create a keyword. The probe's entries are one with a blank ``name`` (its ``meta.allowed`` lists the
-  engines) and one per engine the lookup endpoints name with a blank ``device`` (its ``meta.allowed``
-  lists that engine's devices). The probe body is wrapped in its ``keyword`` object, so it is never a
-  400. When an answer lacks ``meta.allowed`` that catalogue is left unchecked (None) and a create's own
-  422 reports it.
-* **Locations.** A geo-target id is looked up with ``GET /v1/locations?search_engine=&code=``; an ISO
-  3166-1 alpha-2 code with ``?search_engine=&country=&variant=Country``, which gives the engine's country
-  row, so ``US`` and ``2840`` resolve to the same code (spec: "both forms create the same keyword").
-* **Languages.** ``GET /v1/languages?search_engine=`` lists an engine's languages; the Global language
-  ``0000`` is never listed, and is refused with its own message before any lookup.
-
-Every answer is cached per (engine, value) for the life of the :class:`Catalogue` (one run). A catalogue
-row's code is read by its name in the vendor's contract (``location_code`` of ``locations``,
-``language_code`` of ``languages``), the row's ``id`` when it holds none there.
+Allowed frequencies, engines and devices come from one probe create that must fail (a blank frequency);
+locations and languages from the lookups. Why the probe is safe: docs/concepts/keywords.md, "The catalogues".
 """
 
 from __future__ import annotations
@@ -74,7 +56,7 @@ def _allowed_of(entry: dict) -> tuple[str, ...] | None:
 
 
 class Catalogue:
-    """One account's view of the catalogues (module docstring), cached for one run.
+    """One account's view of the catalogues, cached for one run (docs/concepts/keywords.md, "The catalogues").
 
     Args:
         client: the account's client (paced like every request of the run).
@@ -92,11 +74,11 @@ class Catalogue:
         self.requests = 0
 
     async def allowed(self) -> Allowed:
-        """Frequencies, engines and devices keyword create accepts (one probe per run, see module docstring).
+        """Frequencies, engines and devices keyword create accepts (one probe per run; docs/concepts/keywords.md).
 
         Raises:
-            RankTrackerError: the probe got no 422 after three tries (a lost response is tried again:
-                a probe cannot create anything).
+            RankTrackerError: the probe got no 422 after three tries (a lost response is retried: a probe cannot
+                create anything).
         """
         if self._allowed is not None:
             return self._allowed

@@ -1,31 +1,8 @@
-"""The keywords file: its schema (pydantic), its JSON Schema for editors, and loading it with line numbers.
+"""The keywords file: its schema (pydantic), its JSON Schema (``examples/keywords.schema.json``), and loading
+it with line numbers (:func:`load_keywords_file`; errors as ``<file>:<line>: <field>: <what>``).
 
-A keywords file is YAML, one per team, versioned with its other code::
-
-    version: 1
-    domains:
-      - domain: acme-shop.com      # the domain's name (attributes.domain), resolved to its id
-        account: acme              # optional: the configured account holding it (several accounts)
-        groups:
-          - name: brand            # optional label, shown in the plan
-            words: [acme shoes, acme boots]
-            engines: [google, bing]
-            devices: [desktop, mobile]
-            locations: [US, "2826"] # ISO 3166-1 alpha-2 country codes or geo-target ids, never place names
-            languages: [en]
-            frequency: daily
-            tags: [brand]          # optional; kept in the plan and the warehouse
-
-Each group stands for the cartesian product of its words, engines, devices, locations and languages
-(spec, "Keyword create: body": one create tracks words x search-engine entries; an entry is one engine,
-device, location and language). ``version`` is 1.
-
-Loading (:func:`load_keywords_file`) validates the shape here; whether an engine, device, location,
-language or frequency exists is the catalogue's business (:mod:`rank_pipeline.keywords.catalogue`).
-Every error names the file, the line and the field, e.g.
-``keywords.yml:9: domains[0].groups[0].locations[1]: a location is a geo-target id ...``.
-:func:`json_schema` is the JSON Schema published as ``examples/keywords.schema.json``
-(``python -m rank_pipeline.keywords.schema > examples/keywords.schema.json`` regenerates it).
+Each group is words x engines x devices x locations x languages (spec "Keyword create: body"); whether a
+value exists is the catalogue's business. Format: docs/concepts/keywords.md, "The keywords file".
 """
 
 from __future__ import annotations
@@ -125,7 +102,7 @@ class DomainEntry(BaseModel):
 
 
 class KeywordsFile(BaseModel):
-    """A keywords file (module docstring)."""
+    """A keywords file (docs/concepts/keywords.md, "The keywords file")."""
 
     model_config = ConfigDict(
         extra="forbid", title="rank-pipeline keywords file",

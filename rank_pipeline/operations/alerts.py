@@ -1,22 +1,9 @@
 """Alert digests sent through Apprise, each alert once per destination (plain Python, no Dagster).
 
-Destinations are the Apprise URLs of ``RANK_PIPELINE_ALERT_URLS`` (:attr:`rank_pipeline.settings.OpsSettings.
-alert_urls`): ``mailto://``, ``json://`` webhooks, Slack, Teams, Discord and the rest Apprise covers.
-An :class:`Alert` is one fact worth telling (a failed run, a failed blocking asset check, an asset failing
-its freshness policy, a ranking alert of ``marts.fct_ranking_alerts``); :func:`send_digest` sends the
-alerts of one run (or one freshness evaluation) as ONE message per destination: a title, a few header
-lines, then per alert kind a count and the first few items (:data:`TOP_ITEMS`).
-
-Each alert is sent once: :class:`AlertLedger` (SQLite, ``<data folder>/alerts.sqlite``, table
-``sent_alerts``) records ``(alert_id, destination, scope, status, sent_at)`` where ``destination`` is the
-URL's position in ``RANK_PIPELINE_ALERT_URLS`` (1-based; the URL itself carries secrets and is never
-stored or logged). An alert is claimed in one transaction before it is sent, so two processes (the
-command line and a daemon's sensor) never both send it; a destination that fails releases its claims
-(a later digest may deliver them) and logs one warning naming the destination's position and scheme.
-Nothing here raises to the pipeline: every failure is a warning.
-
-Secrets (API keys, alert URLs, a PostgreSQL URL) are removed from every message before it leaves
-(:func:`redact`), and Apprise's own log lines are silenced while sending.
+:func:`send_digest` sends one run's :class:`Alert` items as one message per ``RANK_PIPELINE_ALERT_URLS``
+destination; :class:`AlertLedger` (``<data folder>/alerts.sqlite``) claims each alert before sending;
+:func:`redact` removes secrets. Nothing raises to the pipeline: a failure is a warning. Design:
+docs/concepts/operations.md, "Alerts".
 """
 
 from __future__ import annotations
@@ -119,13 +106,9 @@ def compose(alerts: Sequence[Alert], header: Sequence[str] = (), top: int = TOP_
 class AlertLedger:
     """Which alert went to which destination: SQLite table ``sent_alerts`` in ``path``.
 
-    Columns: ``alert_id`` (text), ``destination`` (the URL's 1-based position in
-    ``RANK_PIPELINE_ALERT_URLS``), ``scope`` (the run id, or ``freshness``), ``status`` (``sending`` while
-    claimed, ``sent`` once delivered), ``sent_at`` (UTC, ISO 8601). Primary key ``(alert_id,
-    destination)``.
-
-    Raises:
-        sqlite3.Error / OSError: the file cannot be created or written (the caller warns).
+    Columns ``alert_id``, ``destination`` (the URL's 1-based position, never the URL), ``scope`` (run id or
+    ``freshness``), ``status`` (``sending`` while claimed, ``sent``), ``sent_at`` (UTC, ISO 8601); primary key
+    ``(alert_id, destination)``. Raises sqlite3.Error or OSError when the file cannot be written.
     """
 
     def __init__(self, path: Path):
@@ -210,21 +193,16 @@ def send_digest(
     secrets: Iterable[str] = (),
     warn: Callable[[str], object] | None = None,
 ) -> SendReport:
-    """Send the alerts not yet sent to each destination as one digest per destination.
+    """Send the alerts not yet sent to each destination as one digest per destination; returns a :class:`SendReport`.
 
     Args:
         urls: Apprise URLs (``RANK_PIPELINE_ALERT_URLS``); nothing is sent when empty.
-        ledger_path: the :class:`AlertLedger` file (``DataPaths.alerts_ledger``).
-        scope: what the digest is about (the run id, or ``freshness``), recorded in the ledger.
-        title: the message's title (e-mail subject); redacted like the body.
-        alerts: the alerts of the run; those already sent to a destination are left out of its digest, and
-            a destination with nothing new gets no message.
-        header: lines opening the body (which run, which days).
-        secrets: values to remove from title and body (API keys; the URLs themselves are always removed).
-        warn: where warnings go (default: this module's logger); never given a URL.
+        ledger_path: the :class:`AlertLedger` file; scope: the run id or ``freshness``.
+        title, header: the message's title (e-mail subject) and opening lines, redacted like the body.
+        alerts: the run's alerts; a destination with nothing new gets no message.
+        secrets: values to remove (API keys; the URLs are always removed); warn: where warnings go.
 
-    Returns:
-        a :class:`SendReport`. Never raises for a destination or ledger failure: each is one warning.
+    Never raises for a destination or ledger failure: each is one warning.
     """
     warn = warn or _log.warning
     report = SendReport()
@@ -287,17 +265,10 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def ranking_alerts(published_db: Path, first: date, last: date) -> list[Alert]:
-    """The ranking alerts of days ``first .. last``, read from ``marts.fct_ranking_alerts`` in the
-    published DuckDB file (read-only).
+    """The ranking alerts of days ``first .. last`` from ``marts.fct_ranking_alerts`` in the published file
+    (read-only): keywords by search volume, domains by largest fall, quotas by earliest exhaustion.
 
-    Order within a kind: keywords by search volume (highest first, then the search term), domains by the
-    largest fall first, quotas by the earliest projected exhaustion.
-
-    Returns:
-        the alerts, empty when the file or the mart is missing.
-
-    Raises:
-        duckdb.Error: the file cannot be read.
+    Returns the alerts, empty when the file or mart is missing. Raises duckdb.Error: the file cannot be read.
     """
     import duckdb
 

@@ -1,11 +1,5 @@
-"""Every Dagster step key and run tag this project reads or writes by name, declared once.
-
-Run tags are Dagster's own (``dagster/...``: what launched a run, its partition or partition range) or
-the project's (``rank_pipeline/...``: the process a run ran in);
-step keys are the op names of the project's assets (a multi-asset's ``name``) or, for a single asset,
-its key joined by ``__`` as Dagster makes them. The definitions (``rank_pipeline.defs``) name their
-assets from here, and the run history, the alert sensors and the command line read runs with the same
-names, so one edit renames a step everywhere.
+"""Every Dagster step key and run tag this project reads or writes by name, declared once (``dagster/...``
+tags are Dagster's, ``rank_pipeline/...`` the project's), so one edit renames a step everywhere.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Faults of the data folder itself: read-only, not writable by this user, or full.
+"""Faults of the data folder itself (read-only, not writable, full), told in one line with exit status
+:data:`DATA_FOLDER_EXIT_STATUS`: :func:`data_folder_fault` classifies an ``OSError``; :func:`probe` tries a write.
 
-Such a fault is not a failed run and not bad input: the machine must be fixed. The command line turns it
-into one line naming the folder and saying what to do, with exit status
-:data:`DATA_FOLDER_EXIT_STATUS` (``rank_pipeline.cli.main``; docs/how-to/running-every-day.md, "When the data folder fails").
-
-:func:`data_folder_fault` classifies an ``OSError`` (from any stage: the instance lock, Dagster's
-storage, a Parquet or DuckDB write); :func:`probe` writes a small file to tell a folder that cannot take
-a write from one that can (a run step's failure reaches the command line as text, not as an
-``OSError``).
+docs/how-to/running-every-day.md, "When the data folder fails".
 """
 
 from __future__ import annotations

@@ -1,35 +1,9 @@
-"""The warehouse's record of its own runs: ``ops.run_history``, one row per run and partition.
+"""The warehouse's record of its own runs: ``ops.run_history``, one row per ``(run_id, snapshot_date)``.
 
-A row says, for one run of a Dagster job (any job building the warehouse) and one partition
-(``snapshot_date``) of that run: its job, how it was launched, its status, when it started and ended,
-the snapshot rows it extracted per API resource, its requests, 429 responses, retries and re-read
-passes, its asset checks passed and failed, and its seconds per stage (extract, load, models, publish).
-The columns are :data:`COLUMNS`; they are documented (with their data tests) in
-``dbt_like_sql/sources/run_history.yml`` and in ``docs/reference/data-dictionary.md``.
-
-Grain and multi-day runs
-    ``(run_id, snapshot_date)``. A single-run backfill of several days is one run with one row per day:
-    the per-day figures (snapshot rows, requests, 429s, retries, re-read passes) are that day's; the
-    run-level figures (status, start, end, duration, checks, stage seconds) are the run's and repeat on
-    each of its rows, and ``partitions_in_run`` says how many rows share them (count distinct
-    ``run_id`` for runs; do not sum run-level columns over a multi-day run's rows).
-
-Who writes it (``rank_pipeline/defs/run_history_asset.py`` reads Dagster's records and calls :func:`upsert`)
-    The publish step of every run (``warehouse/published``) writes the run's own rows (status
-    ``success``: publishing is the last step; ``final`` false: end and publish seconds are those of the
-    moment of writing) and catches up every other finished run Dagster recorded that has no final row:
-    failed, canceled and killed runs, runs that published nothing, and the previous run's provisional
-    row (rewritten from Dagster's record of the finished run, ``final`` true). So a failed run's row
-    appears in the published file at the next successful publish; Dagster's run storage is the ledger
-    in between. No sensor opens the build file: it is written only by a run holding the data folder's
-    writer lock (:mod:`rank_pipeline.folder_lock`).
-
-Kept across rebuilds
-    The table is not derived from the snapshots: ``rank-pipeline rebuild`` (also ``--full-refresh``) and
-    the rebuild jobs drop and rebuild raw tables and models only, never schema ``ops``; the build file
-    carries it into every published file.
-
-No Dagster here: the inputs are plain :class:`RunFacts`.
+Columns are :data:`COLUMNS` (documented and tested in ``dbt_like_sql/sources/run_history.yml``); inputs are
+plain :class:`RunFacts` (no Dagster); :func:`upsert` writes a run's rows and :func:`finalize` makes a
+successful run's provisional rows final. Grain, writers and why rebuilds keep it:
+docs/concepts/operations.md, "Run history".
 """
 
 from __future__ import annotations
@@ -148,7 +122,7 @@ class RunFacts:
     Times are timezone-aware; ``stage_seconds`` maps each of :data:`STAGES` to seconds (a stage the run
     did not reach is absent: NULL); ``figures`` maps a day to its :class:`DayFigures` (absent: the run
     extracted nothing that day, e.g. a rebuild: NULL rows and requests); ``final`` false for a running
-    run's own provisional row (module docstring).
+    run's own provisional row (docs/concepts/operations.md, "Run history").
     """
 
     run_id: str
@@ -276,16 +250,11 @@ def _update_run(con: duckdb.DuckDBPyConnection, run_id: str, values: Mapping[str
 
 
 def finalize(con: duckdb.DuckDBPyConnection, run: RunFacts, recorded_at: datetime | None = None) -> int:
-    """Make the provisional rows of a run that ended successfully final, without reading its checks again.
+    """Make the provisional rows of a run that ended successfully final, keeping their per-day figures and checks.
 
-    The rows keep their per-day figures and their checks: a run writes its provisional rows from every
-    event before its ``ops/run_history`` step and counts that step's own checks into them, and the one
-    step after it, ``warehouse/published``, has no checks. Its run-level columns are set from ``run``, the
-    finished run's facts read from its step events only: status, end, duration, seconds per stage, failed
-    step and reason, ``final`` true and ``recorded_at`` (default now, UTC).
-
-    Returns:
-        Rows made final (0 when the run has no provisional row).
+    Run-level columns are set from ``run`` (facts from its step events only): status, end, duration, seconds per
+    stage, failed step and reason, ``final`` true, ``recorded_at`` (default now, UTC). Returns the rows made
+    final (0 without provisional rows). Why the checks stand: docs/concepts/operations.md, "Run history".
     """
     values = {"status": run.status, "ended_at": run.ended_at, "duration_s": run.duration_s,
               **{f"{s}_s": run.stage_seconds.get(s) for s in STAGES},
@@ -302,16 +271,10 @@ def set_checks(con: duckdb.DuckDBPyConnection, run: RunFacts) -> int:
 
 
 def upsert(con: duckdb.DuckDBPyConnection, runs: Sequence[RunFacts], recorded_at: datetime | None = None) -> int:
-    """Replace the rows of each run in ``runs`` by its current rows, in one transaction.
+    """Replace the rows of each run in ``runs`` (a run with no day is skipped) in one transaction; returns rows written.
 
-    Args:
-        con: a writer connection to the build file (the caller holds the data folder's writer lock);
-            it must have no open transaction.
-        runs: the runs to write; a run with no day is skipped.
-        recorded_at: the ``recorded_at`` of the rows (default now, UTC).
-
-    Returns:
-        Rows written.
+    ``con``: a writer connection to the build file with no open transaction (the caller holds the writer lock);
+    ``recorded_at``: default now, UTC.
     """
     ensure_table(con)
     recorded_at = recorded_at or datetime.now(UTC)

@@ -1,14 +1,8 @@
 """Start a Dagster service so that SIGTERM and Ctrl-C stop it: ``python -m rank_pipeline.operations.services CMD...``.
 
-``dagster dev`` turns SIGTERM into whatever SIGINT does (Dagster maps SIGTERM onto the SIGINT handler
-"for k8s"). A process started in the background by a non-interactive shell, such as ``make dev &`` in
-a script or a CI job, inherits SIGINT *ignored* (POSIX), and a shell cannot undo that; Python then
-leaves SIGINT ignored, so ``dagster dev`` ignores SIGTERM as well and runs until killed. This wrapper
-restores the default disposition of SIGINT and SIGTERM and replaces itself (``exec``, same pid) with
-the command, so the service stops within seconds of either signal. ``make dev`` uses it.
-
-Usage: ``python -m rank_pipeline.operations.services dagster dev -w workspace.yaml`` (the command is looked up
-beside this Python first, then on ``PATH``). Exit status 2 with one line when the command is not found.
+Restores the default SIGINT and SIGTERM dispositions and ``exec``-s the command (looked up beside this
+Python, then on ``PATH``); exit status 2 with one line when it is not found. Why (a background shell
+ignores SIGINT, and ``dagster dev`` maps SIGTERM onto it): docs/concepts/operations.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
-"""Extraction sharded across workers: which accounts one worker extracts (``RANK_PIPELINE_SHARD``), and
-Dagster's shard plan (``RANK_PIPELINE_SHARDS``, ``RANK_PIPELINE_SHARD_ADDRESSES``).
+"""Extraction sharded across workers: ``RANK_PIPELINE_SHARD=i/n`` (:class:`Shard`: which accounts one worker
+extracts) and ``RANK_PIPELINE_SHARDS``, ``RANK_PIPELINE_SHARD_ADDRESSES`` (:class:`ShardPlan`, Dagster's).
 
-``RANK_PIPELINE_SHARD=i/n`` (0 <= i < n <= 1024) makes a worker extract only the accounts of shard ``i``
-out of ``n``. An account belongs to shard ``blake2b(account name) mod n``: a stable hash of the
-account's identity (its name, which snapshots and the warehouse key it by; never its key, which is a
-secret and may rotate), so every worker computes the same assignment without talking to the others,
-and an account stays on its shard from day to day.
-
-Each worker paces itself: its own per-key and per-IP budgets (spec "Limits"), so ``n`` workers on ``n``
-addresses extract ``n`` times as many accounts in the same window. All workers write the same snapshots
-location (normally ``RANK_PIPELINE_SNAPSHOTS_URI=s3://...``): worker ``i`` commits
-``_manifest.shard-i-of-n.json`` in each day's folder (:mod:`rank_pipeline.snapshots.writer`, "Commit"), and
-readers take the day as committed once all ``n`` shard manifests are there, reading their union
-(:mod:`rank_pipeline.snapshots.reader`).
-
-Under Dagster, ``RANK_PIPELINE_SHARDS=n`` (:class:`ShardPlan`) runs the shards itself: the extraction is
-partitioned by day x shard, each shard partition a run of its own (:mod:`rank_pipeline.defs.shard_runs`),
-with the same assignment and the same shard manifests.
+An account belongs to shard ``blake2b(account name) mod n``; each worker paces itself and commits
+``_manifest.shard-i-of-n.json``. Design: docs/concepts/operations.md, "Sharded extraction".
 """
 
 from __future__ import annotations
@@ -109,19 +95,12 @@ SHARD_ADDRESSES_ENV = "RANK_PIPELINE_SHARD_ADDRESSES"
 
 @dataclass(frozen=True)
 class ShardPlan:
-    """Extraction sharded under Dagster: ``count`` shards per day, each a partition of its own run.
+    """Extraction sharded under Dagster: ``count`` shards per day (``RANK_PIPELINE_SHARDS=n``, 2..1024), each a
+    partition ``<i>-of-<n>`` of its own run extracting :class:`Shard` ``i/n``'s accounts.
 
-    ``RANK_PIPELINE_SHARDS=n`` (2..1024) makes the extraction assets partitioned by day x shard
-    (``0-of-n`` .. ``<n-1>-of-n``, :attr:`Shard.key`); shard ``i`` extracts the accounts of
-    :class:`Shard` ``i/n`` and commits its shard manifests, as a ``RANK_PIPELINE_SHARD=i/n`` worker does.
-    ``RANK_PIPELINE_SHARD=i/n`` is for one worker started by hand; the two are not set together.
-
-    Budgets (spec "Limits": per key and per IP address): a shard extracts its own accounts, so per-key
-    budgets never overlap. The per-IP ceiling is per address: with ``own_addresses`` False
-    (``RANK_PIPELINE_SHARD_ADDRESSES=shared``, the default: the runs of one machine leave from one
-    address) each shard paces to ``floor(per_ip_limit / n)`` (at least 1), so the ``n`` shards together
-    stay within one address's ceiling; with ``own`` (each shard run on its own address, e.g. its own
-    machine) each paces to the full ceiling, so ``n`` shards extract up to ``n`` times as fast.
+    Per-IP budget: ``own_addresses`` False (``shared``, the default) paces each shard to
+    ``floor(per_ip_limit / n)`` (at least 1); True (``own``) to the full ceiling (docs/concepts/operations.md,
+    "Budgets of a shard plan"). Not set together with ``RANK_PIPELINE_SHARD``.
     """
 
     count: int

@@ -1,11 +1,9 @@
 """The vendor's shape: the declared contract of every JSON path staging reads, a profile of what the vendor
 really sends, and the blocking check between the two (absent, another type, newly empty, drift).
 
-Public surface: :func:`load_contract`, :func:`load_thresholds` (:mod:`~rank_pipeline.shape.thresholds`);
-:class:`Contract`, :class:`ContractError`, :class:`ContractField` (parsed by :mod:`rank_pipeline.transform.contract`); :func:`profile_day`, :func:`profile_records`,
-:class:`EndpointProfile` (:mod:`~rank_pipeline.shape.profile`); :func:`check_snapshots`,
-:class:`ShapeResult` (:mod:`~rank_pipeline.shape.check`); :func:`record_unread`
-(:mod:`~rank_pipeline.shape.registry`); :func:`paths_read` (:mod:`~rank_pipeline.shape.sql_paths`).
+Public: :func:`load_contract`, :func:`load_thresholds`, :func:`profile_day`, :func:`profile_records`,
+:func:`check_snapshots` (a :class:`ShapeResult` per endpoint), :func:`record_unread`, :func:`paths_read`.
+Design: docs/concepts/shape-check.md.
 """
 
 from rank_pipeline.shape.check import PathFinding, ShapeResult, check_snapshots

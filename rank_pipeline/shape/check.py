@@ -1,25 +1,9 @@
 """The blocking shape check: each day's raw records against the declared contract, and against the day before.
 
-For every endpoint and snapshot day, each contracted path (:mod:`rank_pipeline.transform.contract`) fails
-when, in more of the day's records than its thresholds allow:
-
-- **absent**: the key is missing (which is not a null). When an ancestor holds a value of another type
-  (``language`` is the string ``"en"`` where the contract reads ``language.code``), it is reported as that
-  type change;
-- **wrong type**: the value is of another JSON type than declared (a null counts here when the contract
-  says the path is never null);
-- **empty**: a nullable path is null in (nearly) every record;
-- **drift**: compared with the previous committed snapshot day, the share of records holding the path fell,
-  or the share of nulls rose (filled yesterday, empty today).
-
-It works on the first run (the contract needs no history); drift needs a previous day. A failure is one line
-per path naming the endpoint, the path and its share, the paths actually seen that could hold the same
-thing (same type, values within the declared range, the closest names first; each with its type, share and
-an example value) and the contract to edit. Paths no contract entry accounts for are listed as unread
-(:attr:`ShapeResult.unread`): news, not failures.
-
-The check reads the committed Parquet snapshots (not the engine's raw tables), so it is the same on DuckDB
-and Spark, and a failure leaves the snapshots as they are: a fix is an edit and a rebuild.
+A contracted path fails when, in more records than its thresholds allow, it is absent, of another type,
+empty (nullable but always null) or drifting (present share fell, null share rose since the previous
+committed day); a failure line names the candidate paths and the contract to edit. Reads the committed
+snapshots, so it is the same on every engine. Design: docs/concepts/shape-check.md, "The check".
 """
 
 from __future__ import annotations
@@ -385,17 +369,14 @@ def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thres
                     first: date, last: date, *, endpoints: Sequence[str] = ENDPOINTS,
                     edit: Mapping[str, Sequence[str]] | None = None,
                     contract_file: str | None = None, cache_dir: Path | None = None) -> dict[str, ShapeResult]:
-    """The shape check of every committed snapshot day ``first .. last`` of ``endpoints``, each day against
-    the contract and the committed day before it.
+    """The shape check of every committed snapshot day ``first .. last`` of ``endpoints``, each day against the
+    contract and the committed day before it.
 
     Args:
-        edit: ``{endpoint: [files]}`` to name after the contract in a failure (the staging models reading it);
-            contract_file: how to name the contract's file (default its path);
-        cache_dir: where each day's path counts are kept (by endpoint and day, with the signature of the
-            snapshot they count), so the previous day is not read again by the next day's check.
-
+        edit: ``{endpoint: [files]}`` named after the contract in a failure; contract_file: how to name it.
+        cache_dir: where each day's path counts are kept (by endpoint, day and snapshot signature).
     Returns:
-        ``{endpoint: ShapeResult}``; an endpoint without a committed day in the range has no day and passes.
+        ``{endpoint: ShapeResult}``; an endpoint without a committed day in the range passes.
     """
     store = store_for(snapshots_uri)
     results: dict[str, ShapeResult] = {}

@@ -1,22 +1,8 @@
-"""Whether an observed path's values fit a contracted field, read how, and how well: the candidates of a remap
-(:mod:`rank_pipeline.shape.suggest`) and of the shape check's failure lines (:mod:`rank_pipeline.shape.check`).
+"""Whether an observed path's values fit a contracted field, read how (a path, an encoding, values), and a
+score in 0..1 (value shape half, name a third, description the rest); a misfit has one phrase saying why.
 
-A candidate fits a field when its values have the type the field is sent as; or, for an integer or a number,
-when they are text that decodes to it once at most :data:`MAX_SENTINELS` frequent values are taken for
-sentinels meaning null (an ``encoding`` is proposed); for a ``timestamp``, when every value decodes in one
-format (ISO 8601, epoch seconds or milliseconds by magnitude, or the first of :data:`TEXT_FORMATS`); for a
-field with ``values``, when every value is one of them (``fold_case`` when only the case differs) or the
-values map one to one (a flag whose path names one of them, or values that start their names); for an array,
-when its elements have the field's ``items`` type (``labels[*].uuid``, a projection). A path through an array
-of objects (``serp[*].rank``) is read as its first element (``serp[0].rank``) when no record holds more than
-one. A number must stay within the field's range. A candidate that does not fit has one phrase saying why.
-
-Fitting candidates are scored, 0..1, by value shape (half: the pattern of its values, URL, domain, UUID,
-ISO timestamp, ``#rrggbb`` colour, language or country code, digits, against the pattern the field's
-``examples`` and description name, or the values it lists; a timestamp that decodes or a value map that
-holds is a full match, a contradicting pattern -0.5), name (a third: the words of the candidate's path
-against the field's path and name, camelCase and ``_`` split, a plural ``s`` dropped, and its last part's
-likeness) and description (the rest: the candidate's words in the field's description).
+Used by the remap (:mod:`rank_pipeline.shape.suggest`) and the check's failure lines. Rules:
+docs/concepts/shape-check.md, "Whether a path fits a field".
 """
 
 from __future__ import annotations
@@ -242,7 +228,8 @@ def _decodes_text(spec: ContractField, value: object) -> bool:
 
 
 def name_score(spec: ContractField, path: str) -> float:
-    """How alike a candidate's path is to the field's path and name, 0..1 (module doc)."""
+    """How alike a candidate's path is to the field's path and name, 0..1 (docs/concepts/shape-check.md,
+    "Whether a path fits a field")."""
     target, seen = _words(spec.path) | _words(spec.name), _words(path)
     overlap = len(target & seen) / len(seen) if seen else 0.0
     last = difflib.SequenceMatcher(None, _last(spec.path), _last(path)).ratio()

@@ -1,20 +1,8 @@
-"""What the vendor really sends: every JSON path of a day's records, with its types and shares.
+"""What the vendor really sends: every JSON path of a day's records (dotted below ``attributes``, ``[*]`` for
+array elements), with records present, null, and per JSON type; absent and null kept apart.
 
-A profile reads the records' ``attributes`` JSON (the snapshot keeps it whole, so a field the spec does
-not show is never lost) and tells, per path, how many records hold the key (present), how many hold it
-with a JSON ``null`` (null), which JSON types its non-null values have, and, on request, how many distinct
-values it takes and one example value. Absent and null are told apart: a record whose ``language`` is the
-string ``"en"`` has no path ``language.code`` (absent), which is not a null.
-
-Paths are dotted below ``attributes`` (``results.organic.position``); an array's elements are
-``name[*]`` (``tagIds[*]``). Types are JSON's: ``string``, ``integer``, ``number``, ``boolean``,
-``object``, ``array``, and ``null`` for a JSON null.
-
-How: one in-memory DuckDB query groups the records by ``json_structure(attributes)`` (one JSON parse per
-record, in C++); the few distinct structures are flattened into paths in Python, weighted by their
-record counts. Distinct counts, examples and value ranges are a second query over the paths asked for
-(:meth:`Profiler.values`). Implements the project's answer to spec "Resources and their fields" ("not
-shown"): nothing about these fields is assumed, only measured.
+One in-memory DuckDB query groups records by ``json_structure``; :meth:`Profiler.values` adds distinct
+counts, examples and ranges. How: docs/concepts/shape-check.md, "The profile".
 """
 
 from __future__ import annotations
@@ -47,17 +35,14 @@ JSON_TYPES: dict[str, str] = {
 
 @dataclass
 class PathStats:
-    """One path of an endpoint's records.
+    """One path of an endpoint's records (counts are records).
 
     Attributes:
         path: dotted below ``attributes`` (``results.organic.position``, ``tagIds[*]``).
-        present: records holding the key (its value may be null); null: records holding a JSON null.
-        types: ``{JSON type: records}`` of the non-null values (an array element path: records with
-            such an element).
-        distinct, example, minimum, maximum: filled by :meth:`Profiler.values` (None until then);
-            minimum/maximum only for numbers.
-        undecodable, outside: ``{value as sent: records}`` of a contracted field's values that do not decode
-            as its encoding says, or decode outside its range (the shape check fills them).
+        present, null: records holding the key (its value may be null); records holding a JSON null.
+        types: ``{JSON type: records}`` of the non-null values.
+        distinct, example, minimum, maximum: filled by :meth:`Profiler.values` (range for numbers only).
+        undecodable, outside: ``{value as sent: records}`` not decoding, or decoding out of range (the check's).
     """
 
     path: str

@@ -1,13 +1,6 @@
-"""The vendor's unread fields, recorded once when they first appear (``<data folder>/vendor_fields.json``).
-
-A path the vendor sends that no contract entry accounts for is news: something analysts could use. The
-shape check lists such paths every day (:attr:`rank_pipeline.shape.check.ShapeResult.unread`); this file
-keeps the day each was first seen, so that a run reports only the paths new to the folder, and the alert
-digest tells them once ("new fields in the vendor's keyword records: ..."). A path the contract reads after a
-remap is forgotten.
-
-Format: ``{"<endpoint>": {"<path>": {"first_seen": "YYYY-MM-DD", "seen": "<type, share>"}}}``, written
-atomically (a temporary file renamed over it) by the run holding the data folder's writer lock.
+"""The vendor's unread fields, recorded once when first seen (``<data folder>/vendor_fields.json``), so a run
+reports only the paths new to the folder: ``{"<endpoint>": {"<path>": {"first_seen": "YYYY-MM-DD", "seen":
+"<type, share>"}}}``, written atomically under the writer lock (docs/concepts/shape-check.md).
 """
 
 from __future__ import annotations

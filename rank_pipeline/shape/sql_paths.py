@@ -1,16 +1,7 @@
-"""The JSON paths a staging model reads, found by parsing its SQL (sqlglot), with the line of each.
+"""The JSON paths a staging model reads, found by parsing its SQL (sqlglot), with the line of each:
+``attributes ->> '$.a.b'``, ``->``, ``json_extract`` and every leaf of a ``json_transform`` structure.
 
-A model can read a raw table's ``attributes`` JSON in two ways, each recognised here:
-
-- ``attributes ->> '$.a.b'``, ``attributes -> '$.a'``, ``json_extract(attributes, '$.a')``: the path ``a.b``;
-- ``json_transform(attributes, '{"a": {"b": "INTEGER"}, "t": ["VARCHAR"]}')``: every leaf of the
-  structure (``a.b``, ``t``: an array is one path).
-
-A raw table has no other column holding a field of ``attributes`` (:mod:`rank_pipeline.snapshots.schema`).
-
-The hand-written staging SQL reads none of these (it reads the contract's names from ``vendor.<endpoint>``),
-and the compiled models (:mod:`rank_pipeline.transform.flatten`) read exactly the contract's paths: the test
-of the contract holds both, naming file and line.
+The contract's test holds that no staging model reads a path by hand (docs/concepts/shape-check.md).
 """
 
 from __future__ import annotations

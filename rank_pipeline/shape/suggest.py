@@ -1,15 +1,6 @@
-"""A suggested remap: the contract's failing fields matched to the paths the vendor sends, as a patch of the
-contract for review (``rank-pipeline profile --suggest``).
-
-For each endpoint, the contracted fields the shape check fails as absent, of another type or not decoding
-(:func:`rank_pipeline.shape.check.check_profile`) are matched with the observed leaf paths the contract does
-not read, paths through an array of objects included (and a failing field's own path, when only its type
-changed). Whether a candidate fits, read how (a path, an encoding, values) and how well, is
-:mod:`rank_pipeline.shape.fitting`'s; a candidate that does not fit, or whose value shape contradicts the
-field's, is never proposed. One assignment per endpoint, the best pair first, so no candidate is used twice;
-a field whose two best candidates score alike is named as a tie, and a field left without one names the
-closest path and why it was refused. The patch (:mod:`rank_pipeline.shape.contract_patch`) edits the fields
-assigned; the notes before it say, per field, the candidate taken, its score, its values and any tie.
+"""A suggested remap (``rank-pipeline profile --suggest``): each failing contracted field matched to an unread
+observed path that fits it (:mod:`rank_pipeline.shape.fitting`), best pair first, ties named, written as a
+contract patch for review (:mod:`rank_pipeline.shape.contract_patch`). How: docs/concepts/shape-check.md.
 """
 
 from __future__ import annotations

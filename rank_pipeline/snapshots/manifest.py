@@ -1,16 +1,7 @@
-"""Typed records of what an extraction did: the snapshot manifest and the extraction report's parts.
+"""Typed records of what an extraction did: :class:`SnapshotManifest` (``_manifest.json``), :class:`ListsReport`
+(one account's lists of a resource on a day), :class:`AccountStats` and :class:`KeyStats` (keys by position).
 
-- :class:`ListsReport`: one account's lists of one resource on one day (what was expected, delivered,
-  excluded, which parents were missing, which lists could not be proven complete), written into the
-  manifest under ``accounts``;
-- :class:`SnapshotManifest`: ``_manifest.json`` of one committed snapshot (docs/concepts/completeness.md,
-  "Snapshots");
-- :class:`AccountStats` / :class:`KeyStats`: one account's request statistics in
-  :class:`~rank_pipeline.extract.day.ExtractionReport` (never a key's value: keys are named by position).
-
-The manifest is written as the same JSON as before these types existed (``indent=2``, sorted keys, the
-date and time as ISO strings, only the fields that were set), and any manifest ever written is read
-back, unknown keys included (``extra="allow"``), so existing snapshot folders stay readable.
+Written as the same JSON as ever; any manifest ever written reads back, unknown keys kept (``extra="allow"``).
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
-"""The snapshot schema: the columns of a snapshot file and where a day's files and manifests live.
+"""The snapshot schema: the columns of a snapshot file (:data:`SCHEMA_VERSION` 2) and where a day's files live.
 
-Snapshots are the system of record. The API tells only the present, so a past day can never be fetched
-again: each daily run writes one snapshot per resource, and every warehouse table can be rebuilt from
-them. A snapshot is immutable once committed, except that re-extracting the same day (from the sandbox,
-or today again from the real API) replaces it whole (:mod:`rank_pipeline.snapshots.writer`; read by
-:mod:`rank_pipeline.snapshots.reader`).
-
-Layout (``docs/architecture.md``, "Snapshots")::
-
-    <root>/<resource>/snapshot_date=YYYY-MM-DD/part-<account>-NNNN.parquet
-    <root>/<resource>/snapshot_date=YYYY-MM-DD/_manifest.json
-    <root>/<resource>/snapshot_date=YYYY-MM-DD/_manifest.shard-<i>-of-<n>.json   (a day extracted by n shards)
-
-Columns (:data:`SCHEMA_VERSION` 2): ``snapshot_date`` (date32), ``account``, ``id``, ``type``, ``parent_id``
-(string, null), ``extracted_at`` (timestamp[us, UTC]), ``attributes`` (the record's full ``attributes`` as a
-JSON string). No field of ``attributes`` has a column of its own: the fields the pipeline reads are declared,
-by name and path, in the vendor's contract (``dbt_like_sql/sources/vendor_contract.yml``) and read through it.
-
-Version 1 (written until the contract became the one home of the vendor's paths) had, after these, the
-fields the spec shows flattened into columns of their own (``match_type``, ``location_code``,
-``data_rows_remaining``, ...), each a copy of a value in ``attributes``. Every version stays readable:
-:func:`current_columns` keeps the columns above and drops the copies (the warehouse load reads files the
-same way), so a history written by an earlier version rebuilds into the same warehouse.
-
-``root`` is a local folder or any store of :mod:`rank_pipeline.snapshots.storage`
-(``RANK_PIPELINE_SNAPSHOTS_URI=s3://bucket/prefix``). The API key is never passed to the snapshot
-modules, so it cannot reach a snapshot or a manifest.
+``<root>/<resource>/snapshot_date=YYYY-MM-DD/part-<account>-NNNN.parquet``, ``_manifest.json`` (or one
+``_manifest.shard-<i>-of-<n>.json`` per shard). Columns: ``snapshot_date``, ``account``, ``id``, ``type``,
+``parent_id``, ``extracted_at`` (timestamp[us, UTC]), ``attributes`` (JSON text). Every earlier version
+stays readable (:func:`current_columns`). Why: docs/concepts/operations.md, "The snapshot schema".
 """
 
 from __future__ import annotations
@@ -71,9 +49,10 @@ DAY_FOLDER_PREFIX = "snapshot_date="
 """The start of a day's folder name: ``snapshot_date=YYYY-MM-DD`` (the Hive-style partition key)."""
 
 SCHEMA_VERSION = 2
-"""The version of the columns below, written into every manifest (``schema_version``; module doc)."""
+"""The version of the columns below, written into every manifest (``schema_version``; docs/concepts/operations.md)."""
 READABLE_VERSIONS: tuple[int, ...] = (1, 2)
-"""The snapshot versions this version reads (module doc): every one written so far."""
+"""The snapshot versions this version reads (docs/concepts/operations.md, "The snapshot schema"): every one
+written so far."""
 MANIFEST_NAME = "_manifest.json"
 """The manifest of a day written by one writer."""
 MANIFEST_PREFIX = "_manifest"

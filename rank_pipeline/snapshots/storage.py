@@ -1,28 +1,10 @@
-"""Where the snapshots live: a local folder or an object store, resolved from one URI.
+"""Where the snapshots live: a local folder or an object store, resolved from one URI
+(``RANK_PIPELINE_SNAPSHOTS_URI``: a path, ``file://``, ``s3://`` with the ``AWS_*`` variables, ``gs://``,
+``hdfs://``, ``abfs://``, or an fsspec scheme).
 
-``RANK_PIPELINE_SNAPSHOTS_URI`` (:mod:`rank_pipeline.settings`) is one of:
-
-- unset: ``<data folder>/snapshots`` (the local default);
-- a local path (``/srv/rank/snapshots``, ``./snaps``) or ``file:///srv/rank/snapshots``;
-- ``s3://bucket/prefix``: Amazon S3 or any S3-compatible store, through :class:`pyarrow.fs.S3FileSystem`.
-  Credentials and the endpoint come from the standard AWS variables (``AWS_ACCESS_KEY_ID``,
-  ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_PROFILE``, ``AWS_REGION`` or
-  ``AWS_DEFAULT_REGION`` (default ``us-east-1``, so no request is made to guess a bucket's region) and
-  ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_S3`` for a non-AWS endpoint such as MinIO). The query
-  parameters ``endpoint_override``, ``region`` and ``scheme`` in the URI win over the variables;
-- ``gs://``, ``hdfs://``, ``abfs://``: whatever :func:`pyarrow.fs.FileSystem.from_uri` supports;
-- any other scheme an installed fsspec implementation supports (``memory://``, ``az://`` with adlfs,
-  ...), wrapped in :class:`pyarrow.fs.PyFileSystem`.
-
-A :class:`Store` is a pyarrow file system plus a root path inside it; everything that reads or writes
-snapshots (:mod:`rank_pipeline.snapshots.writer`, :mod:`rank_pipeline.snapshots.reader`,
-:mod:`rank_pipeline.extract.resume`, :mod:`rank_pipeline.warehouse.raw_load`) goes through it, so they
-work the same on every store. Secrets never appear in :attr:`Store.uri` (user info and query strings
-are dropped from it) and so never in messages, logs or manifests.
-
-:attr:`Store.atomic_rename` says whether renaming a folder is one atomic step (local disk): the snapshot
-writer then commits by renaming a staged folder; on an object store it writes data files under unique
-names and the manifest last (:mod:`rank_pipeline.snapshots.writer`, "Commit").
+A :class:`Store` is a pyarrow file system and a root; :attr:`Store.uri` never holds a secret;
+:attr:`Store.atomic_rename` tells how the writer commits. Details: docs/concepts/operations.md, "Where the
+snapshots live".
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Extract days from the source into the snapshots: the step behind ``rank-pipeline extract`` and the
-Dagster asset ``extract_snapshots`` alike.
+"""Extract days from the source into the snapshots: the step behind ``rank-pipeline extract`` and the Dagster
+asset ``extract_snapshots``, under the data folder's writer lock (or a shard's).
 
-:func:`extract_days` holds the data folder's writer lock (:func:`rank_pipeline.folder_lock.hold_writer`:
-re-entrant, so a Dagster run that already holds it for the whole run just goes on; a shard's extraction
-holds its shard's writer lock instead, :func:`~rank_pipeline.folder_lock.hold_shard_writer`, so the
-shards of a day run at once), and per day opens the
-source (:meth:`rank_pipeline.extract.source.Source.open`: the data folder's recorded source, the keys,
-the accounts' identity) and runs the extraction (:func:`rank_pipeline.extract.day.run_extraction`) with
-the source's shard and its checkpoint id, so a retry in a new process resumes from the checkpoints of
-the failed one (:mod:`rank_pipeline.extract.resume`). :func:`check_source` is what a caller runs before
-starting anything: every configuration error of the source, in one line, before anything is written.
+:func:`check_source` refuses a misconfigured source in one line before anything is written; a failed day
+resumes from its checkpoints in the next process (:mod:`rank_pipeline.extract.resume`).
 """
 
 from __future__ import annotations
@@ -50,26 +43,19 @@ def extract_days(source: Source, paths: DataPaths, first: date, last: date | Non
                  holder: str = "an extraction", log: Callable[[str], object] | None = None,
                  detail: Callable[[str], object] | None = None,
                  on_progress: Callable[[ExtractionProgress], None] | None = None) -> list[ExtractionReport]:
-    """Extract ``first .. last`` (default: the one day ``first``) from ``source`` into the snapshots.
+    """Extract ``first .. last`` (default: the one day ``first``, UTC) from ``source`` into the snapshots.
 
     Args:
-        source: the source (:meth:`Source.from_settings`), its accounts, pacing and shard.
-        paths: the data folder and where its snapshots live.
-        first, last: the days (UTC); a range only from the embedded sandbox, which plays each day.
-        holder: who holds the writer lock, shown to a run that waits for it.
-        log: where a wait for the writer lock and the removal of leftovers are told (the user).
-        detail: a few lines per day (what is extracted, lists resumed, the outcome per account); None: silent.
-        on_progress: the running counters of the day being extracted.
-
+        source, paths: the source (:meth:`Source.from_settings`) and the data folder with its snapshots.
+        holder, log: who holds the writer lock (shown to a waiter); where waits and removals are told.
+        detail: a few lines per day, None: silent; on_progress: the running counters of the day.
     Returns:
         One :class:`~rank_pipeline.extract.day.ExtractionReport` per day, in order.
-
     Raises:
         ConfigurationError: a range of days from the vendor API, or a source refused when opened.
-        rank_pipeline.folder_lock.LockTimeout: another run holds the data folder (or, for a shard, the
-            shard).
+        rank_pipeline.folder_lock.LockTimeout: another run holds the data folder (or the shard).
         rank_pipeline.api.RankTrackerError, rank_pipeline.extract.day.ExtractionError: the day failed;
-            nothing of it was committed, its finished lists stay checkpointed for a retry.
+            nothing of it was committed, its finished lists stay checkpointed.
     """
     say = detail or (lambda message: None)
     days = _days(source, first, last or first)

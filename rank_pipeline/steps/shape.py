@@ -1,11 +1,6 @@
-"""Check the vendor's shape of the run's days: the step behind the blocking asset check ``matches_contract``
-on every raw table (:mod:`rank_pipeline.defs.warehouse_assets`) and the first test of ``rank-pipeline
-rebuild`` (:mod:`rank_pipeline.steps.rebuild`).
-
-It reads the committed snapshots of the days (the check itself: :mod:`rank_pipeline.shape.check`), names
-the files a fix edits (the contract and the staging models that read each raw table), and records the paths
-the contract does not read in the data folder (:mod:`rank_pipeline.shape.registry`), so the ones first seen
-now are told once.
+"""Check the vendor's shape of the run's days on the committed snapshots (:mod:`rank_pipeline.shape.check`):
+the step behind the blocking asset check ``matches_contract``; it names the files a fix edits and records
+unread paths once (:mod:`rank_pipeline.shape.registry`).
 """
 
 from __future__ import annotations
@@ -68,7 +63,8 @@ def _readers(project: Project) -> dict[str, list[str]]:
 
 def check_shape(project: Project, snapshots_uri: Path | str, first: date, last: date,
                 fields_file: Path | None = None, cache_dir: Path | None = None) -> ShapeCheck:
-    """Check the committed snapshots of ``first .. last`` against the contract of ``project`` (module doc).
+    """Check the committed snapshots of ``first .. last`` against the contract of ``project``
+    (:mod:`rank_pipeline.shape.check`).
 
     Args:
         project: the models project (its folder holds the contract and the thresholds seed).

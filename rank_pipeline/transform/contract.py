@@ -54,7 +54,8 @@ class ContractError(ModelConfigError, ValueError):
 
 
 class Encoding(BaseModel):
-    """How the vendor sends a field when not as its declared ``type`` (docs/reference/vendor-contract.md, "Encodings").
+    """How the vendor sends a field when not as its declared ``type`` (docs/reference/vendor-contract.md,
+    "Encodings").
 
     Attributes:
         sent_as: the JSON type of the values sent (``string`` for an integer as text; default the field's).

@@ -235,7 +235,8 @@ def _schema(types: Mapping[str, list[tuple[str, str]]]) -> dict:
 
 def _with_join_keys(tree: exp.Expr) -> exp.Expr:
     """Make every projection that reads a joined relation also read that join's keys on the other
-    side(s), so that a looked-up value derives from what it was looked up by (docs/concepts/models.md, "Column lineage").
+    side(s), so that a looked-up value derives from what it was looked up by (docs/concepts/models.md,
+    "Column lineage").
 
     Runs on the qualified tree (every column names its table alias); the projection is wrapped in an
     opaque function ``__lineage(value, key, ...)`` that only the analysis sees, never executed."""

@@ -1,35 +1,9 @@
-"""The warehouse file: the private build file (one writer) and the published file (readers), and publishing.
+"""The warehouse file: the private build file (one writer), the published file (readers), and publishing.
 
-Implements docs/concepts/architecture.md, "Warehouse and the dbt-like runner": one writer, readers never blocked.
-No Dagster here. What the build file holds in ``raw`` is loaded by :mod:`rank_pipeline.warehouse.raw_load`;
-the errors are :mod:`rank_pipeline.warehouse.errors`.
-
-Concurrency model
-    DuckDB allows one writing process or many reading ones per file. The pipeline has exactly one writer:
-    the private build file (``data/warehouse.build.duckdb``), opened by :meth:`Warehouse.connect`; every
-    run holds the data folder's writer lock (:mod:`rank_pipeline.folder_lock`) while it writes.
-    Readers (analysts, BI tools) open only the published file (``data/warehouse.duckdb``) with
-    :meth:`Warehouse.read_only_connect`.
-    :meth:`Warehouse.publish` checkpoints the build file, copies it byte for byte into a new temporary file
-    beside the published one (a streamed file copy: the run's memory does not grow with the warehouse),
-    fsyncs it and ``os.replace``-s it in: an atomic rename on POSIX file systems. A reader that had the
-    old published file open keeps reading the old, complete file (its open file handle still points at
-    it) and never blocks the load; a connection opened afterwards sees the new complete state. Nobody may
-    open the published file for writing. (On Windows an open file cannot be replaced; not supported.)
-
-Storage version of the published file
-    The build file is written in the running DuckDB's own storage format (duckdb 2.x: newer than the
-    versions 64-68 that DuckDB 1.x reads), which 1.x readers (drivers, BI tools bundling a 1.x DuckDB)
-    refuse. The published file is written in the storage format of :data:`DEFAULT_STORAGE_VERSION`
-    (``v1.0.0``: storage version 64, which DuckDB 1.0 and every later release open; our SQL uses nothing
-    that needs a newer one; tests/dashboards/test_duckdb1_reader.py reads it with duckdb 1.4), or the one named
-    in ``RANK_PIPELINE_STORAGE_VERSION`` (a DuckDB release such as ``v1.4.0``; ``latest`` writes the
-    running DuckDB's own format). A value DuckDB does not know fails the publish with a clear error.
-    The build file is created in that same storage version (DuckDB keeps a file's version for its
-    whole life), so the published file is a plain copy of it. A build file in another version (created
-    before the setting changed) is published through ``ATTACH ... (STORAGE_VERSION ...)`` and
-    ``COPY FROM DATABASE`` instead, which buffers several times the file in memory; a full rebuild
-    (``rank-pipeline rebuild --full-refresh``) recreates the build file in the set version.
+:class:`Warehouse` opens ``data/warehouse.build.duckdb`` for writing and ``data/warehouse.duckdb`` read-only;
+:meth:`Warehouse.publish` replaces the published file atomically, in ``RANK_PIPELINE_STORAGE_VERSION``
+(default :data:`DEFAULT_STORAGE_VERSION`, readable by DuckDB 1.0+). Errors: :mod:`rank_pipeline.warehouse.errors`.
+Concurrency model and storage versions: docs/concepts/operations.md, "The warehouse file".
 """
 
 from __future__ import annotations
@@ -71,7 +45,7 @@ def _publishing_copy(published_path: Path) -> Path:
 
 
 class Warehouse:
-    """The build file (one writer) and the published file (readers); see the module docstring.
+    """The build file (one writer) and the published file (readers); docs/concepts/operations.md, "The warehouse file".
 
     Args:
         build_path: the private working DuckDB file (``data/warehouse.build.duckdb``).
@@ -150,22 +124,16 @@ class Warehouse:
             return reload_raw_from_snapshots(con, snapshots_uri)
 
     def publish(self, con: duckdb.DuckDBPyConnection | None = None) -> Path:
-        """Checkpoint the build file and atomically replace the published file with a copy of it.
-
-        The copy is in :attr:`storage_version` (module docstring, "Storage version of the published
-        file"): a streamed byte copy when the build file is in that version, else ``COPY FROM DATABASE``.
-        It goes into a temporary file beside the published one, fsynced, then renamed over it.
+        """Checkpoint the build file and atomically replace the published file with a copy of it (in
+        :attr:`storage_version`; docs/concepts/operations.md, "Storage version of the published file").
 
         Args:
-            con: the open writer connection, if the caller holds one (it must be idle: no open
-                transaction); otherwise a connection is opened and closed here.
-
+            con: the caller's idle writer connection, if any (else one is opened and closed here).
         Returns:
             The published path.
-
         Raises:
-            PublishError: the checkpoint failed (a transaction is still open), DuckDB cannot write that
-                storage version, or the copy failed. The previously published file is untouched.
+            PublishError: the checkpoint failed (a transaction is open), DuckDB cannot write that storage version,
+                or the copy failed; the previously published file is untouched.
         """
         if not self.build_path.is_file():
             raise PublishError(f"nothing to publish: {self.build_path} does not exist; load a partition first")
