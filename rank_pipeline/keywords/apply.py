@@ -37,7 +37,8 @@ from rank_pipeline.api import (
     TransportError,
     ValidationError,
 )
-from rank_pipeline.keywords.plan import Key, Plan, Wanted, compare, read_quota, read_tracked
+from rank_pipeline.keywords.plan import Key, Plan, Wanted, compare, read_tracked
+from rank_pipeline.keywords.quota import read_quota
 from rank_pipeline.keywords.schema import LoadedFile
 
 __all__ = ["MAX_COMBINATIONS_PER_CALL", "MAX_LOST_RESPONSES", "ApplyFailed", "ApplyResult", "CreateCall",

@@ -41,9 +41,9 @@ from typing import Any
 from rank_pipeline.api import RankTrackerClient
 from rank_pipeline.api.fields import SEARCH_ENGINES, RecordFields, keyword_combination
 from rank_pipeline.keywords.catalogue import GLOBAL_LANGUAGE, Allowed, Catalogue
+from rank_pipeline.keywords.quota import Quota, contract_fields, read_quota, usage_quota
 from rank_pipeline.keywords.schema import LoadedFile
-from rank_pipeline.settings import ConfigurationError, models_dir
-from rank_pipeline.transform.contract import loaded_contract
+from rank_pipeline.settings import ConfigurationError
 
 __all__ = ["DomainPlan", "Plan", "Problem", "Quota", "UnreadableKeywords", "Wanted", "plan_offline", "plan_online",
            "usage_quota", "wanted_of"]
@@ -124,40 +124,6 @@ class Problem:
 
     def render(self, loaded: LoadedFile) -> str:
         return f"{loaded.where(self.loc)}: {self.message}"
-
-
-@dataclass(frozen=True)
-class Quota:
-    """An account's quota forecast: what the plan consumes against what remains (spec "Limits")."""
-
-    account: str
-    keywords_needed: int
-    keywords_remaining: int | None
-    data_rows_needed: int
-    data_rows_remaining: int | None
-    as_of: str = "now"
-
-    @property
-    def refusal(self) -> str | None:
-        """Why a create of the plan would get 402, or None when it fits."""
-        short = []
-        if self.keywords_remaining is not None and self.keywords_needed > self.keywords_remaining:
-            short.append(f"{self.keywords_needed} keyword(s) but {self.keywords_remaining} remain")
-        if self.data_rows_remaining is not None and self.data_rows_needed > self.data_rows_remaining:
-            short.append(f"{self.data_rows_needed} data row(s) but {self.data_rows_remaining} remain")
-        if not short:
-            return None
-        return (f"account {self.account}: the plan needs {' and '.join(short)} ({self.as_of}): the API would "
-                "refuse it with 402 over_quota and create nothing; remove keywords from the file or raise "
-                "the plan's limits")
-
-    def render(self) -> str:
-        def fmt(n):
-            return "unknown" if n is None else f"{n:,}"
-        verdict = "would be refused (402)" if self.refusal else "fits"
-        return (f"quota (account {self.account}, {self.as_of}): needs {self.keywords_needed:,} keyword(s) and "
-                f"{self.data_rows_needed:,} data row(s); remaining {fmt(self.keywords_remaining)} keyword(s), "
-                f"{fmt(self.data_rows_remaining)} data row(s): {verdict}")
 
 
 @dataclass
@@ -253,30 +219,9 @@ class UnreadableKeywords(ConfigurationError):
     create them again (keyword creation is not idempotent), so there is no plan."""
 
 
-def _reader(fields: RecordFields | None) -> RecordFields:
-    """``fields``, or the contract of the models folder (:func:`rank_pipeline.settings.models_dir`)."""
-    return fields if fields is not None else loaded_contract(models_dir())
-
-
 def _text(fields: RecordFields, endpoint: str, name: str, attributes: Any) -> str | None:
     value = fields.value(endpoint, name, attributes) if isinstance(attributes, Mapping) else None
     return None if value is None or isinstance(value, Mapping | list) else str(value)
-
-
-def _count(fields: RecordFields, name: str, attributes: Any) -> int | None:
-    """The ``usage`` count ``name`` (``keywords_remaining``, ``data_rows_remaining``), or None."""
-    value = fields.value("usage", name, attributes) if isinstance(attributes, Mapping) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def usage_quota(account: str, needed: int, attributes: Any, fields: RecordFields | None = None,
-                as_of: str = "now") -> Quota:
-    """A :class:`Quota` of ``needed`` combinations against a ``usage`` record's ``attributes``, its keywords
-    and data rows remaining read by the contract's names ``keywords_remaining`` and ``data_rows_remaining``
-    (None, shown as unknown, when the record does not hold them where the contract reads them)."""
-    reader = _reader(fields)
-    return Quota(account, needed, _count(reader, "keywords_remaining", attributes), needed,
-                 _count(reader, "data_rows_remaining", attributes), as_of=as_of)
 
 
 def tracked_combinations(records: Iterable[Mapping[str, Any]], fields: RecordFields | None = None) -> dict[Key, str]:
@@ -288,7 +233,7 @@ def tracked_combinations(records: Iterable[Mapping[str, Any]], fields: RecordFie
             naming the record and what to run).
     """
     out: dict[Key, str] = {}
-    reader = _reader(fields)
+    reader = contract_fields(fields)
     for record in records:
         attributes = record.get("attributes") if isinstance(record, Mapping) else None
         combo = keyword_combination(attributes, reader) if isinstance(attributes, Mapping) else None
@@ -382,13 +327,6 @@ async def read_tracked(client: RankTrackerClient, domain_id: str) -> dict[Key, s
     return tracked_combinations(await _read_list(client, f"/v1/domains/{domain_id}/keywords"))
 
 
-async def read_quota(client: RankTrackerClient, account: str, needed: int,
-                     fields: RecordFields | None = None) -> Quota:
-    """``GET /v1/account/usage`` as a :class:`Quota` for ``needed`` combinations (:func:`usage_quota`)."""
-    usage = await client.get("/v1/account/usage")
-    return usage_quota(account, needed, usage.get("attributes") if isinstance(usage, Mapping) else None, fields)
-
-
 async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClient], source: str,
                       catalogues: dict[str, Catalogue] | None = None) -> Plan:
     """Plan ``loaded`` against the API (module docstring); ``clients`` maps configured account names to
@@ -399,7 +337,7 @@ async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClien
         rank_pipeline.api.RankTrackerError: a read failed (after the client's retries).
     """
     problems: list[Problem] = []
-    reader = _reader(None)
+    reader = contract_fields(None)
     domain_lists = await asyncio.gather(*(_read_list(c, "/v1/domains") for c in clients.values()))
     held = {account: {(_text(reader, "domains", "domain", r.get("attributes")) or "").lower(): str(r["id"])
                       for r in rows}
@@ -480,7 +418,7 @@ def plan_offline(loaded: LoadedFile, snapshots_uri: Path | str, accounts: Iterab
         return table.select([c for c in ("account", "id", "parent_id", "attributes")
                              if c in table.column_names]).to_pylist()
 
-    reader = _reader(None)
+    reader = contract_fields(None)
     wanted_accounts = set(accounts) if accounts is not None else None
     held: dict[str, dict[str, str]] = {}
     for r in rows("domains"):

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from rank_pipeline.extract.day import AccountSource, extract_day
-from rank_pipeline.keywords.plan import read_quota
+from rank_pipeline.keywords.quota import read_quota
 from rank_pipeline.sandbox import World, create_app
 from rank_pipeline.settings import models_dir
 from rank_pipeline.snapshots.reader import read_snapshot
