@@ -33,13 +33,8 @@ def key_variable(account: str) -> str:
 
 
 def normalise_base_url(raw: str | None) -> str | None:
-    """``RANK_TRACKER_BASE_URL`` without surrounding spaces, trailing ``/`` or a trailing ``/v1``.
-
-    The spec's paths start with ``/v1`` (``{base_url}/v1/domains``), so a base URL copied with ``/v1``
-    would otherwise become ``/v1/v1/...`` and read as "Resource not found". None when unset or empty.
-
-    Raises:
-        ConfigurationError: not an ``http://`` or ``https://`` address.
+    """``RANK_TRACKER_BASE_URL`` without surrounding spaces, trailing ``/`` or ``/v1`` (the spec's paths start with
+    ``/v1``); None when unset or empty. Raises ConfigurationError: not an ``http(s)://`` address.
     """
     base_url = (raw or "").strip().rstrip("/")
     if not base_url:
@@ -55,23 +50,16 @@ def normalise_base_url(raw: str | None) -> str | None:
 
 
 def api_key(account: AccountConfig, env: Mapping[str, str] | None = None) -> str:
-    """The value of ``account``'s key variable (:attr:`AccountConfig.api_key_env`), ``""`` when unset.
-
-    The one place a key is read from the environment, when a run opens the source
-    (:func:`rank_pipeline.extract.source.read_keys` checks it). The value is a secret: never log, store
-    or repeat it in a message.
+    """The value of ``account``'s key variable (:attr:`AccountConfig.api_key_env`), ``""`` when unset: the one read
+    of a key, when a run opens the source. A secret: never log, store or repeat it.
     """
     env = os.environ if env is None else env
     return env.get(account.api_key_env) or ""
 
 
 def unset_for_demo(env: MutableMapping[str, str] | None = None) -> list[str]:
-    """Remove from ``env`` (default ``os.environ``, so the Dagster definitions see it) the settings the demo
-    replaces: ``RANK_TRACKER_BASE_URL`` (the demo always extracts from the embedded sandbox) and a
-    ``RANK_PIPELINE_ENGINE`` other than ``duckdb`` (it prints marts from the published DuckDB file).
-
-    Returns:
-        the names of the variables that were set and are now removed, in that order.
+    """Remove from ``env`` (default ``os.environ``) what the demo replaces: ``RANK_TRACKER_BASE_URL`` and a
+    ``RANK_PIPELINE_ENGINE`` other than ``duckdb``; returns the names removed, in that order.
     """
     env = os.environ if env is None else env
     removed = []

@@ -18,13 +18,9 @@ ENGINE_ENV = "RANK_PIPELINE_ENGINE"
 
 @dataclass(frozen=True)
 class EngineKind:
-    """What is known of an engine before it is opened (asset definitions, log lines).
-
-    Attributes:
-        description: one log line; ``{spark_master}`` and ``{spark_warehouse_uri}`` are filled in.
-        catalog: the catalog its tables are named in (DuckDB: the published file's default name).
-        raw_kinds: the Dagster kinds of its raw tables (where the raw rows are read from).
-        writes_under_uri: its tables are written under ``spark_warehouse_uri`` (which is then required).
+    """What is known of an engine before it is opened: ``description`` (one log line, ``{spark_master}`` and
+    ``{spark_warehouse_uri}`` filled in), ``catalog`` its tables are named in, ``raw_kinds`` (Dagster kinds of
+    its raw tables), ``writes_under_uri`` (``spark_warehouse_uri`` is then required).
     """
 
     description: str
@@ -76,12 +72,9 @@ class EngineSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, data_dir: str | Path | None = None) -> EngineSettings:
-        """Read the engine variables; the Spark warehouse defaults to ``<data_dir>/spark_warehouse``
-        (``data_dir`` default: ``RANK_PIPELINE_DATA_DIR``, else ``data``).
+        """Read the engine variables; the Spark warehouse defaults to ``<data_dir>/spark_warehouse``.
 
-        Raises:
-            ConfigurationError: an unknown engine or a malformed Spark master (:func:`check_spark_master`)
-                (a ValueError; one line naming the variable).
+        Raises ConfigurationError: an unknown engine or a malformed Spark master (:func:`check_spark_master`).
         """
         env = os.environ if env is None else env
         engine = env.get(ENGINE_ENV, "duckdb").strip().lower() or "duckdb"

@@ -31,15 +31,11 @@ __all__ = ["Settings"]
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved settings. Build with :meth:`from_env`; see the package docstring (:mod:`rank_pipeline.settings`)
-    for the variables.
+    """Resolved settings; build with :meth:`from_env` (the variables: docs/reference/settings.md).
 
-    ``rates`` paces the client (:class:`RateSettings`), ``engine`` builds the models
-    (:class:`EngineSettings`), ``lock_timeout_s`` is in seconds, ``storage_version`` is a DuckDB release
-    (``v1.0.0``) or ``latest`` (checked when the warehouse is opened), ``dashboard_url`` has no trailing
-    ``/``; ``ops`` holds the schedule, freshness, alerts and Dagster's storage (:class:`OpsSettings`).
-    ``models_dir`` is the models folder when it was given (the Dagster component's attribute); None (what
-    :meth:`from_env` leaves) reads it at use, from :func:`rank_pipeline.settings.models_dir`.
+    ``rates`` (:class:`RateSettings`), ``engine`` (:class:`EngineSettings`), ``lock_timeout_s`` (seconds),
+    ``storage_version`` (``v1.0.0`` or ``latest``, checked when the warehouse opens), ``dashboard_url`` (no
+    trailing ``/``), ``ops`` (:class:`OpsSettings`); ``models_dir`` None: read at use (:func:`models_dir`).
     """
 
     base_url: str | None
@@ -70,19 +66,13 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        """Read the settings from ``env`` (default ``os.environ``).
+        """Read and check the settings of ``env`` (default ``os.environ``).
 
         Raises:
-            ConfigurationError: a base URL that is not http(s), a base URL without its key variables,
-                a malformed ``RANK_PIPELINE_SNAPSHOTS_URI`` or ``RANK_PIPELINE_SHARD``, a bad shard plan
-                (:meth:`ShardPlan.from_env`),
-                a malformed or repeated account name (``acme,acme``; ``a-b,a_b`` share one variable),
-                a rate setting that is not a finite number within its range (``nan``, ``inf``,
-                ``1e-9``; :meth:`RateSettings.from_env`), a data folder that is a file, a keywords file
-                that is a folder, an unknown engine (:meth:`EngineSettings.from_env`), a lock timeout
-                that is not a number of seconds (:func:`lock_timeout_from_env`), or a bad operations
-                setting (:meth:`OpsSettings.from_env`). The storage version is checked where the
-                warehouse is opened.
+            ConfigurationError: one line for the first bad value: a base URL not http(s) or without its key
+                variables, a malformed snapshots URI, shard or shard plan, a bad or repeated account name, a rate out
+                of range, a data folder that is a file, a keywords file that is a folder, an unknown engine, a bad
+                lock timeout or operations setting (the storage version is checked when the warehouse opens).
         """
         env = os.environ if env is None else env
         base_url = normalise_base_url(env.get(BASE_URL_ENV))
@@ -113,12 +103,10 @@ class Settings:
 
 
 def _accounts_from_env(env: Mapping[str, str], base_url: str | None) -> tuple[AccountConfig, ...]:
-    """The accounts of ``RANK_TRACKER_ACCOUNTS`` (unset: one ``default`` account reading
-    ``RANK_TRACKER_API_KEY``); with a ``base_url``, each account's key variable must be set.
+    """The accounts of ``RANK_TRACKER_ACCOUNTS`` (unset: ``default``, reading ``RANK_TRACKER_API_KEY``).
 
-    Raises:
-        ConfigurationError: a malformed or repeated account name (``a-b,a_b`` share one variable), or a
-            base URL without its key variables.
+    Raises ConfigurationError: a malformed or repeated name (``a-b,a_b`` share one variable), or a
+    ``base_url`` without its accounts' key variables.
     """
     names = [n.strip() for n in (env.get("RANK_TRACKER_ACCOUNTS") or "").split(",") if n.strip()]
     if names:

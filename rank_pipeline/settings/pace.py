@@ -22,16 +22,11 @@ DEFAULT_MAX_IN_FLIGHT = 16
 
 @dataclass(frozen=True)
 class RateSettings:
-    """How fast a run may call the vendor API: the ceilings it paces itself to and its concurrency.
-
-    Read from ``RANK_TRACKER_RATE_PER_KEY``, ``RANK_TRACKER_RATE_PER_IP``, ``RANK_TRACKER_RATE_WINDOW_S``
-    and ``RANK_TRACKER_MAX_IN_FLIGHT`` (:meth:`from_env`); :class:`rank_pipeline.api.ClientConfig`
-    extends this class with the client's other settings, so the rate fields and their defaults are
-    declared here only.
+    """How fast a run may call the vendor API (``RANK_TRACKER_RATE_*``, ``RANK_TRACKER_MAX_IN_FLIGHT``); the rate
+    fields and defaults are declared here only (:class:`rank_pipeline.api.ClientConfig` extends it).
 
     Attributes:
-        per_key_limit: the server's ceiling per API key per window (requests).
-        per_ip_limit: the server's ceiling per IP address per window, across keys (requests).
+        per_key_limit, per_ip_limit: the server's ceilings per API key and per IP address, requests per window.
         window_s: the ceilings' window in seconds.
         max_in_flight: requests in flight at once per client (also the connection-pool size).
     """
@@ -44,10 +39,7 @@ class RateSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RateSettings:
         """Read the rate variables: per key and per IP 1..100000, window 1..86400 s, in flight 1..1024.
-
-        Raises:
-            ConfigurationError: a value that is not a finite number within its range (``nan``, ``inf``,
-                ``1e-9``).
+        Raises ConfigurationError: a value not a finite number within its range (``nan``, ``inf``, ``1e-9``).
         """
         env = os.environ if env is None else env
         return cls(

@@ -55,12 +55,10 @@ def redact_uri(raw: str) -> str:
 
 
 def check_uri(raw: str) -> None:
-    """Validate a snapshots URI without connecting anywhere (the forms: :mod:`rank_pipeline.snapshots.storage`).
+    """Validate a snapshots URI without connecting anywhere (forms: :mod:`rank_pipeline.snapshots.storage`).
 
-    Raises:
-        StorageError: an empty value, a URI without ``//``, a path to a file, an ``s3://`` URI without a
-            bucket, with credentials or with an unknown option, a scheme neither pyarrow nor fsspec
-            supports (one line naming it).
+    Raises StorageError: empty, no ``//``, a file, an ``s3://`` URI without bucket or with credentials or an
+    unknown option, a scheme neither pyarrow nor fsspec supports (one line naming it).
     """
     text = raw.strip()
     if not text:

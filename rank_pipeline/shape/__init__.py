@@ -2,7 +2,8 @@
 really sends, and the blocking check between the two (absent, another type, newly empty, drift).
 
 Public: :func:`load_contract`, :func:`load_thresholds`, :func:`profile_day`, :func:`profile_records`,
-:func:`check_snapshots` (a :class:`ShapeResult` per endpoint), :func:`record_unread`, :func:`paths_read`.
+:func:`check_snapshots` (a :class:`ShapeResult` per endpoint), :func:`record_unread`,
+:func:`~rank_pipeline.shape.sql_paths.paths_read`.
 Design: docs/concepts/shape-check.md.
 """
 

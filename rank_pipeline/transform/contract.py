@@ -331,11 +331,8 @@ class Contract:
         return found
 
     def value(self, endpoint: str, name: str, attributes: Mapping[str, Any]) -> Any:
-        """The decoded value of the field ``name`` in one record's ``attributes``: None when the key is absent,
-        null, a sentinel, or does not decode (a reader never guesses).
-
-        Raises:
-            ContractError: ``endpoint`` has no field ``name``.
+        """The decoded value of field ``name`` in one record's ``attributes``: None when absent, null, a sentinel or
+        undecodable. Raises ContractError: ``endpoint`` has no field ``name``.
         """
         spec = self.named(endpoint, name)
         _, value = spec.locate(attributes)
@@ -382,14 +379,12 @@ def _problems(exc: ValidationError) -> str:
 
 
 def load_contract(models_dir: Path | str, endpoints: tuple[str, ...] | None = None) -> Contract:
-    """The contract of the models folder ``models_dir`` (:data:`CONTRACT_FILE`).
-
-    Args:
-        endpoints: the endpoints the pipeline extracts (a contract naming another is refused); None: any.
+    """The contract of the models folder ``models_dir`` (:data:`CONTRACT_FILE`); ``endpoints``: those extracted
+    (another is refused), None: any.
 
     Raises:
-        ContractError: the file is missing, not YAML, or an entry is malformed; or it names an unknown
-            endpoint, a path or a name twice, or a path inside another field's path.
+        ContractError: the file is missing, not YAML, or an entry is malformed; an unknown endpoint, a path or
+            name twice, or a path inside another field's path.
     """
     path = Path(models_dir) / CONTRACT_FILE
     try:
@@ -434,11 +429,8 @@ _LOADED: dict[Path, tuple[bytes, Contract]] = {}
 
 
 def loaded_contract(models_dir: Path | str) -> Contract:
-    """:func:`load_contract` of ``models_dir``, parsed again only when the file's content changed: the readers of
-    records (the extractor's lookups, keywords plan) ask for it often. The contract returned is shared.
-
-    Raises:
-        ContractError: as :func:`load_contract`.
+    """:func:`load_contract` of ``models_dir``, parsed again only when the file changed; the result is shared.
+    Raises ContractError as :func:`load_contract`.
     """
     path = (Path(models_dir) / CONTRACT_FILE).resolve()
     try:

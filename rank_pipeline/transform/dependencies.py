@@ -24,14 +24,11 @@ REFERENCE_SCHEMAS: tuple[str, ...] = (RAW_SCHEMA, SEED_SCHEMA, *MODEL_SCHEMAS)
 
 
 def sql_dependencies(sql: str, where: str = "<sql>") -> frozenset[str]:
-    """Qualified relations (``schema.name``) that one SELECT reads, found with sqlglot (DuckDB dialect).
-
-    CTE names are not dependencies; table functions (``range``, ``read_parquet``) are ignored.
+    """Qualified relations (``schema.name``) one SELECT reads, found with sqlglot; CTEs and table functions aside.
 
     Raises:
-        ModelSqlError: the text is not exactly one SELECT (or UNION ...), it cannot be parsed, a table is
-            unqualified without being a CTE, qualified with a database name, or in a schema other than
-            ``raw``, ``seeds``, ``staging``, ``marts``.
+        ModelSqlError: not exactly one SELECT (or UNION), unparsable, or a table unqualified without being a
+            CTE, qualified with a database, or outside ``raw``, ``seeds``, ``staging``, ``marts``.
     """
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]

@@ -1,10 +1,6 @@
-"""Generate the data dictionary (``docs/reference/data-dictionary.md``) from the project's ``.yml`` files.
-
-For every seed, model and pipeline table (a table the pipeline's code writes, ``pipeline_tables:`` in ``sources/*.yml``): qualified name, description, materialization (with the incremental window),
-grain (``unique_key``), dependencies and dependents, columns with descriptions, tests and (given the
-column lineage) the raw and seed columns each comes from, and model-level tests with their asset check
-names. Written by ``rank-pipeline docs --dictionary PATH``, from the same sources as the HTML site
-(:mod:`rank_pipeline.transform.site`).
+"""Generate the data dictionary (``docs/reference/data-dictionary.md``) from the project's ``.yml`` files: per
+seed, model and pipeline table its description, materialization, grain, dependencies, columns with tests and
+lineage, and asset check names (``rank-pipeline docs --dictionary PATH``).
 """
 
 from __future__ import annotations
@@ -69,12 +65,10 @@ def _link(project: Project, qualified: str) -> str:
 
 
 def render_data_dictionary(project: Project, sources: str = "", lineage: ProjectLineage | None = None) -> str:
-    """The data dictionary of ``project`` as Markdown (deterministic: same project, same text).
+    """The data dictionary of ``project`` as Markdown (deterministic).
 
-    ``sources``: Markdown of the tables the project reads (``rank-pipeline docs`` passes the raw tables
-    rendered from the API resource declarations), placed before the seeds. ``lineage``: the project's
-    column lineage (:func:`rank_pipeline.transform.lineage.project_lineage`); given, each model column
-    lists the raw and seed columns it comes from ("comes from").
+    ``sources``: Markdown of the tables the project reads, placed before the seeds. ``lineage``: the project's
+    column lineage (:func:`rank_pipeline.transform.lineage.project_lineage`): each column's "comes from".
     """
     order = project.topological_order()
     lines = _contents(project, order)
@@ -181,14 +175,9 @@ def _table_section(project: Project, table: PipelineTable) -> list[str]:
 
 
 def write_data_dictionary(project_dir: Path | str, out_path: Path | str, sources: str = "") -> Path:
-    """Load the project in ``project_dir`` and write its data dictionary to ``out_path``
-    (``sources``: see :func:`render_data_dictionary`).
+    """Load the project in ``project_dir`` and write its data dictionary to ``out_path`` (returned).
 
-    Returns:
-        ``out_path``.
-
-    Raises:
-        ProjectError: the project is invalid (see ``load_project``).
+    Raises ProjectError: the project is invalid.
     """
     out = Path(out_path)
     text = render_data_dictionary(load_project(project_dir), sources)

@@ -1,10 +1,6 @@
-"""The dependency graph of a project's models: every reference resolved, a model's read of itself set
-apart, and the build order.
-
-A reference names a relation by its qualified name (``raw.keywords``, ``seeds.ctr_curve``,
-``staging.stg_x``, ``marts.fct_y``): in a model's SQL, in a relationships test's ``to:``, or as a unit
-test's given input. The edges are the models' ``depends_on``; the order is :mod:`graphlib`'s, ties broken
-by qualified name.
+"""The dependency graph of a project's models: every qualified reference resolved (in SQL, a relationships
+test's ``to:``, a unit test's input), a model's read of itself set apart, and the build order
+(:mod:`graphlib`'s, ties broken by qualified name).
 """
 
 from __future__ import annotations
@@ -41,11 +37,9 @@ def check_references(root: Path, models: Mapping[str, Model], seeds: Mapping[str
 
 
 def topological_order(models: Mapping[str, Model]) -> list[Model]:
-    """Models ordered so that each comes after every model it depends on; among ready models, the smallest
-    qualified name first (a stable build order, the one the docs and assets list).
+    """Models ordered after every model they depend on, the smallest qualified name first among ready ones.
 
-    Raises:
-        DependencyError: a dependency cycle (named model by model).
+    Raises DependencyError: a dependency cycle (named model by model).
     """
     by_q = {m.qualified_name: m for m in models.values()}
     sorter = graphlib.TopologicalSorter({q: {d for d in m.depends_on if d in by_q} for q, m in by_q.items()})
@@ -118,11 +112,9 @@ def _checked_model(relations: _Relations, model: Model) -> Model:
 
 
 def _reading_itself(model: Model) -> Model:
-    """A model whose SQL reads its own relation: allowed for an incremental model whose columns all declare
-    a ``data_type`` (its full build reads an empty relation of those types).
+    """A model reading its own relation: allowed when incremental with every column's ``data_type`` declared.
 
-    Raises:
-        DependencyError: any other model.
+    Raises DependencyError: any other model.
     """
     untyped = [c.name for c in model.columns if not c.data_type]
     if model.incremental is None or untyped or not model.columns:

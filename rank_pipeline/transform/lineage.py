@@ -34,12 +34,8 @@ LINEAGE_FORMAT = 1
 
 @dataclass(frozen=True, order=True)
 class ColumnRef:
-    """One column of one relation.
-
-    Attributes:
-        relation: qualified name, ``raw.keywords``, ``seeds.ctr_curve``, ``staging.stg_keywords``.
-        column: the column's name in that relation, ``attributes``.
-        path: a field inside a JSON column, dotted (``results.organic.position``); ``""`` for the whole column.
+    """One column of one relation: ``relation`` (``raw.keywords``), ``column`` (``attributes``) and ``path``, a
+    dotted field inside a JSON column (``results.organic.position``; ``""`` for the whole column).
     """
 
     relation: str
@@ -63,12 +59,8 @@ class ColumnRef:
 
 @dataclass
 class ProjectLineage:
-    """Column lineage of every model of a project.
-
-    Attributes:
-        columns: ``{model: (output columns, in order)}`` for the models analysed.
-        direct: ``{(model, column): {ColumnRef of the relations it reads}}``.
-        errors: ``{model: why sqlglot could not analyse it}``.
+    """Column lineage of every model of a project: ``columns`` (``{model: output columns}``), ``direct``
+    (``{(model, column): {ColumnRef}}``) and ``errors`` (``{model: why sqlglot could not analyse it}``).
     """
 
     columns: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -234,12 +226,9 @@ def _schema(types: Mapping[str, list[tuple[str, str]]]) -> dict:
 
 
 def _with_join_keys(tree: exp.Expr) -> exp.Expr:
-    """Make every projection that reads a joined relation also read that join's keys on the other
-    side(s), so that a looked-up value derives from what it was looked up by (docs/concepts/models.md,
-    "Column lineage").
-
-    Runs on the qualified tree (every column names its table alias); the projection is wrapped in an
-    opaque function ``__lineage(value, key, ...)`` that only the analysis sees, never executed."""
+    """Make every projection reading a joined relation also read that join's keys on the other side(s), wrapped in
+    an opaque ``__lineage(value, key, ...)`` on the qualified tree (docs/concepts/models.md, "Column lineage").
+    """
     for select in list(tree.find_all(exp.Select)):
         keys: dict[str, list[exp.Column]] = {}
         for join in select.args.get("joins") or ():
@@ -327,9 +316,8 @@ _MEMO: dict[str, ProjectLineage] = {}
 def project_lineage(project: Project, cache_dir: Path | str | None = None) -> ProjectLineage:
     """The column lineage of every model of ``project`` (docs/concepts/models.md, "Column lineage").
 
-    ``cache_dir``: where to keep the result as ``lineage-<hash>.json`` (created if absent; written
-    atomically, so concurrent writers are safe); None computes it (once per process and project content).
-    A cache file that cannot be read or written is ignored.
+    ``cache_dir``: where ``lineage-<hash>.json`` is kept (written atomically; unreadable is ignored); None
+    computes it once per process and project content.
     """
     key = _cache_key(project)
     if key in _MEMO:

@@ -74,11 +74,8 @@ def _load_yml(path: Path) -> dict:
 
 def _named_entries(yml: Path, doc: Mapping[str, Any], key: str, name_hint: str,
                    list_hint: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """``(name, entry)`` of each entry under ``key`` of a ``.yml`` (seeds, sources, models).
-
-    Raises:
-        ModelConfigError: ``key`` is not a list, or an entry has no string ``name:`` (``name_hint`` says
-            what the name is).
+    """``(name, entry)`` of each entry under ``key`` of a ``.yml``; raises ModelConfigError when ``key`` is not a
+    list or an entry has no string ``name:`` (``name_hint`` says what the name is).
     """
     entries = doc.get(key) or []
     if not isinstance(entries, list):
@@ -118,12 +115,12 @@ def _test_specs(entry: ModelEntry | SeedEntry | PipelineTableEntry, blocking_def
 
 
 def load_models(root: Path) -> dict[str, Model]:
-    """``{name: Model}`` for every ``.sql`` under ``staging/`` and ``marts/``, each with its ``.yml`` entry and
-    the relations its SQL reads (whether they exist is checked by :mod:`rank_pipeline.transform.graph`).
+    """``{name: Model}`` for every ``.sql`` under ``staging/`` and ``marts/``, with its ``.yml`` entry and the
+    relations its SQL reads (checked by :mod:`rank_pipeline.transform.graph`).
 
     Raises:
-        ModelConfigError: a ``.sql`` outside ``staging/`` and ``marts/``, a bad or repeated name, a model
-            without a ``.yml`` entry (or with two), an entry without a ``.sql`` beside it, a malformed entry.
+        ModelConfigError: a ``.sql`` elsewhere, a bad or repeated name, not exactly one ``.yml`` entry, an entry
+            without its ``.sql``, a malformed entry.
         ModelSqlError: a ``.sql`` that is not one plain SELECT or references relations badly.
     """
     sql_files = _model_files(root)
@@ -262,11 +259,9 @@ def _unit_rows(yml: Path, where: str, relation: str, raw: Any) -> UnitRows:
 
 
 def load_seeds(root: Path) -> dict[str, Seed]:
-    """``{name: Seed}`` for every ``seeds/<name>.csv``, described by its entry in a ``.yml`` under ``seeds/``
-    when it has one.
+    """``{name: Seed}`` for every ``seeds/<name>.csv``, with its ``.yml`` entry under ``seeds/`` if any.
 
-    Raises:
-        ModelConfigError: a bad seed name, an entry without its CSV, a seed described twice, a malformed entry.
+    Raises ModelConfigError: a bad seed name, an entry without its CSV, a seed described twice, a malformed entry.
     """
     folder = root / SEED_SCHEMA
     seeds: dict[str, Seed] = {}
@@ -307,11 +302,8 @@ def _sha256(path: Path) -> str:
 
 
 def load_pipeline_tables(root: Path) -> dict[str, PipelineTable]:
-    """``{qualified name: PipelineTable}`` for every ``pipeline_tables:`` entry under ``sources/``: the tables
-    the pipeline's code writes (``ops.run_history``), which dbt would not call sources.
-
-    Raises:
-        ModelConfigError: a malformed entry, a table described twice.
+    """``{qualified name: PipelineTable}`` for every ``pipeline_tables:`` entry under ``sources/`` (tables the
+    pipeline's code writes). Raises ModelConfigError: a malformed entry, a table described twice.
     """
     folder = root / SOURCES_FOLDER
     tables: dict[str, PipelineTable] = {}
@@ -334,14 +326,10 @@ def load_pipeline_tables(root: Path) -> dict[str, PipelineTable]:
 
 
 def load_raw_sources(root: Path) -> dict[str, tuple[tuple[str, str], ...]]:
-    """``{raw.<name>: ((column, DuckDB type), ...)}`` for every table of the ``sources:`` mappings under
-    ``sources/`` (the shipped project declares them in ``sources/raw.yml``): ``sources: {name: {column: type,
-    ...}, ...}``, columns in table order. As in dbt, a source is a table something other than the models loads:
-    here the raw load.
+    """``{raw.<name>: ((column, DuckDB type), ...)}`` for every table of the ``sources:`` mappings under ``sources/``
+    (``sources: {name: {column: type, ...}}``, columns in table order): the tables the raw load fills.
 
-    Raises:
-        ModelConfigError: a malformed ``sources:`` mapping (a list of tables with ``name:`` is named as a
-            ``pipeline_tables:`` section), a raw table declared twice.
+    Raises ModelConfigError: a malformed ``sources:`` mapping, a raw table declared twice.
     """
     found: dict[str, tuple[tuple[str, str], ...]] = {}
     folder = root / SOURCES_FOLDER

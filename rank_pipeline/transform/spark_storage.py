@@ -24,11 +24,8 @@ _DAY_DIR = re.compile(r"^(?P<column>[^=]+)=(?P<day>\d{4}-\d{2}-\d{2})$")
 
 
 class ParquetStore:
-    """The tables of one Spark session under ``warehouse_uri`` (docs/concepts/models.md, "Model tables on Spark").
-
-    Args:
-        spark: a SparkSession.
-        warehouse_uri: a directory path or URI (``file:///...``, ``s3a://bucket/prefix``, ``hdfs://...``).
+    """The tables of one Spark session ``spark`` under ``warehouse_uri`` (a path, ``file:///``, ``s3a://``,
+    ``hdfs://``); docs/concepts/models.md, "Model tables on Spark".
     """
 
     def __init__(self, spark: Any, warehouse_uri: str):
