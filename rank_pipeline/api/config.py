@@ -93,17 +93,15 @@ class ClientConfig(RateSettings):
 
 @dataclass(frozen=True)
 class ListResult:
-    """Outcome of one ``RankTrackerClient.list_records`` call (spec "Limits" rules 4-6; docs/concepts/completeness.md).
+    """Outcome of one ``RankTrackerClient.list_records`` call (spec "Limits" rules 4-6;
+    docs/concepts/completeness.md).
 
     Attributes:
-        path: the list path, e.g. ``/v1/domains``.
-        total_count: the last ``X-Total-Count`` read, or None when absent.
-        delivered: ids in the result: the proven set's size when ``complete``, else every distinct id sunk.
-        pages, passes: pages fetched over all passes; times the list was read.
-        complete: the id set is proven (a consistent single page, or two consecutive consistent passes with
-            the same ids and ``X-Total-Count``); False: not within ``settle_budget_requests``/``max_passes``.
-        duplicates: records received twice within one pass (they moved between pages).
-        excluded: ids sunk in an earlier pass that are not in the proven set; the caller drops them.
+        path: the list path (``/v1/domains``); total_count: the last ``X-Total-Count``, or None.
+        delivered: ids in the result (the proven set's size when ``complete``, else every distinct id sunk).
+        pages, passes, duplicates: pages fetched; passes read; records seen twice within one pass.
+        complete: the id set is proven; False when not within ``settle_budget_requests``/``max_passes``.
+        excluded: ids sunk in an earlier pass but not in the proven set: the caller drops them.
         proven_at: the client's clock (s) when the proving pass began; None when not ``complete``.
     """
 

@@ -289,14 +289,11 @@ def error_from_response(
     retry_after: float | None = None,
     attempts: int | None = None,
 ) -> RankTrackerError:
-    """The typed error (not raised) for an HTTP error response (spec "Status codes").
+    """The typed error (not raised) for an HTTP error response (spec "Status codes"): the class for ``status``,
+    ``ServerError`` for 5xx, else ``RankTrackerError``.
 
-    Args:
-        status: the HTTP status (>= 400); body: the parsed JSON body, or None.
-        method, url: the request (the URL is stripped of credentials).
-        retry_after: for 429, the ``Retry-After`` seconds; attempts: for 5xx, attempts made.
-    Returns:
-        an instance of the class for ``status`` (``ServerError`` for 5xx, ``RankTrackerError`` otherwise).
+    ``body``: the parsed JSON or None; ``url`` is stripped of credentials; ``retry_after``: a 429's seconds;
+    ``attempts``: a 5xx's attempts made.
     """
     entries = parse_error_entries(body)
     first = entries[0] if entries else {}

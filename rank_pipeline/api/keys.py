@@ -50,14 +50,10 @@ class KeySlot:
 class KeyPool:
     """The keys of one account, each with its pacer, and the run's IP pacer they all go through.
 
-    Args:
-        keys: the account's keys (at least one; :func:`parse_keys`).
-        config: ``ClientConfig`` (``per_key_limit``, ``per_ip_limit``, ``window_s``, ``safety_margin``).
-        base_url: the API address, named (without credentials) when every key was rejected.
-        ip_limiter: the run's per-IP limiter; None makes a private one.
-        clock, sleep: the pacers' monotonic clock and async sleep (s).
-        label: the account's name, for messages (never a key).
-        emit: called with ``{"event": "key_dropped", "position", "keys_left"}`` when a key is dropped.
+    ``keys``: at least one (:func:`parse_keys`); ``config``: ``ClientConfig``; ``base_url``: named without
+    credentials when every key was rejected; ``ip_limiter``: the run's (None: a private one); ``clock``,
+    ``sleep``: the pacers' (s); ``label``: the account's name; ``emit``: called with ``{"event":
+    "key_dropped", "position", "keys_left"}``.
     """
 
     def __init__(self, keys: Sequence[str], config: ClientConfig, *, base_url: str,

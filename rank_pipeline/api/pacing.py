@@ -18,13 +18,9 @@ from dataclasses import dataclass
 
 
 def effective_limit(ceiling: int, safety_margin: float) -> int:
-    """The pacing limit for a server ceiling: ``floor(ceiling * (1 - safety_margin))``, at least 1.
-
-    Args:
-        ceiling: requests per window the server allows (spec "Limits": 300 per key, 600 per IP).
-        safety_margin: fraction in ``[0, 1)`` kept free below the ceiling.
-    Raises:
-        ValueError: when ``ceiling < 1`` or the margin is outside ``[0, 1)``.
+    """The pacing limit for a server ``ceiling`` (requests per window): ``floor(ceiling * (1 -
+    safety_margin))``,
+    at least 1. Raises ValueError: ``ceiling < 1`` or ``safety_margin`` outside ``[0, 1)``.
     """
     if ceiling < 1:
         raise ValueError(f"rate ceiling must be at least 1 request per window, got {ceiling}")
@@ -35,14 +31,9 @@ def effective_limit(ceiling: int, safety_margin: float) -> int:
 
 @dataclass(frozen=True)
 class LimiterCounts:
-    """A snapshot of a limiter's counters (counts of acquisitions unless said).
-
-    Attributes:
-        limit, base_limit: the current limit per window (lowered after an unexplained 429) and the configured one.
-        acquired, waited: acquisitions granted; those that had to wait (budget, pause or queue).
-        in_window: acquisitions held (not settled) or settled in the last ``window_s`` seconds.
-        pauses, rate_limited, reductions: pauses started, 429s reported, times the limit was lowered.
-        paused_until: clock time (s) until which acquisitions wait (0.0 when never paused).
+    """A snapshot of a limiter's counters (acquisitions unless said): ``limit`` (current, lowered after an
+    unexplained 429) and ``base_limit``; ``acquired``; ``waited``; ``in_window`` (held, or settled within
+    ``window_s``); ``pauses``, ``rate_limited`` (429s), ``reductions``; ``paused_until`` (clock s, 0.0 never).
     """
 
     limit: int
@@ -57,16 +48,11 @@ class LimiterCounts:
 
 
 class SlidingWindowLimiter:
-    """Never more than ``limit`` acquisitions in any ``window_s``-second span; FIFO; pausable.
+    """Never more than ``limit`` acquisitions in any ``window_s``-second span; FIFO; pausable; one event loop's.
 
-    Args:
-        limit: acquisitions allowed per window (already below the ceiling: ``effective_limit``, ``for_ceiling``).
-        window_s: window length in seconds (the spec's minute: 60.0).
-        clock, sleep: monotonic clock and async sleep, in seconds (injected by tests).
-    Raises:
-        ValueError: when ``limit < 1`` or ``window_s <= 0``.
-
-    Belongs to one asyncio event loop. Design: docs/concepts/pacing.md.
+    ``limit``: per window, already below the ceiling (:func:`effective_limit`, :meth:`for_ceiling`);
+    ``window_s``: seconds (the spec's minute: 60.0); ``clock``, ``sleep``: injected by tests.
+    Raises ValueError: ``limit < 1`` or ``window_s <= 0``. Design: docs/concepts/pacing.md.
     """
 
     def __init__(

@@ -18,13 +18,11 @@ from rank_pipeline.operations.dagster_names import BOOT_TAG, HOST_TAG, PID_TAG
 __all__ = ["fail_dead_runs"]
 
 def fail_dead_runs(instance: dg.DagsterInstance, *, log: Callable[[str], object] | None = None) -> list[str]:
-    """Mark failed the runs of this host still "started" whose process (:func:`rank_pipeline.defs.process_tags.process_tags`) is gone.
+    """Mark failed the runs of this host still "started" whose process is gone (no process with its pid, or the
+    machine booted since: another boot id); returns the run ids marked.
 
-    A process is gone when no process has its pid, or when the machine booted since the run started
-    (its boot id differs: the pid may belong to another process now). A run killed with ``kill -9``
-    cannot report its end; without this the UI shows it in progress for ever. Nothing waits on such a
-    run (no pool slot); this keeps the run list truthful. Called when the command line opens the
-    instance and by the daemon's sensor ``fail_dead_runs_sensor``. Returns the run ids marked.
+    A killed run cannot report its end; this keeps the run list truthful. Called when the command line opens
+    the instance and by the sensor ``fail_dead_runs_sensor``.
     """
     marked = []
     boot = boot_id()

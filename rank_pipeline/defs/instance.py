@@ -104,15 +104,13 @@ def _postgres_failure(url: str, exc: BaseException) -> ConfigurationError:
 
 
 def open_instance(data_dir: Path, *, log: Callable[[str], object] | None = None) -> dg.DagsterInstance:
-    """The data folder's persistent Dagster instance; sets ``DAGSTER_HOME`` for this process.
-
-    Writes ``dagster.yaml`` when missing or when this project wrote it (a user's own file is left alone),
-    opens the instance and creates its storage tables, all under the ``instance`` lock of ``data_dir``.
+    """The data folder's persistent Dagster instance; sets ``DAGSTER_HOME``. Writes ``dagster.yaml`` when missing
+    or ours (a user's own is left alone) and creates the storage, under the ``instance`` lock of ``data_dir``.
 
     Raises:
-        rank_pipeline.folder_lock.LockTimeout: another process held the instance lock past the timeout.
-        rank_pipeline.settings.ConfigurationError: the PostgreSQL URL is set but ``dagster-postgres`` is not
-            installed, or its server cannot be reached or refuses the login (one line, no password).
+        rank_pipeline.folder_lock.LockTimeout: the instance lock was held past the timeout.
+        rank_pipeline.settings.ConfigurationError: the PostgreSQL URL is set but ``dagster-postgres`` is
+            missing, or the server is unreachable or refuses the login (one line, no password).
     """
     pg_url = Settings.from_env().ops.dagster_pg_url
     if pg_url:

@@ -70,14 +70,12 @@ _held_guard = threading.Lock()
 
 
 class DataFolderLock:
-    """An exclusive, OS-released lock ``<data_dir>/.locks/<name>.lock``; a context manager (or :meth:`acquire`,
-    :meth:`release`), re-entrant within its thread.
+    """An exclusive, OS-released lock ``<data_dir>/.locks/<name>.lock`` (``writer``, ``instance`` or another); a
+    context manager, re-entrant within its thread.
 
-    Args:
-        data_dir: the data folder (created if missing); name: ``"writer"``, ``"instance"`` or another.
-        timeout_s: seconds to wait when held elsewhere; None reads :func:`lock_timeout_from_env`.
-        holder: this process's purpose, shown to waiters; log: where the one-line wait message goes.
-        poll_s: seconds between attempts while waiting.
+    ``timeout_s``: seconds to wait (None: :func:`lock_timeout_from_env`); ``holder``: this process's purpose,
+    shown to waiters; ``log``: where the one-line wait message goes; ``poll_s``: seconds between attempts.
+
     Raises:
         LockTimeout: on :meth:`acquire`, still held elsewhere after ``timeout_s``.
         ConfigurationError: a malformed ``RANK_PIPELINE_LOCK_TIMEOUT_S``.

@@ -175,14 +175,10 @@ def _message(error: Mapping[str, Any]) -> str:
 
 
 def load_keywords_file(path: Path | str) -> LoadedFile:
-    """Read and validate a keywords file.
+    """Read and validate a keywords file; returns a :class:`LoadedFile` (the model and the line of every node).
 
-    Returns:
-        a :class:`LoadedFile` (the model plus the line of every node).
-
-    Raises:
-        KeywordsFileError: the file is missing or unreadable, is not YAML, or does not fit the schema;
-            one problem per line, each naming the file, the line and the field.
+    Raises KeywordsFileError: missing, unreadable, not YAML, or not fitting the schema; one problem per line,
+    each naming the file, line and field.
     """
     path = Path(path)
     try:

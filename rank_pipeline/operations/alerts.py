@@ -52,14 +52,8 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Alert:
-    """One fact to tell.
-
-    Attributes:
-        alert_id: stable and unique (``marts.fct_ranking_alerts.alert_id``, ``run_failed:<run id>``, ...):
-            the ledger's key, so the same alert is never sent twice to one destination.
-        kind: a key of :data:`ALERT_KINDS`.
-        line: the item in one line of text.
-        order: sort key within its kind (smallest first: listed first in the digest).
+    """One fact to tell: ``alert_id`` (stable and unique, the ledger's key: never sent twice to one destination),
+    ``kind`` (a key of :data:`ALERT_KINDS`), ``line`` (one line of text), ``order`` (smallest first in its kind).
     """
 
     alert_id: str
@@ -193,16 +187,11 @@ def send_digest(
     secrets: Iterable[str] = (),
     warn: Callable[[str], object] | None = None,
 ) -> SendReport:
-    """Send the alerts not yet sent to each destination as one digest per destination; returns a :class:`SendReport`.
+    """Send the alerts not yet sent to each destination of ``urls`` (``RANK_PIPELINE_ALERT_URLS``) as one digest
+    each; returns a :class:`SendReport`. Never raises for a destination or ledger failure: each is a warning.
 
-    Args:
-        urls: Apprise URLs (``RANK_PIPELINE_ALERT_URLS``); nothing is sent when empty.
-        ledger_path: the :class:`AlertLedger` file; scope: the run id or ``freshness``.
-        title, header: the message's title (e-mail subject) and opening lines, redacted like the body.
-        alerts: the run's alerts; a destination with nothing new gets no message.
-        secrets: values to remove (API keys; the URLs are always removed); warn: where warnings go.
-
-    Never raises for a destination or ledger failure: each is one warning.
+    ``ledger_path``: the :class:`AlertLedger`; ``scope``: the run id or ``freshness``; ``title`` and ``header``
+    open the message; a destination with nothing new gets none; ``secrets`` (and the URLs) are removed.
     """
     warn = warn or _log.warning
     report = SendReport()

@@ -27,12 +27,8 @@ def _read(path: Path) -> dict[str, dict[str, dict]]:
 
 def record_unread(path: Path, day: date, unread: Mapping[str, Mapping[str, str]],
                   reads: Callable[[str, str, set[str]], bool] | None = None) -> dict[str, dict[str, str]]:
-    """Record ``unread`` (``{endpoint: {path: "type, share"}}``, seen on ``day``) in the file ``path``, and
-    forget the recorded paths that ``reads(endpoint, path, types seen)`` says the contract now reads (after a
-    remap; :meth:`rank_pipeline.transform.contract.Contract.reads`).
-
-    Returns:
-        ``{endpoint: {path: "type, share"}}`` of the paths not recorded before (first seen now).
+    """Record ``unread`` (``{endpoint: {path: "type, share"}}`` seen on ``day``) in ``path``, forgetting the paths
+    ``reads(endpoint, path, types)`` says the contract now reads; returns the paths first seen now, same shape.
     """
     known = _read(path)
     forgotten = False

@@ -46,14 +46,11 @@ def first_snapshot_day(root: Path | str | Store) -> date | None:
 
 def partition_start(settings: Settings, project: UserProject | None = None,
                     today: date | None = None) -> PartitionStart:
-    """The first daily partition for ``settings``: ``settings.ops.partition_start`` (the component's
-    ``partition_start`` or ``RANK_PIPELINE_PARTITION_START``) when set; else the first committed snapshot
-    day of the data folder (:func:`first_snapshot_day`); else ``project.started`` (``rank-pipeline init``'s
-    day); else ``today`` (default: today, UTC).
+    """The first daily partition: ``settings.ops.partition_start`` when set; else the data folder's first
+    committed snapshot day; else ``project.started``; else ``today`` (default: today, UTC).
 
-    Raises:
-        ConfigurationError: the setting is after the first committed snapshot day (one line: the partitions
-            it would drop, and what to set instead).
+    Raises ConfigurationError: the setting is after the first committed snapshot day (one line: the
+    partitions it would drop, and what to set instead).
     """
     first = first_snapshot_day(settings.paths.snapshot_store_uri)
     given = settings.ops.partition_start

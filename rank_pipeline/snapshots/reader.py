@@ -52,14 +52,9 @@ def _merge_shards(manifests: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def committed_manifest(store: Store, folder: str, names: Iterable[str] | None = None) -> dict[str, Any] | None:
-    """The manifest a reader trusts in ``folder``, or None when nothing there is committed.
-
-    ``_manifest.json`` (one writer) or the union of a full set of shard manifests
-    ``_manifest.shard-<i>-of-<n>.json`` (every ``i`` of one ``n``); when both exist the newer wins.
-    ``names``: the folder's file names when the caller has listed it already.
-
-    Raises:
-        SnapshotError: a manifest is not readable JSON.
+    """The manifest a reader trusts in ``folder`` (None: nothing committed): ``_manifest.json``, or the union of a
+    full set of ``_manifest.shard-<i>-of-<n>.json``, the newer when both; ``names``: the folder's, if listed.
+    Raises SnapshotError: a manifest is not readable JSON.
     """
     if names is None:
         names = [posixpath.basename(i.path) for i in store.listdir(folder)]
@@ -161,14 +156,10 @@ def snapshot_files(root: Path | str | Store, resource: str, snapshot_date: date,
 
 
 def read_snapshot(root: Path | str | Store, resource: str, snapshot_date: date) -> pa.Table:
-    """Every row of one committed snapshot as an Arrow table (all accounts), with
-    :func:`~rank_pipeline.snapshots.schema.arrow_schema`, whichever version wrote it
-    (:func:`~rank_pipeline.snapshots.schema.current_columns`).
+    """Every row of one committed snapshot (all accounts, only the files its manifest lists) as an Arrow table
+    with :func:`~rank_pipeline.snapshots.schema.arrow_schema`, whichever version wrote it.
 
-    Only the files the manifest lists are read (on any store, :mod:`rank_pipeline.snapshots.storage`).
-
-    Raises:
-        SnapshotError: no committed snapshot for that day, or one written by a later version.
+    Raises SnapshotError: no committed snapshot for that day, or one written by a later version.
     """
     store = store_for(root)
     tables = [current_columns(pq.read_table(path, filesystem=store.fs))

@@ -20,16 +20,13 @@ __all__ = ["RelationBuild", "build_relation"]
 
 def build_relation(engine: ModelEngine, project: Project, relation: Model | Seed, first: date, last: date, *,
                    full_refresh: bool = False, snapshots_uri: Path | str | None = None) -> RelationBuild:
-    """Build ``relation`` for the run's days ``first .. last`` and run its ``.yml`` tests.
+    """Build ``relation`` for the run's days ``first .. last`` on ``engine`` and run its ``.yml`` tests.
 
-    Args:
-        engine: the model engine (:func:`rank_pipeline.warehouse.engines.open_engine`).
-        project: the models project (for the horizon, and to find earlier builds on Spark).
-        full_refresh: build from scratch; the tests read the whole relation.
-        snapshots_uri: where the committed snapshots are (Spark reads them in place).
+    ``full_refresh`` builds from scratch (the tests read the whole relation); ``snapshots_uri``: the committed
+    snapshots (Spark reads them in place).
 
     Raises:
-        rank_pipeline.transform.BuildError: the build failed (the old relation is kept);
+        rank_pipeline.transform.BuildError: the build failed (the old relation is kept).
         rank_pipeline.transform.TestExecutionError: a test's SQL failed.
     """
     prepare(engine, snapshots_uri, project)

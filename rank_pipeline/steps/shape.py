@@ -63,16 +63,11 @@ def _readers(project: Project) -> dict[str, list[str]]:
 
 def check_shape(project: Project, snapshots_uri: Path | str, first: date, last: date,
                 fields_file: Path | None = None, cache_dir: Path | None = None) -> ShapeCheck:
-    """Check the committed snapshots of ``first .. last`` against the contract of ``project``
-    (:mod:`rank_pipeline.shape.check`).
+    """Check the committed snapshots of ``first .. last`` against the contract of ``project``.
 
-    Args:
-        project: the models project (its folder holds the contract and the thresholds seed).
-        fields_file: where the unread paths are recorded (``DataPaths.vendor_fields``; None: not recorded).
-        cache_dir: where each day's path counts are kept for the next day's drift check (None: not kept).
-
-    Raises:
-        rank_pipeline.shape.ContractError: the contract or the thresholds cannot be read.
+    ``fields_file``: where unread paths are recorded; ``cache_dir``: each day's path counts for the next day's
+    drift check (None: neither kept). Raises rank_pipeline.shape.ContractError: the contract or thresholds
+    cannot be read.
     """
     contract, thresholds = load_contract(project.root), load_thresholds(project.root)
     results = check_snapshots(snapshots_uri, contract, thresholds, first, last, edit=_readers(project),

@@ -143,19 +143,13 @@ def flattening_sql(endpoint: str, fields: Sequence[ContractField], raw_columns: 
 
 def compile_vendor_relations(sql: str, contract: Contract | None, raw_columns: Mapping[str, Sequence[str]],
                              where: Path | str) -> str:
-    """``sql`` with each ``vendor.<endpoint>`` table it reads compiled into a first CTE ``vendor_<endpoint>``
-    (module doc); ``sql`` itself when it reads none. The references are found on sqlglot's tree (a string
-    literal or a comment holding ``vendor.tags`` is left as it is) and rewritten in place by their offsets,
-    so the rest of the text keeps its lines; the CTEs join the statement's own ``WITH`` (after
-    ``RECURSIVE``), or open one.
-
-    Args:
-        contract: the project's contract (None: the project has none); raw_columns: ``{endpoint: columns}``
-            of the raw tables (``sources:``).
+    """``sql`` with each ``vendor.<endpoint>`` it reads compiled into a first CTE ``vendor_<endpoint>``; ``sql``
+    itself when it reads none. References are found on sqlglot's tree (literals and comments untouched) and
+    rewritten in place; the CTEs join the statement's ``WITH`` (after ``RECURSIVE``) or open one.
 
     Raises:
-        ModelSqlError: ``sql`` does not parse; or a ``vendor.<name>`` the contract does not declare, or whose raw
-            table is undeclared.
+        ModelSqlError: ``sql`` does not parse; a ``vendor.<name>`` the ``contract`` does not declare, or whose
+            raw table is not in ``raw_columns``.
     """
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")

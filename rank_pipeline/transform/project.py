@@ -85,13 +85,8 @@ _loaded: dict[Path, tuple[tuple | None, Project]] = {}
 
 
 def loaded_project(project_dir: Path | str) -> Project:
-    """:func:`load_project` of ``project_dir``, parsed again only when a file of the folder was added,
-    removed or edited (its content) since this process last parsed it: the definitions, and each run's vendor-shape
-    check, read the same project (parsing its ``.yml`` and ``.sql`` files takes a good part of a second).
-    The project returned is shared: read it, never change it.
-
-    Raises:
-        ProjectError: as :func:`load_project`.
+    """:func:`load_project` of ``project_dir``, parsed again only when a file of the folder changed since this
+    process parsed it. The project returned is shared: never change it. Raises ProjectError as :func:`load_project`.
     """
     root = Path(project_dir).resolve()
     stamp = _folder_stamp(root)

