@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 
 def effective_limit(ceiling: int, safety_margin: float) -> int:
-    """The pacing limit for a server ``ceiling`` (requests per window): ``floor(ceiling * (1 -
-    safety_margin))``,
-    at least 1. Raises ValueError: ``ceiling < 1`` or ``safety_margin`` outside ``[0, 1)``.
+    """The pacing limit for a server ``ceiling`` (requests per window), at least 1:
+    ``floor(ceiling * (1 - safety_margin))``. Raises ValueError: ``ceiling < 1`` or a margin outside ``[0, 1)``.
     """
     if ceiling < 1:
         raise ValueError(f"rate ceiling must be at least 1 request per window, got {ceiling}")
