@@ -1,26 +1,10 @@
-"""Apply a keywords plan: create the missing combinations, all-or-nothing per call, never twice.
+"""Apply a keywords plan: create the missing combinations, all-or-nothing per call, never twice (spec
+"Keyword create: body", "Limits" rules 2 and 7, "Errors").
 
-Spec sections "Keyword create: body" (rules 1-4), "Limits" rule 2 and 7, "Errors"; docs/concepts/architecture.md,
-"Writing to the vendor".
-
-1. **Re-plan** (:func:`~rank_pipeline.keywords.plan.plan_online`) and **refuse before sending anything**
-   when the file has problems (catalogue, domains) or a quota forecast exceeds what remains (402).
-2. **Group** each domain's creates into calls (:func:`group_calls`): one call is a set of words and a set
-   of search-engine entries whose whole product is missing, at one frequency, so the call creates exactly
-   those combinations and is all-or-nothing as the spec defines it. A call holds at most
-   :data:`MAX_COMBINATIONS_PER_CALL` combinations (the spec shows no maximum; quota bounds it).
-3. **Send** each call with :meth:`RankTrackerClient.post_once`, paced by the same per-key and per-IP
-   limiters as the extractor (``ClientConfig`` from the rate settings): a 429 waits and resends.
-4. **A lost response** (timeout, dropped connection, a 5xx or an unreadable 2xx) may hide a create that
-   happened: creation is not idempotent, so the call is never resent blind. The domain's keywords are read
-   back and its remaining creates re-planned from what exists (and the quota read again) before anything
-   more is sent. After :data:`MAX_LOST_RESPONSES` lost responses in one run apply stops.
-5. **A 422** is mapped back to the file: each entry's ``source.pointer`` (``/frequency``, ``/words/<i>``,
-   ``/search_engines/<i>/<field>``) names the call's value, hence the file line it came from, and
-   ``meta.allowed`` is shown. A 402 stops apply (that call created nothing). Either raises
-   :class:`ApplyFailed` carrying what was created before.
-
-:class:`ApplyResult` counts what was created (ids returned by the API), calls, lost responses, re-reads.
+:func:`apply_plan` re-plans and refuses before sending when the file has problems or the quota would not
+last; groups creates into calls (:func:`group_calls`, at most :data:`MAX_COMBINATIONS_PER_CALL`); sends
+each once (a lost response is read back, never resent blind; :data:`MAX_LOST_RESPONSES`); maps a 422 to
+file lines. Steps: docs/concepts/keywords.md, "Apply".
 """
 
 from __future__ import annotations
@@ -85,7 +69,7 @@ class CreateCall:
 def group_calls(domain_id: str, creates: list[Wanted],
                 max_combinations: int = MAX_COMBINATIONS_PER_CALL) -> list[CreateCall]:
     """Group a domain's missing combinations into create calls whose products are exactly missing:
-    words wanting the same entries at the same frequency share a call (module docstring, step 2)."""
+    words wanting the same entries at the same frequency share a call (docs/concepts/keywords.md, "Apply", step 2)."""
     by_word: dict[tuple[str, str], dict[Entry, Wanted]] = {}
     for w in creates:
         entry = (w.engine, w.device, w.location_code or w.location, w.language)
@@ -164,9 +148,8 @@ class ApplyFailed(RankTrackerError):
 
 async def apply_plan(plan: Plan, clients: Mapping[str, RankTrackerClient], *,
                      max_lost: int = MAX_LOST_RESPONSES, echo=None) -> ApplyResult:
-    """Create what ``plan`` (a fresh online plan without refusals) says is missing (module docstring).
-
-    ``echo`` (a callable taking one line) reports each call. Returns the :class:`ApplyResult`.
+    """Create what ``plan`` (a fresh online plan without refusals) says is missing (docs/concepts/keywords.md,
+    "Apply"); ``echo`` reports each call in one line. Returns the :class:`ApplyResult`.
 
     Raises:
         ApplyFailed: a 422 (with file lines), a 402, or more than ``max_lost`` lost responses.

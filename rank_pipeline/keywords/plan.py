@@ -1,32 +1,9 @@
 """The plan: what a keywords file asks for, against what the account tracks, its catalogues and its quota.
 
-A plan compares, per domain of the file, the *wanted* combinations (each group's words x engines x
-devices x locations x languages) with the *tracked* keywords, matched on (word, engine, device,
-location code, language code) as keyword create normalises them (spec, "Keyword create: body"):
-
-* **create**: wanted and not tracked;
-* **exists**: wanted and tracked (frequency and tags are not compared: the spec shows no update);
-* **untracked**: tracked but not in the file; reported, never removed (the spec shows no delete).
-
-:func:`plan_online` reads the present from the API: the account's domains (``GET /v1/domains``), each
-file domain's keywords (``GET /v1/domains/{uuid}/keywords``), the catalogues
-(:class:`~rank_pipeline.keywords.catalogue.Catalogue`) and ``GET /v1/account/usage`` for the quota
-forecast. Every field of a record (a domain's name, a keyword's combination, a location row's country, the
-quota remaining) is read by its name in the vendor's contract (:meth:`Contract.value
-<rank_pipeline.transform.contract.Contract.value>`), so a remapped vendor shape is planned like the default. :func:`plan_offline` reads the latest committed snapshot instead (``domains``, ``keywords``,
-``locations``, ``usage``): no request is sent, catalogues are not checked (only the Global language is
-refused), a country code is resolved through the snapshot's location rows (a country none of the
-tracked keywords uses is necessarily to be created), and the quota is the snapshot's.
-
-Quota forecast (spec, "Limits" rule 2: keyword create consumes quota per combination of word and
-search-engine entry): each combination to create takes one keyword and one data row of what the
-account's usage says remains (the contract's ``keywords_remaining`` and ``data_rows_remaining`` of ``usage``;
-unknown when the record does not hold them where the contract reads them). A plan needing more than either remaining allowance would be refused
-with 402 (the whole create, nothing created); :attr:`Plan.refusals` says so.
-
-Problems (a schema-valid file naming an unknown engine, device, location, language, frequency or the
-Global language, or a domain no account holds) carry their file line. An entry whose engine is
-unknown has its location and language left unchecked, as the API does (body rule 2).
+Per file domain, wanted combinations (words x engines x devices x locations x languages, matched as keyword
+create normalises them) are ``create`` (not tracked), ``exists`` or ``untracked`` (tracked, not in the file;
+never removed). :func:`plan_online` reads the API, :func:`plan_offline` the latest snapshot; problems carry
+their file line; :attr:`Plan.refusals` names a forecast 402. Design: docs/concepts/keywords.md, "The plan".
 """
 
 from __future__ import annotations
@@ -144,7 +121,7 @@ class DomainPlan:
 
 @dataclass
 class Plan:
-    """The whole plan (module docstring). ``pending`` is True when something is to be created;
+    """The whole plan (docs/concepts/keywords.md, "The plan"). ``pending`` is True when something is to be created;
     ``refusals`` lists why apply would refuse before sending anything (problems, quota)."""
 
     loaded: LoadedFile
@@ -225,12 +202,8 @@ def _text(fields: RecordFields, endpoint: str, name: str, attributes: Any) -> st
 
 
 def tracked_combinations(records: Iterable[Mapping[str, Any]], fields: RecordFields | None = None) -> dict[Key, str]:
-    """``{combination: keyword id}`` of keyword records (through :func:`keyword_combination`), read by the
-    vendor's contract ``fields`` (default: the contract of the models folder, :func:`rank_pipeline.settings.models_dir`).
-
-    Raises:
-        UnreadableKeywords: a record's word, engine, device, location or language cannot be read (one line
-            naming the record and what to run).
+    """``{combination: keyword id}`` of keyword records, read through the vendor's contract ``fields`` (default:
+    the models folder's). Raises UnreadableKeywords: a record's combination cannot be read (one line).
     """
     out: dict[Key, str] = {}
     reader = contract_fields(fields)
@@ -329,12 +302,10 @@ async def read_tracked(client: RankTrackerClient, domain_id: str) -> dict[Key, s
 
 async def plan_online(loaded: LoadedFile, clients: Mapping[str, RankTrackerClient], source: str,
                       catalogues: dict[str, Catalogue] | None = None) -> Plan:
-    """Plan ``loaded`` against the API (module docstring); ``clients`` maps configured account names to
-    their clients. ``catalogues`` (account -> :class:`Catalogue`) is filled and may be passed again to
-    reuse the run's cache.
+    """Plan ``loaded`` against the API (docs/concepts/keywords.md, "The plan"); ``clients``: configured account
+    name -> client; ``catalogues`` (account -> :class:`Catalogue`) is filled and may be passed again.
 
-    Raises:
-        rank_pipeline.api.RankTrackerError: a read failed (after the client's retries).
+    Raises rank_pipeline.api.RankTrackerError: a read failed (after the client's retries).
     """
     problems: list[Problem] = []
     reader = contract_fields(None)
@@ -395,7 +366,7 @@ async def _none() -> dict:
 def plan_offline(loaded: LoadedFile, snapshots_uri: Path | str, accounts: Iterable[str] | None = None,
                  day: date | None = None) -> Plan:
     """Plan ``loaded`` against the latest committed snapshot (or that of ``day``) without any request
-    (module docstring). ``accounts`` limits the accounts considered (default: every account in it).
+    (docs/concepts/keywords.md, "The plan"). ``accounts`` limits the accounts considered (default: every account in it).
 
     Raises:
         FileNotFoundError: there is no committed ``keywords`` snapshot under ``snapshots_uri``.
