@@ -1,12 +1,5 @@
-"""The ``rank-pipeline`` command line (entry point :func:`rank_pipeline.cli.main.main`).
-
-Modules, each importing only those listed before it:
-
-- ``errors``: :class:`UsageError` (exit 2) and :class:`RunFailed` (exit 1);
-- ``args``: argument types and checks (dates, the daily partitions, whole numbers, the version);
-- ``output``: progress, tables, and the invocation's log file (:data:`output.SESSION`);
-- ``runs``: in-process runs of the daily Dagster job, their totals, failure reasons and alert digests;
-- ``pipeline``, ``models``, ``keywords``: the commands, one module per group;
-- ``parser``: the argument parser, mapping each command to its function;
-- ``main``: :func:`main` and the top-level error handling (one line on stderr, the exit status).
+"""The command line (``rank-pipeline``), one module per job, each importing only those listed before it:
+``errors`` (:class:`~rank_pipeline.cli.errors.UsageError`, exit 2; :class:`~rank_pipeline.cli.errors.RunFailed`,
+exit 1), ``args``, ``output`` (progress, tables, the log file), ``runs`` (in-process Dagster runs), the
+commands (``pipeline``, ``models``, ``keywords``), ``parser`` and ``main`` (:func:`~rank_pipeline.cli.main.main`).
 """

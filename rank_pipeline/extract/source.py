@@ -1,27 +1,9 @@
-"""The source of a run, resolved in one place: the vendor API or the embedded sandbox, and its keys.
+"""Where a run extracts from (:class:`Source`): the vendor API when ``RANK_TRACKER_BASE_URL`` is set, else the
+embedded sandbox; checked before a run, no Dagster here.
 
-Used by the extraction step (:mod:`rank_pipeline.steps.extract`), which the command line and the
-Dagster asset both call; no Dagster here.
-
-- **Which source.** The vendor API when ``RANK_TRACKER_BASE_URL`` is set (:mod:`rank_pipeline.settings`),
-  the embedded sandbox otherwise.
-- **Keys.** Read from the environment by :func:`read_keys` only (through
-  :func:`rank_pipeline.settings.api_key`), when a run opens the source, never
-  stored in settings, resources, run configuration or logs. A key holding a control character (a
-  trailing newline from ``echo`` or a file), whitespace or a non-ASCII character is refused before any
-  request, and the message names the variable, never the value. The same key under two names is refused.
-- **One source per data folder.** ``<data_dir>/source.json`` records ``"sandbox"`` or the API's base
-  address (never a key) the first time a source is opened successfully; a later run whose source differs
-  is refused (:func:`check_data_folder`), so a forgotten ``export RANK_TRACKER_BASE_URL`` never puts
-  sandbox rows into a real warehouse. A folder with snapshots but no record (made before the record
-  existed) adopts the source of its next run.
-- **Accounts are an identity.** The spec shows no account id (the usage ``data.id`` is the sandbox's
-  invention), so an account is recognised by the domains it holds (domain ids are the spec's ``uuid``).
-  Before extracting from the vendor API, :func:`check_account_identity` reads page 1 of
-  ``GET /v1/domains`` per account (one request each, spec "Endpoints") and refuses the run when a domain
-  is already recorded in the folder's latest ``domains`` snapshot under another account name (a rename,
-  which would duplicate the account's rows under two names) or when two configured names return the same
-  domain (two names, one account).
+Keys are read only by :func:`read_keys` and refused when malformed (named by variable, never value); a data
+folder keeps one source (:func:`check_data_folder`); an account is recognised by its domains
+(:func:`check_account_identity`). Why: docs/concepts/completeness.md, "The source".
 """
 
 from __future__ import annotations
@@ -80,16 +62,11 @@ def _bad_key_character(key: str) -> str | None:
 
 
 def read_keys(accounts: Sequence[AccountConfig], env: Mapping[str, str] | None = None) -> list[AccountSource]:
-    """Read each account's key from its environment variable (through :func:`rank_pipeline.settings.api_key`,
-    the one reader of keys) and check it.
+    """Read and check each account's key (through :func:`rank_pipeline.settings.api_key`); returns one
+    :class:`~rank_pipeline.extract.day.AccountSource` per account, in order.
 
-    Returns:
-        one :class:`~rank_pipeline.extract.day.AccountSource` per account, in order.
-
-    Raises:
-        ConfigurationError: a variable is unset or empty; a key holds a control character, whitespace or
-            a non-ASCII character (an HTTP header cannot carry it); two accounts hold the same key. The
-            message names the variables, never the key.
+    Raises ConfigurationError: a variable unset or empty; a key with a control character, whitespace or a
+    non-ASCII character; two accounts with one key. The message names variables, never a key.
     """
     sources: list[AccountSource] = []
     by_key: dict[str, str] = {}
@@ -121,15 +98,10 @@ def read_keys(accounts: Sequence[AccountConfig], env: Mapping[str, str] | None =
 
 
 def check_data_folder(data_dir: Path, label: str, *, record: bool = True) -> None:
-    """Refuse a source that differs from the one ``data_dir`` holds; record it when none is recorded.
+    """Refuse a source (``label``: :data:`SANDBOX` or the API's base address) other than the one ``data_dir``
+    records; write ``source.json`` when none is and ``record``.
 
-    Args:
-        data_dir: the data folder (``RANK_PIPELINE_DATA_DIR``).
-        label: :data:`SANDBOX` or the API's base address.
-        record: write ``source.json`` when absent (callers pass False until the source has answered).
-
-    Raises:
-        ConfigurationError: the folder records another source, or its record is unreadable.
+    Raises ConfigurationError: the folder records another source, or its record is unreadable.
     """
     path = DataPaths(data_dir).source_record
     if path.exists():
@@ -342,23 +314,15 @@ class Source:
 
     def open(self, snapshot_date: date, data_dir: Path | None = None,
              env: Mapping[str, str] | None = None, snapshots_uri: Path | str | None = None) -> OpenedSource:
-        """Check the data folder and the accounts, then return what to extract ``snapshot_date`` from.
+        """Check the data folder and the accounts, then return what to extract ``snapshot_date`` from: the embedded
+        sandbox (started, its clock set), or the vendor API after :meth:`validate` and the accounts' identity check.
 
-        The embedded sandbox is started if needed and its clock set to ``snapshot_date``. For the vendor
-        API the checks of :meth:`validate` run, then page 1 of each account's domains is read to check
-        the accounts' identity against the data folder (module docstring).
-
-        Args:
-            snapshot_date: the partition (UTC day).
-            data_dir: the data folder; None skips the folder checks (tests of the extraction alone).
-            env: the environment the keys are read from (default ``os.environ``).
-            snapshots_uri: where the snapshots live (a folder or an object-store URI), read for the
-                account-identity check; default ``RANK_PIPELINE_SNAPSHOTS_URI`` in ``env``, else
-                ``<data_dir>/snapshots``.
+        ``data_dir`` None skips the folder checks; ``env``: where keys are read (default ``os.environ``);
+        ``snapshots_uri``: default ``RANK_PIPELINE_SNAPSHOTS_URI``, else ``<data_dir>/snapshots``.
 
         Raises:
-            ConfigurationError: a refused base URL or host name, a malformed key, another source
-                recorded in the folder, a renamed or repeated account.
+            ConfigurationError: a refused base URL or host, a malformed key, another source recorded in the
+                folder, a renamed or repeated account.
             rank_pipeline.api.RankTrackerError: the API refused a key or could not be reached.
         """
         if self.base_url is None:

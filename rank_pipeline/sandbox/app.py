@@ -1,28 +1,7 @@
-"""The sandbox's Starlette application: the read endpoints of the spec ("Endpoints").
-
-``create_app(world, *, limits=RateLimits(), faults=Faults())`` serves, under ``/v1`` and behind
-:class:`~rank_pipeline.sandbox.middleware.SandboxMiddleware` (Date, limits, authentication, faults):
-
-=====  ===================================  ================================================
-GET    ``/v1/domains``                      paginated domain records of the key's account
-GET    ``/v1/domains/{uuid}``               ``{"data": <domain>}``; 404 ``Domain not found``
-GET    ``/v1/domains/{uuid}/keywords``      paginated keywords; filter ``results_organic_url``
-GET    ``/v1/domains/{uuid}/competitors``   paginated competitors
-GET    ``/v1/tags``                         paginated tags of the account
-GET    ``/v1/account/usage``                ``{"data": <usage>}``
-=====  ===================================  ================================================
-
-plus the colleague modules' routes when present (``lookups.routes``: GET /v1/locations,
-/v1/languages; ``keyword_create.routes``: POST /v1/domains/{domain_uuid}/keywords;
-``openapi.openapi_route``: GET /openapi.json) and the sandbox-only ``/_sandbox`` control routes.
-
-* A domain that does not exist or belongs to another account, or a path id that is not a UUID: 404
-  ``{"errors": [{"status": 404, "code": "not_found", "detail": "Domain not found"}]}``.
-* Any other ``/v1`` path (after authentication): 404 ``not_found`` ``Resource not found``.
-* ``results_organic_url`` (the sandbox's choice, the spec only names the filter): exact,
-  case-sensitive string equality with ``attributes.results.organic.url`` on the simulated day;
-  keywords not ranking (url null) never match. Other query parameters are ignored.
-* Records are those of ``world.today``; lists are in the world's order (see ``world``).
+"""The sandbox's Starlette app: :func:`create_app` serves the spec's ``/v1`` read endpoints behind
+:class:`~rank_pipeline.sandbox.middleware.SandboxMiddleware`, with the lookups, keyword create,
+``/openapi.json`` and the ``/_sandbox`` control routes. Endpoints and choices: docs/concepts/sandbox.md,
+"The read endpoints".
 """
 
 from __future__ import annotations

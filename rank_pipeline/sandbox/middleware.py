@@ -1,20 +1,6 @@
-"""The sandbox's request pipeline for ``/v1``: Date header, rate limits, authentication, faults, stats.
-
-Order for every request whose path is ``/v1`` or under ``/v1/`` (spec, "Authentication", "Limits"):
-
-1. per-IP limit (``RateLimiter.hit_ip``): over it -> 429 (``RateLimit-Limit`` = per-IP ceiling);
-2. authentication: exactly one ``Authorization`` header whose whole value is an account's key (no
-   ``Bearer`` prefix; a prefixed key is a wrong key) -> else 401 with an empty body;
-3. per-key limit (``RateLimiter.hit_key``, counted per account key) -> 429 (per-key ceiling);
-4. plan without API access -> 403 with an empty body;
-5. ``request.state.account`` = the :class:`~rank_pipeline.sandbox.world.Account`, then the faults
-   of :mod:`rank_pipeline.sandbox.faults`, then the route.
-
-Every response (``/v1`` or not) carries ``Date``: the world's simulated day with the current UTC time
-of day (run uvicorn with ``date_header=False`` so there is only one). Stats per key (account name),
-``unauthenticated`` for requests without a known key, and per IP are kept in :class:`SandboxStats`.
-A key is named by :func:`key_ident` (account name for its first key, ``acme#2`` for the second); a
-revoked key's 401s are counted under its ident.
+"""The sandbox's middleware for ``/v1``: per-IP limit (429), authentication (401, empty body), per-key limit
+(429), plan (403, empty body), then faults; every response carries ``Date`` (the simulated day). Order and
+stats: docs/concepts/sandbox.md, "Authentication, limits and faults, in order".
 """
 
 from __future__ import annotations
@@ -107,7 +93,8 @@ class SandboxStats:
 
 
 class SandboxMiddleware:
-    """Pure ASGI middleware implementing the order in the module docstring.
+    """Pure ASGI middleware implementing the order of docs/concepts/sandbox.md, "Authentication, limits and
+    faults, in order".
 
     ``world`` is the World; ``limiter``, ``injector`` and ``stats`` are shared with the control
     endpoints; ``sleep`` is awaited for latency and hung requests (tests pass a recorder).
