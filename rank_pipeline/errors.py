@@ -53,12 +53,8 @@ def first_line(text: str) -> str:
 
 
 class RankPipelineError(Exception):
-    """Root of every error rank-pipeline raises on purpose.
-
-    Class attributes:
-        exit_status: the command line's exit status when this error ends a command (an ``EXIT_*`` value).
-        hint: one sentence saying what to do, appended by :meth:`one_line` when the message lacks it;
-            empty when the messages of the class already say it.
+    """Root of every error rank-pipeline raises on purpose. Class attributes: ``exit_status`` (an ``EXIT_*``
+    value) and ``hint`` (what to do, appended by :meth:`one_line` unless the message says it; may be empty).
     """
 
     exit_status: ClassVar[int] = EXIT_FAILED
@@ -73,11 +69,8 @@ class RankPipelineError(Exception):
 
 
 def exception_classes() -> dict[str, type[BaseException]]:
-    """Every exception class defined in a module of the package, by qualified name (``module.Class``).
-
-    Imports every module of ``rank_pipeline`` (but ``__main__``, which would run the command line); the
-    exit-status reference page and the test that every class derives from :class:`RankPipelineError`
-    read the package through this one walk.
+    """Every exception class of the package by qualified name (``module.Class``), importing every module but
+    ``__main__``: the walk the exit-status page and the exception-root test share.
     """
     import importlib
     import inspect

@@ -59,10 +59,9 @@ class ClientConfig(RateSettings):
 
     @classmethod
     def from_rates(cls, rates: RateSettings, **overrides) -> ClientConfig:
-        """The configuration of a run paced by ``rates`` (a :class:`RateSettings`): its four rate fields, and
-        ``max_retry_s`` raised to one window when the window is longer than :data:`DEFAULT_MAX_RETRY_S`.
-
-        ``overrides`` set any other field (or win over those). Raises ValueError as the constructor.
+        """The configuration of a run paced by ``rates`` (:class:`RateSettings`): its rate fields, ``max_retry_s``
+        raised to one window when longer than :data:`DEFAULT_MAX_RETRY_S`, ``overrides`` winning. ValueError
+        as the constructor.
         """
         values = {f.name: getattr(rates, f.name) for f in fields(RateSettings)}
         return cls(**{**values, "max_retry_s": max(DEFAULT_MAX_RETRY_S, rates.window_s), **overrides})

@@ -28,11 +28,7 @@ TRANSPORT_KINDS = ("unreachable", "connect", "timeout", "dropped", "invalid_json
 
 
 def safe_url(url: Any) -> str:
-    """Return ``url`` as a string with any ``user:password@`` part removed.
-
-    The client never puts the API key into a URL (it travels in the ``Authorization`` header only),
-    so this guards against a base URL configured with credentials in it.
-    """
+    """``url`` as a string without any ``user:password@`` part (a guard: the key itself is never in a URL)."""
     text = str(url)
     try:
         parts = urlsplit(text)
@@ -172,11 +168,8 @@ class QuotaExceededError(RankTrackerError):
 
 
 class ValidationError(RankTrackerError):
-    """422 ``invalid``, ``invalid_reference_value`` or ``validation_failed``. Never retried.
-
-    ``errors`` carries every entry of the response (the spec reports all failures of a keyword create
-    in one response); ``pointers`` lists their ``source.pointer`` values in the same order (None where
-    an entry has none). The message names every entry.
+    """422 ``invalid``, ``invalid_reference_value`` or ``validation_failed``; never retried. ``errors`` holds every
+    entry, ``pointers`` their ``source.pointer`` in order (None where absent); the message names each.
     """
 
     summary = "the request was rejected as invalid"
@@ -209,10 +202,8 @@ class BadRequestError(RankTrackerError):
 
 
 class RateLimitedError(RankTrackerError):
-    """429 ``rate_limited`` that outlasted the client's total retry time (``ClientConfig.max_retry_s``).
-
-    Attributes:
-        retry_after: the last ``Retry-After`` value in seconds, or None when absent.
+    """429 ``rate_limited`` past the client's total retry time (``ClientConfig.max_retry_s``); ``retry_after``:
+    the last ``Retry-After`` in seconds, or None.
     """
 
     summary = "the API kept answering 429 (rate limited) past the retry time bound"
@@ -234,10 +225,8 @@ class ServerError(RankTrackerError):
 
 
 class TransportError(RankTrackerError):
-    """No usable HTTP answer (see ``TRANSPORT_KINDS`` for ``kind``).
-
-    Raised after the transient-retry budget, or quickly when the host never answered (``kind`` =
-    ``"unreachable"``: the message names the base URL and what to check).
+    """No usable HTTP answer (``kind``: one of ``TRANSPORT_KINDS``), after the transient-retry budget, or at once
+    when the host never answered (``"unreachable"``: the message names the base URL and what to check).
     """
 
     summary = "the API could not be reached or gave no usable answer"

@@ -20,10 +20,8 @@ logger = logging.getLogger("rank_pipeline.api")
 
 
 def parse_keys(value: str | Sequence[str] | None) -> list[str]:
-    """The keys of one account: a comma-separated list (``RANK_TRACKER_API_KEY=k1,k2``) or a sequence.
-
-    Items are stripped and empty ones dropped. Raises ValueError naming the positions (never the values) of
-    a key listed twice.
+    """The keys of one account from a comma-separated list (``RANK_TRACKER_API_KEY=k1,k2``) or a sequence,
+    stripped, empties dropped. Raises ValueError naming the positions (never values) of a repeated key.
     """
     items = value.split(",") if isinstance(value, str) else list(value or [])
     keys = [str(k).strip() for k in items if str(k).strip()]
@@ -99,13 +97,10 @@ class KeyPool:
 
     @asynccontextmanager
     async def sending(self) -> AsyncIterator[KeySlot]:
-        """Wait for a slot of the chosen key's pacer, then of the IP pacer; yield the key to send with.
+        """Wait for a slot of the chosen key's pacer, then of the IP pacer, and yield the key; both are held while
+        the block runs (docs/concepts/pacing.md, "Requests in flight").
 
-        Both slots are held while the block runs and settled when it ends, whatever the outcome
-        (docs/concepts/pacing.md, "Requests in flight").
-
-        Raises:
-            AuthenticationError: every key of the account was dropped after a 401 (no slot is held then).
+        Raises AuthenticationError: every key was dropped after a 401 (no slot held).
         """
         while True:
             slot = self.choose()

@@ -138,10 +138,8 @@ class SlidingWindowLimiter:
     # -- acquisition ---------------------------------------------------------------------------
 
     async def acquire(self, hold: bool = False) -> float:
-        """Wait for a slot and take it (FIFO); returns the clock time recorded for this acquisition.
-
-        Waits while a 429 pause is on and while ``limit`` acquisitions are held or lie in the last ``window_s``
-        seconds; cancelled while waiting, it takes no slot. With ``hold`` the acquisition counts until
+        """Wait for a slot (FIFO) and take it; returns its clock time. Waits while a 429 pause is on or ``limit``
+        acquisitions are held or within ``window_s``; cancelled, it takes none. ``hold``: counted until
         ``settle(stamp)`` (docs/concepts/pacing.md, "Requests in flight").
         """
         waited = self._gate.locked()

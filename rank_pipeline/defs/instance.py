@@ -61,10 +61,8 @@ _POSTGRES_STORAGE = f"""storage:
 
 
 def instance_config(home: Path, *, postgres: bool = False) -> str:
-    """The ``dagster.yaml`` this project writes into ``home``.
-
-    ``postgres=False``: SQLite storage under ``home`` with the pooled event log; ``postgres=True``:
-    Dagster's PostgreSQL storage at the URL in ``RANK_PIPELINE_DAGSTER_PG_URL`` (referenced, not copied).
+    """The ``dagster.yaml`` written into ``home``: SQLite under ``home`` with the pooled event log, or with
+    ``postgres`` Dagster's PostgreSQL storage at ``RANK_PIPELINE_DAGSTER_PG_URL`` (named, not copied).
     """
     storage = _POSTGRES_STORAGE if postgres else sqlite_storage_config(home)
     kind = "PostgreSQL at $" + DAGSTER_PG_URL_ENV if postgres else "SQLite storage in this folder"

@@ -37,11 +37,8 @@ def process_tags() -> dict[str, str]:
 
 
 def record_process_tags(instance: dg.DagsterInstance, run: dg.DagsterRun) -> None:
-    """Tag ``run`` with this process (:func:`process_tags`) unless it already names a process.
-
-    Called in the run's own process when its resources start, so a run launched by the daemon or the
-    UI (whose worker is a process the code server spawned) can be marked failed when it is killed,
-    like a run of the command line (which passes the tags at launch).
+    """Tag ``run`` with this process (:func:`process_tags`) unless it names one already: called when a run's
+    resources start, so a run the daemon or UI launched can be marked failed when killed.
     """
     if PID_TAG not in run.tags:
         instance.add_run_tags(run.run_id, process_tags())

@@ -113,11 +113,8 @@ class ModelEngineResource(dg.ConfigurableResource):
     _log: Any = PrivateAttr(default=None)
 
     def settings(self) -> EngineSettings:
-        """These settings as :class:`rank_pipeline.settings.EngineSettings`.
-
-        Raises:
-            ConfigurationError: an unknown engine, a malformed ``spark_master``, or ``engine=spark`` without
-                ``spark_warehouse_uri``.
+        """These settings as :class:`rank_pipeline.settings.EngineSettings`. Raises ConfigurationError: an unknown
+        engine, a malformed ``spark_master``, or ``engine=spark`` without ``spark_warehouse_uri``.
         """
         engine = self.engine.strip().lower() or "duckdb"
         if engine not in ENGINES:
@@ -147,10 +144,8 @@ class ModelEngineResource(dg.ConfigurableResource):
             stack.close()
 
     def open(self, warehouse: "WarehouseResource") -> ModelEngine:
-        """The run's engine over ``warehouse``'s data folder, opened at the first call of the run.
-
-        Raises:
-            RuntimeError: called outside a run, or (Spark) pyspark/Java missing.
+        """The run's engine over ``warehouse``'s data folder, opened at the run's first call.
+        Raises RuntimeError: outside a run, or (Spark) pyspark or Java missing.
         """
         if self._stack is None:
             raise RuntimeError("ModelEngineResource.open() needs an open run "
@@ -163,10 +158,8 @@ class ModelEngineResource(dg.ConfigurableResource):
 
 
 def model_engine_from_env(settings: Settings | None = None, env=None) -> ModelEngineResource:
-    """The model-engine resource described by the environment (:meth:`EngineSettings.from_env`).
-
-    Raises:
-        ConfigurationError: ``RANK_PIPELINE_ENGINE`` is not ``duckdb`` or ``spark``.
+    """The model-engine resource the environment describes (:meth:`EngineSettings.from_env`).
+    Raises ConfigurationError: ``RANK_PIPELINE_ENGINE`` is not ``duckdb`` or ``spark``.
     """
     engine = (settings or Settings.from_env(env)).engine
     return ModelEngineResource(engine=engine.engine, spark_master=engine.spark_master,

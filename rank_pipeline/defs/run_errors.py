@@ -30,11 +30,8 @@ def is_blocking(evaluation: Any) -> bool:
 
 
 def error_line(error: Any, *, whole: bool = False) -> str:
-    """Why a step or run failed, on one line: the innermost error's message without its class name.
-
-    ``whole`` joins every line of the message (Dagster's list of failed blocking checks spans several);
-    otherwise the first line. ``"failed"`` when there is no message. Shared by the command line's last
-    line, the alert digests and ``ops.run_history.failure_reason``.
+    """Why a step or run failed, on one line: the innermost error's message without its class (``whole``: every
+    line joined; ``"failed"`` without a message), for the command line, the digests and ``failure_reason``.
     """
     error = innermost_error(error)
     message = (getattr(error, "message", "") or "").strip()

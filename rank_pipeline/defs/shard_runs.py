@@ -31,12 +31,9 @@ def partitioning(plan: ShardPlan | None) -> str:
 
 
 def check_partitioning(data_dir: Path, plan: ShardPlan | None, *, record: bool = False) -> None:
-    """Refuse a shard plan whose partitioning differs from the one the folder's runs used; with
-    ``record``, write it when the folder has none yet (the first run that extracts).
-
-    Raises:
-        rank_pipeline.settings.ConfigurationError: one line naming ``RANK_PIPELINE_SHARDS``, both
-            partitionings and what to do (exit status 2); nothing is written.
+    """Refuse a shard plan whose partitioning differs from the folder's runs'; with ``record``, write it when none.
+    Raises rank_pipeline.settings.ConfigurationError: one line naming ``RANK_PIPELINE_SHARDS``, both
+    partitionings and what to do; nothing written.
     """
     path = DataPaths(data_dir).partitioning_record
     wanted = partitioning(plan)
@@ -97,11 +94,10 @@ def committed_days(instance: dg.DagsterInstance, plan: ShardPlan) -> list[str]:
 
 
 def build_shards_committed_sensor(plan: ShardPlan, daily_job) -> dg.SensorDefinition:
-    """``daily_run_when_shards_committed``: every :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S` s, one
-    run of ``daily_job`` for each day of :func:`committed_days` not requested before (the cursor remembers the last
-    :data:`KEEP_REQUESTED` days; the run key ``shards-committed-<day>`` makes the daemon refuse a
-    second run of a day too). A day re-extracted later is not requested again: launch its daily run by
-    hand."""
+    """``daily_run_when_shards_committed``: every :data:`~rank_pipeline.settings.SENSOR_INTERVAL_S` s, one run of
+    ``daily_job`` per day of :func:`committed_days` not requested before (cursor of :data:`KEEP_REQUESTED`
+    days, run key ``shards-committed-<day>``); a day re-extracted later is launched by hand.
+    """
 
     @dg.sensor(name=SHARDS_COMMITTED_SENSOR_NAME, job=daily_job, minimum_interval_seconds=SENSOR_INTERVAL_S,
                default_status=dg.DefaultSensorStatus.RUNNING,

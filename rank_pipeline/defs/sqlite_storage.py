@@ -110,13 +110,9 @@ _UPDATE_CHECK_EXECUTION = (
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):
-    """Dagster's run-sharded SQLite event log with one pooled connection per shard (docs/concepts/dagster.md,
-    "The SQLite event log").
-
-    Same files and schema as ``SqliteEventLogStorage`` (``<base_dir>/<run_id>.db``, ``index.db``); the
-    webserver's live view still sees each write (the run's shard file is touched after a write, which
-    is what Dagster's file watcher listens to). Configured in ``dagster.yaml`` by
-    :func:`sqlite_storage_config`.
+    """Dagster's run-sharded SQLite event log with one pooled connection per file (docs/concepts/dagster.md, "The
+    SQLite event log"): the same files and schema (``<run_id>.db``, ``index.db``), the webserver still seeing
+    each write; configured by :func:`sqlite_storage_config`.
     """
 
     max_engines = 8
@@ -201,12 +197,9 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             raise
 
     def store_event_batch(self, events: Sequence[dg.EventLogEntry]) -> None:
-        """Store ``events`` as :meth:`store_event` does each, in one transaction per database file.
-
-        Dagster hands a batch only for the events it marks so (the planned materializations and check
-        evaluations it logs when it creates a run, a few hundred a run here) and only when
-        ``DAGSTER_EVENT_BATCH_SIZE`` is set (:func:`enable_event_batches`). On any error nothing of the
-        batch is kept and the error is raised: Dagster then stores the events one by one.
+        """Store ``events`` as :meth:`store_event` does, one transaction per file (batches come only with
+        ``DAGSTER_EVENT_BATCH_SIZE``, :func:`enable_event_batches`); on an error nothing is kept and it is raised,
+        and Dagster stores the events one by one.
         """
         if getattr(self._local, "batch", None) is not None:
             for event in events:
@@ -390,10 +383,8 @@ def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def sqlite_storage_config(home: Path) -> str:
-    """The ``run_storage``, ``event_log_storage`` and ``schedule_storage`` blocks of ``dagster.yaml``.
-
-    Files: ``<home>/history/runs.db`` (runs), ``<home>/history/runs/<run_id>.db`` and ``index.db``
-    (event log, :class:`PooledSqliteEventLogStorage`), ``<home>/schedules/schedules.db``.
+    """The ``run_storage``, ``event_log_storage`` and ``schedule_storage`` blocks of ``dagster.yaml``: files
+    ``history/runs.db``, ``history/runs/<run_id>.db`` and ``index.db``, ``schedules/schedules.db`` under ``home``.
     """
     history = home / "history"
     return f"""run_storage:
@@ -425,10 +416,8 @@ def _package(cls: type) -> str:
 
 
 def check_private_api(workdir: Path) -> list[str]:
-    """One line per private name of :data:`PRIVATE_API` the installed Dagster no longer has (empty: all there).
-
-    Opens a :class:`PooledSqliteEventLogStorage` in ``workdir`` (a scratch folder) to see its instance
-    attributes, then disposes it.
+    """One line per name of :data:`PRIVATE_API` the installed Dagster no longer has (empty: all there), found by
+    opening a storage in the scratch folder ``workdir``.
     """
     missing = [f"Dagster {dg.__version__}: {owner}.{name} is gone ({kind}); "
                "PooledSqliteEventLogStorage in rank_pipeline/defs/sqlite_storage.py relies on it"

@@ -211,13 +211,9 @@ def writer_lock(data_dir: Path | str, *, holder: str = "", log: Callable[[str], 
 @contextmanager
 def hold_writer(data_dir: Path | str, *, holder: str = "", log: Callable[[str], object] | None = None,
                 timeout_s: float | None = None) -> Iterator[DataFolderLock]:
-    """Hold the data folder's ``writer`` lock for the ``with`` block and, when this is the outermost
-    hold in this thread, first remove what dead runs left
-    (:func:`rank_pipeline.folder_lock.leftovers.remove_leftovers`). What every step
-    that writes the data folder enters (:mod:`rank_pipeline.steps`, the Dagster ``warehouse`` resource).
-
-    Raises:
-        LockTimeout: still held by another process after ``timeout_s`` (one line).
+    """Hold the data folder's ``writer`` lock for the ``with`` block, the outermost hold of a thread first removing
+    dead runs' leftovers (:func:`rank_pipeline.folder_lock.leftovers.remove_leftovers`): what every step that
+    writes the folder enters. Raises LockTimeout: held elsewhere past ``timeout_s`` (one line).
     """
     with writer_lock(data_dir, holder=holder, log=log, timeout_s=timeout_s) as lock:
         if not lock.reentered:
@@ -229,12 +225,9 @@ def hold_writer(data_dir: Path | str, *, holder: str = "", log: Callable[[str], 
 def hold_shard_writer(data_dir: Path | str, shard: Shard, *, holder: str = "",
                       log: Callable[[str], object] | None = None,
                       timeout_s: float | None = None) -> Iterator[DataFolderLock]:
-    """Hold shard ``shard``'s writer lock (``writer-shard-<i>-of-<n>``, docs/concepts/operations.md) for the ``with``
-    block: what a shard's extraction enters instead of :func:`hold_writer`. Removes no leftovers (a shard
-    stages nothing; the ``writer`` holder's clean-up never touches a shard's files).
-
-    Raises:
-        LockTimeout: still held by another process after ``timeout_s`` (one line).
+    """Hold ``shard``'s writer lock (``writer-shard-<i>-of-<n>``) for the ``with`` block, instead of
+    :func:`hold_writer`; removes no leftovers (a shard stages nothing).
+    Raises LockTimeout: held elsewhere past ``timeout_s`` (one line).
     """
     with DataFolderLock(data_dir, f"{SHARD_WRITER_PREFIX}{shard.key}", holder=holder, log=log,
                         timeout_s=timeout_s) as lock:

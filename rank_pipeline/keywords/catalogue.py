@@ -56,12 +56,9 @@ def _allowed_of(entry: dict) -> tuple[str, ...] | None:
 
 
 class Catalogue:
-    """One account's view of the catalogues, cached for one run (docs/concepts/keywords.md, "The catalogues").
-
-    Args:
-        client: the account's client (paced like every request of the run).
-        probe_domain_id: a domain of the account, the path of the probe create.
-        fields: the vendor's contract, to read a catalogue row's code (default: the models folder's).
+    """One account's view of the catalogues, cached for one run (docs/concepts/keywords.md, "The catalogues"):
+    ``client`` (paced), ``probe_domain_id`` (the probe create's domain), ``fields`` (the contract; default the
+    models folder's).
     """
 
     def __init__(self, client: RankTrackerClient, probe_domain_id: str | None, fields: RecordFields | None = None):
@@ -75,10 +72,7 @@ class Catalogue:
 
     async def allowed(self) -> Allowed:
         """Frequencies, engines and devices keyword create accepts (one probe per run; docs/concepts/keywords.md).
-
-        Raises:
-            RankTrackerError: the probe got no 422 after three tries (a lost response is retried: a probe cannot
-                create anything).
+        Raises RankTrackerError: no 422 after three tries (a probe cannot create anything, so it is retried).
         """
         if self._allowed is not None:
             return self._allowed

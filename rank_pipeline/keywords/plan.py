@@ -30,10 +30,8 @@ Key = tuple[str, str, str, str, str]
 
 @dataclass(frozen=True)
 class Wanted:
-    """One combination a group of the file asks for.
-
-    ``domain`` and ``group`` index the file's lists; ``*_i`` index the group's lists (for file lines).
-    ``location_code`` is the resolved geo-target id (None until resolved or when unknown).
+    """One combination a group of the file asks for: ``domain``, ``group`` and ``*_i`` index the file's lists
+    (for file lines); ``location_code`` is the resolved geo-target id (None until resolved, or unknown).
     """
 
     domain: int
@@ -365,11 +363,8 @@ async def _none() -> dict:
 
 def plan_offline(loaded: LoadedFile, snapshots_uri: Path | str, accounts: Iterable[str] | None = None,
                  day: date | None = None) -> Plan:
-    """Plan ``loaded`` against the latest committed snapshot (or that of ``day``) without any request
-    (docs/concepts/keywords.md, "The plan"). ``accounts`` limits the accounts considered (default: every account in it).
-
-    Raises:
-        FileNotFoundError: there is no committed ``keywords`` snapshot under ``snapshots_uri``.
+    """Plan ``loaded`` against the latest committed snapshot (or ``day``'s), without a request; ``accounts``
+    limits the accounts. Raises FileNotFoundError: no committed ``keywords`` snapshot under ``snapshots_uri``.
     """
     import json
 

@@ -36,10 +36,8 @@ LOCATION_PATTERN = r"^\s*([0-9]+|[A-Za-z]{2})\s*$"
 
 
 class KeywordsFileError(RankPipelineError, ValueError):
-    """The keywords file cannot be read or does not fit the schema.
-
-    ``problems`` holds one line per problem, each ``<file>:<line>: <field>: <what is wrong and what to
-    do>``; ``str()`` is the first of them followed by how many more there are.
+    """The keywords file cannot be read or does not fit the schema: ``problems`` holds one
+    ``<file>:<line>: <field>: <what to do>`` line each; ``str()`` is the first and how many more.
     """
 
     exit_status = EXIT_USAGE

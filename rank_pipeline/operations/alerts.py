@@ -98,11 +98,9 @@ def compose(alerts: Sequence[Alert], header: Sequence[str] = (), top: int = TOP_
 
 
 class AlertLedger:
-    """Which alert went to which destination: SQLite table ``sent_alerts`` in ``path``.
-
-    Columns ``alert_id``, ``destination`` (the URL's 1-based position, never the URL), ``scope`` (run id or
-    ``freshness``), ``status`` (``sending`` while claimed, ``sent``), ``sent_at`` (UTC, ISO 8601); primary key
-    ``(alert_id, destination)``. Raises sqlite3.Error or OSError when the file cannot be written.
+    """Which alert went to which destination: table ``sent_alerts`` (``alert_id``, ``destination``: the URL's
+    1-based position, ``scope``, ``status``: ``sending``/``sent``, ``sent_at`` UTC) in the SQLite file ``path``.
+    Raises sqlite3.Error or OSError: the file cannot be written.
     """
 
     def __init__(self, path: Path):

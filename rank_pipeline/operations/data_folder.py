@@ -30,10 +30,8 @@ PROBE_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class DataFolderFault:
-    """What is wrong with a folder: ``kind`` is ``read-only``, ``not writable`` or ``full``.
-
-    ``folder`` is the data folder (or the folder outside it that failed, e.g. a ``DAGSTER_HOME``
-    elsewhere); ``path`` the file or folder the failing operation named, when known.
+    """What is wrong with a folder: ``kind`` (``read-only``, ``not writable`` or ``full``), ``folder`` (the data
+    folder, or the one outside it that failed, e.g. ``DAGSTER_HOME``) and ``path`` (the path named, if known).
     """
 
     kind: str
@@ -90,12 +88,9 @@ def _within(path: Path, folder: Path) -> bool:
 
 
 def data_folder_fault(exc: BaseException, data_dir: Path, *, others: tuple[Path, ...] = ()) -> DataFolderFault | None:
-    """The folder fault behind ``exc``, or None when ``exc`` is something else.
-
-    An ``OSError`` (found on ``exc`` or its ``__cause__`` / ``__context__`` chain) with errno EROFS,
-    EACCES/EPERM or ENOSPC/EDQUOT is a fault of ``data_dir`` when it names a path under ``data_dir`` (or
-    under one of ``others``, e.g. ``DAGSTER_HOME``), or names none and :func:`probe` of ``data_dir``
-    fails too (an ``os.pwrite`` or a library's write carries no file name).
+    """The folder fault behind ``exc`` (or its cause or context chain), else None: an ``OSError`` with errno
+    EROFS, EACCES/EPERM or ENOSPC/EDQUOT naming a path under ``data_dir`` or one of ``others``, or naming none
+    while :func:`probe` of ``data_dir`` fails too.
     """
     seen: set[int] = set()
     current: BaseException | None = exc

@@ -101,11 +101,8 @@ _REASON_CHARS = 300
 
 @dataclass
 class DayFigures:
-    """What a run's extraction did for one day.
-
-    ``rows``: ``{resource: snapshot rows}`` (the committed manifests' ``row_count``); ``requests``,
-    ``rate_limited`` (HTTP 429 responses), ``retries``: the day's HTTP requests over every account;
-    ``reread_passes``: :func:`reread_passes` of the day's lists.
+    """What a run's extraction did for one day: ``rows`` (``{resource: snapshot rows}``), the day's HTTP
+    ``requests``, ``rate_limited`` (429s) and ``retries`` over every account, and ``reread_passes``.
     """
 
     rows: dict[str, int] = field(default_factory=dict)
@@ -117,12 +114,9 @@ class DayFigures:
 
 @dataclass
 class RunFacts:
-    """One run as recorded in :data:`TABLE` (one row per day of :attr:`days`).
-
-    Times are timezone-aware; ``stage_seconds`` maps each of :data:`STAGES` to seconds (a stage the run
-    did not reach is absent: NULL); ``figures`` maps a day to its :class:`DayFigures` (absent: the run
-    extracted nothing that day, e.g. a rebuild: NULL rows and requests); ``final`` false for a running
-    run's own provisional row (docs/concepts/operations.md, "Run history").
+    """One run as recorded in :data:`TABLE`, one row per day of :attr:`days`: times timezone-aware;
+    ``stage_seconds``: each of :data:`STAGES` reached, in seconds; ``figures``: a day's :class:`DayFigures`
+    (absent: nothing extracted, NULL); ``final`` false for a running run's own provisional row.
     """
 
     run_id: str
@@ -179,11 +173,8 @@ class RunFacts:
 
 
 def launched_by(tags: Mapping[str, str]) -> str:
-    """What launched a run, from its tags: one of :data:`LAUNCH_KINDS`.
-
-    ``dagster/backfill`` -> ``backfill``; ``dagster/schedule_name`` -> ``schedule``;
-    ``dagster/sensor_name`` or ``dagster/auto_materialize`` -> ``sensor``; :data:`LAUNCHED_BY_TAG` =
-    ``cli`` or the command line's ``rank_pipeline/pid`` -> ``cli``; otherwise ``other``.
+    """What launched a run, from its tags (one of :data:`LAUNCH_KINDS`): ``backfill``, ``schedule``, ``sensor``
+    (a sensor or auto-materialize tag), ``cli`` (:data:`LAUNCHED_BY_TAG` or ``rank_pipeline/pid``), else ``other``.
     """
     if tags.get(BACKFILL_TAG):
         return "backfill"
@@ -213,10 +204,8 @@ def partition_days(tags: Mapping[str, str]) -> list[date]:
 
 
 def reread_passes(passes: Iterable[int]) -> int:
-    """Passes beyond the first over the lists read: ``sum(passes - 1)`` (each list's ``ListResult.passes``).
-
-    A quiet one-page list adds 0 and a quiet longer list 1 (the confirming pass of the spec's
-    "Limits" rules 4-6); a list whose records shifted between pages adds one per extra pass.
+    """Passes beyond the first over the lists read, ``sum(passes - 1)``: a quiet one-page list adds 0, a quiet
+    longer one 1 (the confirming pass, spec "Limits" rules 4-6), a shifting one one per extra pass.
     """
     return sum(max(0, p - 1) for p in passes)
 
@@ -250,11 +239,9 @@ def _update_run(con: duckdb.DuckDBPyConnection, run_id: str, values: Mapping[str
 
 
 def finalize(con: duckdb.DuckDBPyConnection, run: RunFacts, recorded_at: datetime | None = None) -> int:
-    """Make the provisional rows of a run that ended successfully final, keeping their per-day figures and checks.
-
-    Run-level columns are set from ``run`` (facts from its step events only): status, end, duration, seconds per
-    stage, failed step and reason, ``final`` true, ``recorded_at`` (default now, UTC). Returns the rows made
-    final (0 without provisional rows). Why the checks stand: docs/concepts/operations.md, "Run history".
+    """Make a successful run's provisional rows final, keeping their per-day figures and checks; run-level
+    columns come from ``run`` (its step events), ``final`` true, ``recorded_at`` (default now, UTC).
+    Returns the rows made final (0 without provisional rows; docs/concepts/operations.md, "Run history").
     """
     values = {"status": run.status, "ended_at": run.ended_at, "duration_s": run.duration_s,
               **{f"{s}_s": run.stage_seconds.get(s) for s in STAGES},
@@ -271,10 +258,8 @@ def set_checks(con: duckdb.DuckDBPyConnection, run: RunFacts) -> int:
 
 
 def upsert(con: duckdb.DuckDBPyConnection, runs: Sequence[RunFacts], recorded_at: datetime | None = None) -> int:
-    """Replace the rows of each run in ``runs`` (a run with no day is skipped) in one transaction; returns rows written.
-
-    ``con``: a writer connection to the build file with no open transaction (the caller holds the writer lock);
-    ``recorded_at``: default now, UTC.
+    """Replace the rows of each run of ``runs`` (one with no day skipped) in one transaction on ``con`` (the build
+    file's writer, idle; the caller holds the lock); returns the rows written (``recorded_at``: default now, UTC).
     """
     ensure_table(con)
     recorded_at = recorded_at or datetime.now(UTC)

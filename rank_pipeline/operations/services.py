@@ -27,10 +27,8 @@ def resolve_command(name: str) -> str | None:
 
 
 def exec_service(argv: list[str]) -> None:
-    """Reset SIGINT and SIGTERM to their default dispositions and ``exec`` ``argv`` (never returns).
-
-    Raises:
-        FileNotFoundError: ``argv[0]`` is not an executable (nothing was started).
+    """Reset SIGINT and SIGTERM to their defaults and ``exec`` ``argv`` (never returns).
+    Raises FileNotFoundError: ``argv[0]`` is not an executable (nothing started).
     """
     exe = resolve_command(argv[0])
     if exe is None:

@@ -61,10 +61,8 @@ def keyword_record(
     url: str | None,
     captured: str,
 ) -> dict:
-    """A keyword record (spec: only ``location.code`` is shown; the rest is invented, see above).
-
-    ``location`` is a catalogue row; only its ``code``, ``name`` and ``variant`` are copied.
-    ``position`` is 1..100 or None (not ranking), ``url`` is None exactly when ``position`` is None.
+    """A keyword record (spec: only ``location.code`` is shown): ``location`` copies a catalogue row's ``code``,
+    ``name``, ``variant``; ``position`` 1..100 or None (not ranking); ``url`` None exactly when position is.
     """
     return {
         "id": keyword_id,

@@ -246,10 +246,8 @@ def country_location(engine: str, iso2: str) -> dict | None:
 
 
 def language(engine: str, code: str) -> dict | None:
-    """The language row of ``engine`` for ``code`` (case-insensitive, trimmed), else None.
-
-    ``"0000"`` gives ``{"code": "0000", "name": "Global"}`` on every engine, so callers can refuse it with its
-    own message; it is never listed.
+    """The language row of ``engine`` for ``code`` (case-insensitive, trimmed), else None; ``"0000"`` gives the
+    Global row on every engine, never listed, so callers refuse it with its own message.
     """
     catalogue = _catalogue(engine)
     if not isinstance(code, str):

@@ -69,10 +69,8 @@ class SearchEngineEntry:
 
 @dataclass(frozen=True)
 class KeywordCreateRequest:
-    """A valid keyword-create body, normalised (spec, "Keyword create: body").
-
-    ``frequency`` lower case; ``words`` trimmed, non-blank, distinct, in request order; ``entries``
-    distinct, in request order. :meth:`combinations` is the cartesian product that is created.
+    """A valid keyword-create body, normalised: ``frequency`` lower case, ``words`` trimmed, non-blank, distinct,
+    ``entries`` distinct, both in request order; :meth:`combinations` is their product, created.
     """
 
     frequency: str
@@ -238,12 +236,10 @@ def _language(value: Any, engine: str, pointer: str, catalogue: ModuleType, erro
 
 
 def validate_keyword_create(body: Any, catalogue: ModuleType = _catalogues) -> KeywordCreateRequest:
-    """Apply the body rules to a decoded JSON ``body`` (spec "Keyword create: body", "Errors").
-
-    ``catalogue`` offers ``location_by_code``, ``country_location`` and ``language`` (default
-    :mod:`rank_pipeline.sandbox.catalogues`). Returns the normalised request. Raises
-    :class:`KeywordCreateError`: 400 (no ``keyword`` object), 422 with one ``validation_failed`` entry, or 422
-    with every ``invalid_reference_value`` entry in the spec's order.
+    """Apply the body rules to a decoded JSON ``body`` (spec "Keyword create: body", "Errors"); returns the
+    normalised request. ``catalogue``: ``location_by_code``, ``country_location``, ``language`` (default
+    :mod:`rank_pipeline.sandbox.catalogues`). Raises :class:`KeywordCreateError`: 400 (no ``keyword``), 422 one
+    ``validation_failed`` entry, or 422 every ``invalid_reference_value`` entry in the spec's order.
     """
     if not isinstance(body, dict) or not isinstance(body.get("keyword"), dict):
         raise _bad_request(
@@ -299,10 +295,8 @@ def _world(request: Request):
 
 
 def create_keywords(world, account_id: str, domain_id: str, body: Any) -> list[dict]:
-    """Validate ``body`` and create its keywords on ``domain_id`` of ``account_id``; returns the records.
-
-    Raises :class:`KeywordCreateError`: 404 (not the account's domain, checked first), those of
-    :func:`validate_keyword_create`, then 402 ``over_quota`` (nothing created).
+    """Validate ``body`` and create its keywords on ``domain_id`` of ``account_id``; returns the records. Raises
+    :class:`KeywordCreateError`: 404 (checked first), those of :func:`validate_keyword_create`, 402 (nothing created).
     """
     from rank_pipeline.sandbox import world as world_module
 

@@ -46,11 +46,8 @@ class Rejection:
 
 
 class RateLimiter:
-    """Fixed-window counters per key and per IP address.
-
-    ``clock`` returns seconds (default ``time.monotonic``; tests pass a fake). ``outside_consumer``
-    returns how many requests an outside consumer (GraphQL) takes from each new key window.
-    Thread-safe.
+    """Fixed-window counters per key and per IP address, thread-safe; ``clock`` in seconds (default
+    ``time.monotonic``), ``outside_consumer`` the requests GraphQL takes from each new key window.
     """
 
     def __init__(

@@ -56,10 +56,8 @@ _ISO_ALPHA2 = frozenset(c.alpha_2 for c in pycountry.countries)
 
 
 class LookupQueryError(RankPipelineError):
-    """A lookup query broke one or more rules; ``errors`` holds the spec's error entries.
-
-    ``errors`` is a list of dicts ``{"status": 422, "code", "title", "detail", "source":
-    {"pointer"}, "meta"}`` in the order the parameters are checked; ``status`` is 422 for all.
+    """A lookup query broke one or more rules: ``errors`` holds the spec's 422 entries (``status``, ``code``,
+    ``title``, ``detail``, ``source.pointer``, ``meta``) in the order the parameters are checked.
     """
 
     def __init__(self, errors: list[dict]):
@@ -210,10 +208,8 @@ def _country(value: str, engine: str | None, errors: list[dict]) -> str | None:
 
 
 def query_locations(params: Mapping) -> tuple[str, list[dict]]:
-    """Apply "GET /v1/locations: query" to ``params`` (a multi-dict: ``QueryParams`` or name -> str or list).
-
-    Returns ``(search_engine, rows)``. Raises :class:`LookupQueryError` (422) with every failing parameter's
-    entry. ``page``/``per_page`` are pagination's.
+    """Apply "GET /v1/locations: query" to ``params`` (a multi-dict); returns ``(search_engine, rows)``.
+    Raises :class:`LookupQueryError` (422) with every failing parameter's entry.
     """
     values, errors = _single_strings(params, _LOCATION_PARAMS)
     engine = None
@@ -254,10 +250,8 @@ def _is_shape_error(errors: list[dict], param: str) -> bool:
 
 
 def query_languages(params: Mapping) -> tuple[str, list[dict]]:
-    """Apply "GET /v1/languages: query" to ``params`` (a multi-dict).
-
-    Returns ``(search_engine, rows)``: rows whose code equals ``q`` or whose name contains it (case-insensitive),
-    never ``0000``. Raises :class:`LookupQueryError` (422): unknown engine, ``q`` not a single string.
+    """Apply "GET /v1/languages: query" to ``params``; returns ``(search_engine, rows)`` whose code equals ``q`` or
+    name contains it, never ``0000``. Raises :class:`LookupQueryError` (422): unknown engine, ``q`` not a string.
     """
     values, errors = _single_strings(params, _LANGUAGE_PARAMS)
     engine = None

@@ -51,12 +51,9 @@ def _config(app, host: str, port: int, log_level: str) -> uvicorn.Config:
 
 
 class SandboxServer:
-    """``with SandboxServer(app) as server: httpx.get(server.base_url + "/v1/domains", ...)``.
-
-    Binds the socket on entry (so :attr:`port` is known at once), runs uvicorn in a daemon thread and
-    waits until it accepts connections (RuntimeError after ``startup_timeout_s``). On exit it asks
-    uvicorn to stop, waits for the thread, and closes the socket. In-flight hung requests are cut
-    after one second of graceful shutdown.
+    """``with SandboxServer(app) as server: httpx.get(server.base_url + "/v1/domains", ...)``: binds on entry
+    (:attr:`port` known at once), serves from a daemon thread once it accepts connections (RuntimeError after
+    ``startup_timeout_s``), stops on exit, cutting hung requests after one second.
     """
 
     def __init__(self, app, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning",
@@ -125,10 +122,9 @@ def serve(
     out: TextIO | None = None,
     shape: str | None = None,
 ) -> None:
-    """Serve the demo world (``WorldConfig(seed=seed)``) until interrupted (blocking), keyword lists in ``shape``.
-
-    Prints the base URL, the simulated day and each account's demo key to ``out`` (stdout); ``port`` 0 takes a
-    free port. Raises KeyboardInterrupt when uvicorn stopped on a signal (SIGINT: status 130).
+    """Serve the demo world (``WorldConfig(seed=seed)``) in ``shape`` until interrupted, printing the base URL,
+    the simulated day and each account's demo key to ``out``; ``port`` 0: a free one.
+    Raises KeyboardInterrupt: uvicorn stopped on a signal (SIGINT: status 130).
     """
     from rank_pipeline.sandbox.app import create_app
     from rank_pipeline.sandbox.faults import Faults

@@ -143,9 +143,7 @@ class ShapeSetting:
 
 def parse_shape(text: str | None) -> ShapeSetting:
     """``NAME`` or ``NAME@YYYY-MM-DD`` (empty: ``default``).
-
-    Raises:
-        ValueError: an unknown name or a malformed day (the message lists the shapes).
+    Raises ValueError: an unknown name or a malformed day (the message lists the shapes).
     """
     text = (text or "").strip() or "default"
     name, _, since = text.partition("@")

@@ -21,9 +21,7 @@ DEFAULT_LOCK_TIMEOUT_S = 3600.0
 
 def lock_timeout_from_env(env: Mapping[str, str] | None = None) -> float:
     """Seconds to wait for a held lock: ``RANK_PIPELINE_LOCK_TIMEOUT_S`` or :data:`DEFAULT_LOCK_TIMEOUT_S`.
-
-    Raises:
-        ConfigurationError: the variable is not a finite number of at least 0.
+    Raises ConfigurationError: not a finite number of at least 0.
     """
     env = os.environ if env is None else env
     raw = (env.get(LOCK_TIMEOUT_ENV) or "").strip()

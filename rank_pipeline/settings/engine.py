@@ -48,11 +48,8 @@ _SPARK_MASTER = re.compile(
 
 
 def check_spark_master(master: str) -> str:
-    """``master`` if it is a Spark master URL: ``local[N]`` (``local``, ``local[*]``), ``spark://host:port``
-    (a standalone cluster), ``sc://host[:port]`` (Spark Connect), ``yarn`` or ``k8s://...``.
-
-    Raises:
-        ConfigurationError: anything else (one line naming the variable and the accepted forms).
+    """``master`` if a Spark master URL: ``local[N]`` (``local``, ``local[*]``), ``spark://host:port``,
+    ``sc://host[:port]``, ``yarn`` or ``k8s://...``. Raises ConfigurationError: anything else (one line).
     """
     if _SPARK_MASTER.fullmatch(master) is None:
         raise ConfigurationError(f"{SPARK_MASTER_ENV}={master!r} is not a Spark master URL; use local[N], "

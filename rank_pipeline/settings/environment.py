@@ -137,11 +137,8 @@ def _accounts_from_env(env: Mapping[str, str], base_url: str | None) -> tuple[Ac
 
 
 def _data_dir_from_env(env: Mapping[str, str]) -> Path:
-    """``RANK_PIPELINE_DATA_DIR`` (default ``data``), absolute.
-
-    Raises:
-        ConfigurationError: the folder, or a part of its path, is a file.
-    """
+    """``RANK_PIPELINE_DATA_DIR`` (default ``data``), absolute. Raises ConfigurationError: it, or a part of
+    it, is a file."""
     data_dir = Path(env.get("RANK_PIPELINE_DATA_DIR") or "data").resolve()
     if data_dir.exists() and not data_dir.is_dir():
         raise ConfigurationError(
@@ -158,10 +155,8 @@ def _data_dir_from_env(env: Mapping[str, str]) -> Path:
 
 
 def _keywords_file_from_env(env: Mapping[str, str]) -> Path | None:
-    """``RANK_PIPELINE_KEYWORDS_FILE``, absolute (``~`` expanded); None when unset or blank.
-
-    Raises:
-        ConfigurationError: it names a folder.
+    """``RANK_PIPELINE_KEYWORDS_FILE``, absolute (``~`` expanded), None when unset or blank.
+    Raises ConfigurationError: it names a folder.
     """
     keywords_file = (env.get("RANK_PIPELINE_KEYWORDS_FILE") or "").strip() or None
     if keywords_file is None:

@@ -41,10 +41,8 @@ committed."""
 
 @dataclass(frozen=True)
 class OpsSettings:
-    """How the pipeline runs unattended: the schedule, freshness, alerts and Dagster's storage.
-
-    ``alert_urls`` and ``dagster_pg_url`` may hold passwords or tokens: never log or store them
-    (``repr`` hides them).
+    """How the pipeline runs unattended: schedule, freshness, alerts, Dagster's storage. ``alert_urls`` and
+    ``dagster_pg_url`` may hold secrets: never log or store them (``repr`` hides them).
     """
 
     schedule_cron: str = DEFAULT_SCHEDULE_CRON
@@ -108,10 +106,8 @@ def start_partitions_at(day: date) -> None:
 
 
 def _partition_start(env: Mapping[str, str]) -> date | None:
-    """``RANK_PIPELINE_PARTITION_START`` as a date; None when unset or blank.
-
-    Raises:
-        ConfigurationError: it is not a ``YYYY-MM-DD`` date.
+    """``RANK_PIPELINE_PARTITION_START`` as a date, None when unset or blank.
+    Raises ConfigurationError: not a ``YYYY-MM-DD`` date.
     """
     raw = (env.get(PARTITION_START_ENV) or "").strip()
     if not raw:

@@ -53,11 +53,7 @@ class Shard:
 
     @classmethod
     def from_key(cls, key: str) -> Shard:
-        """The shard of a partition key ``<i>-of-<n>`` (:attr:`key`).
-
-        Raises:
-            ValueError: not ``<i>-of-<n>`` with ``0 <= i < n <= 1024``.
-        """
+        """The shard of a partition key ``<i>-of-<n>``. Raises ValueError: not that, with ``0 <= i < n <= 1024``."""
         match = re.match(r"^(\d+)-of-(\d+)$", key)
         if not match or not 0 <= int(match.group(1)) < int(match.group(2)) <= MAX_SHARDS:
             raise ValueError(f"{key!r} is not a shard partition key: expected <i>-of-<n>, e.g. 0-of-2")
@@ -73,10 +69,8 @@ class Shard:
 
 
 def parse_shard(raw: str | None, *, name: str = SHARD_ENV) -> Shard | None:
-    """``"i/n"`` as a :class:`Shard`; None when unset or empty.
-
-    Raises:
-        ValueError: not ``i/n`` with ``0 <= i < n <= 1024`` (one line naming ``name`` and what to set).
+    """``"i/n"`` as a :class:`Shard`, None when unset or empty.
+    Raises ValueError: not ``i/n`` with ``0 <= i < n <= 1024`` (one line naming ``name``).
     """
     if raw is None or not raw.strip():
         return None
@@ -120,11 +114,9 @@ class ShardPlan:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ShardPlan | None:
-        """``RANK_PIPELINE_SHARDS`` and ``RANK_PIPELINE_SHARD_ADDRESSES``; None when unset or 1.
-
-        Raises:
-            ConfigurationError: a count that is not a whole number 1..1024, an addresses value other than
-                ``shared`` or ``own``, or ``RANK_PIPELINE_SHARD`` set too (one line each).
+        """``RANK_PIPELINE_SHARDS`` and ``RANK_PIPELINE_SHARD_ADDRESSES``, None when unset or 1. Raises
+        ConfigurationError: a count not 1..1024, addresses not ``shared`` or ``own``, or
+        ``RANK_PIPELINE_SHARD`` set too.
         """
         env = os.environ if env is None else env
         count = int(_number(env, SHARDS_ENV, 1, int, 1, MAX_SHARDS))

@@ -95,9 +95,7 @@ def check_uri(raw: str) -> None:
 
 def snapshots_uri_from_env(env: Mapping[str, str] | None = None) -> str | None:
     """``RANK_PIPELINE_SNAPSHOTS_URI`` stripped, None when unset or empty.
-
-    Raises:
-        ConfigurationError: a malformed URI (:func:`check_uri`; same message).
+    Raises ConfigurationError: a malformed URI (:func:`check_uri`'s message).
     """
     env = os.environ if env is None else env
     raw = (env.get(SNAPSHOTS_URI_ENV) or "").strip() or None

@@ -31,13 +31,9 @@ MAX_CANDIDATES = 3
 
 @dataclass
 class PathFinding:
-    """One contracted path that failed on one day.
-
-    Attributes:
-        problem: ``absent``, ``wrong_type``, ``undecodable``, ``out_of_range``, ``null``, ``empty``, ``dropped`` or
-            ``null_rise``.
-        share: the failing share of the day's records (0..1); what: the words of the line.
-        candidates: the observed paths that could hold the same thing, already formatted.
+    """One contracted path that failed on one day: ``problem`` (``absent``, ``wrong_type``, ``undecodable``,
+    ``out_of_range``, ``null``, ``empty``, ``dropped`` or ``null_rise``), ``share`` (0..1), ``what`` (the
+    line's words), ``candidates`` (paths that could hold it, formatted).
     """
 
     endpoint: str
@@ -51,13 +47,9 @@ class PathFinding:
 
 @dataclass
 class ShapeResult:
-    """The shape check of one endpoint over the checked days.
-
-    Attributes:
-        days: the days checked; records: their records, summed.
-        findings: every failing path and day; unread: ``{path: "type, share, e.g. value"}`` of the paths seen
-            that no contract entry accounts for (latest day first seen wins).
-        edit: the files a fix edits: the contract first (a line names it alone: the staging models read names).
+    """The shape check of one endpoint: ``days`` checked and their ``records``; ``findings`` (every failing path
+    and day); ``unread`` (``{path: "type, share, e.g. value"}`` no contract entry reads); ``edit`` (the files a
+    fix edits, the contract first).
     """
 
     endpoint: str
@@ -153,12 +145,10 @@ def _assign_candidates(findings: list[tuple[PathFinding, ContractField]], endpoi
 
 
 def decode_profile(contract: Contract, profile: EndpointProfile, profiler: Profiler) -> None:
-    """Count each contracted field with an encoding, values, a timestamp type or a range as decoded, in
-    ``profile`` (once), after adding the fields whose path selects array elements (:meth:`Profiler.locate`,
-    under the field's path): a sentinel
-    is a null, a value that decodes has the field's type, one that does not is of type ``undecodable`` (its
-    values in :attr:`PathStats.undecodable`), and a decoded number outside the range is listed in
-    :attr:`PathStats.outside`. The type, null and drift checks then run on the decoded values."""
+    """Count ``profile``'s contracted fields (encoding, values, timestamp or range) as decoded, once, after adding
+    paths that select array elements: a sentinel is null, a value that does not decode is ``undecodable``
+    (:attr:`PathStats.undecodable`), a number out of range is listed (:attr:`PathStats.outside`).
+    """
     if profile.decoded:
         return
     profile.decoded = True

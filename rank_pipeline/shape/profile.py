@@ -69,12 +69,8 @@ class PathStats:
 
 @dataclass
 class EndpointProfile:
-    """Every path observed in one endpoint's records (one day, or a live sample).
-
-    Attributes:
-        endpoint: ``keywords``, ``competitors``, ...; records: how many were read.
-        paths: ``{path: PathStats}``, in first-seen order.
-        decoded: the contract's encoded fields are counted as decoded (:func:`rank_pipeline.shape.check.decode_profile`).
+    """Every path observed in one endpoint's records (a day or a live sample): ``endpoint``, ``records`` read,
+    ``paths`` (``{path: PathStats}`` in first-seen order), ``decoded`` (encoded fields counted as decoded).
     """
 
     endpoint: str
@@ -194,11 +190,10 @@ class Profiler:
         return result
 
     def locate(self, fields: Sequence[ContractField]) -> dict[str, PathStats]:
-        """``{field path: PathStats}`` of contracted fields whose path selects array elements (``serp[0].rank``,
-        ``engines[?name=google].rank``, ``labels[*].uuid``), each record's value found as
-        :meth:`ContractField.locate` finds it (DuckDB hands over each record's arrays alone, parsed here); their value counts
-        are then :meth:`value_counts` of the field's path. A projection's type is ``array`` when every
-        element's value has the field's ``items`` type, else ``array of <types>``."""
+        """``{field path: PathStats}`` of contracted fields selecting array elements (``serp[0].rank``,
+        ``engines[?name=google].rank``, ``labels[*].uuid``), found as :meth:`ContractField.locate` finds them; a
+        projection's type is ``array`` when every element has the field's ``items`` type, else ``array of <types>``.
+        """
         out = {f.path: PathStats(f.path) for f in fields}
         counts: dict[str, dict[str, int]] = {f.path: {} for f in fields}
         if not fields:

@@ -37,9 +37,7 @@ def _line(sql: str, needles: list[str]) -> int:
 
 def paths_read(sql: str) -> dict[str, dict[str, int]]:
     """``{endpoint: {path: line}}`` of the raw ``attributes`` paths ``sql`` reads.
-
-    Raises:
-        sqlglot.errors.ParseError: ``sql`` does not parse as DuckDB SQL.
+    Raises sqlglot.errors.ParseError: ``sql`` does not parse as DuckDB SQL.
     """
     tree = sqlglot.parse_one(sql, read="duckdb")
     endpoints = sorted({t.name for t in tree.find_all(exp.Table) if t.db == "raw" and t.name in endpoint_names()})

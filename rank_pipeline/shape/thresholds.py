@@ -25,11 +25,8 @@ THRESHOLDS_FILE = Path("seeds") / "shape_thresholds.csv"
 
 
 def load_contract(models_dir: Path | str) -> Contract:
-    """The contract of ``models_dir`` (:func:`rank_pipeline.transform.contract.load_contract`), naming only
-    endpoints the pipeline extracts.
-
-    Raises:
-        ContractError: the contract cannot be read (one line).
+    """The contract of ``models_dir`` (:func:`rank_pipeline.transform.contract.load_contract`), naming only the
+    endpoints the pipeline extracts. Raises ContractError: it cannot be read (one line).
     """
     return _load_contract(models_dir, tuple(ENDPOINTS))
 
@@ -61,11 +58,8 @@ class ThresholdTable:
 
 
 def load_thresholds(models_dir: Path | str) -> ThresholdTable:
-    """The thresholds seed of ``models_dir`` (:data:`THRESHOLDS_FILE`); the defaults of :class:`Thresholds`
-    when the file is absent.
-
-    Raises:
-        ContractError: a row with a missing or non-numeric value, or a share outside 0..1.
+    """The thresholds seed of ``models_dir`` (:data:`THRESHOLDS_FILE`), or :class:`Thresholds`' defaults without it.
+    Raises ContractError: a row with a missing or non-numeric value, or a share outside 0..1.
     """
     path = Path(models_dir) / THRESHOLDS_FILE
     if not path.exists():

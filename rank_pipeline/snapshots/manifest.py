@@ -15,12 +15,9 @@ __all__ = ["AccountStats", "KeyStats", "ListsReport", "SnapshotManifest"]
 
 
 class ListsReport(BaseModel):
-    """One account's lists of one resource on one day (spec "Limits" rules 4-6 for completeness).
-
-    Counts are records; ``passes`` is the largest number of passes one list needed;
-    ``missing_parents``: parent ids whose child list answered 404 (deleted during the run);
-    ``incomplete_lists``: parent ids (or paths, for top-level lists) of the lists not proven complete;
-    ``rows``: rows written to the snapshot for this account (set at commit).
+    """One account's lists of one resource on one day (spec "Limits" rules 4-6), counts in records: ``passes``
+    (the most one list needed), ``missing_parents`` (child lists answering 404), ``incomplete_lists`` (parent
+    ids or paths of lists not proven), ``rows`` (written for this account, set at commit).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -38,11 +35,9 @@ class ListsReport(BaseModel):
 
 
 class SnapshotManifest(BaseModel):
-    """``_manifest.json``: what one committed snapshot of one resource and day holds.
-
-    ``files`` are the Parquet file names in the snapshot folder; ``row_count`` all accounts' rows;
-    ``complete`` is true when every account's lists were proven complete; ``accounts`` maps each account
-    name to its :class:`ListsReport`.
+    """``_manifest.json`` of one committed snapshot of one resource and day: ``files`` (Parquet names),
+    ``row_count`` (all accounts), ``complete`` (every account's lists proven), ``accounts`` (name ->
+    :class:`ListsReport`).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -70,11 +65,7 @@ class SnapshotManifest(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SnapshotManifest:
-        """Parse a manifest (any version written so far).
-
-        Raises:
-            pydantic.ValidationError: the text is not a manifest.
-        """
+        """Parse a manifest of any version written so far. Raises pydantic.ValidationError: not a manifest."""
         return cls.model_validate_json(text)
 
 

@@ -77,11 +77,7 @@ def committed_manifest(store: Store, folder: str, names: Iterable[str] | None = 
 
 
 def load_manifest_json(store: Store, path: str) -> dict[str, Any]:
-    """One manifest file as a JSON object.
-
-    Raises:
-        SnapshotError: not readable, not JSON, or not a JSON object.
-    """
+    """One manifest file as a JSON object. Raises SnapshotError: not readable, not JSON, or not an object."""
     try:
         value = json.loads(store.read_text(path))
     except (OSError, ValueError) as exc:
@@ -116,12 +112,9 @@ def list_snapshot_dates(root: Path | str | Store, resource: str) -> list[date]:
 
 
 def read_manifest(root: Path | str | Store, resource: str, snapshot_date: date) -> SnapshotManifest:
-    """The manifest of one committed snapshot (:class:`~rank_pipeline.snapshots.manifest.SnapshotManifest`; a day
-    committed by shards reads as one manifest, their union, with ``shards`` = n).
-
-    Raises:
-        SnapshotError: there is no committed snapshot of ``resource`` for ``snapshot_date``, or its
-            manifest is not readable as one.
+    """The :class:`~rank_pipeline.snapshots.manifest.SnapshotManifest` of one committed snapshot (a day of ``n``
+    shards: their union, ``shards`` = n). Raises SnapshotError: no committed snapshot of ``resource`` for
+    ``snapshot_date``, or an unreadable manifest.
     """
     store = store_for(root)
     folder = day_folder(store, resource, snapshot_date)
@@ -144,10 +137,8 @@ def read_manifest(root: Path | str | Store, resource: str, snapshot_date: date) 
 
 def snapshot_files(root: Path | str | Store, resource: str, snapshot_date: date,
                    manifest: SnapshotManifest | None = None) -> list[str]:
-    """Full paths (in the store's file system) of the files one committed snapshot's manifest lists.
-
-    Raises:
-        SnapshotError: no ``manifest`` given and no committed snapshot for that day.
+    """Full paths, in the store's file system, of the files one committed snapshot's manifest lists.
+    Raises SnapshotError: no ``manifest`` given and no committed snapshot for that day.
     """
     store = store_for(root)
     manifest = manifest if manifest is not None else read_manifest(store, resource, snapshot_date)

@@ -123,12 +123,9 @@ class Store:
 
 
 def store_for(location: Store | Path | str, env: Mapping[str, str] | None = None) -> Store:
-    """The :class:`Store` for a snapshots location: a :class:`Store` (returned as is), a local path, or a URI.
-
-    ``env`` (default ``os.environ``) gives the ``AWS_*`` variables of an ``s3://`` store.
-
-    Raises:
-        StorageError: as :func:`rank_pipeline.settings.check_uri`, or a store that cannot be opened.
+    """The :class:`Store` for a snapshots location (a :class:`Store`, a local path or a URI; ``env`` gives an
+    ``s3://`` store's ``AWS_*`` variables). Raises StorageError: as :func:`rank_pipeline.settings.check_uri`,
+    or the store cannot be opened.
     """
     if isinstance(location, Store):
         return location

@@ -19,11 +19,8 @@ __all__ = ["check_source", "extract_days"]
 
 
 def check_source(source: Source, paths: DataPaths) -> None:
-    """Refuse a source that cannot work, before a run starts (:meth:`Source.validate`: base URL, host
-    name, keys, the data folder's recorded source). Nothing is written and no request is sent.
-
-    Raises:
-        ConfigurationError: one line naming what to set.
+    """Refuse a source that cannot work before a run starts (:meth:`Source.validate`: base URL, host, keys, the
+    folder's recorded source), writing and sending nothing. Raises ConfigurationError: one line naming what to set.
     """
     source.validate(paths.data_dir)
 

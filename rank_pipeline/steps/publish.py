@@ -15,10 +15,7 @@ __all__ = ["publish"]
 
 
 def publish(engine: ModelEngine) -> Path | None:
-    """Make the engine's build visible to readers; the published file, or None when the tables are
-    already in place (``engine.written_to``).
-
-    Raises:
-        rank_pipeline.warehouse.errors.PublishError: the copy failed; the published file is untouched.
+    """Make the engine's build visible to readers: the published file, or None when the tables are in place
+    (``engine.written_to``). Raises rank_pipeline.warehouse.errors.PublishError: the copy failed (nothing changed).
     """
     return engine.publish()

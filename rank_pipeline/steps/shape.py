@@ -21,11 +21,8 @@ SHAPE_CHECK = "matches_contract"
 
 @dataclass
 class ShapeCheck:
-    """What :func:`check_shape` found.
-
-    Attributes:
-        results: ``{endpoint: ShapeResult}``; new_fields: ``{endpoint: {path: "type, share"}}`` of the unread
-            paths first seen in this check.
+    """What :func:`check_shape` found: ``results`` (``{endpoint: ShapeResult}``) and ``new_fields``
+    (``{endpoint: {path: "type, share"}}`` of the unread paths first seen now).
     """
 
     results: dict[str, ShapeResult]

@@ -319,11 +319,7 @@ class Contract:
         return {(e, f.name): f for e, fields in self.fields.items() for f in fields}
 
     def named(self, endpoint: str, name: str) -> ContractField:
-        """The contracted field named ``name`` of ``endpoint``.
-
-        Raises:
-            ContractError: no such field (the line names the contract and the names it has).
-        """
+        """The field ``name`` of ``endpoint``. Raises ContractError: no such field (naming the contract's names)."""
         found = self._by_name.get((endpoint, name))
         if found is None:
             names = ", ".join(f.name for f in self.fields.get(endpoint, ())) or "none"

@@ -65,10 +65,9 @@ def _link(project: Project, qualified: str) -> str:
 
 
 def render_data_dictionary(project: Project, sources: str = "", lineage: ProjectLineage | None = None) -> str:
-    """The data dictionary of ``project`` as Markdown (deterministic).
-
-    ``sources``: Markdown of the tables the project reads, placed before the seeds. ``lineage``: the project's
-    column lineage (:func:`rank_pipeline.transform.lineage.project_lineage`): each column's "comes from".
+    """The data dictionary of ``project`` as Markdown (deterministic): ``sources`` (Markdown of the tables it
+    reads) before the seeds; with ``lineage`` (:func:`rank_pipeline.transform.lineage.project_lineage`), each
+    column's "comes from".
     """
     order = project.topological_order()
     lines = _contents(project, order)

@@ -19,13 +19,11 @@ __all__ = ["check_references", "topological_order"]
 
 def check_references(root: Path, models: Mapping[str, Model], seeds: Mapping[str, Seed],
                      raw_tables: frozenset[str]) -> dict[str, Model]:
-    """``models`` with each reference checked, and a model reading itself marked ``reads_itself``.
+    """``models`` with each reference checked against ``seeds`` and ``raw_tables``, and a model reading itself
+    marked ``reads_itself``; ``root`` is named in hints.
 
-    Args:
-        root: the project folder (named in hints); seeds: ``{name: Seed}``; raw_tables: readable raw tables.
-    Raises:
-        DependencyError: a reference to a missing model, seed or raw table, or to another schema's model; a
-            model reading itself that is not incremental with typed columns; a unit test input not read.
+    Raises DependencyError: a reference to a missing model, seed or raw table, or to another schema's model;
+    a model reading itself that is not incremental with typed columns; a unit test input it does not read.
     """
     relations = _Relations(root, models, seeds, raw_tables)
     checked = {name: _checked_model(relations, model) for name, model in models.items()}

@@ -21,10 +21,8 @@ _PATH = re.compile(rf"{_STEP.pattern}(?:\.{_STEP.pattern})*")
 
 @dataclass(frozen=True)
 class Step:
-    """One key of a contract path and its selector, if any (module doc).
-
-    Attributes:
-        key: the JSON key; index: ``[N]`` (0-based); match: ``[?key=value]`` as ``(key, value)``; every: ``[*]``.
+    """One key of a contract path and its selector: ``key``, ``index`` (``[N]``, 0-based), ``match``
+    (``[?key=value]`` as ``(key, value)``) or ``every`` (``[*]``).
     """
 
     key: str
@@ -45,9 +43,7 @@ class Step:
 
 def parse_path(path: str) -> tuple[Step, ...]:
     """The steps of a contract path (``results.serp[0].rank`` -> results, serp[0], rank).
-
-    Raises:
-        ValueError: not a path of the grammar (module doc).
+    Raises ValueError: not a path of the grammar.
     """
     if not _PATH.fullmatch(path):
         raise ValueError(f"path {path!r}: dotted keys, each optionally followed by [N], [?key=value] or [*]")

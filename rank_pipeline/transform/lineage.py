@@ -314,10 +314,8 @@ _MEMO: dict[str, ProjectLineage] = {}
 
 
 def project_lineage(project: Project, cache_dir: Path | str | None = None) -> ProjectLineage:
-    """The column lineage of every model of ``project`` (docs/concepts/models.md, "Column lineage").
-
-    ``cache_dir``: where ``lineage-<hash>.json`` is kept (written atomically; unreadable is ignored); None
-    computes it once per process and project content.
+    """The column lineage of every model of ``project`` (docs/concepts/models.md, "Column lineage"), kept as
+    ``lineage-<hash>.json`` in ``cache_dir`` (written atomically; unreadable ignored; None: once per process).
     """
     key = _cache_key(project)
     if key in _MEMO:

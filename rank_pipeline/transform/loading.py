@@ -49,10 +49,8 @@ _NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 def _load_yml(path: Path) -> dict:
-    """The top-level mapping of a project ``.yml`` (``{}`` for an empty file).
-
-    Raises:
-        ModelConfigError: not valid YAML, a repeated key, a top level that is no mapping, an unknown top-level key.
+    """The top-level mapping of a project ``.yml`` (``{}`` when empty). Raises ModelConfigError: not valid YAML,
+    a repeated key, a top level that is no mapping, an unknown top-level key.
     """
     try:
         doc = yaml.load(path.read_text(), Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass

@@ -27,13 +27,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TestSpec:
-    """One data test of a model or seed; one Dagster asset check named :attr:`name`.
-
-    Attributes:
-        name: letters, digits and ``_``, unique within its model; column: None for model-level tests.
-        kind: ``unique``, ``not_null``, ``accepted_values``, ``relationships``, ``expression`` or ``unique_combination``.
-        params: ``{"values"}``, ``{"to", "field"}``, ``{"expression"}`` or ``{"columns"}``, by kind.
-        blocking: a failure blocks downstream assets; depends_on: relations read besides its model.
+    """One data test of a model or seed, one Dagster asset check named :attr:`name` (letters, digits, ``_``;
+    unique in its model): ``kind`` (``unique``, ``not_null``, ``accepted_values``, ``relationships``,
+    ``expression``, ``unique_combination``), ``column`` (None: model-level), ``params`` (``{"values"}``,
+    ``{"to", "field"}``, ``{"expression"}``, ``{"columns"}``), ``blocking``, ``depends_on`` (besides its model).
     """
 
     __test__ = False  # not a pytest test class
@@ -88,13 +85,8 @@ class IncrementalConfig:
 
 @dataclass(frozen=True)
 class UnitRows:
-    """Rows of a unit test's input or expectation.
-
-    Attributes:
-        relation: the qualified input (``staging.stg_usage``); ``""`` for the expected rows.
-        columns: the column names the rows mention, in first-seen order.
-        rows: one mapping per row; values as YAML gave them (dates, numbers, text, null) or, from CSV,
-            text (an empty field is null). Columns a row omits are null.
+    """Rows of a unit test's input (``relation``, e.g. ``staging.stg_usage``) or expectation (``""``):
+    ``columns`` in first-seen order; ``rows`` as YAML gave them or, from CSV, text (empty: null); omitted: null.
     """
 
     relation: str
@@ -155,12 +147,8 @@ class Model:
 
 @dataclass(frozen=True)
 class Seed:
-    """A CSV reference table loaded as ``seeds.<name>``.
-
-    Attributes:
-        column_types: column -> DuckDB type for columns whose type is given (others auto-detected).
-        version: the ``.yml`` ``version`` (None when absent).
-        checksum: sha256 of the CSV bytes (a data version: changes when the file changes).
+    """A CSV reference table ``seeds.<name>``: ``column_types`` (DuckDB types given; others detected),
+    ``version`` (the ``.yml``'s, or None), ``checksum`` (sha256 of the CSV bytes).
     """
 
     name: str
@@ -184,11 +172,8 @@ class Seed:
 
 @dataclass(frozen=True)
 class PipelineTable:
-    """A table the pipeline's code writes (``pipeline_tables:`` in ``sources/<name>.yml``), e.g. ``ops.run_history``.
-
-    Attributes:
-        columns: every column with its DuckDB ``data_type``, in ``.yml`` order; tests: as for models
-            (run on the whole table).
+    """A table the pipeline's code writes (``pipeline_tables:``, e.g. ``ops.run_history``): ``columns`` with their
+    DuckDB ``data_type`` in ``.yml`` order; ``tests`` as for models, on the whole table.
     """
 
     name: str

@@ -22,13 +22,9 @@ __all__ = ["Project", "load_project", "loaded_project"]
 
 @dataclass
 class Project:
-    """A loaded, validated project: models and seeds by name, dependencies acyclic.
-
-    Attributes:
-        root: the project directory; models: ``{name: Model}``; seeds: ``{name: Seed}``.
-        sources: qualified raw tables models may read (``raw.keywords``, ...).
-        raw_columns: ``{raw table: ((column, DuckDB type), ...)}`` as ``sources:`` declares them.
-        tables: ``{qualified name: PipelineTable}``, the tables the pipeline writes (``pipeline_tables:``).
+    """A loaded, validated project, dependencies acyclic: ``root``; ``models`` and ``seeds`` by name; ``sources``
+    (readable raw tables, ``raw.keywords``); ``raw_columns`` (``{raw table: ((column, DuckDB type), ...)}``);
+    ``tables`` (``{qualified name: PipelineTable}``).
     """
 
     root: Path

@@ -451,10 +451,8 @@ def _problems(cls: type[BaseModel], exc: ValidationError) -> list[str]:
 
 
 def validate_entry(cls: type[_Entry], raw: Any, where: str) -> _Entry:
-    """Validate one ``models:`` or ``seeds:`` entry ``raw`` as ``cls`` (:class:`ModelEntry` or :class:`SeedEntry`).
-
-    Raises:
-        ModelConfigError: one line per problem, each ``<where>: <key path>: <what is wrong and what to write>``.
+    """Validate the ``models:`` or ``seeds:`` entry ``raw`` as ``cls`` (:class:`ModelEntry`, :class:`SeedEntry`).
+    Raises ModelConfigError: one ``<where>: <key path>: <what is wrong and what to write>`` line per problem.
     """
     try:
         return cls.model_validate(raw)

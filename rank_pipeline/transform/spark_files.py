@@ -91,11 +91,8 @@ def _arrow(uri: str) -> tuple[ArrowFileSystem, str]:
 
 
 def file_system(spark: Any, uri: str) -> tuple[Any, Any]:
-    """``(fs, path)`` for ``uri`` with Hadoop ``FileSystem``'s calls (module docstring): Hadoop through the
-    session's JVM, or pyarrow on a Spark Connect session.
-
-    Raises:
-        pyarrow.ArrowInvalid: on Connect, a URI scheme pyarrow has no file system for.
+    """``(fs, path)`` for ``uri`` with Hadoop ``FileSystem``'s calls: Hadoop through the session's JVM, or pyarrow
+    on Spark Connect. Raises pyarrow.ArrowInvalid: on Connect, a scheme pyarrow has no file system for.
     """
     if is_connect(spark):
         return _arrow(uri)

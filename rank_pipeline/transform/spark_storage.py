@@ -52,11 +52,8 @@ class ParquetStore:
         fs.delete(path, True)
 
     def rename(self, source: str, target: str) -> None:
-        """Rename ``source`` to ``target`` (whose parent exists and which does not).
-
-        Raises:
-            BuildError: the file system refused.
-        """
+        """Rename ``source`` to ``target`` (parent existing, target not). Raises BuildError: the file system
+        refused."""
         fs, source_path = self._fs_path(source)
         _, target_path = self._fs_path(target)
         if not fs.rename(source_path, target_path):
@@ -142,9 +139,7 @@ class ParquetStore:
 
     def _write_side(self, writer, side: str, where: str, qualified: str) -> None:
         """Run ``writer`` (a ``DataFrameWriter``) into the directory ``side``, replacing it.
-
-        Raises:
-            BuildError: the Spark job failed (py4j, analysis or execution error); ``side`` is deleted.
+        Raises BuildError: the Spark job failed; ``side`` is deleted.
         """
         try:
             writer.mode("overwrite").parquet(side)

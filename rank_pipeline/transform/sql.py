@@ -45,11 +45,8 @@ def table_columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> dic
 
 
 def one_row(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None = None) -> tuple[Any, ...]:
-    """The row of ``query`` (with ``params``), which always returns exactly one (an aggregate without
-    ``group by``, a function of the connection such as ``current_database()``).
-
-    Raises:
-        RuntimeError: it returned none.
+    """The one row of ``query`` with ``params`` (an aggregate without ``group by``, a connection function).
+    Raises RuntimeError: it returned none.
     """
     row = con.execute(query, params).fetchone() if params is not None else con.execute(query).fetchone()
     if row is None:

@@ -45,11 +45,8 @@ def _publishing_copy(published_path: Path) -> Path:
 
 
 class Warehouse:
-    """The build file (one writer) and the published file (readers); docs/concepts/operations.md, "The warehouse file".
-
-    Args:
-        build_path: the private working DuckDB file (``data/warehouse.build.duckdb``).
-        published_path: the file analysts open read-only (``data/warehouse.duckdb``).
+    """The build file ``build_path`` (one writer, ``data/warehouse.build.duckdb``) and the published file
+    ``published_path`` (readers, ``data/warehouse.duckdb``); docs/concepts/operations.md, "The warehouse file".
     """
 
     def __init__(self, build_path: Path | str, published_path: Path | str, storage_version: str | None = None):
@@ -102,11 +99,8 @@ class Warehouse:
         return con
 
     def read_only_connect(self) -> duckdb.DuckDBPyConnection:
-        """Open the published file read-only (for analysts, BI, asset checks that only read).
-
-        Raises:
-            WarehouseError: nothing has been published yet.
-        """
+        """Open the published file read-only (analysts, BI, read-only checks). Raises WarehouseError: nothing
+        published yet."""
         if not self.published_path.is_file():
             raise WarehouseError(
                 f"no published warehouse at {self.published_path} yet: load a partition and publish first "
@@ -185,12 +179,8 @@ class Warehouse:
         return self.published_path
 
     def _write_copy(self, con: duckdb.DuckDBPyConnection, tmp: Path) -> None:
-        """Copy the checkpointed build database into the new file ``tmp`` in :attr:`storage_version`.
-
-        The caller holds the data folder's writer lock and ``con`` is idle after its checkpoint, so the
-        build file does not change while it is read: a byte copy (``shutil.copyfile``, streamed by the
-        kernel) is the database. When the build file is in another storage version, the database is
-        copied through DuckDB instead (one transaction, buffered in memory).
+        """Copy the checkpointed build database into the new file ``tmp`` in :attr:`storage_version`: a streamed byte
+        copy (the writer lock is held and ``con`` idle), or through DuckDB when the build file is in another version.
         """
         (source,) = one_row(con, "select current_database()")
         alias = f"publish_{uuid.uuid4().hex[:8]}"

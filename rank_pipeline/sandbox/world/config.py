@@ -23,12 +23,9 @@ class LimitChange:
 
 @dataclass(frozen=True)
 class AccountSpec:
-    """One account of the world.
-
-    ``keywords_per_domain``: inclusive (min, max) base keywords per domain. ``keyword_limit``,
-    ``data_row_limit``: the plan's allowances until ``limit_change.day``. ``api_key`` None derives one from the
-    seed; ``keys``: valid keys at once (spec "Authentication" 5). ``data_row_resets``: ascending days the
-    data-row cycle restarts (empty: the 1st of each month).
+    """One account: ``keywords_per_domain`` (inclusive range of base keywords), ``keyword_limit`` and
+    ``data_row_limit`` until ``limit_change.day``, ``api_key`` (None: from the seed), ``keys`` valid at once,
+    ``data_row_resets`` (ascending days the data-row cycle restarts; empty: the 1st of each month).
     """
 
     name: str
@@ -64,10 +61,8 @@ def _demo_accounts(start: date) -> tuple[AccountSpec, ...]:
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """What the world is made of; the world is deterministic in ``(seed, day)`` for one config.
-
-    ``start_date`` anchors every day index (docs/concepts/sandbox.md). The default is the small demo
-    world (3 accounts, 3-5 domains each, 20-120 keywords per domain).
+    """What the world is made of, deterministic in ``(seed, day)``; ``start_date`` anchors every day index. The
+    default is the small demo world (3 accounts, 3-5 domains each, 20-120 keywords per domain).
     """
 
     seed: int = 7
@@ -114,11 +109,8 @@ class Account:
 
 @dataclass(frozen=True)
 class KeywordSpec:
-    """One keyword to create: a (word, engine, device, location, language) combination.
-
-    Values are already validated and normalised by the keyword-create handler: ``search_engine`` and
-    ``device`` lower case, ``location_code`` a catalogue geo-target id of that engine (string),
-    ``language_code`` a catalogue language code of that engine, ``frequency`` lower case.
+    """One keyword to create, normalised by the handler: ``search_engine``, ``device``, ``frequency`` lower case;
+    ``location_code`` and ``language_code`` catalogue codes of that engine (strings); ``word``.
     """
 
     word: str

@@ -8,10 +8,8 @@ __all__ = ["QuotaExceeded", "UnknownDomain"]
 
 
 class QuotaExceeded(RankPipelineError):
-    """A keyword create would exceed the plan's keyword or data-row allowance (spec: 402 ``over_quota``).
-
-    ``resource`` is ``"keywords"`` or ``"dataRows"``; ``requested`` the number of new combinations;
-    ``remaining`` what the allowance still holds today. Nothing was created.
+    """A keyword create over the keyword or data-row allowance (spec: 402 ``over_quota``); nothing was created.
+    ``resource``: ``"keywords"`` or ``"dataRows"``; ``requested`` new combinations; ``remaining`` today.
     """
 
     def __init__(self, resource: str, requested: int, remaining: int):

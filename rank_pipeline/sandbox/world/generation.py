@@ -47,10 +47,8 @@ _CHURN_CACHE_SIZE = 100_000
 
 
 def make_accounts(config: WorldConfig) -> list[AccountState]:
-    """The accounts of ``config`` in its order, each with its keys, tags and (not yet generated) domains.
-
-    ValueError when ``config`` has more than 255 accounts or an account more than 65535 domains (the
-    sizes an id holds).
+    """The accounts of ``config`` in order, with keys, tags and (lazy) domains. Raises ValueError: more than 255
+    accounts or 65535 domains in one (what an id holds).
     """
     seed = config.seed
     if len(config.accounts) > 255:

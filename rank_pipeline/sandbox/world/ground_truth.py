@@ -20,11 +20,9 @@ __all__ = ["World"]
 
 
 class World:
-    """The seeded world behind the sandbox API (docs/concepts/architecture.md, "Sandbox").
-
-    ``World(config=WorldConfig(), today=None)``: ``today`` None is the real UTC date. All readers take
-    ``day=None`` meaning :attr:`today`. Thread-safe: the HTTP server thread and test code may use one
-    world at once. Records are returned as fresh dicts (callers may mutate them).
+    """The seeded world behind the sandbox API: ``World(config=WorldConfig(), today=None)`` (None: the real UTC
+    date); readers take ``day=None`` as :attr:`today`; thread-safe; records are fresh dicts
+    (docs/concepts/sandbox.md, "The world").
     """
 
     def __init__(self, config: WorldConfig | None = None, today: date | None = None):

@@ -95,12 +95,9 @@ class AccountState:
 
 @dataclass
 class WorldState:
-    """The world's runtime state over ``accounts`` (config order), the simulated ``today``, and:
-
-    ``records``: keyword record lists by ``("kw", domain id, day, domain version)``, most recent last;
-    ``locale_rows``: catalogue location rows by (engine, locale key); ``runtime_by_id``: keywords created
-    at runtime; ``churn_cache``: churn keywords by (domain id, churn index), oldest first;
-    ``kw_index``: base and runtime keywords by id; ``writes``: the shifting-records fault's writes.
+    """The world's runtime state: ``accounts`` (config order), ``today``, ``records`` (keyword lists by
+    ``("kw", domain, day, version)``), ``locale_rows``, ``runtime_by_id``, ``churn_cache``, ``kw_index`` and
+    ``writes`` (the shifting-records fault's).
     """
 
     config: WorldConfig

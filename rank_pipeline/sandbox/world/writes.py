@@ -25,11 +25,9 @@ __all__ = ["create_keywords", "delete_keyword", "insert_keyword"]
 def create_keywords(
     state: WorldState, account_id: str, domain_id: str, entries: Iterable[KeywordSpec]
 ) -> list[dict]:
-    """Keyword create on today: one record per distinct combination of ``entries`` (request order), the
-    new ones created, the ones the domain tracks returned as they are; each new one needs one keyword and
-    one data row of today's remaining allowances (:func:`.quota.check_quota`).
-
-    Raises UnknownDomain (domain not of this account) or QuotaExceeded (nothing created).
+    """Keyword create on today: one record per distinct combination of ``entries`` (request order), new ones
+    created (one keyword and one data row each, :func:`.quota.check_quota`), tracked ones returned.
+    Raises UnknownDomain (not this account's) or QuotaExceeded (nothing created).
     """
     d = state.domain_of(account_id, domain_id)
     if d is None:
