@@ -1,8 +1,5 @@
-"""The one root of every error rank-pipeline raises on purpose, :class:`RankPipelineError`, and the exit statuses.
-
-Each class carries its exit status and, where its message alone does not say what to do, a one-line hint,
-used by the command line (:meth:`RankPipelineError.one_line`); classes keep a builtin base where callers
-catch by it. Statuses: :data:`EXIT_STATUSES` (docs/reference/exit-codes.md; docs/concepts/operations.md).
+"""The one root of every error rank-pipeline raises on purpose, :class:`RankPipelineError` (each class with its
+exit status and a one-line hint), and the exit statuses, :data:`EXIT_STATUSES` (docs/reference/exit-codes.md).
 """
 
 from __future__ import annotations

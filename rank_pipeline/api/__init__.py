@@ -1,8 +1,5 @@
-"""Client side of the rank-tracking API spec: pacing, pagination with completeness, retries, typed errors.
-
-``RankTrackerClient`` (``get``, ``list_records``, ``paginate``), ``ClientConfig``, ``SlidingWindowLimiter``
-and the ``RankTrackerError`` classes. No Dagster, no DuckDB. Public surface and design:
-docs/concepts/api-client.md, docs/concepts/pacing.md, docs/concepts/completeness.md.
+"""Client side of the rank-tracking API spec: ``RankTrackerClient``, ``ClientConfig``, ``SlidingWindowLimiter``
+and the ``RankTrackerError`` classes; no Dagster, no DuckDB (docs/concepts/api-client.md).
 """
 
 from .client import RankTrackerClient

@@ -1,9 +1,5 @@
-"""Typed errors of the API client (spec "Errors", "Authentication", "Limits"), rooted at ``RankTrackerError``.
-
-One class per status: 401 ``AuthenticationError``, 403 ``PermissionDeniedError``, 404 ``NotFoundError``,
-402 ``QuotaExceededError``, 422 ``ValidationError``, 400 ``BadRequestError``, 429 ``RateLimitedError``,
-5xx ``ServerError``, no answer ``TransportError``; another status, the base class.
-:func:`error_from_response` maps a response to its class. No message holds a key or a credential.
+"""Typed errors of the API client (spec "Errors", "Authentication", "Limits"), one class per status under
+``RankTrackerError``, mapped by :func:`error_from_response`; no message holds a credential.
 Hierarchy and message format: docs/concepts/api-client.md, "Errors".
 """
 

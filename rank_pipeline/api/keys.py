@@ -1,8 +1,5 @@
-"""The key pool of one account (spec "Authentication" 5: an account can hold two valid keys at once).
-
-Each key has its own pacer; a request takes the key that can send soonest, then the run's IP pacer. A key
-answered 401 is dropped for the run (named by position, never value); ``AuthenticationError`` is raised
-when none is left. Design: docs/concepts/pacing.md, "An account's key pool".
+"""The key pool of one account (spec "Authentication" 5): a pacer per key, a 401 drops a key for the run
+(named by position), ``AuthenticationError`` when none is left (docs/concepts/pacing.md, "An account's key pool").
 """
 
 from __future__ import annotations

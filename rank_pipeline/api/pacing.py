@@ -1,10 +1,6 @@
-"""Client-side pacing at the API's rate ceilings (spec "Limits": 300 requests per key, 600 per IP, per minute).
-
-``SlidingWindowLimiter`` lets at most ``limit`` acquisitions into any ``window_s``-second span, counting
-a held acquisition (a request in flight) until it is settled; ``effective_limit`` is the ceiling less the
-safety margin. A 429 pauses the limiter and, when unexplained, lowers its limit for a while.
-
-Design and proof: docs/concepts/pacing.md.
+"""Client-side pacing at the API's rate ceilings (spec "Limits": 300 requests per key, 600 per IP, per minute):
+``SlidingWindowLimiter`` counts a request in flight until settled, and pauses (and may lower its limit) on a
+429; ``effective_limit`` is a ceiling less the safety margin. Design and proof: docs/concepts/pacing.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Extraction: one multi-asset writes the day's Parquet snapshot of every endpoint (``snapshots/<endpoint>``,
-each with the blocking check ``complete``), in one step so one pacer per key and IP governs it.
-
-Sharded (``RANK_PIPELINE_SHARDS=n``) it is partitioned by day x shard. Details: docs/concepts/dagster.md,
-"Extraction".
+each with the blocking check ``complete``) in one step, so one pacer per key and IP governs it; sharded, by
+day x shard (docs/concepts/dagster.md, "Extraction").
 """
 
 

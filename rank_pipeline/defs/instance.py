@@ -1,9 +1,6 @@
-"""The Dagster instance of a data folder: ``DAGSTER_HOME`` (default ``<data_dir>/dagster_home``).
-
-:func:`open_instance` writes ``dagster.yaml`` (SQLite under ``DAGSTER_HOME``, or PostgreSQL when
-``RANK_PIPELINE_DAGSTER_PG_URL`` is set, named by variable, never by value) and opens the instance under the
-data folder's ``instance`` lock. Storage, process tags, run monitoring and why no pool concurrency:
-docs/concepts/dagster.md, "The instance".
+"""The Dagster instance of a data folder (``DAGSTER_HOME``, default ``<data_dir>/dagster_home``): SQLite, or
+PostgreSQL named by ``RANK_PIPELINE_DAGSTER_PG_URL``, opened under the ``instance`` lock
+(:func:`open_instance`; docs/concepts/dagster.md, "The instance").
 """
 
 from __future__ import annotations

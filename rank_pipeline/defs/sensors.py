@@ -1,8 +1,6 @@
-"""Alert sensors, the Dagster side of :mod:`rank_pipeline.operations.alerts`: ``alerts_on_run_success``,
-``alerts_on_run_failure`` (:func:`send_run_digest`) and ``alerts_on_stale_assets`` (freshness ``FAIL``).
-
-All on by default; each alert is sent once per destination even when the command line sends the same run's
-digest. What a digest holds: docs/concepts/dagster.md, "Alert sensors".
+"""Alert sensors (:mod:`rank_pipeline.operations.alerts`): ``alerts_on_run_success``, ``alerts_on_run_failure``
+(:func:`send_run_digest`) and ``alerts_on_stale_assets``, on by default, each alert sent once per destination
+(docs/concepts/dagster.md, "Alert sensors").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Extraction sharded as Dagster partitions (``RANK_PIPELINE_SHARDS=n``, :class:`rank_pipeline.settings.ShardPlan`).
-
-:func:`build_shard_job` (``extract_shards``: the ``snapshots/*`` assets by day x shard),
-:func:`build_shards_committed_sensor` (``daily_run_when_shards_committed``: the daily run of D once every
-shard of D succeeded) and :func:`check_partitioning` (a changed shard count is refused in one line).
-Why a sensor and not an automation condition: docs/concepts/dagster.md, "Sharded extraction".
+"""Extraction sharded as Dagster partitions (``RANK_PIPELINE_SHARDS=n``): :func:`build_shard_job`,
+:func:`build_shards_committed_sensor` (the daily run once every shard of a day succeeded) and
+:func:`check_partitioning`. Why a sensor: docs/concepts/dagster.md, "Sharded extraction".
 """
 
 from __future__ import annotations

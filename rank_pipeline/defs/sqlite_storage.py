@@ -1,10 +1,6 @@
-"""Every use of Dagster's private ``dagster._core`` in this project: the SQLite instance storage.
-
-:class:`PooledSqliteEventLogStorage` writes the same rows as Dagster's ``SqliteEventLogStorage`` with one
-pooled connection per file, ``synchronous=NORMAL`` (WAL), one encoding per event and batched planned
-events. :data:`PRIVATE_API` names what it relies on; :func:`check_private_api` says what a Dagster upgrade
-moved (``dagster<1.14`` is pinned for it). Why, with figures: docs/concepts/dagster.md, "The SQLite event
-log"; ``benchmarks/README.md``.
+"""Every use of Dagster's private ``dagster._core`` in this project: :class:`PooledSqliteEventLogStorage`, the
+same rows as Dagster's SQLite event log written for a fraction of the cost; :data:`PRIVATE_API` and
+:func:`check_private_api` guard an upgrade. Why, with figures: docs/concepts/dagster.md, "The SQLite event log".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The data folder's locks, which the OS releases when a run dies (``fcntl.flock`` under ``<data_dir>/.locks/``).
-
-``writer`` (one run at a time writes the snapshots and DuckDB files), ``writer-shard-<i>-of-<n>`` (one
-shard's extraction) and ``instance``; a waiter logs one line and raises :class:`LockTimeout` after
-``RANK_PIPELINE_LOCK_TIMEOUT_S``. :func:`hold_writer` also removes dead runs' leftovers. Design:
-docs/concepts/operations.md, "The data folder's locks".
+"""The data folder's locks, released by the OS when a run dies (``fcntl.flock`` under ``<data_dir>/.locks/``):
+``writer``, ``writer-shard-<i>-of-<n>`` and ``instance``; a waiter raises :class:`LockTimeout` after
+``RANK_PIPELINE_LOCK_TIMEOUT_S`` (docs/concepts/operations.md, "The data folder's locks").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Tracked keywords as code: a reviewed YAML file, planned against the account's catalogues and quota, applied
-all-or-nothing per create call (spec "Keyword create: body", "Limits"). No Dagster here.
-
-``load_keywords_file(path) -> LoadedFile``, ``json_schema()``, ``await plan_online(...) -> Plan``,
-``plan_offline(loaded, snapshots_uri) -> Plan``, ``await apply_plan(plan, clients) -> ApplyResult``,
-``planned_rows(plan)``. Design: docs/concepts/keywords.md.
+"""Tracked keywords as code (spec "Keyword create: body", "Limits"), no Dagster: :func:`load_keywords_file`,
+:func:`json_schema`, :func:`plan_online`, :func:`plan_offline`, :func:`apply_plan`, :func:`planned_rows`
+(docs/concepts/keywords.md).
 """
 
 from rank_pipeline.keywords.apply import ApplyFailed, ApplyResult, apply_plan, group_calls, map_errors

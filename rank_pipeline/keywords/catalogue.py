@@ -1,8 +1,6 @@
-"""The vendor's catalogues as keyword create checks them, read through the API and cached for one run (spec
-"Keyword create: body", "GET /v1/locations: query", "GET /v1/languages: query", "invalid_reference_value").
-
-Allowed frequencies, engines and devices come from one probe create that must fail (a blank frequency);
-locations and languages from the lookups. Why the probe is safe: docs/concepts/keywords.md, "The catalogues".
+"""The vendor's catalogues as keyword create checks them, through the API, cached for one run (spec "Keyword
+create: body", the lookups, "invalid_reference_value"); allowed values come from one probe create that must
+fail (docs/concepts/keywords.md, "The catalogues").
 """
 
 from __future__ import annotations

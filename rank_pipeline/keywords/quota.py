@@ -1,8 +1,6 @@
-"""An account's quota forecast for a keywords plan (spec, "Limits" rule 2: keyword create consumes one keyword
-and one data row per combination of word and search-engine entry; over either allowance, 402 and nothing created).
-
-The remaining allowances are the ``usage`` record's ``keywords_remaining`` and ``data_rows_remaining``, read by
-their names in the vendor's contract; unknown (None) when the record does not hold them there.
+"""An account's quota forecast for a keywords plan (spec "Limits" rule 2: one keyword and one data row per
+combination; over either, 402): the ``usage`` record's ``keywords_remaining`` and ``data_rows_remaining``
+read through the vendor's contract, None when it does not hold them.
 """
 
 from __future__ import annotations

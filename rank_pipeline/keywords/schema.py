@@ -1,8 +1,5 @@
-"""The keywords file: its schema (pydantic), its JSON Schema (``examples/keywords.schema.json``), and loading
-it with line numbers (:func:`load_keywords_file`; errors as ``<file>:<line>: <field>: <what>``).
-
-Each group is words x engines x devices x locations x languages (spec "Keyword create: body"); whether a
-value exists is the catalogue's business. Format: docs/concepts/keywords.md, "The keywords file".
+"""The keywords file: its pydantic schema, its JSON Schema (``examples/keywords.schema.json``) and its loading
+with line numbers (:func:`load_keywords_file`); format: docs/concepts/keywords.md, "The keywords file".
 """
 
 from __future__ import annotations

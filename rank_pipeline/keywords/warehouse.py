@@ -1,9 +1,6 @@
-"""The keywords file in the warehouse: its planned rows in ``raw.keywords_file``.
-
-The ``raw/keywords_file`` asset plans the file offline against the day's snapshot
-(:func:`~rank_pipeline.keywords.plan.plan_offline`) and writes one row per wanted combination with
-:func:`write_planned_rows`; the mart ``marts.keywords_file_vs_tracked`` sets them against the keywords
-tracked on the latest snapshot day. Columns: :data:`rank_pipeline.warehouse.raw_load.KEYWORDS_FILE_COLUMNS`.
+"""The keywords file in the warehouse: one row per wanted combination in ``raw.keywords_file``
+(:func:`write_planned_rows`, columns :data:`rank_pipeline.warehouse.raw_load.KEYWORDS_FILE_COLUMNS`), planned
+offline against the day's snapshot; ``marts.keywords_file_vs_tracked`` compares them with what is tracked.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Alert digests sent through Apprise, each alert once per destination (plain Python, no Dagster).
-
-:func:`send_digest` sends one run's :class:`Alert` items as one message per ``RANK_PIPELINE_ALERT_URLS``
-destination; :class:`AlertLedger` (``<data folder>/alerts.sqlite``) claims each alert before sending;
-:func:`redact` removes secrets. Nothing raises to the pipeline: a failure is a warning. Design:
-docs/concepts/operations.md, "Alerts".
+"""Alert digests sent through Apprise, each alert once per destination, no Dagster: :func:`send_digest`,
+:class:`AlertLedger` (``<data folder>/alerts.sqlite``), :func:`redact`; a failure is only a warning
+(docs/concepts/operations.md, "Alerts").
 """
 
 from __future__ import annotations

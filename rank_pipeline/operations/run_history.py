@@ -1,9 +1,6 @@
-"""The warehouse's record of its own runs: ``ops.run_history``, one row per ``(run_id, snapshot_date)``.
-
-Columns are :data:`COLUMNS` (documented and tested in ``dbt_like_sql/sources/run_history.yml``); inputs are
-plain :class:`RunFacts` (no Dagster); :func:`upsert` writes a run's rows and :func:`finalize` makes a
-successful run's provisional rows final. Grain, writers and why rebuilds keep it:
-docs/concepts/operations.md, "Run history".
+"""The warehouse's record of its own runs, ``ops.run_history``, one row per ``(run_id, snapshot_date)``:
+:data:`COLUMNS` from plain :class:`RunFacts`, written by :func:`upsert` and made final by :func:`finalize`
+(docs/concepts/operations.md, "Run history").
 """
 
 from __future__ import annotations

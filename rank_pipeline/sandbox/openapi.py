@@ -1,8 +1,5 @@
-"""OpenAPI 3.1 description of the API as the spec states it, served at ``GET /openapi.json`` (``openapi_route``).
-
-Every endpoint of the spec's "Endpoints" table, the key-only security scheme, the error envelope, the 429
-and pagination headers. Invented shapes carry ``x-sandbox-assumption: true``. Choices:
-docs/concepts/sandbox.md, "The OpenAPI document".
+"""OpenAPI 3.1 description of the API as the spec states it, at ``GET /openapi.json`` (``openapi_route``);
+invented shapes carry ``x-sandbox-assumption: true`` (docs/concepts/sandbox.md, "The OpenAPI document").
 """
 
 from __future__ import annotations

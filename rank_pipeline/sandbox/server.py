@@ -1,11 +1,5 @@
-"""Running the sandbox over real HTTP with uvicorn.
-
-* :class:`SandboxServer`: a context manager that serves an app from a background thread on
-  ``host:port`` (port 0 = a free port, read back after binding) and stops it cleanly on exit.
-* :func:`serve`: blocking, for ``rank-pipeline sandbox``; prints the base URL and each account's key.
-
-uvicorn runs with ``date_header=False`` (the sandbox sets ``Date`` to the simulated day itself) and
-``server_header=False``.
+"""The sandbox over real HTTP with uvicorn (``date_header=False``: ``Date`` is the simulated day's):
+:class:`SandboxServer` serves from a background thread, :func:`serve` blocks (``rank-pipeline sandbox``).
 """
 
 from __future__ import annotations

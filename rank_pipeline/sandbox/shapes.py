@@ -1,9 +1,6 @@
-"""Other shapes the sandbox can serve its records in: the same world under other names, nestings and encodings.
-
-``default``, ``vendor-b`` .. ``vendor-e``, ``language-string``, ``engine-upper`` (``RANK_SANDBOX_SHAPE``,
-``rank-pipeline sandbox --shape``); ``NAME@YYYY-MM-DD`` serves the default shape before that simulated day.
-Each carries exactly the default's information. Field by field: docs/reference/sandbox.md, "Other shapes";
-why: docs/concepts/sandbox.md, "Other shapes".
+"""Other shapes the sandbox can serve its records in (``RANK_SANDBOX_SHAPE``, ``NAME`` or ``NAME@YYYY-MM-DD``),
+each carrying exactly the default's information (docs/reference/sandbox.md, "Other shapes";
+docs/concepts/sandbox.md, "Other shapes").
 """
 
 from __future__ import annotations

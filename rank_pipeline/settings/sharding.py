@@ -1,8 +1,6 @@
-"""Extraction sharded across workers: ``RANK_PIPELINE_SHARD=i/n`` (:class:`Shard`: which accounts one worker
-extracts) and ``RANK_PIPELINE_SHARDS``, ``RANK_PIPELINE_SHARD_ADDRESSES`` (:class:`ShardPlan`, Dagster's).
-
-An account belongs to shard ``blake2b(account name) mod n``; each worker paces itself and commits
-``_manifest.shard-i-of-n.json``. Design: docs/concepts/operations.md, "Sharded extraction".
+"""Extraction sharded across workers: ``RANK_PIPELINE_SHARD=i/n`` (:class:`Shard`) and Dagster's
+``RANK_PIPELINE_SHARDS`` (:class:`ShardPlan`); an account's shard is ``blake2b(name) mod n``
+(docs/concepts/operations.md, "Sharded extraction").
 """
 
 from __future__ import annotations

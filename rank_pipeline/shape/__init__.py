@@ -1,10 +1,6 @@
-"""The vendor's shape: the declared contract of every JSON path staging reads, a profile of what the vendor
-really sends, and the blocking check between the two (absent, another type, newly empty, drift).
-
-Public: :func:`load_contract`, :func:`load_thresholds`, :func:`profile_day`, :func:`profile_records`,
-:func:`check_snapshots` (a :class:`ShapeResult` per endpoint), :func:`record_unread`,
-:func:`~rank_pipeline.shape.sql_paths.paths_read`.
-Design: docs/concepts/shape-check.md.
+"""The vendor's shape: the contract of every JSON path staging reads, a profile of what the vendor sends, and
+the blocking check between them (:func:`load_contract`, :func:`profile_day`, :func:`check_snapshots`,
+:func:`record_unread`; docs/concepts/shape-check.md).
 """
 
 from rank_pipeline.shape.check import PathFinding, ShapeResult, check_snapshots

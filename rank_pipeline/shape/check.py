@@ -1,9 +1,6 @@
-"""The blocking shape check: each day's raw records against the declared contract, and against the day before.
-
-A contracted path fails when, in more records than its thresholds allow, it is absent, of another type,
-empty (nullable but always null) or drifting (present share fell, null share rose since the previous
-committed day); a failure line names the candidate paths and the contract to edit. Reads the committed
-snapshots, so it is the same on every engine. Design: docs/concepts/shape-check.md, "The check".
+"""The blocking shape check: each day's committed records against the contract (absent, another type, empty)
+and the day before (drift), a failure naming candidate paths and the contract to edit
+(docs/concepts/shape-check.md, "The check").
 """
 
 from __future__ import annotations

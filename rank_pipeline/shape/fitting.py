@@ -1,8 +1,5 @@
-"""Whether an observed path's values fit a contracted field, read how (a path, an encoding, values), and a
-score in 0..1 (value shape half, name a third, description the rest); a misfit has one phrase saying why.
-
-Used by the remap (:mod:`rank_pipeline.shape.suggest`) and the check's failure lines. Rules:
-docs/concepts/shape-check.md, "Whether a path fits a field".
+"""Whether an observed path's values fit a contracted field, read how, and a 0..1 score, or why not: the
+candidates of a remap and of the check's lines (docs/concepts/shape-check.md, "Whether a path fits a field").
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What the vendor really sends: every JSON path of a day's records (dotted below ``attributes``, ``[*]`` for
-array elements), with records present, null, and per JSON type; absent and null kept apart.
-
-One in-memory DuckDB query groups records by ``json_structure``; :meth:`Profiler.values` adds distinct
-counts, examples and ranges. How: docs/concepts/shape-check.md, "The profile".
+"""What the vendor really sends: every JSON path of a day's records with records present, null and per JSON
+type (absent and null apart), from one DuckDB query (docs/concepts/shape-check.md, "The profile").
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The thresholds of the vendor-shape check, and the contract as the pipeline reads it.
-
-The thresholds (``<models>/seeds/shape_thresholds.csv``, a seed analysts edit) say when a path fails the
-blocking check (:mod:`rank_pipeline.shape.check`); one :class:`ContractError` line names the file, the row
-and what is wrong. The contract itself (``<models>/sources/vendor_contract.yml``) is parsed by
-:mod:`rank_pipeline.transform.contract`, its one parser; :func:`load_contract` reads it for the endpoints the
-pipeline extracts.
+"""The thresholds of the shape check (``<models>/seeds/shape_thresholds.csv``) and the contract for the endpoints
+extracted (parsed by :mod:`rank_pipeline.transform.contract`); errors are one :class:`ContractError` line.
 """
 
 from __future__ import annotations

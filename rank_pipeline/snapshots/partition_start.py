@@ -1,8 +1,5 @@
-"""The first daily partition of a data folder (:func:`partition_start`): the setting when there is one,
-else the first day the folder holds a committed snapshot of, else the day the project was made, else today.
-
-An existing data folder keeps its partitions: a setting after its first committed snapshot day would drop
-partitions already materialized, so it is refused (docs/reference/settings.md, ``partition_start``).
+"""The first daily partition of a data folder (:func:`partition_start`): the setting, else the first committed
+snapshot day, else the project's day, else today; a setting after the first snapshot day is refused.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Reading committed snapshots: which days exist, a day's manifest, its files and its rows.
-
-A reader trusts only the files a committed manifest lists (:mod:`rank_pipeline.snapshots.writer`,
-"Commit"): ``_manifest.json`` of one writer, or the union of a full set of shard manifests
-``_manifest.shard-<i>-of-<n>.json`` (every ``i`` of one ``n``; :mod:`rank_pipeline.settings.sharding`).
-Files a manifest does not list (an interrupted commit's) are never read. Layout and columns:
-:mod:`rank_pipeline.snapshots.schema`.
+"""Reading committed snapshots (days, manifests, files, rows): only files a committed manifest lists, one
+writer's ``_manifest.json`` or a full set of shard manifests (docs/concepts/operations.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Where the snapshots live: a local folder or an object store, resolved from one URI
-(``RANK_PIPELINE_SNAPSHOTS_URI``: a path, ``file://``, ``s3://`` with the ``AWS_*`` variables, ``gs://``,
-``hdfs://``, ``abfs://``, or an fsspec scheme).
-
-A :class:`Store` is a pyarrow file system and a root; :attr:`Store.uri` never holds a secret;
-:attr:`Store.atomic_rename` tells how the writer commits. Details: docs/concepts/operations.md, "Where the
-snapshots live".
+"""Where the snapshots live, from one URI (``RANK_PIPELINE_SNAPSHOTS_URI``: a path, ``file://``, ``s3://``,
+``gs://``, ``hdfs://``, ``abfs://`` or fsspec): a :class:`Store`, whose ``uri`` holds no secret
+(docs/concepts/operations.md, "Where the snapshots live").
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Extract days from the source into the snapshots: the step behind ``rank-pipeline extract`` and the Dagster
-asset ``extract_snapshots``, under the data folder's writer lock (or a shard's).
-
-:func:`check_source` refuses a misconfigured source in one line before anything is written; a failed day
-resumes from its checkpoints in the next process (:mod:`rank_pipeline.extract.resume`).
+"""Extract days into the snapshots, under the data folder's writer lock (or a shard's): the step behind
+``rank-pipeline extract`` and ``extract_snapshots``; :func:`check_source` refuses a bad source first.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Build one seed or model and run its tests: the step behind each Dagster model asset.
-
-Which days a build covers and which days its tests read is decided by
-:func:`rank_pipeline.transform.materialize.build_and_test`; this step makes the raw tables and earlier
-builds readable first (:func:`rank_pipeline.warehouse.engines.prepare`).
+"""Build one seed or model and run its tests (:func:`rank_pipeline.transform.materialize.build_and_test`), the
+raw tables and earlier builds made readable first: the step behind each Dagster model asset.
 """
 
 from __future__ import annotations

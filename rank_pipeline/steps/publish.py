@@ -1,8 +1,5 @@
-"""Publish the build: the step behind the Dagster asset ``warehouse/published`` and the end of a rebuild.
-
-DuckDB copies the build file over the published one atomically
-(:meth:`rank_pipeline.warehouse.warehouse_file.Warehouse.publish`); Spark has nothing to copy (its tables are
-written where readers find them).
+"""Publish the build (the step behind ``warehouse/published``): DuckDB's build file copied over the published
+one atomically; on Spark nothing to copy.
 """
 
 from __future__ import annotations

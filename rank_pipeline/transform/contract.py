@@ -1,9 +1,6 @@
-"""The vendor's contract (``<models>/sources/vendor_contract.yml``): every field of a raw table's JSON
-``attributes`` the models read, with its name, path, type, values and encoding; the one parser of it.
-
-:func:`load_contract` gives a :class:`Contract` (:meth:`Contract.value` reads a record's field by name);
-errors are one :class:`ContractError` line naming the file and entry. Field keys, paths and encodings:
-docs/reference/vendor-contract.md.
+"""The vendor's contract (``<models>/sources/vendor_contract.yml``), its one parser: every field of a raw
+table's ``attributes`` the models read (:func:`load_contract`, :meth:`Contract.value`;
+:class:`ContractError`). Field keys, paths, encodings: docs/reference/vendor-contract.md.
 """
 
 from __future__ import annotations

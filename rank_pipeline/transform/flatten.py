@@ -1,9 +1,6 @@
-"""The relations ``vendor.<endpoint>``: a raw table's ``attributes`` flattened into the contract's named,
-typed columns, compiled into a first CTE of each staging model that reads one.
-
-:func:`compile_vendor_relations` rewrites a model's SQL; one ``json_transform`` of ``attributes`` per record
-(Spark: ``from_json``), then each field decoded as its encoding says. What the CTE holds:
-docs/concepts/models.md, "The vendor's relations".
+"""The relations ``vendor.<endpoint>``: ``attributes`` flattened into the contract's typed columns, compiled
+into a first CTE of the staging models that read them (:func:`compile_vendor_relations`;
+docs/concepts/models.md, "The vendor's relations").
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Which model rows a load of some days changes: look-back horizons carried through the model graph.
-
-:func:`propagation_days` gives each relation's reach in days (None: unbounded); :func:`affected_ranges`
-the days of each incremental model to rebuild after a load. The contract, and how reaches add up:
-docs/concepts/any-order.md, "Horizons".
+"""Which model rows a load of some days changes: :func:`propagation_days` (reach in days, None unbounded) and
+:func:`affected_ranges` (days to rebuild) over the model graph (docs/concepts/any-order.md, "Horizons").
 """
 
 from __future__ import annotations

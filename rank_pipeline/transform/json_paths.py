@@ -1,8 +1,5 @@
-"""The contract's path grammar: dotted keys below ``attributes``, a key optionally followed by one selector,
-``[N]`` (0-based), ``[?key=value]`` (first match, compared as text) or ``[*]`` (every element).
-
-:func:`locate` finds a path in one record: a missing key is absent; an empty array or no match is null.
-Paths: docs/reference/vendor-contract.md, "Paths".
+"""The contract's path grammar: dotted keys, a key optionally followed by ``[N]``, ``[?key=value]`` or ``[*]``;
+:func:`locate` finds one in a record, absent or null (docs/reference/vendor-contract.md, "Paths").
 """
 
 from __future__ import annotations

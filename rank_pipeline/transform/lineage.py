@@ -1,9 +1,6 @@
-"""Column-level lineage of a SQL project, computed with sqlglot: per model column, the upstream columns it
-derives from (``direct``) and the raw and seed columns at its origin (``sources``), down to the JSON path.
-
-:func:`project_lineage` returns a :class:`ProjectLineage` (cached by a hash of its inputs under
-``cache_dir``); a model sqlglot cannot analyse is listed in ``errors``, never raised. What counts as a
-dependency, and the cost: docs/concepts/models.md, "Column lineage".
+"""Column-level lineage of a SQL project with sqlglot, per model column its ``direct`` upstream columns and
+its raw and seed ``sources`` down to the JSON path (:func:`project_lineage`; docs/concepts/models.md,
+"Column lineage").
 """
 
 from __future__ import annotations

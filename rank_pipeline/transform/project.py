@@ -1,8 +1,5 @@
-"""Discover and validate a dbt-like SQL project (``dbt_like_sql/``) into a :class:`Project`.
-
-A model is one plain DuckDB SELECT in ``staging/`` or ``marts/`` with its ``.yml`` entry, referring to
-relations by qualified name (``raw.x``, ``seeds.x``, ``staging.x``, ``marts.x``). Layout and ``.yml``
-format: docs/concepts/models.md, "The project"; why: docs/concepts/architecture.md.
+"""Discover and validate a dbt-like SQL project (``dbt_like_sql/``) into a :class:`Project`: one plain DuckDB
+SELECT per model with its ``.yml`` entry (docs/concepts/models.md, "The project").
 """
 
 from __future__ import annotations

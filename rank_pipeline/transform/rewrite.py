@@ -1,8 +1,5 @@
-"""The SQL rewrite both engines run: a model's SELECT as a full build, a build of a range of days, or a
-fold, written in DuckDB's dialect (Spark transpiles the text, :mod:`rank_pipeline.transform.spark_engine`).
-
-What each build may read, and why any order of loads then equals a full build: docs/concepts/any-order.md.
-No connection here: which upstream relations carry the date column is passed in (``dated``).
+"""The SQL both engines run, in DuckDB's dialect: a model's SELECT as a full build, a range of days or a fold,
+given the relations that carry the date column (docs/concepts/any-order.md).
 """
 
 from __future__ import annotations

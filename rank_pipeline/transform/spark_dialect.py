@@ -1,8 +1,5 @@
-"""DuckDB SQL as Spark SQL: the one translation the Spark engine runs every model, test and seed through.
-
-sqlglot transpiles from the ``duckdb`` to the ``spark`` dialect; :func:`to_spark_sql` adds the rewrites
-sqlglot lacks (``json_transform`` -> ``from_json``, a distinct count or a median over a window) and points
-``raw.<resource>`` at the session's temporary view (:func:`raw_view`).
+"""DuckDB SQL as Spark SQL (:func:`to_spark_sql`): sqlglot's transpilation plus the rewrites it lacks, and
+``raw.<resource>`` as the session's temporary view (:func:`raw_view`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The warehouse file: the private build file (one writer), the published file (readers), and publishing.
-
-:class:`Warehouse` opens ``data/warehouse.build.duckdb`` for writing and ``data/warehouse.duckdb`` read-only;
-:meth:`Warehouse.publish` replaces the published file atomically, in ``RANK_PIPELINE_STORAGE_VERSION``
-(default :data:`DEFAULT_STORAGE_VERSION`, readable by DuckDB 1.0+). Errors: :mod:`rank_pipeline.warehouse.errors`.
-Concurrency model and storage versions: docs/concepts/operations.md, "The warehouse file".
+"""The warehouse file: the build file (one writer), the published file (readers), and their atomic publish in
+``RANK_PIPELINE_STORAGE_VERSION`` (default :data:`DEFAULT_STORAGE_VERSION`); docs/concepts/operations.md,
+"The warehouse file".
 """
 
 from __future__ import annotations

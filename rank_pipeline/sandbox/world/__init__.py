@@ -1,9 +1,6 @@
-"""The sandbox's seeded world: accounts, domains, keywords, competitors, tags, usage and positions.
-
-:class:`World` is the ground truth the marts are tested against: a pure function of ``(WorldConfig, day)``
-(days are UTC dates) plus the writes made through it; records are JSON:API dicts as served
-(:mod:`rank_pipeline.sandbox.assumptions`). Rules (keywords, positions, usage, ids): docs/concepts/sandbox.md,
-"The world".
+"""The sandbox's seeded world (:class:`World`): the ground truth the marts are tested against, a pure function
+of ``(WorldConfig, day)`` (UTC dates) plus its writes, serving JSON:API dicts (docs/concepts/sandbox.md,
+"The world").
 """
 
 from rank_pipeline.sandbox.world.config import Account, AccountSpec, KeywordSpec, LimitChange, WorldConfig
