@@ -99,6 +99,9 @@ class BenchSettings:
     per_ip: int = 600
     window_s: float = 12.0
     per_page: int = 1000
+    py_spy: str | None = None
+    """py-spy's executable: rank-pipeline's process is run under ``py-spy record`` and its CPU is broken
+    down by stage (``_extract_profile.py``); None: not profiled."""
 
 
 @dataclass(frozen=True)
@@ -430,6 +433,10 @@ def _run_tool(tool: str, sandbox: _Sandbox, settings: BenchSettings, workdir: Pa
               client: dict[str, Any] | None = None) -> dict:
     command, result_path = _tool_job(tool, sandbox, settings, workdir, client)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    profile = workdir / f"{tool}.pyspy.txt"
+    if tool == "ours" and settings.py_spy:  # sampled at 250 Hz, idle threads left out: CPU, not waits
+        profile.unlink(missing_ok=True)
+        command = [settings.py_spy, "record", "-r", "250", "-f", "raw", "-o", str(profile), "--", *command]
     with open(workdir / f"{tool}.log", "w") as log:
         try:
             subprocess.run(command, stdout=log, stderr=log, cwd=workdir, env=env, timeout=timeout_s, check=False)
@@ -440,7 +447,15 @@ def _run_tool(tool: str, sandbox: _Sandbox, settings: BenchSettings, workdir: Pa
         tail = (workdir / f"{tool}.log").read_text()[-1500:]
         return {"tool": TOOL_NAMES[tool], "error": f"the run process died:\n{tail}", "wall_s": float("nan"),
                 "peak_rss_mb": float("nan"), "client": {}}
-    return json.loads(result_path.read_text())
+    result = json.loads(result_path.read_text())
+    if profile.exists() and tool == "ours" and settings.py_spy:
+        sys.path.insert(0, str(HERE))
+        try:
+            from _extract_profile import stages
+        finally:
+            sys.path.remove(str(HERE))
+        result["stages"] = stages(profile)
+    return result
 
 
 def _delivered_ours(snapshots: Path) -> dict[str, dict[str, set[str]]]:
@@ -519,6 +534,22 @@ class RunResult:
     def completeness(self) -> float:
         """delivered / existing (1.0 when nothing exists)."""
         return self.delivered / self.existing if self.existing else 1.0
+
+    def cpu_ms_per_1000(self, cpu_s: float) -> float:
+        """``cpu_s`` (a process's CPU seconds during the run) in milliseconds per 1,000 records delivered."""
+        return cpu_s / self.delivered * 1e6 if self.delivered else float("nan")
+
+    @property
+    def bound_by(self) -> str | None:
+        """``"sandbox"`` or ``"tool"`` when that process's CPU was at least 0.8 of the wall time (it set the
+        pace, not the ceiling); None otherwise."""
+        if not self.wall_s or self.wall_s != self.wall_s:
+            return None
+        if self.sandbox_cpu_s >= 0.8 * self.wall_s:
+            return "sandbox"
+        if self.tool_cpu_s >= 0.8 * self.wall_s:
+            return "tool"
+        return None
 
 
 @dataclass
@@ -611,7 +642,7 @@ def _run_result(tool: str, workload: Workload, settings: BenchSettings, sandbox:
                "per_key": {label: v.get("requests", 0) for label, v in keys.items()
                            if label.split("#", 1)[0] in names},
                "resumed_lists": result.get("resumed_lists"), "passes_max": result.get("passes_max"),
-               "complete": result.get("complete")},
+               "complete": result.get("complete"), "stages": result.get("stages")},
         tool_cpu_s=float(result.get("cpu_s", float("nan"))),
     )
     world = {"accounts": len(names), "domains": sum(truth["accounts"][n]["counts"]["domains"] for n in names),
@@ -708,6 +739,7 @@ def run_benchmark(
     timeout_s: float = 900.0,
     window_s: float | None = None,
     real_window_s: float | None = None,
+    py_spy: str | None = None,
 ) -> list[WorkloadResult]:
     """Run the workloads ``only`` (keys "a".."i"; None = all) with ``tools`` and print the tables.
 
@@ -720,6 +752,7 @@ def run_benchmark(
         timeout_s: per-run limit; a run that exceeds it is reported as failed.
         window_s: the rate window in seconds (default :class:`BenchSettings`' 12 s; quick 1 s).
         real_window_s: (h)'s window (default :data:`REAL_WINDOW_S`; quick: 5 x ``window_s``).
+        py_spy: py-spy's executable, to break rank-pipeline's CPU down by stage (:class:`BenchSettings`).
 
     Returns:
         one :class:`WorkloadResult` per workload, in order.
@@ -729,7 +762,7 @@ def run_benchmark(
         RuntimeError: a sandbox process did not start (its log is named).
     """
     out = out or sys.stdout
-    settings = default_settings(quick, window_s)
+    settings = replace(default_settings(quick, window_s), py_spy=py_spy)
     chosen = workloads(scale, quick)
     if only:
         unknown = sorted(set(only) - {w.key for w in chosen})
@@ -810,6 +843,9 @@ Legend
   CPU: tool | sandbox       CPU seconds of the tool's process | of the sandbox process during the run. Either
                             near the wall time means that process was saturated (one core each at most for
                             the sandbox's event loop): the run was CPU-bound there, not bound by the ceiling.
+  CPU per 1,000 records     the same CPU in milliseconds per 1,000 records delivered: robust to the machine's
+                            load, unlike the rate. A process whose CPU is at least 0.8 of the wall time is
+                            named under the table as the possible bound.
   ratio                     dlt / rank-pipeline (above 1: dlt used more, took longer, or held more memory);
                             "dlt" is dlt's defaults (one request at a time), "dlt parallelized" its best
                             documented configuration: parallelized=True on the source and on the child
@@ -873,6 +909,7 @@ def _cells(r: RunResult) -> dict[str, str]:
                    + (f" (stale {r.stale})" if r.stale else ""),
         "rss": f"{r.peak_rss_mb:.0f}",
         "cpu": f"{r.tool_cpu_s:.1f} | {r.sandbox_cpu_s:.1f}",
+        "cpu_1000": f"{r.cpu_ms_per_1000(r.tool_cpu_s):.1f} | {r.cpu_ms_per_1000(r.sandbox_cpu_s):.1f}",
     }
 
 
@@ -896,6 +933,7 @@ def format_table(result: WorkloadResult) -> str:
         ("records delivered / existing", "records", lambda r: r.completeness),
         ("peak RSS (MB)", "rss", lambda r: r.peak_rss_mb),
         ("CPU during the run (s): tool | sandbox", "cpu", lambda r: r.tool_cpu_s),
+        ("CPU per 1,000 records (ms): tool | sandbox", "cpu_1000", lambda r: r.cpu_ms_per_1000(r.tool_cpu_s)),
     ]
     tools = [t for t in TOOLS if t in runs]
     cells = {t: _cells(runs[t]) for t in tools}
@@ -923,6 +961,14 @@ def format_table(result: WorkloadResult) -> str:
         if faults:
             lines.append(f"    faults the sandbox injected into {TOOL_NAMES[t]}'s run: "
                          + ", ".join(f"{k} {v}" for k, v in faults.items()))
+        if r.bound_by is not None:
+            lines.append(f"    {TOOL_NAMES[t]}: the {'sandbox' if r.bound_by == 'sandbox' else 'tool'}'s process "
+                         "used at least 0.8 of the wall time in CPU: its CPU, not the ceiling, may have set the rate")
+        shares = r.extra.get("stages")
+        if shares:
+            per_1000 = r.cpu_ms_per_1000(r.tool_cpu_s)
+            lines.append(f"    {TOOL_NAMES[t]} CPU by stage (py-spy samples x measured CPU, ms per 1,000 records): "
+                         + ", ".join(f"{k} {v * per_1000:.1f}" for k, v in shares.items() if v >= 0.005))
         per_key = r.extra.get("per_key") or {}
         if len(per_key) > 1:
             lines.append(f"    {TOOL_NAMES[t]} requests per key (sandbox, by position): "
@@ -987,6 +1033,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--real-window-s", type=float, default=None,
                         help="(h)'s window in seconds (default 60, the spec's; quick 5)")
     parser.add_argument("--timeout", type=float, default=900.0, help="per-run limit in seconds (default 900)")
+    parser.add_argument("--py-spy", default=None, metavar="PATH",
+                        help="py-spy's executable: sample rank-pipeline's process and print its CPU by stage")
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be positive")
@@ -999,7 +1047,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         run_benchmark(only, tools=tools, scale=args.scale, quick=args.quick, workdir=args.workdir,
-                      timeout_s=args.timeout, window_s=args.window_s, real_window_s=args.real_window_s)
+                      timeout_s=args.timeout, window_s=args.window_s, real_window_s=args.real_window_s,
+                      py_spy=args.py_spy)
     except ValueError as exc:
         parser.error(str(exc))
     print(f"\nbenchmark total: {time.perf_counter() - started:.0f} s")

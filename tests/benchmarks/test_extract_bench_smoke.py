@@ -86,6 +86,37 @@ def test_lower_bound_per_key_per_ip_and_outside_consumer():
     assert bench.ceiling_per_s(s, three) == pytest.approx(100.0)
 
 
+def test_cpu_per_1000_records_and_the_bound():
+    run = bench.RunResult("ours", 10, 0, 10, 0, 10, 2000, 2000, 0, wall_s=10.0, lower_bound_s=5.0, peak_rss_mb=1.0,
+                          rate_per_s=1.0, ceiling_per_s=1.0, sandbox_cpu_s=9.0, tool_cpu_s=0.05)
+    assert run.cpu_ms_per_1000(run.tool_cpu_s) == pytest.approx(25.0)
+    assert run.bound_by == "sandbox"
+    assert bench.replace(run, sandbox_cpu_s=1.0).bound_by is None
+
+
+def test_profile_stages_go_to_the_deepest_frame_that_names_one(tmp_path):
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import _extract_profile as profile
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    run = "main (_extract_ours.py:1);run_extraction (rank_pipeline/extract/day.py:9)"
+    sink = f"{run};_AccountRun._sink.<locals>.sink (rank_pipeline/extract/day.py:5)"
+    raw = tmp_path / "ours.pyspy.txt"
+    raw.write_text("\n".join([
+        f"{sink};records_table (rank_pipeline/snapshots/schema.py:1);dumps (json/__init__.py:2) 3",
+        f"{sink};records_table (rank_pipeline/snapshots/schema.py:1) 1",
+        f"{sink};ListSpool.write (rank_pipeline/extract/resume.py:92);ParquetWriter.write_table (pyarrow/parquet/core.py:1) 2",
+        f"{run};AsyncClient.send (httpx/_client.py:1);read (h11/_readers.py:3) 2",
+        "main (_extract_ours.py:1);<module> (pandas/__init__.py:1) 50",  # before the run: not counted
+    ]))
+    shares = profile.stages(raw)
+    assert shares["attribute serialization"] == pytest.approx(3 / 8)
+    assert shares["Arrow columns (rows -> table)"] == pytest.approx(1 / 8)
+    assert shares["checkpoints (resume spool)"] == pytest.approx(2 / 8)
+    assert shares["HTTP client (httpx)"] == pytest.approx(2 / 8)
+
+
 def test_unknown_workload_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown workload"):
         bench.run_benchmark(["z"], tools=("ours",), quick=True, out=io.StringIO(), workdir=tmp_path)
@@ -113,6 +144,9 @@ def test_quick_run_of_our_extractor_matches_ground_truth(tmp_path):
         assert run.wall_s > 0 and run.peak_rss_mb > 0
         assert f"{run.delivered:,} / {run.existing:,} = 1.000" in printed
         assert f"{run.requests:,} / {run.min_requests:,} = " in printed
+        # CPU per 1,000 records delivered, the tool's and the sandbox's, beside the rate
+        assert run.tool_cpu_s > 0
+        assert f"{run.cpu_ms_per_1000(run.tool_cpu_s):.1f} | {run.cpu_ms_per_1000(run.sandbox_cpu_s):.1f}" in printed
     # (d): three accounts over one IP, each with its own key
     assert results[1].world["accounts"] == 3
     assert "Legend" in printed
