@@ -164,7 +164,7 @@ class RankTrackerClient:
         return body["data"]
 
     async def list_records(
-        self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None
+        self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None, *, raw: bool = False
     ) -> ListResult:
         """Read every record of a paginated list and prove the set of ids by identity, not by count.
 
@@ -179,18 +179,21 @@ class RankTrackerClient:
             path: list path, e.g. ``/v1/domains/<uuid>/keywords``.
             params: extra query parameters (``page`` and ``per_page`` are set by the client).
             sink: receives the new records of each page; None discards them (counts only).
+            raw: the records as :class:`~rank_pipeline.api.listing.RawRecord` (attributes as the vendor's
+                bytes, unparsed) where a page allows it, else dicts.
         Returns:
             ``ListResult`` (see its attributes).
         Raises:
             RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
         """
-        return await self.paginate(path, params, sink).read()
+        return await self.paginate(path, params, sink, raw=raw).read()
 
-    def paginate(self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None) -> Paginator:
+    def paginate(self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None, *,
+                 raw: bool = False) -> Paginator:
         """A :class:`~rank_pipeline.api.listing.Paginator` over the list at ``path``, not yet read: iterate it
         pass by pass (``async for list_pass in client.paginate(...)``), then take its ``result``."""
         return Paginator(self._transport, path, params, config=self.config, stats=self.stats, sink=sink,
-                         clock=self._clock, emit=self._emit)
+                         clock=self._clock, emit=self._emit, raw=raw)
 
     def _emit(self, event: dict) -> None:
         if self._on_event is None:

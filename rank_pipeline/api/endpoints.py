@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from rank_pipeline.api.fields import RecordFields, keyword_location_code, keyword_search_engines
@@ -65,13 +66,19 @@ def locations_of_keyword(resource: Endpoint, record: Mapping[str, Any], fields: 
     code = keyword_location_code(attributes, fields)
     if code is not None:
         for engine in keyword_search_engines(attributes, fields):
-            yield ListRequest(resource.path, (("code", code), ("search_engine", engine)), parent_id=engine)
+            yield _lookup(resource.path, (("code", code), ("search_engine", engine)), engine)
 
 
 def languages_of_keyword(resource: Endpoint, record: Mapping[str, Any], fields: RecordFields) -> Iterator[ListRequest]:
     """One list per search engine a keyword may be tracked on (``GET /v1/languages?search_engine=``)."""
     for engine in keyword_search_engines(record.get("attributes") or {}, fields):
-        yield ListRequest(resource.path, (("search_engine", engine),), parent_id=engine)
+        yield _lookup(resource.path, (("search_engine", engine),), engine)
+
+
+@lru_cache(maxsize=65_536)
+def _lookup(path: str, params: tuple[tuple[str, str], ...], engine: str) -> ListRequest:
+    """A catalogue list's request, made once per distinct request (many keywords share one)."""
+    return ListRequest(path, params, parent_id=engine)
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,8 @@ class Endpoint:
         parent_404_tolerated: a child list's 404 means the parent was deleted mid-run (``missing_parents``).
         checkpointed: each list is checkpointed for a resumed run (:mod:`rank_pipeline.extract.resume`).
         account_scoped: the records belong to the account; False for the catalogues.
+        reads: the parent's contract fields that ``requests_from_parent`` reads, when its requests depend on
+            them alone and name no ``parent_record_id`` (the extractor reads only those); None: the whole record.
     """
 
     name: str
@@ -100,6 +109,7 @@ class Endpoint:
     parent_404_tolerated: bool = False
     checkpointed: bool = False
     account_scoped: bool = True
+    reads: tuple[str, ...] | None = None
 
     def top_level_request(self) -> ListRequest:
         """The one request of a resource without a parent."""
@@ -160,6 +170,7 @@ CATALOG: tuple[Endpoint, ...] = (
         requests_from_parent=locations_of_keyword,
         checkpointed=True,
         account_scoped=False,
+        reads=("location_code", "search_engine"),
     ),
     Endpoint(
         name="languages",
@@ -170,6 +181,7 @@ CATALOG: tuple[Endpoint, ...] = (
         requests_from_parent=languages_of_keyword,
         checkpointed=True,
         account_scoped=False,
+        reads=("search_engine",),
     ),
 )
 """Every resource the pipeline snapshots, in extraction order; a parent comes before its children."""

@@ -25,11 +25,37 @@ class RecordFields(Protocol):
         ...
 
 
-def _text(fields: RecordFields, name: str, attributes: Mapping[str, Any]) -> str | None:
+_SCALARS = (str, int, float, bool, type(None))
+_MEMO: dict[tuple[int, type, Any], tuple[Any, str | None]] = {}
+_MEMO_MAX = 100_000
+
+
+def _read_text(fields: RecordFields, name: str, attributes: Mapping[str, Any]) -> str | None:
     value = fields.value("keywords", name, attributes)
     if value is None or isinstance(value, Mapping | list) or str(value).strip() == "":
         return None
     return str(value)
+
+
+def _text(fields: RecordFields, name: str, attributes: Mapping[str, Any]) -> str | None:
+    """The field ``name`` as text (None: absent, empty or not a scalar), remembered per value as sent when
+    ``fields`` locates values (the contract's ``named(...).locate``): the decoding depends on that value
+    alone, and a day's keywords repeat a few engines and locations many times."""
+    named = getattr(fields, "named", None)
+    if named is None:
+        return _read_text(fields, name, attributes)
+    spec = named("keywords", name)
+    sent = spec.locate(attributes)[1]
+    if type(sent) not in _SCALARS:
+        return _read_text(fields, name, attributes)
+    key = (id(spec), type(sent), sent)
+    found = _MEMO.get(key)
+    if found is not None and found[0] is spec:
+        return found[1]
+    text = _read_text(fields, name, attributes)
+    if len(_MEMO) < _MEMO_MAX:
+        _MEMO[key] = (spec, text)  # the field held: its id is not reused while remembered
+    return text
 
 
 def keyword_location_code(attributes: Mapping[str, Any], fields: RecordFields) -> str | None:

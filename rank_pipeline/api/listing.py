@@ -47,20 +47,53 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgspec
+
 from .config import ClientConfig, ListResult, RequestStats
 from .errors import RankTrackerError
-from .transport import Transport, header_int
+from .transport import Transport, decode_json, header_int
 
 logger = logging.getLogger("rank_pipeline.api")
 
-Sink = Callable[[list[dict]], Awaitable[None] | None]
+Sink = Callable[[list[Any]], Awaitable[None] | None]
+
+
+class RawRecord(msgspec.Struct):
+    """A list's record as ``raw`` reading hands it over: ``id`` and ``type`` parsed, ``attributes`` the
+    vendor's bytes of that member, unparsed (``msgspec.Raw``; ``bytes(r.attributes)`` is its JSON text).
+    Members other than these three are not kept (a snapshot keeps no others)."""
+
+    id: Any = None
+    type: Any = None
+    attributes: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class _RawPage(msgspec.Struct):
+    data: list[RawRecord]
+
+
+_RAW_PAGE = msgspec.json.Decoder(_RawPage)
+
+
+def decode_raw_page(content: bytes) -> Any:
+    """A list page's body as ``_RawPage`` (records as :class:`RawRecord`) when it is the envelope with a
+    list of objects that all have an ``id``; otherwise what :func:`~rank_pipeline.api.transport.decode_json`
+    makes of it (a dict, read the generic way; None: not JSON)."""
+    try:
+        page = _RAW_PAGE.decode(content)
+    except msgspec.MsgspecError:
+        return decode_json(content)
+    if any(r.id is None for r in page.data):  # identity by content: the generic way (_record_id)
+        return decode_json(content)
+    return page
 
 
 @dataclass
 class Page:
-    """One page of a list: its records and the ``X-Total-Count`` / ``X-Total-Pages`` headers (None if absent)."""
+    """One page of a list: its records (dicts, or :class:`RawRecord` when read ``raw``) and the
+    ``X-Total-Count`` / ``X-Total-Pages`` headers (None if absent)."""
 
-    records: list[dict]
+    records: list[Any]
     total_count: int | None
     total_pages: int | None
 
@@ -93,6 +126,8 @@ class ListPass:
 
 def _record_id(record: Any) -> Any:
     """A record's identity for deduplication: its ``id`` as text, else its JSON content."""
+    if type(record) is RawRecord:  # always has an id (decode_raw_page)
+        return record.id if type(record.id) is str else str(record.id)
     if isinstance(record, dict) and record.get("id") is not None:
         return str(record["id"])
     # no id (the spec says records have one): deduplicate by content
@@ -116,14 +151,17 @@ class Paginator:
         sink: receives the new records of each page; None discards them (counts only).
         clock: monotonic clock (s) stamping when each pass began.
         emit: called with ``{"event": "page" | "list_done", ...}``.
+        raw: records reach the sink as :class:`RawRecord` (attributes unparsed) where the page allows it
+            (:func:`decode_raw_page`; a page it does not suit gives dicts).
     Raises (while iterating):
         RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
     """
 
     def __init__(self, transport: Transport, path: str, params: Mapping[str, Any] | None, *,
                  config: ClientConfig, stats: RequestStats, sink: Sink | None,
-                 clock: Callable[[], float], emit: Callable[[dict], None]) -> None:
+                 clock: Callable[[], float], emit: Callable[[dict], None], raw: bool = False) -> None:
         self.path = path
+        self._decode = decode_raw_page if raw else None
         self._query = {k: v for k, v in dict(params or {}).items() if k not in ("page", "per_page")}
         self._query["per_page"] = config.per_page
         self._transport = transport
@@ -266,8 +304,9 @@ class Paginator:
 
     async def _get_page(self, page_no: int) -> Page:
         params = {**self._query, "page": page_no}
-        body, headers = await self._transport.request("GET", self.path, params, with_headers=True)
-        data = body.get("data")
+        body, headers = await self._transport.request("GET", self.path, params, with_headers=True,
+                                                      decode=self._decode)
+        data = body.data if type(body) is _RawPage else body.get("data")
         if not isinstance(data, list):
             raise RankTrackerError(
                 f"expected a list under `data` from {self.path} (a paginated list endpoint) but got "

@@ -50,6 +50,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import msgspec
 
 from .config import ClientConfig, RequestStats
 from .errors import RankTrackerError, TransportError, error_from_response, redact, safe_url
@@ -152,14 +153,27 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
     return max(0.0, seconds)
 
 
-def _parse_body(response: httpx.Response) -> Any:
-    """The response's JSON body; None when it is empty or not JSON."""
-    if not response.content:
+_JSON = msgspec.json.Decoder()
+
+
+def decode_json(content: bytes) -> Any:
+    """A JSON body (msgspec; the standard library for what msgspec refuses, e.g. ``NaN``); None when
+    it is empty or not JSON."""
+    if not content:
         return None
     try:
-        return json.loads(response.content)
+        return _JSON.decode(content)
+    except msgspec.DecodeError:
+        pass
+    try:
+        return json.loads(content)
     except (ValueError, UnicodeDecodeError):
         return None
+
+
+def _parse_body(response: httpx.Response) -> Any:
+    """The response's JSON body; None when it is empty or not JSON."""
+    return decode_json(response.content)
 
 
 def _gave_up(failure: RankTrackerError, attempts: int, how: str) -> RankTrackerError:
@@ -225,13 +239,15 @@ class Transport:
 
     async def request(
         self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False,
-        *, json_body: Any = None, retry_transient: bool = True,
+        *, json_body: Any = None, retry_transient: bool = True, decode: Callable[[bytes], Any] | None = None,
     ):
         """Send one request with pacing and retries; return the JSON body (a dict), and the headers when
         ``with_headers``.
 
         ``json_body`` is sent as the JSON request body; ``retry_transient=False`` raises a transient
-        failure at once, except a connection that could not be opened (nothing was sent).
+        failure at once, except a connection that could not be opened (nothing was sent). ``decode`` turns
+        a 2xx body into what is returned (default :func:`decode_json`; not a dict or a ``msgspec.Struct``:
+        not the envelope, a transient failure).
 
         Raises:
             RankTrackerError subclasses (see the module docstring for which are retried first).
@@ -245,8 +261,8 @@ class Transport:
             if response is not None:
                 status = response.status_code
                 if 200 <= status < 300:
-                    body = _parse_body(response)
-                    if isinstance(body, dict):
+                    body = (decode or decode_json)(response.content)
+                    if isinstance(body, dict | msgspec.Struct):
                         return (body, response.headers) if with_headers else body
                     failure = TransportError(
                         f"the API answered {status} but the body is not the JSON envelope "

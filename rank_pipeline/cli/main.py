@@ -13,7 +13,8 @@ Commands:
 ``sandbox [--host H] [--port P] [--window-s S]``
     Serves the sandbox API for trying by hand (prints its base URL and demo keys).
 ``rebuild [--from D] [--to D] [--full-refresh]``
-    Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes.
+    Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes: one run of
+    the Dagster job ``rebuild_from_snapshots`` (``rebuild_full_refresh``), as ``run`` runs the daily job.
 ``docs [--out DIR] [--dictionary PATH] [--models-dir DIR] [--serve [--port P]]``
     Writes the models' documentation site (default ``docs/site/``: the model graph, every model's
     columns, tests, SQL and column-level lineage, search) and, with ``--dictionary``, the Markdown data
@@ -42,7 +43,7 @@ error (an unknown command names the closest) is one line, status 2.
 Every failure ends with one line on stderr saying what was wrong and what to do; the detail (the Dagster
 log, a traceback) is in a log file under ``<data folder>/logs/`` whose path is printed. When that log
 file cannot be created or written, the detail goes to stderr instead (a data-folder fault needs none: its
-one line is the whole story). ``run`` and ``demo`` send each run's alert digest to
+one line is the whole story). ``run``, ``demo`` and ``rebuild`` send each run's alert digest to
 ``RANK_PIPELINE_ALERT_URLS`` (a failing destination is a warning) and end with a summary line (days, rows, checks
 passed/failed, requests, 429s). Progress is a bar on a terminal and periodic log lines otherwise.
 """

@@ -8,9 +8,10 @@ import difflib
 from rank_pipeline.cli.args import package_version, parse_date, positive_int
 from rank_pipeline.cli.keywords import cmd_keywords_apply, cmd_keywords_plan
 from rank_pipeline.cli.models import DOCS_PORT, cmd_diff, cmd_docs, cmd_query, cmd_test
-from rank_pipeline.cli.pipeline import cmd_demo, cmd_extract, cmd_rebuild, cmd_run, cmd_sandbox
+from rank_pipeline.cli.pipeline import cmd_demo, cmd_extract, cmd_run, cmd_sandbox
 from rank_pipeline.cli.profile import cmd_profile
 from rank_pipeline.cli.project import cmd_files, cmd_init, cmd_own, cmd_upgrade
+from rank_pipeline.cli.rebuild import cmd_rebuild
 
 MODELS_DIR_HELP = ("the models folder (default: RANK_PIPELINE_MODELS_DIR, else the shipped dbt_like_sql); "
                    "a copy of it with your changes")
@@ -139,10 +140,12 @@ def _source_parsers(sub) -> None:
 
 
 def _rebuild_parser(sub) -> None:
-    """``rebuild``: raw tables and models from the snapshots, then publish."""
+    """``rebuild``: the Dagster rebuild job (raw tables and models from the snapshots, then publish)."""
     p = sub.add_parser("rebuild", help="rebuild raw tables and models from the snapshots (no API call), then publish",
                        description="Rebuild the raw tables and every model from the Parquet snapshots, without "
-                                   "calling the API, then publish the warehouse. Use it after restoring "
+                                   "calling the API, then publish the warehouse: one run of the Dagster job "
+                                   "rebuild_from_snapshots over the days (rebuild_full_refresh with "
+                                   "--full-refresh), recorded where the UI shows it. Use it after restoring "
                                    "snapshots, changing a model, or to repair a warehouse.")
     p.add_argument("--from", dest="first", type=parse_date, help="first day to rebuild (default: first snapshot)")
     p.add_argument("--to", dest="last", type=parse_date, help="last day to rebuild (default: last snapshot)")

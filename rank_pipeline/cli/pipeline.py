@@ -1,5 +1,5 @@
 """The pipeline's commands: ``demo``, ``run`` (the daily Dagster job), ``extract`` (one day into snapshots,
-without Dagster), ``rebuild`` (raw tables and models from the snapshots, then publish) and ``sandbox``."""
+without Dagster) and ``sandbox``; ``rebuild`` (the rebuild job) is :mod:`rank_pipeline.cli.rebuild`."""
 
 from __future__ import annotations
 
@@ -265,27 +265,4 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     serve(host=args.host, port=args.port, window_s=args.window_s, shape=shape)
-    return 0
-
-
-def cmd_rebuild(args: argparse.Namespace) -> int:
-    from rank_pipeline.settings import EngineSettings, models_dir
-    from rank_pipeline.steps.rebuild import RebuildError, rebuild
-
-    settings = load_settings()
-    try:
-        engine = EngineSettings.from_env(data_dir=settings.data_dir)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        # one writer per data folder: a run of the daily job waits for the rebuild, and the other way round
-        report = rebuild(settings.paths, models_dir(), args.first, args.last, full_refresh=args.full_refresh,
-                         engine=engine, holder="rank-pipeline rebuild", log=_to_stderr())
-    except RebuildError as exc:
-        if failed := getattr(exc, "report", None):
-            for line in failed.shape_lines:
-                print(f"vendor shape: {line}", file=sys.stderr)
-            raise RunFailed(str(exc)) from None
-        raise UsageError(str(exc)) from None
-    print(report.summary())
     return 0

@@ -1,6 +1,6 @@
-"""In-process runs of the daily Dagster job for ``run`` and ``demo``: the instance, one partition's run or
-one run over a partition range (a single-run backfill), its totals for the summary line, the one-line reason
-of a failure, and the alert digest sent at the end."""
+"""In-process runs of the Dagster jobs for ``run``, ``demo`` and ``rebuild``: the instance, one partition's run
+or one run over a partition range (a single-run backfill) as the UI launches it (:func:`launch`), the daily
+job's totals for the summary line, the one-line reason of a failure, and the alert digest sent at the end."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def dagster_instance(data_dir: Path):
         return open_instance(data_dir, log=lambda message: print(message, file=err))
 
 
-def _failure_reason(result) -> tuple[str, bool]:
+def failure_reason(result) -> tuple[str, bool]:
     """``(one line, is_configuration)`` explaining why a Dagster run failed."""
     import dagster as dg
 
@@ -146,22 +146,15 @@ def partitions_label(tags) -> str:
 
 def run_partition(defs, instance, day: date, totals: Totals) -> None:
     """Run the daily job for ``day``; its log goes to the session's log file. Raises RunFailed."""
-    _run_daily_job(defs, instance, totals, str(day), partition_key=day.isoformat())
+    _run_daily_job(defs, instance, totals, day, day)
 
 
 def run_partition_range(defs, instance, first: date, last: date, totals: Totals,
                         on_step: Callable[[int, str], None] | None = None) -> str:
-    """Run the daily job ONCE over the partitions ``first .. last``, as Dagster launches a single-run
-    backfill (run tags ``dagster/asset_partition_range_start`` / ``_end``; every asset of the job has
-    ``BackfillPolicy.single_run()``); one day is a run of that partition. ``on_step(steps_done, step_key)``
-    is called as each step of the run ends (succeeded, failed or skipped). Returns the run id.
+    """Run the daily job ONCE over the partitions ``first .. last`` (:func:`launch`). ``on_step(steps_done,
+    step_key)`` is called as each step of the run ends (succeeded, failed or skipped). Returns the run id.
     Its log goes to the session's log file. Raises RunFailed."""
-    if first == last:
-        tags, key, label = {}, first.isoformat(), str(first)
-    else:
-        tags = {RANGE_START_TAG: first.isoformat(), RANGE_END_TAG: last.isoformat()}
-        key, label = None, f"{first} .. {last}"
-    return _run_daily_job(defs, instance, totals, label, partition_key=key, tags=tags, on_step=on_step)
+    return _run_daily_job(defs, instance, totals, first, last, on_step=on_step)
 
 
 def _step_listener(on_step: Callable[[int, str], None]):
@@ -180,37 +173,56 @@ def _step_listener(on_step: Callable[[int, str], None]):
     return listen
 
 
-def _run_daily_job(defs, instance, totals: Totals, label: str, *, partition_key: str | None,
-                   tags: dict[str, str] | None = None,
-                   on_step: Callable[[int, str], None] | None = None) -> str:
-    """One in-process run of the daily job (a partition, or a range given by ``tags``); returns its run id.
-    Raises RunFailed, or ConfigurationError when a step failed on a setting."""
-    from rank_pipeline.defs.jobs import DAILY_JOB_NAME
-    from rank_pipeline.defs.process_tags import process_tags
-    from rank_pipeline.defs.run_errors import lock_timeout_message
-    from rank_pipeline.operations.run_history import LAUNCHED_BY_TAG
-    from rank_pipeline.settings import ConfigurationError
+def launch(defs, instance, job_name: str, first: date, last: date, *,
+           on_step: Callable[[int, str], None] | None = None):
+    """One in-process run of the job ``job_name`` of ``defs`` over the partitions ``first .. last``, as the UI
+    launches it: one partition's run, or a single-run backfill of the range (run tags
+    ``dagster/asset_partition_range_start`` / ``_end``; every asset has ``BackfillPolicy.single_run()``),
+    with the job's own tags, the process tags and ``launched_by=cli``; its log goes to the session's log
+    file, then the run's alert digest is sent. ``on_step`` as :func:`run_partition_range`.
 
-    job = defs.resolve_job_def(DAILY_JOB_NAME)
+    Returns:
+        The ``ExecuteInProcessResult``, whether the run succeeded or not.
+    """
+    from rank_pipeline.defs.process_tags import process_tags
+    from rank_pipeline.operations.run_history import LAUNCHED_BY_TAG
+
+    if first == last:
+        tags, key = {}, first.isoformat()
+    else:
+        tags, key = {RANGE_START_TAG: first.isoformat(), RANGE_END_TAG: last.isoformat()}, None
+    job = defs.resolve_job_def(job_name)
     run_config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-    run_tags = {**(tags or {}), **process_tags(), LAUNCHED_BY_TAG: "cli"}  # ops.run_history's launched_by
+    run_tags = {**tags, **process_tags(), LAUNCHED_BY_TAG: "cli"}  # ops.run_history's launched_by
     run_id = str(uuid.uuid4())
     if on_step is not None:
         instance.add_event_listener(run_id, _step_listener(on_step))
+    with SESSION.capture():
+        result = job.execute_in_process(partition_key=key, instance=instance, tags=run_tags,
+                                        run_config=run_config, run_id=run_id, raise_on_error=False)
+    _send_alerts(instance, result.run_id)
+    return result
+
+
+def _run_daily_job(defs, instance, totals: Totals, first: date, last: date, *,
+                   on_step: Callable[[int, str], None] | None = None) -> str:
+    """One in-process run of the daily job over ``first .. last`` (:func:`launch`); returns its run id.
+    Raises RunFailed, or ConfigurationError when a step failed on a setting."""
     from rank_pipeline.api import requests_sent
+    from rank_pipeline.defs.jobs import DAILY_JOB_NAME
+    from rank_pipeline.defs.run_errors import lock_timeout_message
+    from rank_pipeline.settings import ConfigurationError
 
     before = requests_sent()
-    with SESSION.capture():
-        result = job.execute_in_process(partition_key=partition_key, instance=instance, tags=run_tags,
-                                        run_config=run_config, run_id=run_id, raise_on_error=False)
+    result = launch(defs, instance, DAILY_JOB_NAME, first, last, on_step=on_step)
     after = requests_sent()
     totals.sent = (totals.sent[0] + after[0] - before[0], totals.sent[1] + after[1] - before[1])
     totals.add(result)
-    _send_alerts(instance, result.run_id)
     if not result.success:
         if message := lock_timeout_message(result):
             raise RunFailed(message)
-        reason, configuration = _failure_reason(result)
+        reason, configuration = failure_reason(result)
+        label = str(first) if first == last else f"{first} .. {last}"
         message = f"the daily job failed for {label}: {reason}"
         if configuration:
             raise ConfigurationError(message)

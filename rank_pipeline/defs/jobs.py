@@ -1,5 +1,6 @@
-"""The daily job (every asset, one partition per UTC day), its schedule and the rebuild jobs; sharded
-(``RANK_PIPELINE_SHARDS``), the daily job leaves the extraction to ``extract_shards`` (:mod:`rank_pipeline.defs.shard_runs`)."""
+"""The daily job (every asset, one partition per UTC day), its schedule and the rebuild jobs (the ones
+``rank-pipeline rebuild`` runs); sharded (``RANK_PIPELINE_SHARDS``), the daily job leaves the extraction to
+``extract_shards`` (:mod:`rank_pipeline.defs.shard_runs`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import dagster as dg
 
 from rank_pipeline.defs.model_assets import FULL_REFRESH_TAG
 from rank_pipeline.defs.partitions import shard_partition_key
+from rank_pipeline.defs.warehouse_assets import RELOAD_TAG
 from rank_pipeline.settings import OpsSettings, ShardPlan
 
 DAILY_JOB_NAME = "daily_rank_pipeline"
@@ -92,23 +94,26 @@ def tick_partition_key(scheduled: datetime) -> str:
 
 
 REBUILD_JOB_NAME = "rebuild_from_snapshots"
+REBUILD_FULL_REFRESH_JOB_NAME = "rebuild_full_refresh"
 
 rebuild_job = dg.define_asset_job(
     REBUILD_JOB_NAME,
     selection=dg.AssetSelection.all() - dg.AssetSelection.groups("snapshots"),
     description="Rebuild the raw tables and models of the selected days from the Parquet snapshots "
-                "(no API call), later days within each model's horizon included, then publish. Launch it "
-                "as a backfill over a range of days (one run). Same as `rank-pipeline rebuild --from D1 "
-                "--to D2` (rank_pipeline.steps.rebuild).",
+                "(no API call): the raw days hold what their committed snapshots hold (a day without one "
+                "loses its raw rows), later days within each model's horizon are rebuilt too, then publish. "
+                "Launch it as a backfill over a range of days (one run). `rank-pipeline rebuild --from D1 "
+                "--to D2` runs this job.",
+    tags={RELOAD_TAG: "true"},
     executor_def=dg.in_process_executor,
 )
 
 rebuild_full_refresh_job = dg.define_asset_job(
-    "rebuild_full_refresh",
+    REBUILD_FULL_REFRESH_JOB_NAME,
     selection=dg.AssetSelection.all() - dg.AssetSelection.groups("snapshots"),
     description="Drop and reload every raw table from all committed snapshots and build every model from "
                 "scratch (launch it for any one partition), then publish: after a model's columns or a "
-                "seed changed. Same as `rank-pipeline rebuild --full-refresh`.",
+                "seed changed. `rank-pipeline rebuild --full-refresh` runs this job.",
     tags={FULL_REFRESH_TAG: "true"},
     executor_def=dg.in_process_executor,
 )

@@ -9,6 +9,9 @@ a half-built state. On Spark the raw tables are views over the committed snapsho
 place, every committed day, as Spark builds every model in full) and there is nothing to publish (the
 tables are already where readers find them); the published DuckDB file is left as it was.
 
+The vendor's shape is checked before anything is loaded: a day that fails ``matches_contract`` never
+reaches raw (docs/concepts/dagster.md, "Raw tables and the published warehouse").
+
 Each raw table has one blocking asset check, ``one_row_per_record``: in the partition, no record (``id``
 under its ``parent_id``) appears twice, across accounts for the endpoints an account owns (domains,
 keywords, competitors, tags, usage) and within an account for the reference rows every account reads
@@ -46,8 +49,13 @@ from rank_pipeline.steps.load import PER_ACCOUNT_ENDPOINTS, load_raw
 from rank_pipeline.steps.publish import publish
 from rank_pipeline.steps.shape import SHAPE_CHECK, check_shape
 from rank_pipeline.transform import loaded_project
+from rank_pipeline.warehouse.raw_load import snapshot_dates
 
 RAW_KEYS = {r: dg.AssetKey(["raw", r]) for r in ENDPOINTS}
+RELOAD_TAG = "rank_pipeline/reload"
+"""Run tag: ``true`` makes the raw days of the run hold exactly what their committed snapshots hold (a day
+without one loses its raw rows) instead of refusing a day that is not committed (the job
+``rebuild_from_snapshots`` sets it)."""
 UNIQUE_RECORD_CHECK = "one_row_per_record"
 PUBLISHED_KEY = dg.AssetKey(list(PUBLISHED_PATH))
 
@@ -79,6 +87,7 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
         name=LOAD_STEP,
         specs=[
             dg.AssetSpec(key, deps=[date_dependency(SNAPSHOT_KEYS[r], shards)], group_name="raw", kinds=kinds,
+                         skippable=True,  # not materialized when the shape check fails: nothing was loaded
                          description=f"raw.{r}: the {r} snapshots, one partition per snapshot_date, "
                                      "flattened spec fields plus the full attributes JSON.",
                          metadata={COLUMN_SCHEMA: column_schema(None, [(c, "") for c in raw_column_descriptions(r)],
@@ -104,24 +113,38 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
     )
     def load_raw_tables(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
                         model_engine: ModelEngineResource):
-        """Replace the run's days of every raw table from their Parquet snapshots
-        (:func:`rank_pipeline.steps.load.load_raw`; a single-run backfill loads its whole partition
-        range). With ``full_refresh(context)``: reload every raw table from all committed snapshots."""
+        """Check the vendor's shape of the run's days, then replace those days of every raw table from
+        their Parquet snapshots (:func:`rank_pipeline.steps.load.load_raw`; a single-run backfill loads its
+        whole partition range). With ``full_refresh(context)``: every committed day is checked, then every
+        raw table reloaded. With :data:`RELOAD_TAG`: the days hold what their snapshots hold. A failed shape
+        check loads nothing."""
         first, last = partition_days(context)
-        engine = model_engine.open(warehouse)
-        loaded = load_raw(engine, warehouse.snapshot_store_uri, first, last, full_refresh=full_refresh(context))
-        context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
-        shape = check_shape(loaded_project(project_dir or models_dir()), warehouse.snapshot_store_uri, first, last,
+        refresh = full_refresh(context)
+        uri = warehouse.snapshot_store_uri
+        checked = (first, last)
+        if refresh and (committed := list(snapshot_dates(uri))):  # every committed day is reloaded
+            checked = (min(first, committed[0]), max(last, committed[-1]))
+        shape = check_shape(loaded_project(project_dir or models_dir()), uri, *checked,
                             warehouse.paths.vendor_fields, warehouse.paths.cache_dir / "shape")
         for line in shape.lines():
             context.log.error(f"{SHAPE_CHECK}: {line}")
         for endpoint, paths in shape.new_fields.items():
             context.log.info(f"new fields in the vendor's {endpoint} records: {', '.join(paths)}")
+        if not shape.passed:
+            context.log.error(f"the vendor's shape of {checked[0]} .. {checked[1]} does not match the contract: "
+                              "no raw table was loaded")
+            for endpoint, key in RAW_KEYS.items():
+                yield _shape_result(key, shape.results[endpoint], shape.new_fields.get(endpoint, {}))
+            return
+        engine = model_engine.open(warehouse)
+        loaded = load_raw(engine, uri, first, last, full_refresh=refresh, replace=reload_days(context))
+        context.log.info(f"loaded raw partitions {first} .. {last} on {engine.name}: {len(loaded.days)} day(s)")
         for endpoint, key in RAW_KEYS.items():
             failures, sample = loaded.repeated[endpoint]
             qualified = f"raw.{endpoint}"
             yield dg.MaterializeResult(asset_key=key, metadata={
-                "rows": dg.MetadataValue.int(loaded.rows(endpoint)), "engine": engine.name,
+                "rows": dg.MetadataValue.int(loaded.rows(endpoint)), "days": len(loaded.days),
+                "engine": engine.name,
                 **raw_table_metadata(endpoint, engine.column_types(qualified), engine.row_count(qualified),
                                      table_name(qualified, engine.catalog))})
             yield _unique_record_result(key, first, last, failures, sample)
@@ -133,6 +156,11 @@ def build_load_raw_tables(engine: str | None = None, shards: ShardPlan | None = 
 load_raw_tables = build_load_raw_tables(engine="duckdb")
 """The unsharded ``load_raw_tables`` on DuckDB, for direct use (``build_definitions`` builds its own from settings)."""
 """The raw multi-asset for the engine of the environment at import (definitions and tests use it)."""
+
+
+def reload_days(context: dg.AssetExecutionContext) -> bool:
+    """The run carries :data:`RELOAD_TAG` = ``true``."""
+    return context.run.tags.get(RELOAD_TAG, "").lower() == "true"
 
 
 def _unique_record_result(key: dg.AssetKey, first: date, last: date, failures: int,

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 
 from rank_pipeline.api import (
     ClientConfig,
@@ -46,8 +47,10 @@ from rank_pipeline.api import (
     SlidingWindowLimiter,
 )
 from rank_pipeline.api.endpoints import CATALOG, Endpoint, ListRequest, children_of
+from rank_pipeline.api.listing import RawRecord
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.extract.concurrency import run_all
+from rank_pipeline.extract.parent_reads import ParentReads
 from rank_pipeline.extract.resume import ListSpool, ResumeArea, fingerprint
 from rank_pipeline.settings import Shard, models_dir
 from rank_pipeline.snapshots.manifest import AccountStats, KeyStats, ListsReport, SnapshotManifest
@@ -64,6 +67,16 @@ __all__ = [
     "extract_day",
     "run_extraction",
 ]
+
+
+_JSON = msgspec.json.Decoder()
+
+
+def _as_dict(record: Any) -> dict:
+    """A list's record as a dict (a :class:`~rank_pipeline.api.listing.RawRecord`'s attributes parsed)."""
+    if type(record) is RawRecord:
+        return {"id": record.id, "type": record.type, "attributes": _JSON.decode(record.attributes)}
+    return record
 
 
 class ExtractionError(RankPipelineError, RuntimeError):
@@ -147,7 +160,7 @@ class _AccountRun:
         self.lists: list[ListResult] = []
         self.fields = loaded_contract(models_dir())  # reads a keyword's engine for its lookups, by name
 
-    def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[dict], None] | None = None,
+    def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[Any], None] | None = None,
               spool: ListSpool | None = None):
         writer = self.writers[resource]
         account = self.source.name
@@ -158,7 +171,7 @@ class _AccountRun:
             writer.append_table(account, table)
             if spool is not None:  # and to the list's checkpoint
                 spool.write(table)
-            if on_record is not None:
+            if on_record is not None:  # a parent's records, for their children's requests
                 for record in records:
                     on_record(record)
             self.progress.records += len(records)
@@ -174,7 +187,7 @@ class _AccountRun:
             self.writers[resource].append_table(self.source.name, table)
             if on_record is not None:
                 for row in table.select(["id", "type", "attributes"]).to_pylist():
-                    on_record({"id": row["id"], "type": row["type"], "attributes": json.loads(row["attributes"])})
+                    on_record({"id": row["id"], "type": row["type"], "attributes": _JSON.decode(row["attributes"])})
             self.progress.records += table.num_rows
         return ListResult(path=path, total_count=entry["total_count"], delivered=entry["delivered"], pages=0,
                           passes=entry["passes"], complete=True)
@@ -197,7 +210,8 @@ class _AccountRun:
                     result = self._resumed(name, path, entry, on_record)
                 else:
                     spool = resume.spool(name) if resume is not None else None
-                    result = await self.client.list_records(path, params, self._sink(name, parent_id, on_record, spool))
+                    result = await self.client.list_records(path, params, self._sink(name, parent_id, on_record, spool),
+                                                            raw=True)
         except BaseException as exc:
             if spool is not None:  # an unfinished list is read again by a retry
                 spool.delete()
@@ -255,8 +269,13 @@ class _AccountRun:
         """
         children = children_of(resource.name)
         wanted: dict[str, dict[ListRequest, None]] = {c.name: {} for c in children}
+        reads = ParentReads.of(resource.name, children, self.fields)
 
-        def on_record(record: dict) -> None:
+        def on_record(record: Any) -> None:
+            if type(record) is RawRecord:
+                record = reads.new(record) if reads is not None else _as_dict(record)
+                if record is None:
+                    return  # the values its children read were seen: its requests are asked for
             for child in children:
                 for request in child.requests_from_parent(child, record, self.fields):
                     if request.parent_record_id is not None:

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rank_pipeline.settings import Shard
-from rank_pipeline.snapshots.schema import COMPRESSION, DAY_FOLDER_PREFIX, SCHEMA_VERSION, arrow_schema
+from rank_pipeline.snapshots.schema import DAY_FOLDER_PREFIX, DICTIONARY_COLUMNS, SCHEMA_VERSION, arrow_schema
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["ListSpool", "ResumeArea", "fingerprint", "resume_dir"]
@@ -49,6 +49,7 @@ logger = logging.getLogger("rank_pipeline.extract.resume")
 _LISTS = "lists.jsonl"
 _META = "meta.json"
 _ENTRY = ".entry.json"
+_CODEC = "lz4"  # a checkpoint lives until the day commits: written fast rather than small
 
 
 def resume_dir(root: Path | str | Store, snapshot_date: date, shard: Shard | None = None) -> Path | str:
@@ -88,7 +89,8 @@ class ListSpool:
         if not table.num_rows:
             return
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression=COMPRESSION, filesystem=self.store.fs)
+            self._writer = pq.ParquetWriter(self.path, self.schema, compression=_CODEC,
+                                            use_dictionary=list(DICTIONARY_COLUMNS), filesystem=self.store.fs)
         self._writer.write_table(table)
         self.rows += table.num_rows
 
@@ -110,7 +112,7 @@ class ListSpool:
         if not self.exists():
             return
         tmp = self.path[: -len(".part")] + ".filtering"
-        with pq.ParquetWriter(tmp, self.schema, compression=COMPRESSION, filesystem=self.store.fs) as out:
+        with pq.ParquetWriter(tmp, self.schema, compression=_CODEC, filesystem=self.store.fs) as out:
             for table in self.tables():
                 keep = [i not in excluded for i in table.column("id").to_pylist()]
                 out.write_table(table.filter(pa.array(keep, type=pa.bool_())))

@@ -18,8 +18,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.sandbox import assumptions as A
@@ -80,4 +81,5 @@ def paginated_response(request: Request, records: Sequence[dict]) -> Response:
         "X-Per-Page": str(per_page),
         "X-Current-Page": str(page),
     }
-    return JSONResponse({"data": data}, headers=headers)
+    # msgspec: compact UTF-8 JSON like JSONResponse's, at a fraction of its CPU (the sandbox's hot path)
+    return Response(msgspec.json.encode({"data": data}), media_type="application/json", headers=headers)

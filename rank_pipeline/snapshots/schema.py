@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from collections.abc import Iterable, Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 
 from rank_pipeline.api.endpoints import endpoint_names
+from rank_pipeline.api.listing import RawRecord
 from rank_pipeline.errors import RankPipelineError
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = [
     "COMPRESSION",
     "DAY_FOLDER_PREFIX",
+    "DICTIONARY_COLUMNS",
     "ENDPOINTS",
     "MANIFEST_NAME",
     "MANIFEST_PREFIX",
@@ -44,7 +49,10 @@ ENDPOINTS: tuple[str, ...] = endpoint_names()
 """Every resource the pipeline snapshots, in extraction order (declared in :data:`rank_pipeline.api.endpoints.CATALOG`)."""
 
 COMPRESSION = "zstd"
-"""The Parquet codec of every snapshot file (and of the resume checkpoints, :mod:`rank_pipeline.extract.resume`)."""
+"""The Parquet codec of every snapshot file (the resume checkpoints, :mod:`rank_pipeline.extract.resume`, use lz4)."""
+DICTIONARY_COLUMNS: tuple[str, ...] = ("snapshot_date", "account", "type", "parent_id")
+"""The columns written dictionary-encoded: the few-valued ones (``id`` and ``attributes`` differ per row, where
+a dictionary is CPU spent and dropped)."""
 DAY_FOLDER_PREFIX = "snapshot_date="
 """The start of a day's folder name: ``snapshot_date=YYYY-MM-DD`` (the Hive-style partition key)."""
 
@@ -142,23 +150,71 @@ def records_table(
     resource: str,
     snapshot_date: date,
     account: str,
-    records: Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any] | RawRecord],
     *,
     parent_id: str | None = None,
     extracted_at: datetime | None = None,
 ) -> pa.Table:
     """JSON:API records as rows of ``resource``'s snapshot (:func:`arrow_schema`), ``attributes`` as a JSON
-    string."""
+    string: a :class:`~rank_pipeline.api.listing.RawRecord`'s as the vendor's bytes (an object; anything else
+    as a dict's), a dict's serialized compactly (null or empty: ``{}``). Columns are built whole, not row by row."""
     schema = arrow_schema(resource)
     at = extracted_at or datetime.now(UTC)
-    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    ids: list[Any] = []
+    types: list[Any] = []
+    texts: list[bytes] = []
     for record in records:
-        attributes = record.get("attributes") or {}
-        columns["snapshot_date"].append(snapshot_date)
-        columns["account"].append(account)
-        columns["id"].append(str(record.get("id")) if record.get("id") is not None else None)
-        columns["type"].append(record.get("type"))
-        columns["parent_id"].append(parent_id)
-        columns["extracted_at"].append(at)
-        columns["attributes"].append(json.dumps(attributes, separators=(",", ":"), ensure_ascii=False))
-    return pa.Table.from_pydict(columns, schema=schema)
+        if isinstance(record, RawRecord):
+            rid, rtype, raw = record.id, record.type, bytes(record.attributes)
+            texts.append(raw if raw[:1] == b"{" else _attributes_text(_JSON.decode(raw)))
+        else:
+            rid, rtype = record.get("id"), record.get("type")
+            texts.append(_attributes_text(record.get("attributes")))
+        ids.append(rid if rid is None or type(rid) is str else str(rid))
+        types.append(rtype)
+    n = len(texts)
+    days = (snapshot_date - _EPOCH.date()).days
+    micros = (at.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1)
+    columns = {
+        "snapshot_date": pa.Array.from_buffers(pa.date32(), n, [None, pa.py_buffer(array("i", [days]) * n)]),
+        "account": _strings([account] * n),
+        "id": _strings(ids),
+        "type": _strings(types),
+        "parent_id": _strings([parent_id] * n),
+        "extracted_at": pa.Array.from_buffers(schema.field("extracted_at").type, n,
+                                              [None, pa.py_buffer(array("q", [micros]) * n)]),
+        "attributes": _utf8(texts),
+    }
+    return pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _utf8(values: list[bytes]) -> pa.Array:
+    """A string array of UTF-8 ``values`` (none null), built from its two buffers."""
+    data = b"".join(values)
+    wide = len(data) >= 2**31  # past int32 offsets: built large, then cast (raises past a string array's limit)
+    offsets = array("q" if wide else "i", [0])
+    offsets.extend(accumulate(map(len, values)))
+    built = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), len(values),
+                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return built.cast(pa.string()) if wide else built
+
+
+def _strings(values: list[Any]) -> pa.Array:
+    """A string array of ``values``: from buffers when all are text or all None, else converted by pyarrow."""
+    if all(type(v) is str for v in values):
+        return _utf8([v.encode() for v in values])
+    if all(v is None for v in values):
+        n = len(values)
+        return pa.Array.from_buffers(pa.string(), n, [pa.py_buffer(bytes((n + 7) // 8)),
+                                                      pa.py_buffer(bytes(4 * (n + 1))), pa.py_buffer(b"")], null_count=n)
+    return pa.array(values, pa.string())
+
+
+_JSON = msgspec.json.Decoder()
+
+
+def _attributes_text(attributes: Any) -> bytes:
+    return json.dumps(attributes or {}, separators=(",", ":"), ensure_ascii=False).encode()

@@ -35,6 +35,7 @@ from rank_pipeline.snapshots.reader import load_manifest_json
 from rank_pipeline.snapshots.schema import (
     COMPRESSION,
     DAY_FOLDER_PREFIX,
+    DICTIONARY_COLUMNS,
     MANIFEST_NAME,
     MANIFEST_PREFIX,
     SCHEMA_VERSION,
@@ -213,7 +214,7 @@ class SnapshotWriter:
             name = self._file_name(account, len(part.files))
             part.files.append(name)
             part.writer = pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, compression=COMPRESSION,
-                                           filesystem=self.store.fs)
+                                           use_dictionary=list(DICTIONARY_COLUMNS), filesystem=self.store.fs)
         part.writer.write_table(table, row_group_size=self.row_group_size)
         buf.clear()
 

@@ -1,5 +1,5 @@
 """Load the raw tables from the committed snapshots: the step behind the Dagster asset ``load_raw_tables``
-(the command line's ``rebuild`` reloads raw through :mod:`rank_pipeline.steps.rebuild`).
+(in the daily job and the rebuild jobs that ``rank-pipeline rebuild`` runs).
 
 Whatever the engine (:mod:`rank_pipeline.warehouse.engines`): DuckDB replaces the days in
 the build file in one transaction; Spark registers its raw views over every committed snapshot, read in
@@ -53,15 +53,18 @@ class RawLoad:
 
 
 def load_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: date, *,
-             full_refresh: bool = False, sample_size: int = 5) -> RawLoad:
+             full_refresh: bool = False, replace: bool = False, sample_size: int = 5) -> RawLoad:
     """Load the raw days ``first .. last`` from the snapshots under ``snapshots_uri``, then count the
     repeated records of those days.
 
     Args:
         engine: the model engine (:func:`rank_pipeline.warehouse.engines.open_engine`).
-        first, last: the run's days; each must have committed snapshots (unless ``full_refresh``).
+        first, last: the run's days; each must have committed snapshots (unless ``full_refresh`` or
+            ``replace``).
         full_refresh: reload every raw table from all committed snapshots (the figures still cover
             ``first .. last`` only).
+        replace: the days ``first .. last`` hold exactly what their committed snapshots hold (a day without
+            one loses its raw rows; a rebuild of a range).
 
     Raises:
         rank_pipeline.warehouse.errors.SnapshotMissingError, LoadError: a day is not committed or
@@ -69,6 +72,8 @@ def load_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: 
     """
     if full_refresh:
         loaded = {d: c for d, c in reload_raw(engine, snapshots_uri).items() if first <= d <= last}
+    elif replace:
+        loaded = reload_raw(engine, snapshots_uri, first, last)
     else:
         loaded = load_partitions(engine, snapshots_uri, first, last)
     repeated = {r: engine.failing_rows(repeated_records_sql(r, first, last), sample_size) for r in ENDPOINTS}

@@ -233,11 +233,22 @@ def test_the_history_checks_ran_as_asset_checks_in_every_run(world, instance):
 
 @pytest.mark.slow
 def test_a_full_refresh_rebuild_keeps_the_history(world):
+    """``rank-pipeline rebuild --full-refresh`` is a run of the job ``rebuild_full_refresh``: every row recorded
+    before is kept (a final one unchanged), and the rebuild adds its own, one per snapshot day."""
     done = _cli(world["data"], "rebuild", "--full-refresh")
     assert done.returncode == 0, done.stderr
     with duckdb.connect(str(world["data"] / "warehouse.duckdb"), read_only=True) as con:
-        after = con.execute(f"select * from {run_history.TABLE} order by run_id, snapshot_date").fetchall()
-    assert after == world["before_rebuild"] and len(after) == 6
+        cur = con.execute(f"select * from {run_history.TABLE} order by run_id, snapshot_date")
+        names = [d[0] for d in cur.description]
+        after = {(r[0], r[1]): r for r in cur.fetchall()}
+    assert names[:2] == ["run_id", "snapshot_date"]
+    before = {(r[0], r[1]): r for r in world["before_rebuild"]}
+    assert len(before) == 6 and set(before) <= set(after)
+    final = names.index("final")
+    assert [after[k] for k, r in before.items() if r[final]] == [r for r in before.values() if r[final]]
+    added = [dict(zip(names, r, strict=True)) for k, r in after.items() if k not in before]
+    assert sorted(r["snapshot_date"] for r in added) == [D1, D2, D3, D4, D5, D6]
+    assert {(r["job_name"], r["launched_by"], r["status"]) for r in added} == {("rebuild_full_refresh", "cli", "success")}
 
 
 def test_the_yml_declares_the_tables_columns_and_types():

@@ -29,9 +29,7 @@ from rank_pipeline.defs.model_assets import build_model_assets
 from rank_pipeline.defs.resources import ModelEngineResource, WarehouseResource
 from rank_pipeline.defs.warehouse_assets import build_publish_asset, load_raw_tables
 from rank_pipeline.extract.source import Source
-from rank_pipeline.settings import DataPaths
 from rank_pipeline.snapshots.schema import ENDPOINTS
-from rank_pipeline.steps.rebuild import rebuild
 from rank_pipeline.steps.shape import SHAPE_CHECK
 from tests.transform.model_folders import door_models
 
@@ -61,12 +59,13 @@ def _ranged(job, instance, first: date, last: date):
 
 
 def _reference(data_dir: Path, tmp: Path) -> Path:
-    """A full rebuild of the same snapshots, in another folder; returns its published file."""
+    """A full rebuild of the same snapshots (``rank-pipeline rebuild --full-refresh``), in another folder;
+    returns its published file."""
     other = tmp / "reference"
     shutil.copytree(data_dir / "snapshots", other / "snapshots")
-    report = rebuild(DataPaths(other), ROOT / "dbt_like_sql", full_refresh=True)
-    assert report.published is not None and not report.blocking_failed
-    return report.published
+    proc = _cli(other, "--full-refresh", env={"RANK_PIPELINE_MODELS_DIR": str(ROOT / "dbt_like_sql")})
+    assert proc.returncode == 0 and " 0 failed; published " in proc.stdout, proc.stdout + proc.stderr
+    return other / "warehouse.duckdb"
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +117,7 @@ def _cli(data_dir: Path, *args: str, env: dict[str, str] | None = None,
          timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})}
     env.pop("RANK_TRACKER_BASE_URL", None)
+    env.pop("DAGSTER_HOME", None)  # the data folder's own instance, whatever this process opened
     return subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", "rebuild", *args], env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
@@ -199,7 +199,12 @@ def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.startswith("rebuilt every snapshot day (full refresh): 3 day(s)"), proc.stdout
     assert f"written as Parquet tables under {uri} (Spark)" in proc.stdout and "0 failed" in proc.stdout
-    assert not (work / "warehouse.duckdb").exists() and not (work / "warehouse.build.duckdb").exists()
+    # nothing published to DuckDB; the build file holds only the run history (a DuckDB table whatever the engine)
+    assert not (work / "warehouse.duckdb").exists()
+    with duckdb.connect(str(work / "warehouse.build.duckdb"), read_only=True) as con:
+        tables = con.execute("select table_schema || '.' || table_name from information_schema.tables "
+                             "where table_catalog = current_database()").fetchall()
+    assert [t for (t,) in tables if t not in ("ops.run_history", "raw.keywords_file")] == [], tables
     # Spark is incremental: a range rebuilds those days, as on DuckDB
     proc = _cli(work, "--from", DAYS[-1].isoformat(), env=spark_env, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -1,0 +1,71 @@
+"""Reading a parent record only as far as its children's requests need (:attr:`Endpoint.reads`).
+
+The lookups of a keyword (``GET /v1/locations?code=&search_engine=``, ``GET /v1/languages?search_engine=``)
+depend on two of its fields; a day's keywords repeat a few engines and locations. :class:`ParentReads` decodes,
+from a :class:`~rank_pipeline.api.listing.RawRecord`'s attributes, only the top-level members those fields'
+paths start with (the contract's paths, through its ``named``), as bytes: a record whose bytes there were seen
+before asks for requests already asked for, and is skipped; another is handed to the children with
+``attributes`` holding those members alone (every path read starts with one of them, so each field reads as
+in the whole record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from rank_pipeline.api.endpoints import Endpoint
+from rank_pipeline.api.listing import RawRecord
+
+__all__ = ["ParentReads"]
+
+_JSON = msgspec.json.Decoder()
+
+
+class ParentReads:
+    """The top-level members of ``parent``'s attributes that ``children`` read, and the values seen.
+
+    Build with :meth:`of`, which gives None when a child reads the whole record (``reads`` None) or the
+    contract does not locate its fields by path.
+    """
+
+    def __init__(self, keys: Sequence[str]):
+        self.keys = tuple(keys)
+        names = [f"k{i}" for i in range(len(self.keys))]
+        struct = msgspec.defstruct("_Members", [(n, msgspec.Raw, msgspec.UNSET) for n in names],
+                                   rename=dict(zip(names, self.keys, strict=True)))
+        self._decoder = msgspec.json.Decoder(struct)
+        self._names = names
+        self._seen: set[tuple[bytes | None, ...]] = set()
+
+    @classmethod
+    def of(cls, parent: str, children: Sequence[Endpoint], fields: Any) -> ParentReads | None:
+        """For the records of ``parent`` (an endpoint name) whose ``children`` all declare ``reads``."""
+        named = getattr(fields, "named", None)
+        if not children or named is None or any(c.reads is None for c in children):
+            return None
+        keys: dict[str, None] = {}
+        for child in children:
+            for name in child.reads or ():
+                steps = getattr(named(parent, name), "steps", None)
+                if not steps:
+                    return None
+                keys[steps[0].key] = None
+        return cls(list(keys))
+
+    def new(self, record: RawRecord) -> dict | None:
+        """``record`` as the children read it (its attributes cut to :attr:`keys`), or None when a record
+        with the same bytes at those members came before (its requests are already asked for)."""
+        try:
+            members = self._decoder.decode(record.attributes)
+        except msgspec.ValidationError:  # not an object: read whole, never skipped
+            return {"id": record.id, "type": record.type, "attributes": _JSON.decode(record.attributes)}
+        values = [getattr(members, n) for n in self._names]
+        key = tuple(None if v is msgspec.UNSET else bytes(v) for v in values)
+        if key in self._seen:
+            return None
+        self._seen.add(key)
+        attributes = {k: _JSON.decode(v) for k, v in zip(self.keys, values, strict=True) if v is not msgspec.UNSET}
+        return {"id": record.id, "type": record.type, "attributes": attributes}
