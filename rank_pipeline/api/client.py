@@ -1,18 +1,8 @@
-"""Async client of the rank-tracking REST API (spec: "Authentication", "Errors", "Limits").
-
-``RankTrackerClient`` is one account's client. It is put together from three parts:
-
-- :mod:`rank_pipeline.api.transport`: one request, paced and retried (status, ``Retry-After``, backoff,
-  first contact), and the secrets rule: the key only in the ``Authorization`` header, only over HTTPS
-  except to a loopback host, never in a message, repr, log line, event or exception;
-- :mod:`rank_pipeline.api.keys`: the account's key pool (several keys, each with its pacer; a key
-  answered 401 dropped for the rest of the run);
-- :mod:`rank_pipeline.api.listing`: reading a paginated list until its id set is proven (settling), with
-  :class:`~rank_pipeline.api.listing.Paginator`.
-
-Several accounts in one run: one client per account, all given the same ``ip_limiter``
-(``SlidingWindowLimiter.for_ceiling(config.per_ip_limit, config.window_s, config.safety_margin)``),
-inside one event loop.
+"""One account's client of the rank-tracking API: :class:`RankTrackerClient` (``get``, ``list_records``,
+``paginate``, ``post_once``), put together from :mod:`rank_pipeline.api.transport` (one request, paced
+and retried), :mod:`rank_pipeline.api.keys` (the key pool) and :mod:`rank_pipeline.api.listing` (a list
+proven by its ids). Several accounts: one client each, sharing one ``ip_limiter``, in one event loop
+(docs/concepts/api-client.md).
 """
 
 from __future__ import annotations
@@ -43,22 +33,17 @@ class RankTrackerClient:
     """One account's client (its key or key pool): pacing, pagination with completeness, retries, typed errors.
 
     Args:
-        base_url: the API address without ``/v1`` (e.g. ``https://api.example.com``); ``https://``, or
-            ``http://`` to a loopback host only.
-        api_key: the raw key, or several keys of one account as a comma-separated string or a
-            sequence (see :mod:`rank_pipeline.api.keys`; whitespace around each is stripped); each is sent as
+        base_url: the API address without ``/v1``; ``https://``, or ``http://`` to a loopback host only.
+        api_key: the key, or the account's keys comma-separated or as a sequence, each sent as
             ``Authorization: <key>``.
-        config: ``ClientConfig``.
-        ip_limiter: the run's per-IP limiter, shared by all clients of the run; None makes a private
-            one (correct only when this is the run's only client).
-        transport: an httpx async transport (``httpx.MockTransport``, ``httpx.ASGITransport``) for
-            tests; None for the network.
-        on_event: called with a dict for progress: ``{"event": "page" | "retry" | "rate_limited" |
-            "list_done", ...}``; exceptions it raises are logged and ignored.
+        config: ``ClientConfig``; ip_limiter: the run's per-IP limiter, shared (None: a private one).
+        transport: an httpx async transport for tests (None: the network).
+        on_event: called with ``{"event": "page" | "retry" | "rate_limited" | "list_done", ...}``; its
+            exceptions are logged and ignored.
         clock, sleep, rng: monotonic clock (s), async sleep (s) and random source, for tests.
         label: the account's name, for log messages (never the key).
     Raises:
-        ValueError: bad base URL (see ``check_base_url``), no key, or a key listed twice.
+        ValueError: a bad base URL (:func:`check_base_url`), no key, or a key listed twice.
 
     Use as ``async with RankTrackerClient(...) as client:``, in one event loop.
     """
@@ -130,30 +115,23 @@ class RankTrackerClient:
     # -- public reads ----------------------------------------------------------------------------
 
     async def post_once(self, path: str, body: Mapping[str, Any]) -> dict:
-        """POST a JSON ``body`` that must never be sent twice by mistake, and return the JSON response body.
+        """POST a JSON ``body`` that must never be sent twice by mistake (keyword create); returns the response body.
 
-        For writes that are not idempotent, such as keyword create (spec "Keyword create: body"). Paced
-        through the key's and the IP address's limiters like every request. A 429 waits ``Retry-After`` and resends (the API did not process the request), and
-        a connection that could not be opened is tried again (nothing was sent). Every other failure is
-        raised at once, never retried: a timeout, a dropped connection, a 5xx or a 2xx whose body is not
-        JSON may come after the API acted on the request, so only the caller can tell, by reading back.
+        Paced like every request; a 429 waits and resends and a connection never opened is retried (nothing was
+        processed); any other failure is raised at once, since the API may have acted: only the caller can tell,
+        by reading back.
 
         Raises:
             ServerError, TransportError: the response was lost or unusable (the write may have happened).
-            QuotaExceededError (402), ValidationError (422), BadRequestError (400) and the other
-            RankTrackerError subclasses for a response that says what went wrong.
+            QuotaExceededError (402), ValidationError (422), BadRequestError (400), other RankTrackerError
+                subclasses: the response says what went wrong.
         """
         return await self._transport.request("POST", path, None, json_body=dict(body), retry_transient=False)
 
     async def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        """GET one resource and return its ``data`` member (a dict for single resources).
+        """GET one resource at ``path`` (``/v1/account/usage``) with ``params``; returns its ``data`` member.
 
-        Args:
-            path: path under the base URL, e.g. ``/v1/account/usage``.
-            params: query parameters.
-        Raises:
-            RankTrackerError subclasses (see :mod:`rank_pipeline.api.transport`); ``TransportError(kind="invalid_json")``
-            when the body lacks ``data``.
+        Raises RankTrackerError subclasses; ``TransportError(kind="invalid_json")`` when the body lacks ``data``.
         """
         body = await self._transport.request("GET", path, params)
         if "data" not in body:
@@ -166,25 +144,16 @@ class RankTrackerClient:
     async def list_records(
         self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None, *, raw: bool = False
     ) -> ListResult:
-        """Read every record of a paginated list and prove the set of ids by identity, not by count.
+        """Read every record of a paginated list and prove its set of ids by identity, not by count (spec "Limits"
+        rules 4-6; docs/concepts/completeness.md, "Reading one list").
 
-        Implements spec "Limits" rules 4-6 with a :class:`~rank_pipeline.api.listing.Paginator` (its module
-        says when a list is proven and what the proof shows). Each record whose ``id`` was not delivered
-        before goes to ``sink`` (a sync or async callable taking ``list[dict]``) as its page arrives, so
-        records stream and only ids are kept in memory. The result's ``excluded`` ids were delivered in an
-        earlier pass but deleted during the read: the caller must drop them (the extractor hands them to
-        :meth:`~rank_pipeline.snapshots.writer.SnapshotWriter.exclude`, which filters them out at commit).
+        ``path``: the list (``/v1/domains/<uuid>/keywords``); ``params``: extra query parameters (``page`` and
+        ``per_page`` are the client's); ``sink``: gets each page's new records as it arrives (None: counts only);
+        ``raw``: records as :class:`~rank_pipeline.api.listing.RawRecord` (attributes unparsed) where a page allows.
+        Returns a ``ListResult``: its ``excluded`` ids must be dropped by the caller
+        (:meth:`~rank_pipeline.snapshots.writer.SnapshotWriter.exclude`).
 
-        Args:
-            path: list path, e.g. ``/v1/domains/<uuid>/keywords``.
-            params: extra query parameters (``page`` and ``per_page`` are set by the client).
-            sink: receives the new records of each page; None discards them (counts only).
-            raw: the records as :class:`~rank_pipeline.api.listing.RawRecord` (attributes as the vendor's
-                bytes, unparsed) where a page allows it, else dicts.
-        Returns:
-            ``ListResult`` (see its attributes).
-        Raises:
-            RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
+        Raises RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
         """
         return await self.paginate(path, params, sink, raw=raw).read()
 

@@ -1,40 +1,9 @@
 """Reading a paginated list until its set of ids is proven (spec "Limits" rules 4-6).
 
-:class:`Paginator` holds one list's reading state (ids seen, pages, passes, the previous pass) and is
-iterated pass by pass. Pass 1 fetches page 1 with ``per_page=config.per_page``; its ``X-Total-Pages`` and
-``X-Total-Count`` tell the rest, and pages 2..N are fetched concurrently (bounded by ``max_in_flight``).
-Each record whose ``id`` was not delivered before goes to the sink (a sync or async callable taking
-``list[dict]``; not called for a page with nothing new) as its page arrives, so records stream and only
-ids are kept in memory.
-
-When is a list complete? Inserts and deletes between pages (rule 6) can keep ``X-Total-Count``
-unchanged while ids go missing, so a count proves nothing. A pass is *consistent* when every page of it
-reported the same ``X-Total-Count`` T and ``X-Total-Pages`` and it saw exactly T distinct ids, none
-twice. The list is *proven* when
-
-- it fits in one page (one response is one moment: a consistent single page is the set), or
-- two consecutive consistent passes saw the same id set and the same T.
-
-Passes after the first fetch all pages 1..N at once (N from the previous pass), which keeps each
-verification pass as short as the pacer allows. Re-reading goes on, adaptively, while the list is
-unproven and its request budget lasts: ``settle_budget_requests`` requests per list (default: one window
-of the key's ceiling, ``per_key_limit``), never more than ``max_passes`` passes. A list whose records
-shift on most requests thus gets as many passes as the rate budget allows, and a quiet list costs one
-pass (one page) or two (several pages).
-
-The result's ``excluded`` holds the ids delivered in an earlier pass that are not in the proven set:
-they were deleted during the read, and the caller must drop them. When the list is not proven,
-``complete`` is False, ``excluded`` is empty and every id ever delivered stays (nothing is lost; the
-caller flags the list). A page beyond the last (empty ``data``) is fine. Without pagination headers the
-pages are read one by one until an empty page and the result is not ``complete``.
-
-What the proof shows: the proven set is the set that existed at one instant during the final pass
-(``ListResult.proven_at`` is when that pass began): a write between the two agreeing passes would show
-in the second, and a write during the first would make the two differ. What no reader of a multi-page
-list can show is the set at the very end of the read: an insert plus a delete that land during the final
-pass, both on pages that pass had already read, are invisible. Fetching the final pass all at once
-narrows that window to the server's handling of one batch of requests; the next day's snapshot has such
-records.
+:class:`Paginator` reads pass by pass, streaming each page's new records to a sink (only ids kept). A list
+is proven by a consistent single page, or two consecutive consistent passes with the same ids and
+``X-Total-Count``, within ``settle_budget_requests``/``max_passes``; ids no longer in the proven set are
+``excluded``. The proof and what it shows: docs/concepts/completeness.md, "Reading one list".
 """
 
 from __future__ import annotations
@@ -135,26 +104,15 @@ def _record_id(record: Any) -> Any:
 
 
 class Paginator:
-    """One paginated list, read until its id set is proven (see the module docstring).
+    """One paginated list, read until its id set is proven (docs/concepts/completeness.md, "Reading one list").
 
-    Iterate it (``async for list_pass in paginator``): each step reads one pass over the list's pages,
-    delivering the new records of each page to ``sink`` as it arrives, and yields that :class:`ListPass`.
-    Iteration ends when the set is proven, the list has no pagination headers, or the request budget or
-    ``max_passes`` is spent; :attr:`result` then holds the ``ListResult``. :meth:`read` does both.
+    ``async for list_pass in paginator`` reads one pass per step (new records to ``sink`` as pages arrive) and
+    yields its :class:`ListPass`; it ends when the set is proven, the list has no pagination headers, or the
+    budget is spent; :attr:`result` then holds the ``ListResult`` (:meth:`read` does both). ``transport``,
+    ``config``, ``stats``: the client's; ``sink`` None: counts only; ``clock`` stamps passes (s); ``emit`` gets
+    ``{"event": "page" | "list_done", ...}``; ``raw``: records as :class:`RawRecord` where a page allows it.
 
-    Args:
-        transport: the account's :class:`~rank_pipeline.api.transport.Transport`.
-        path: list path, e.g. ``/v1/domains/<uuid>/keywords``.
-        params: extra query parameters (``page`` and ``per_page`` are set here).
-        config: ``ClientConfig`` (``per_page``, ``max_in_flight``, ``max_passes``, ``settle_budget_requests``).
-        stats: the client's ``RequestStats`` (``pages``, ``records``).
-        sink: receives the new records of each page; None discards them (counts only).
-        clock: monotonic clock (s) stamping when each pass began.
-        emit: called with ``{"event": "page" | "list_done", ...}``.
-        raw: records reach the sink as :class:`RawRecord` (attributes unparsed) where the page allows it
-            (:func:`decode_raw_page`; a page it does not suit gives dicts).
-    Raises (while iterating):
-        RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
+    Raises (while iterating): RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent is gone.
     """
 
     def __init__(self, transport: Transport, path: str, params: Mapping[str, Any] | None, *,

@@ -1,36 +1,10 @@
-"""One request to the rank-tracking API, paced and retried (spec: "Authentication", "Errors", "Limits").
+"""One request to the rank-tracking API, paced and retried (spec "Authentication", "Errors", "Limits").
 
-:class:`Transport` sends every request of one account through one ``httpx.AsyncClient`` (HTTP/1.1
-keep-alive, connection pool sized to ``ClientConfig.max_in_flight`` per key), bounds the requests in flight
-with a semaphore, paces each attempt through the :class:`~rank_pipeline.api.keys.KeyPool` (the chosen key's
-pacer, then the IP address's), retries what is transient, and raises the typed errors of
-:mod:`rank_pipeline.api.errors`.
-
-Retry policy (per request)
---------------------------
-- 429: the ``Retry-After`` seconds pause the key's limiter (or the IP limiter when ``RateLimit-Limit``
-  names the IP ceiling) once for every request of that key; the request then queues for a new slot.
-  429s do not count toward ``max_attempts`` but are bounded by ``max_retry_s`` (then
-  ``RateLimitedError``).
-- Transient faults (5xx, timeout, dropped connection, connection failure, a 2xx whose body is not the
-  JSON envelope): exponential backoff with jitter (``backoff_base_s * 2**(n-1)``, capped at
-  ``backoff_max_s``, a random half of it as jitter) for up to ``max_attempts`` attempts and
-  ``max_retry_s`` seconds; then ``ServerError`` / ``TransportError``.
-- First contact: until the host has answered this client once, a failure to connect (DNS failure,
-  connection refused, connect timeout) is tried only ``first_contact_attempts`` times (default 2,
-  ``first_contact_backoff_s`` apart) and then raises ``TransportError(kind="unreachable")`` naming the
-  base URL: a wrong URL fails in about a second, not after minutes of backoff. Once the host has
-  answered, connection failures are transient like the rest. A timeout or a dropped connection means
-  something accepted the connection, so those are transient from the start.
-- 401 with several keys: the key is dropped and the request goes to another key (see
-  :mod:`rank_pipeline.api.keys`).
-- 400, 401, 402, 403, 404, 422 (and statuses the spec does not list) are raised at once.
-
-Each attempt (retries included) takes one slot of the key limiter and one of the IP limiter.
-
-Secrets: the key goes only into the ``Authorization`` header (the raw key, no ``Bearer``; spec
-"Authentication" rule 2), only over HTTPS except to a loopback host. It never appears in a message,
-repr, log line, event or exception; transport messages are scrubbed of it.
+:class:`Transport` sends one account's requests over one ``httpx.AsyncClient``, each attempt paced by the
+key pool; 429s wait ``Retry-After`` (bounded by ``max_retry_s``), transient faults back off (up to
+``max_attempts``), a never-answering host fails fast (``TransportError(kind="unreachable")``), other
+statuses raise at once. The key is sent only in ``Authorization``, only over HTTPS (or loopback), and is in
+no message. Retry policy: docs/concepts/api-client.md, "One request".
 """
 
 from __future__ import annotations
@@ -191,16 +165,11 @@ class _Tries:
 
 
 class Transport:
-    """The HTTP side of one account's client: requests, pacing through its key pool, retries.
+    """The HTTP side of one account's client: requests, pacing through its key ``pool``, retries.
 
-    Args:
-        base_url: the checked API address (:func:`check_base_url`).
-        pool: the account's :class:`~rank_pipeline.api.keys.KeyPool`.
-        config: ``ClientConfig``.
-        stats: the client's ``RequestStats``, updated as requests run.
-        transport: an httpx async transport for tests; None for the network.
-        emit: called with ``{"event": "retry" | "rate_limited", ...}``.
-        clock, sleep, rng: monotonic clock (s), async sleep (s) and random source (backoff jitter).
+    ``base_url``: checked (:func:`check_base_url`); ``config``: ``ClientConfig``; ``stats``: the client's
+    ``RequestStats``; ``transport``: an httpx transport for tests (None: the network); ``emit`` gets
+    ``{"event": "retry" | "rate_limited", ...}``; ``clock``, ``sleep``, ``rng``: seconds, and backoff jitter.
     """
 
     def __init__(self, base_url: str, pool: KeyPool, config: ClientConfig, stats: RequestStats, *,
@@ -241,16 +210,11 @@ class Transport:
         self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False,
         *, json_body: Any = None, retry_transient: bool = True, decode: Callable[[bytes], Any] | None = None,
     ):
-        """Send one request with pacing and retries; return the JSON body (a dict), and the headers when
-        ``with_headers``.
+        """Send one request with pacing and retries; return the JSON body (a dict), with the headers when
+        ``with_headers``. ``retry_transient=False`` raises a transient failure at once (except a connection never
+        opened); ``decode`` turns a 2xx body into the result (default :func:`decode_json`).
 
-        ``json_body`` is sent as the JSON request body; ``retry_transient=False`` raises a transient
-        failure at once, except a connection that could not be opened (nothing was sent). ``decode`` turns
-        a 2xx body into what is returned (default :func:`decode_json`; not a dict or a ``msgspec.Struct``:
-        not the envelope, a transient failure).
-
-        Raises:
-            RankTrackerError subclasses (see the module docstring for which are retried first).
+        Raises RankTrackerError subclasses (docs/concepts/api-client.md, "One request").
         """
         url = self.url(path)
         deadline = self._clock() + self._config.max_retry_s

@@ -44,23 +44,14 @@ DAILY_SCHEDULE_NAME = "daily_rank_pipeline_schedule"
 def build_daily_schedule(ops: OpsSettings, shards: ShardPlan | None = None,
                          shard_job: dg.UnresolvedAssetJobDefinition | None = None,
                          days: dg.DailyPartitionsDefinition | None = None) -> dg.ScheduleDefinition:
-    """The daily job's schedule, on by default: when ``RANK_PIPELINE_SCHEDULE_CRON`` (5 fields, default
-    ``15 6 * * *``) ticks in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (IANA name, default ``UTC``).
+    """The daily job's schedule, on by default, ticking at ``RANK_PIPELINE_SCHEDULE_CRON`` (default ``15 6 * * *``)
+    in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (default ``UTC``); each tick requests the partition of its UTC day.
 
-    Each tick requests one run of the partition of the UTC day of its scheduled time (partitions are UTC
-    days, :mod:`rank_pipeline.defs.partitions`; the API tells only the present, spec "Snapshots"), so
-    with a time zone ahead of or behind UTC a tick near midnight requests the UTC day, not the local one.
-    Dagster tags the run ``dagster/schedule_name`` and ``dagster/partition``. Runs of two ticks never
-    overlap in effect: a run waits for the data folder's writer lock. With ``shards`` (and their
-    ``shard_job``, :func:`rank_pipeline.defs.shard_runs.build_shard_job`) each tick requests one run per
-    shard of that day instead (partition ``<day>|<i>-of-<n>``); the daily run follows from the sensor
-    ``daily_run_when_shards_committed``. ``days`` are the assets' daily partitions (the
-    definitions' start, :func:`rank_pipeline.defs.partitions.daily_partitions_from`): a tick before their first
-    day is skipped.
+    With ``shards`` (and ``shard_job``) a tick requests one run per shard; a tick before ``days``' first day is
+    skipped. Details: docs/concepts/dagster.md, "The schedule".
 
     Raises:
-        rank_pipeline.settings.ConfigurationError: a bad cron or time zone setting (one line naming the
-            variable); this fails the loading of ``workspace.yaml``.
+        rank_pipeline.settings.ConfigurationError: a bad cron or time zone (one line naming the variable).
     """
     if shards is not None and shard_job is None:
         raise ValueError("build_daily_schedule: shards need their shard_job")

@@ -1,23 +1,8 @@
-"""Warehouse assets: raw tables loaded from the snapshots, and the published warehouse.
+"""Warehouse assets: ``raw/<endpoint>`` loaded from the snapshots, and ``warehouse/published``.
 
-Every asset here writes under the data folder's writer lock, held by the ``warehouse`` resource, through
-the run's model engine (the ``model_engine`` resource, :class:`rank_pipeline.defs.resources.ModelEngineResource`)
-and the step functions of :mod:`rank_pipeline.steps`. On DuckDB the raw load replaces the run's
-partitions in one transaction and ``warehouse/published`` copies the build file over
-``data/warehouse.duckdb`` atomically once the models are built, so readers never block the load nor see
-a half-built state. On Spark the raw tables are views over the committed snapshots' files (read in
-place, every committed day, as Spark builds every model in full) and there is nothing to publish (the
-tables are already where readers find them); the published DuckDB file is left as it was.
-
-The vendor's shape is checked before anything is loaded: a day that fails ``matches_contract`` never
-reaches raw (docs/concepts/dagster.md, "Raw tables and the published warehouse").
-
-Each raw table has one blocking asset check, ``one_row_per_record``: in the partition, no record (``id``
-under its ``parent_id``) appears twice, across accounts for the endpoints an account owns (domains,
-keywords, competitors, tags, usage) and within an account for the reference rows every account reads
-(locations, languages). It fails when one vendor account was extracted under two configured names, or a
-record was written twice, and its metadata lists the repeated records with their date. (The row count
-against the manifest needs no check: the load itself refuses a snapshot that disagrees with its manifest.)
+Both write under the data folder's writer lock through the run's model engine and :mod:`rank_pipeline.steps`.
+Each raw table has the blocking check ``one_row_per_record`` (no record twice in the partition). DuckDB,
+Spark and what the check catches: docs/concepts/dagster.md, "Raw tables and the published warehouse".
 """
 
 

@@ -319,32 +319,19 @@ async def extract_day(
     source_id: str | None = None,
     shard: Shard | None = None,
 ) -> ExtractionReport:
-    """Extract every resource of ``accounts`` for ``snapshot_date`` and commit the day's snapshots.
+    """Extract every resource of ``accounts`` (one :class:`AccountSource` per key) for ``snapshot_date`` and
+    commit the day's snapshots under ``snapshots_uri``; returns an :class:`ExtractionReport`.
 
     Args:
-        base_url: the API's base address (spec ``{base_url}``), without ``/v1``.
-        accounts: one :class:`AccountSource` per key.
-        snapshot_date: the partition; must be the source's today (UTC, from the ``Date`` header)
-            unless ``allow_other_day`` (the sandbox, whose clock the caller set).
-        snapshots_uri: the snapshots folder (``data/snapshots``).
-        config: pacing, pagination and retry settings (:class:`~rank_pipeline.api.ClientConfig`).
-        transport: an httpx transport (tests use ``httpx.ASGITransport`` on the sandbox).
-        on_progress: called with the running counters after every page and list.
-        resume: keep per-list checkpoints in ``<snapshots_uri>/.resume-snapshot_date=<day>``
-            (:mod:`rank_pipeline.extract.resume`) so that a retry of a failed or killed run re-fetches only
-            the lists it did not finish; the folder is removed when the day commits.
-        source_id: what the checkpoints are valid for (default ``base_url``; the embedded sandbox,
-            whose port changes per process, passes ``"sandbox"``). Never a key.
-        shard: extract only the accounts of this shard (:mod:`rank_pipeline.settings.sharding`) and commit the
-            shard's manifests; a shard owning no account commits empty ones, so the day still completes.
-
-    Returns:
-        :class:`ExtractionReport` with each resource's manifest and each account's request statistics.
-
+        base_url: the API's base address, without ``/v1``.
+        snapshot_date: the partition; the source's today (UTC, its ``Date`` header) unless ``allow_other_day``.
+        config: ``ClientConfig``; transport: an httpx transport for tests; on_progress: the running counters.
+        resume: keep per-list checkpoints (:mod:`rank_pipeline.extract.resume`) so a retry re-reads only
+            unfinished lists; ``source_id``: what they are valid for (default ``base_url``; never a key).
+        shard: extract only this shard's accounts and commit its manifests (empty ones when it owns none).
     Raises:
         PastDateError: ``snapshot_date`` is not the source's today.
-        rank_pipeline.api.RankTrackerError: a fatal API error (401, 403, unreachable host, ...);
-            nothing of the day is committed.
+        rank_pipeline.api.RankTrackerError: a fatal API error (401, 403, unreachable); nothing committed.
     """
     if not accounts:
         raise ExtractionError("no accounts configured: set RANK_TRACKER_API_KEY (or RANK_TRACKER_ACCOUNTS)")

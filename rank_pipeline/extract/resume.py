@@ -1,25 +1,6 @@
-"""Per-list checkpoints of one day's extraction, so a failed or killed run retried for the same day
-re-fetches only the lists it did not finish (docs/concepts/completeness.md, "Resume").
-
-Where: ``<snapshots root>/.resume-snapshot_date=YYYY-MM-DD/`` (one folder per day, beside the
-resource folders; a name distinct from the snapshot writers' ``.staging-*`` folders, which a new run
-may delete as leftovers of dead runs: this one must be kept until the day commits)::
-
-    meta.json       {"snapshot_date", "source", "schema_version"}: what the checkpoints are valid for
-    lists.jsonl     one JSON line per finished list (appended and flushed when the list is proven)
-    <uuid>.parquet  that list's rows in the snapshot schema (``rank_pipeline.snapshots.schema.arrow_schema``)
-    <uuid>.part     rows of a list still being read (ignored, and removed, by the next run)
-
-Validity: a checkpoint serves only a run of the same snapshot date and the same source (the API's
-base address, or ``sandbox``; never a key); otherwise the folder is emptied first. Only lists proven
-complete are checkpointed. A child list (keywords, competitors of a domain) is reused only while its
-parent's record is unchanged (``parent`` fingerprint); top-level lists (domains, tags) and the usage
-read are always fetched again, so the combined result is complete by the same rules as a fresh run.
-The folder is removed once the day's snapshots are committed (:meth:`ResumeArea.discard`).
-
-The folder lives in the snapshots location, whatever the store (:mod:`rank_pipeline.snapshots.storage`): on an
-object store a retry on another machine resumes too. Nothing here holds a key. Memory: rows go to disk page by page; a resumed list is read back one row
-group at a time.
+"""Checkpoints of an unfinished day's extraction, so a retry re-fetches only the lists it did not finish:
+``<snapshots root>/.resume-snapshot_date=YYYY-MM-DD/`` (:class:`ResumeArea`), valid for one day and source,
+removed once the day commits. Layout and rules: docs/concepts/completeness.md, "Resume".
 """
 
 from __future__ import annotations
@@ -124,17 +105,9 @@ class ListSpool:
 
 
 class ResumeArea:
-    """The checkpoint folder of one snapshot date and source (see the module docstring).
-
-    Args:
-        root: the snapshots location (``data/snapshots``, or a URI / :class:`rank_pipeline.snapshots.storage.Store`).
-        snapshot_date: the day being extracted.
-        source: what the records come from: the API's base address, or ``sandbox`` (never a key).
-        shard: the worker's shard, which keeps its own checkpoints (:func:`resume_dir`).
-
-    On an object store, where a file cannot be appended to, each finished list is recorded by its own
-    small ``<uuid>.entry.json`` object, written after the list's Parquet file, instead of a line of
-    ``lists.jsonl``; a list without its entry is read again.
+    """The checkpoint folder of ``snapshot_date`` and ``source`` (the API's base address or ``sandbox``; never a
+    key) under ``root`` (a folder, URI or Store); ``shard``: a worker's own checkpoints (:func:`resume_dir`).
+    On an object store each finished list is a ``<uuid>.entry.json`` instead of a ``lists.jsonl`` line.
     """
 
     def __init__(self, root: Path | str | Store, snapshot_date: date, source: str, shard: Shard | None = None):

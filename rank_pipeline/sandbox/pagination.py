@@ -1,15 +1,6 @@
-"""Pagination of list endpoints and lookups (spec, "Limits", rules 4-6).
-
-* ``page``: integer >= 1, default 1. ``per_page``: integer >= 1, default 100, values above
-  :data:`MAX_PER_PAGE` (1000) are capped to it.
-* A ``page`` or ``per_page`` that is not a decimal integer, or is < 1, is the spec's "required
-  parameter missing or malformed": 400 with code ``assumptions.BAD_REQUEST_CODE`` (``bad_request``),
-  a ``detail`` naming the parameter and value, and ``source.parameter`` (the sandbox's choice; the
-  spec does not show the 400 code).
-* Headers on every paginated 200: ``X-Total-Count`` (records matching), ``X-Total-Pages``
-  (``ceil(total / per_page)``, but at least 1, so page 1 of an empty list is also its last page),
-  ``X-Per-Page`` (after the cap), ``X-Current-Page`` (the page asked for).
-* A page beyond the last is 200 with ``data: []`` and the same headers.
+"""Pagination of the sandbox's lists (spec "Limits" rules 4-5): ``page`` >= 1 (default 1), ``per_page`` >= 1
+(default 100, capped at :data:`MAX_PER_PAGE`), the four ``X-`` headers, a page beyond the last empty; a
+malformed value is a 400 ``bad_request`` (docs/concepts/sandbox.md, "Pagination").
 """
 
 from __future__ import annotations

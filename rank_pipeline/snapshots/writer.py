@@ -1,16 +1,9 @@
-"""Writing one resource's snapshot of one day: streamed to Parquet, committed whole.
+"""Writing one resource's snapshot of one day: streamed to Parquet (row groups of ``row_group_size`` rows per
+account), committed whole, or aborted leaving the previous snapshot of the day untouched.
 
-Writing streams: records are buffered up to ``row_group_size`` rows per account and flushed as a
-Parquet row group, so memory does not grow with the size of an account. A failed run calls
-:meth:`SnapshotWriter.abort` and leaves the previous snapshot of that day (if any) untouched.
-
-Commit: on local disk (one writer) the files go to a hidden staging folder that
-:meth:`SnapshotWriter.commit` renames into place. Where renames are not atomic (object stores) and for
-shard workers (:mod:`rank_pipeline.settings.sharding`), data files go straight into the day's folder
-under unique names and the manifest is written last; readers (:mod:`rank_pipeline.snapshots.reader`,
-the warehouse load) trust only files a manifest lists. A day committed by ``n`` shards has
-``_manifest.shard-<i>-of-<n>.json`` files and counts as committed once all ``n`` are there. Layout and
-columns: :mod:`rank_pipeline.snapshots.schema`.
+On local disk a staged folder is renamed into place; on an object store or for a shard, files get unique
+names and the manifest is written last (readers trust only listed files). How a commit works, per store:
+docs/concepts/operations.md, "The snapshot writer".
 """
 
 from __future__ import annotations
@@ -79,34 +72,20 @@ class _AccountPart:
 
 
 class SnapshotWriter:
-    """Streams one resource's records for one snapshot date into Parquet, committed atomically.
-
-    Usage::
+    """Streams one resource's records for one snapshot date into Parquet, committed atomically
+    (docs/concepts/operations.md, "The snapshot writer")::
 
         writer = SnapshotWriter(root, "keywords", date(2026, 11, 21))
         writer.write("acme", page_records, parent_id=domain_id)   # any number of times, any accounts
         writer.set_report("acme", {"complete": True, "expected": 120, "delivered": 120, ...})
         manifest = writer.commit()          # or writer.abort() on failure
 
-    Commit. On local disk (one writer), the files go to a hidden staging folder that
-    :meth:`commit` renames into place (an atomic rename). Where renames are not atomic (an object
-    store, :attr:`rank_pipeline.snapshots.storage.Store.atomic_rename`) or when several shard workers share the
-    day's folder (``shard``), the data files are written straight into the day's folder under names no
-    other commit uses (``part-<account>-NNNN-<token>.parquet``) and the manifest is written last, in one
-    PUT: readers trust only the files a manifest lists, so an interrupted commit leaves files nobody
-    reads and the previous manifest (the previous version of the day, if any) in force until the new
-    one replaces it. After that, files of the replaced version and unlisted leftovers of this writer's
-    accounts are deleted.
-
     Args:
-        root: the snapshots location: a folder, a URI (``s3://bucket/prefix``) or a
-            :class:`rank_pipeline.snapshots.storage.Store`.
+        root: a folder, a URI (``s3://bucket/prefix``) or a :class:`rank_pipeline.snapshots.storage.Store`.
         resource: one of :data:`~rank_pipeline.snapshots.schema.ENDPOINTS`.
         snapshot_date: the partition (UTC day of the extraction).
         row_group_size: rows buffered per account before a row group is flushed (memory bound).
-        shard: this worker's shard (:mod:`rank_pipeline.settings.sharding`): the manifest is
-            ``_manifest.shard-<i>-of-<n>.json`` and the day is committed once every shard's is there.
-
+        shard: this worker's shard: its manifest is ``_manifest.shard-<i>-of-<n>.json``.
     Raises:
         SnapshotError: unknown resource, a bad account name, or writing after commit/abort.
     """
@@ -219,13 +198,9 @@ class SnapshotWriter:
         buf.clear()
 
     def commit(self) -> SnapshotManifest:
-        """Flush, write the manifest and put the snapshot in place; returns the manifest.
-
-        Manifest (:class:`~rank_pipeline.snapshots.manifest.SnapshotManifest`): resource, snapshot_date,
-        schema_version, row_count, files, written_at, complete (all accounts), and per account its
-        :class:`~rank_pipeline.snapshots.manifest.ListsReport` with ``rows`` (plus ``shard`` = "i/n" from a shard
-        worker). A previous snapshot of the same day (of the same shard) is replaced whole; see the class
-        docstring for how, per store.
+        """Flush, write the manifest and put the snapshot in place; returns the manifest
+        (:class:`~rank_pipeline.snapshots.manifest.SnapshotManifest`, per account a ``ListsReport`` with ``rows``).
+        A previous snapshot of the same day (and shard) is replaced whole (docs/concepts/operations.md).
         """
         self._check_open()
         self._close_files()
