@@ -24,24 +24,19 @@ DEFAULT_MAX_RETRY_S = 180.0
 
 @dataclass(frozen=True)
 class ClientConfig(RateSettings):
-    """Settings of ``RankTrackerClient``. Units are in the names: ``_s`` seconds, limits per window.
-
-    The rate fields ``per_key_limit``, ``per_ip_limit``, ``window_s``, ``max_in_flight`` and their defaults
-    come from :class:`rank_pipeline.settings.RateSettings`; :meth:`from_rates` builds a run's configuration.
-    Why each budget: docs/concepts/pacing.md.
+    """Settings of ``RankTrackerClient``; units in the names (``_s`` seconds, limits per window). The rate fields
+    are :class:`rank_pipeline.settings.RateSettings`'s (:meth:`from_rates`); budgets: docs/concepts/pacing.md.
 
     Attributes:
         safety_margin: fraction of each ceiling left unused, in ``[0, 1)``.
-        per_page: ``per_page`` sent to list endpoints (spec maximum 1000; larger values are capped).
+        per_page: sent to list endpoints (spec maximum 1000; larger values are capped).
         timeout_s, connect_timeout_s: per-request timeout (read, write, pool); timeout to connect.
-        max_attempts: attempts per request for transient faults (5xx, timeout, dropped connection, invalid
-            JSON in a 2xx), the first included; 429s do not count.
-        max_retry_s: bound on the total time one request spends retrying (at least ``window_s``).
-        max_passes: cap on the passes ``list_records`` reads one list while its id set is unproven.
-        settle_budget_requests: requests one list may spend proving its id set; None: ``per_key_limit``.
-        backoff_base_s, backoff_max_s: first transient-retry delay (doubles, with jitter) and its cap.
-        first_contact_attempts, first_contact_backoff_s: tries, and the delay between them, while the host
-            has never answered (DNS failure, refused, connect timeout).
+        max_attempts: attempts per request for 5xx, timeout, dropped connection, invalid JSON (not 429s).
+        max_retry_s: bound on one request's total retrying, at least ``window_s``.
+        max_passes, settle_budget_requests: caps on proving one list's ids: passes; requests (None:
+            ``per_key_limit``).
+        backoff_base_s, backoff_max_s: first transient-retry delay (doubling, jittered) and its cap.
+        first_contact_attempts, first_contact_backoff_s: tries, and their spacing, while the host never answered.
     """
 
     safety_margin: float = 0.02
@@ -130,16 +125,10 @@ class KeyStats:
 
 @dataclass
 class RequestStats:
-    """Counters of one client, updated as requests run.
-
-    Attributes:
-        requests, retries, rate_limited: HTTP attempts (retries and 429s included); transient retries;
-            429 responses.
-        responses_by_status: HTTP status -> responses received.
-        transport_errors: attempts that got no HTTP response (connection, timeout, dropped).
-        pages, records, bytes: list pages fetched; records sunk (new by id); response body bytes.
-        started_at, elapsed: UTC time of the first request (or None); seconds from it to the latest answer.
-        keys: one ``KeyStats`` per key of the pool, in list order.
+    """Counters of one client, updated as requests run: ``requests`` (HTTP attempts, retries and 429s included),
+    ``retries`` (transient), ``rate_limited`` (429s), ``responses_by_status``, ``transport_errors`` (no response),
+    ``pages``, ``records`` (sunk, new by id), ``bytes`` (bodies), ``started_at`` (UTC of the first request, or
+    None), ``elapsed`` (seconds to the latest answer), ``keys`` (one ``KeyStats`` per key, in list order).
     """
 
     requests: int = 0

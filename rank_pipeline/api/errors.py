@@ -48,15 +48,9 @@ def redact(text: str, secrets: list[str] | tuple[str, ...]) -> str:
 
 
 class RankTrackerError(RankPipelineError):
-    """Base of every error the API client raises.
-
-    Attributes:
-        status: HTTP status, or None when there was no response (TransportError).
-        code, detail, pointer: the first error entry's ``code``, ``detail`` and ``source.pointer`` (spec
-            "Errors"), or None (401/403 have empty bodies; a transport failure has a description).
-        errors: every entry of the response's ``errors`` array, as received (list of dicts).
-        method, url: the request (``"GET"``; the URL with credentials removed).
-        message: the human-readable message (also ``str(error)``).
+    """Base of every error the API client raises: ``status`` (None without a response), ``code``, ``detail`` and
+    ``pointer`` (the first error entry's, spec "Errors"; None on 401/403), ``errors`` (every entry as received),
+    ``method`` and ``url`` (without credentials), ``message`` (also ``str(error)``).
     """
 
     summary = "the rank-tracking API returned an error"

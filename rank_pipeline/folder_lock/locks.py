@@ -67,15 +67,12 @@ _held_guard = threading.Lock()
 
 
 class DataFolderLock:
-    """An exclusive, OS-released lock ``<data_dir>/.locks/<name>.lock`` (``writer``, ``instance`` or another); a
-    context manager, re-entrant within its thread.
+    """An exclusive, OS-released lock ``<data_dir>/.locks/<name>.lock``, a context manager re-entrant within its
+    thread: ``timeout_s`` to wait (None: :func:`lock_timeout_from_env`), ``holder`` shown to waiters, ``log``
+    for the one-line wait message, ``poll_s`` between attempts.
 
-    ``timeout_s``: seconds to wait (None: :func:`lock_timeout_from_env`); ``holder``: this process's purpose,
-    shown to waiters; ``log``: where the one-line wait message goes; ``poll_s``: seconds between attempts.
-
-    Raises:
-        LockTimeout: on :meth:`acquire`, still held elsewhere after ``timeout_s``.
-        ConfigurationError: a malformed ``RANK_PIPELINE_LOCK_TIMEOUT_S``.
+    Raises LockTimeout (on :meth:`acquire`, held elsewhere past ``timeout_s``) or ConfigurationError (a
+    malformed ``RANK_PIPELINE_LOCK_TIMEOUT_S``).
     """
 
     def __init__(

@@ -55,14 +55,12 @@ class OpsSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OpsSettings:
-        """Read ``RANK_PIPELINE_PARTITION_START``, ``_SCHEDULE_*``, ``_FRESHNESS_HOURS``, ``_ALERT_URLS``, ``_DAGSTER_PG_URL``.
+        """Read ``RANK_PIPELINE_PARTITION_START`` (None: from the data folder), ``_SCHEDULE_*``,
+        ``_FRESHNESS_HOURS``, ``_ALERT_URLS`` and ``_DAGSTER_PG_URL``.
 
-        ``partition_start`` None: read from the data folder (:func:`rank_pipeline.snapshots.partition_start`).
-
-        Raises:
-            ConfigurationError: a start that is no ``YYYY-MM-DD``, a cron not of 5 valid fields, an unknown time
-                zone, freshness hours out of 1/60..8760, an alert URL without ``scheme://``, a PostgreSQL URL not
-                ``postgresql+psycopg2://`` (never repeating a URL).
+        Raises ConfigurationError: a start that is no ``YYYY-MM-DD``, a cron not of 5 valid fields, an unknown
+        time zone, freshness hours out of 1/60..8760, an alert URL without ``scheme://``, a PostgreSQL URL not
+        ``postgresql+psycopg2://`` (never repeating a URL).
         """
         env = os.environ if env is None else env
         cron = (env.get("RANK_PIPELINE_SCHEDULE_CRON") or "").strip() or DEFAULT_SCHEDULE_CRON

@@ -356,14 +356,9 @@ def check_snapshots(snapshots_uri: Path | str | Store, contract: Contract, thres
                     first: date, last: date, *, endpoints: Sequence[str] = ENDPOINTS,
                     edit: Mapping[str, Sequence[str]] | None = None,
                     contract_file: str | None = None, cache_dir: Path | None = None) -> dict[str, ShapeResult]:
-    """The shape check of every committed snapshot day ``first .. last`` of ``endpoints``, each day against the
-    contract and the committed day before it.
-
-    Args:
-        edit: ``{endpoint: [files]}`` named after the contract in a failure; contract_file: how to name it.
-        cache_dir: where each day's path counts are kept (by endpoint, day and snapshot signature).
-    Returns:
-        ``{endpoint: ShapeResult}``; an endpoint without a committed day in the range passes.
+    """The shape check of every committed day ``first .. last`` of ``endpoints`` against the contract and the
+    committed day before; returns ``{endpoint: ShapeResult}`` (no committed day: passes). ``edit``: files named
+    in a failure; ``contract_file``: how to name it; ``cache_dir``: each day's path counts kept.
     """
     store = store_for(snapshots_uri)
     results: dict[str, ShapeResult] = {}

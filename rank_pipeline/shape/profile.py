@@ -32,14 +32,10 @@ JSON_TYPES: dict[str, str] = {
 
 @dataclass
 class PathStats:
-    """One path of an endpoint's records (counts are records).
-
-    Attributes:
-        path: dotted below ``attributes`` (``results.organic.position``, ``tagIds[*]``).
-        present, null: records holding the key (its value may be null); records holding a JSON null.
-        types: ``{JSON type: records}`` of the non-null values.
-        distinct, example, minimum, maximum: filled by :meth:`Profiler.values` (range for numbers only).
-        undecodable, outside: ``{value as sent: records}`` not decoding, or decoding out of range (the check's).
+    """One path of an endpoint's records, counts in records: ``path`` (below ``attributes``, ``tagIds[*]``),
+    ``present`` (key held), ``null`` (JSON null), ``types`` (``{JSON type: records}`` of non-null values);
+    ``distinct``, ``example``, ``minimum``, ``maximum`` from :meth:`Profiler.values`; ``undecodable``,
+    ``outside`` (``{value as sent: records}``, the check's).
     """
 
     path: str

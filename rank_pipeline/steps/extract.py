@@ -37,19 +37,17 @@ def extract_days(source: Source, paths: DataPaths, first: date, last: date | Non
                  holder: str = "an extraction", log: Callable[[str], object] | None = None,
                  detail: Callable[[str], object] | None = None,
                  on_progress: Callable[[ExtractionProgress], None] | None = None) -> list[ExtractionReport]:
-    """Extract ``first .. last`` (default: the one day ``first``, UTC) from ``source`` into the snapshots.
+    """Extract ``first .. last`` (default the one day ``first``, UTC) from ``source`` into the snapshots of
+    ``paths``; returns one :class:`~rank_pipeline.extract.day.ExtractionReport` per day, in order.
 
-    Args:
-        source, paths: the source (:meth:`Source.from_settings`) and the data folder with its snapshots.
-        holder, log: who holds the writer lock (shown to a waiter); where waits and removals are told.
-        detail: a few lines per day, None: silent; on_progress: the running counters of the day.
-    Returns:
-        One :class:`~rank_pipeline.extract.day.ExtractionReport` per day, in order.
+    ``holder``: shown to a run waiting for the writer lock; ``log``: where waits and removals are told;
+    ``detail``: a few lines per day (None: silent); ``on_progress``: the day's running counters.
+
     Raises:
         ConfigurationError: a range of days from the vendor API, or a source refused when opened.
         rank_pipeline.folder_lock.LockTimeout: another run holds the data folder (or the shard).
         rank_pipeline.api.RankTrackerError, rank_pipeline.extract.day.ExtractionError: the day failed;
-            nothing of it was committed, its finished lists stay checkpointed.
+            nothing committed, its finished lists stay checkpointed.
     """
     say = detail or (lambda message: None)
     days = _days(source, first, last or first)

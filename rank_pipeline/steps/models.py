@@ -17,14 +17,10 @@ __all__ = ["RelationBuild", "build_relation"]
 
 def build_relation(engine: ModelEngine, project: Project, relation: Model | Seed, first: date, last: date, *,
                    full_refresh: bool = False, snapshots_uri: Path | str | None = None) -> RelationBuild:
-    """Build ``relation`` for the run's days ``first .. last`` on ``engine`` and run its ``.yml`` tests.
+    """Build ``relation`` for the run's days ``first .. last`` on ``engine`` and run its ``.yml`` tests
+    (``full_refresh``: from scratch, tests read all; ``snapshots_uri``: read in place on Spark).
 
-    ``full_refresh`` builds from scratch (the tests read the whole relation); ``snapshots_uri``: the committed
-    snapshots (Spark reads them in place).
-
-    Raises:
-        rank_pipeline.transform.BuildError: the build failed (the old relation is kept).
-        rank_pipeline.transform.TestExecutionError: a test's SQL failed.
+    Raises rank_pipeline.transform.BuildError (the old relation kept) or TestExecutionError (a test's SQL failed).
     """
     prepare(engine, snapshots_uri, project)
     return build_and_test(engine, project, relation, first, last, full_refresh=full_refresh)

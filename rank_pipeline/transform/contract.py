@@ -51,16 +51,10 @@ class ContractError(ModelConfigError, ValueError):
 
 
 class Encoding(BaseModel):
-    """How the vendor sends a field when not as its declared ``type`` (docs/reference/vendor-contract.md,
-    "Encodings").
-
-    Attributes:
-        sent_as: the JSON type of the values sent (``string`` for an integer as text; default the field's).
-        null_values: values that mean null (a sentinel such as ``"-"`` or ``-1``), compared as sent.
-        true_values, false_values: a boolean sent as text (``["yes"]``, ``["no"]``).
-        timestamp_format: ``iso8601`` (default), ``epoch_seconds``, ``epoch_milliseconds`` or a ``strptime``
-            format taken as UTC (:mod:`rank_pipeline.transform.timestamps`); a ``string`` field takes a
-            ``strptime`` format only, decoded to ``YYYY-MM-DDTHH:MM:SSZ``.
+    """How the vendor sends a field when not as its ``type`` (docs/reference/vendor-contract.md, "Encodings"):
+    ``sent_as`` (the JSON type sent), ``null_values`` (sentinels, compared as sent), ``true_values`` and
+    ``false_values`` (a boolean as text), ``timestamp_format`` (``iso8601``, ``epoch_seconds``,
+    ``epoch_milliseconds`` or a ``strptime`` format taken as UTC; a ``string`` field: ``strptime`` only).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)

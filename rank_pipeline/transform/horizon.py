@@ -59,14 +59,9 @@ def last_loaded_date(con: duckdb.DuckDBPyConnection, project: Project, date_colu
 def affected_ranges(
     project: Project, start: date, end: date, last_loaded: date | None, *, views: bool = False
 ) -> dict[str, tuple[date, date]]:
-    """``{qualified incremental model: (first, last) day to rebuild}`` after loading ``start .. end``.
-
-    Args:
-        start, end: the raw days just loaded (inclusive).
-        last_loaded: the last loaded day (:func:`last_loaded_date`); None or earlier than ``end``: ``end``.
-        views: include views too (their reach is their inputs'), for an engine that stores a view by day (Spark).
-    Raises:
-        ValueError: ``start > end``.
+    """``{qualified incremental model: (first, last) day to rebuild}`` after loading ``start .. end`` (inclusive);
+    ``last_loaded`` None or earlier than ``end`` counts as ``end``; ``views`` adds views (an engine storing them
+    by day). Raises ValueError: ``start > end``.
     """
     if start > end:
         raise ValueError(f"empty range: {start} is after {end}")

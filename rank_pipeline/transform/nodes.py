@@ -67,14 +67,10 @@ class ColumnSpec:
 
 @dataclass(frozen=True)
 class IncrementalConfig:
-    """How an incremental model is built one partition at a time (docs/concepts/any-order.md).
-
-    Attributes:
-        date_column: the partition column of the output and of the upstream relations windowed (``snapshot_date``).
-        lookback_days: the horizon H >= 0: rows of day d read upstream rows dated ``d - H .. d`` only.
-        strategy: ``delete+insert`` (default: the days built are replaced) or ``fold`` (a dimension reading
-            itself, rebuilt from its previous rows and the upstream rows after its ``watermark``).
-        watermark: ``fold`` only: the output date column whose maximum is the last day folded in.
+    """How an incremental model is built by days (docs/concepts/any-order.md): ``date_column`` (default
+    ``snapshot_date``), ``lookback_days`` H (rows of day d read upstream rows of ``d - H .. d`` only),
+    ``strategy`` (``delete+insert``, or ``fold``: a dimension rebuilt from its rows and the upstream rows after
+    its ``watermark``, the output date column whose maximum is the last day folded).
     """
 
     date_column: str = "snapshot_date"
@@ -111,17 +107,10 @@ class UnitTest:
 
 @dataclass(frozen=True)
 class Model:
-    """One SQL model: ``<schema>.<name>`` built from ``path``.
-
-    Attributes:
-        name: file stem, unique across the project; schema: ``staging`` or ``marts``.
-        path, sql: the ``.sql`` file and its text (one SELECT); description: from the ``.yml``.
-        materialized: ``view``, ``table`` or ``incremental`` (then ``incremental`` is set).
-        columns: documented columns, in ``.yml`` order; tests: column tests first, names unique.
-        depends_on: qualified names it reads (``raw.keywords``, ``seeds.ctr_curve``, ``staging.stg_x``).
-        unique_key: the grain (documentation; the ``.yml`` tests check it); yml_path: its entry's file.
-        reads_itself: the SQL reads its own relation (not in ``depends_on``): rows before the build range,
-            or, in a full build, an empty relation typed by the ``.yml``.
+    """One SQL model ``<schema>.<name>`` (``staging`` or ``marts``; ``name`` unique) from ``path`` (``sql``: one
+    SELECT): ``description``, ``materialized`` (``view``, ``table``, ``incremental`` with ``incremental`` set),
+    ``columns`` and ``tests`` as in its ``.yml`` (``yml_path``), ``depends_on`` (qualified names read),
+    ``unique_key`` (the grain), ``reads_itself`` (its own relation read: earlier rows, or empty in a full build).
     """
 
     name: str

@@ -96,15 +96,10 @@ def full_build_sql(model: Model) -> str:
 
 def windowed_sql(model: Model, start: date | None, end: date | None, dated: frozenset[tuple[str, str]],
                  mode: str = "range") -> str:
-    """The SELECT (DuckDB dialect) an incremental build of ``model`` runs, for any engine.
-
-    Args:
-        start, end: the days built (inclusive); both None: a full build (a self-reference made empty).
-        dated: ``(schema, name)`` of the relations with the model's date column; only those are windowed to
-            ``[start - lookback_days, end]``.
-        mode: ``range`` (output kept to ``start .. end``) or ``fold`` (own relation and output whole).
-    Raises:
-        BuildError: the model is not incremental, or ``end`` is before ``start``.
+    """The SELECT (DuckDB dialect) an incremental build of ``model`` runs, for any engine: ``start .. end``
+    inclusive (both None: a full build, a self-reference made empty), windowing only the ``dated`` relations
+    (``(schema, name)`` with the date column) to ``[start - lookback_days, end]``; ``mode`` ``range`` (output
+    kept to the days) or ``fold``. Raises BuildError: not incremental, or ``end`` before ``start``.
     """
     if model.incremental is None:
         raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")

@@ -111,16 +111,12 @@ class Warehouse:
             return reload_raw_from_snapshots(con, snapshots_uri)
 
     def publish(self, con: duckdb.DuckDBPyConnection | None = None) -> Path:
-        """Checkpoint the build file and atomically replace the published file with a copy of it (in
-        :attr:`storage_version`; docs/concepts/operations.md, "Storage version of the published file").
+        """Checkpoint the build file and atomically replace the published file with a copy in :attr:`storage_version`
+        (docs/concepts/operations.md, "Storage version of the published file"); returns the published path. ``con``:
+        the caller's idle writer connection, if any.
 
-        Args:
-            con: the caller's idle writer connection, if any (else one is opened and closed here).
-        Returns:
-            The published path.
-        Raises:
-            PublishError: the checkpoint failed (a transaction is open), DuckDB cannot write that storage version,
-                or the copy failed; the previously published file is untouched.
+        Raises PublishError: the checkpoint failed (a transaction is open), DuckDB cannot write that storage version,
+        or the copy failed; the previously published file is untouched.
         """
         if not self.build_path.is_file():
             raise PublishError(f"nothing to publish: {self.build_path} does not exist; load a partition first")
