@@ -87,16 +87,11 @@ class ClientConfig(RateSettings):
 
 @dataclass(frozen=True)
 class ListResult:
-    """Outcome of one ``RankTrackerClient.list_records`` call (spec "Limits" rules 4-6;
-    docs/concepts/completeness.md).
-
-    Attributes:
-        path: the list path (``/v1/domains``); total_count: the last ``X-Total-Count``, or None.
-        delivered: ids in the result (the proven set's size when ``complete``, else every distinct id sunk).
-        pages, passes, duplicates: pages fetched; passes read; records seen twice within one pass.
-        complete: the id set is proven; False when not within ``settle_budget_requests``/``max_passes``.
-        excluded: ids sunk in an earlier pass but not in the proven set: the caller drops them.
-        proven_at: the client's clock (s) when the proving pass began; None when not ``complete``.
+    """Outcome of one ``RankTrackerClient.list_records`` call (spec "Limits" rules 4-6):
+    ``path``; ``total_count`` (the last ``X-Total-Count``, or None); ``delivered`` (the proven set's size, else
+    every distinct id sunk); ``pages``, ``passes``, ``duplicates`` (seen twice in one pass); ``complete`` (the id
+    set proven within the budget); ``excluded`` (sunk earlier, not in the proven set: the caller drops them);
+    ``proven_at`` (client clock, s, when the proving pass began; None unless complete).
     """
 
     path: str

@@ -30,12 +30,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ListRequest:
-    """One list (or single read) of a resource: ``GET path?params``.
-
-    ``parent_id`` goes to the snapshot's ``parent_id`` column (the domain's id for a domain's keywords,
-    the search engine for a catalogue row). ``parent_record_id`` is set when the list belongs to one
-    parent record: the list is dropped when that record was deleted while the parent list was read, and
-    its checkpoint is reused by a resumed run only when that record is unchanged.
+    """One list (or single read) of a resource, ``GET path?params``: ``parent_id`` goes to the snapshot's column (a
+    domain's id, a catalogue's engine); ``parent_record_id``: the list is dropped when that record was deleted
+    mid-read, and its checkpoint reused only while the record is unchanged.
     """
 
     path: str

@@ -74,12 +74,9 @@ def keyword_search_engines(attributes: Mapping[str, Any], fields: RecordFields) 
 
 
 def keyword_combination(attributes: Mapping[str, Any], fields: RecordFields) -> tuple[str, str, str, str, str] | None:
-    """The combination a keyword record tracks: ``(word, engine, device, location code, language code)``.
-
-    Read by the contract's names ``keyword``, ``search_engine``, ``device``, ``location_code`` and
-    ``language_code`` (the columns ``staging.stg_keywords`` reads). Engine, device and language are
-    lower-cased and the word trimmed, as keyword create normalises them (spec, "Keyword create: body").
-    None when a part is missing, so an unreadable record is never taken for a wanted keyword.
+    """The combination a keyword record tracks, ``(word, engine, device, location code, language code)``, read by
+    the contract's names and normalised as keyword create does (spec "Keyword create: body"); None when a part
+    is missing, so an unreadable record is never taken for a wanted keyword.
     """
     word, engine, device, location, language = (
         _text(fields, name, attributes)

@@ -45,13 +45,10 @@ def build_daily_schedule(ops: OpsSettings, shards: ShardPlan | None = None,
                          shard_job: dg.UnresolvedAssetJobDefinition | None = None,
                          days: dg.DailyPartitionsDefinition | None = None) -> dg.ScheduleDefinition:
     """The daily job's schedule, on by default, ticking at ``RANK_PIPELINE_SCHEDULE_CRON`` (default ``15 6 * * *``)
-    in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (default ``UTC``); each tick requests the partition of its UTC day.
+    in ``RANK_PIPELINE_SCHEDULE_TIMEZONE`` (default ``UTC``); each tick requests its UTC day's partition, one run
+    per shard with ``shards``, none before ``days``' first (docs/concepts/dagster.md, "The schedule").
 
-    With ``shards`` (and ``shard_job``) a tick requests one run per shard; a tick before ``days``' first day is
-    skipped. Details: docs/concepts/dagster.md, "The schedule".
-
-    Raises:
-        rank_pipeline.settings.ConfigurationError: a bad cron or time zone (one line naming the variable).
+    Raises rank_pipeline.settings.ConfigurationError: a bad cron or time zone (one line naming the variable).
     """
     if shards is not None and shard_job is None:
         raise ValueError("build_daily_schedule: shards need their shard_job")

@@ -148,12 +148,11 @@ class ApplyFailed(RankTrackerError):
 
 async def apply_plan(plan: Plan, clients: Mapping[str, RankTrackerClient], *,
                      max_lost: int = MAX_LOST_RESPONSES, echo=None) -> ApplyResult:
-    """Create what ``plan`` (a fresh online plan without refusals) says is missing (docs/concepts/keywords.md,
-    "Apply"); ``echo`` reports each call in one line. Returns the :class:`ApplyResult`.
+    """Create what ``plan`` (a fresh online plan without refusals) says is missing, ``echo`` telling each call;
+    returns the :class:`ApplyResult` (docs/concepts/keywords.md, "Apply").
 
-    Raises:
-        ApplyFailed: a 422 (with file lines), a 402, or more than ``max_lost`` lost responses.
-        ValueError: ``plan`` has refusals or is offline (callers refuse before calling).
+    Raises ApplyFailed (a 422 with file lines, a 402, more than ``max_lost`` lost responses) or ValueError
+    (``plan`` has refusals or is offline).
     """
     if plan.refusals or plan.offline:
         raise ValueError("apply needs an online plan without problems or quota refusals")

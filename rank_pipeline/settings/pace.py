@@ -22,13 +22,9 @@ DEFAULT_MAX_IN_FLIGHT = 16
 
 @dataclass(frozen=True)
 class RateSettings:
-    """How fast a run may call the vendor API (``RANK_TRACKER_RATE_*``, ``RANK_TRACKER_MAX_IN_FLIGHT``); the rate
-    fields and defaults are declared here only (:class:`rank_pipeline.api.ClientConfig` extends it).
-
-    Attributes:
-        per_key_limit, per_ip_limit: the server's ceilings per API key and per IP address, requests per window.
-        window_s: the ceilings' window in seconds.
-        max_in_flight: requests in flight at once per client (also the connection-pool size).
+    """How fast a run may call the vendor API (``RANK_TRACKER_RATE_*``, ``RANK_TRACKER_MAX_IN_FLIGHT``), declared
+    here only (:class:`rank_pipeline.api.ClientConfig` extends it): ``per_key_limit`` and ``per_ip_limit``
+    (requests per window), ``window_s`` (seconds), ``max_in_flight`` (per client; the connection pool's size).
     """
 
     per_key_limit: int = SPEC_PER_KEY_LIMIT

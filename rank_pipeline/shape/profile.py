@@ -338,12 +338,9 @@ def profile_records(endpoint: str, records: Sequence[Mapping], *, values: bool =
 
 def profile_day(snapshots_uri: Path | str | Store, day: date | None = None, *,
                 endpoints: Sequence[str] = ENDPOINTS, values: bool = True) -> tuple[date, dict[str, EndpointProfile]]:
-    """The profile of each endpoint's committed snapshot of ``day`` (default: the latest committed day).
-
-    Returns ``(day, {endpoint: EndpointProfile})``; an endpoint with no committed snapshot that day is left out.
-
-    Raises:
-        LookupError: no committed snapshot at all under ``snapshots_uri`` (one line saying what to run).
+    """The profile of each endpoint's committed snapshot of ``day`` (default the latest): ``(day, {endpoint:
+    EndpointProfile})``, endpoints without that day left out. Raises LookupError: nothing committed under
+    ``snapshots_uri`` (one line saying what to run).
     """
     store = store_for(snapshots_uri)
     if day is None:

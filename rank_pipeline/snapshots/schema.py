@@ -133,12 +133,8 @@ def day_folder(store: Store, resource: str, snapshot_date: date) -> str:
 
 
 def partition_dir(root: Path | str | Store, resource: str, snapshot_date: date) -> Path | str:
-    """``<root>/<resource>/snapshot_date=YYYY-MM-DD``: where one day's snapshot of a resource lives.
-
-    A :class:`pathlib.Path` for a local root, a URI string (``s3://bucket/prefix/...``) otherwise.
-
-    Raises:
-        SnapshotError: ``resource`` is not one of :data:`ENDPOINTS`.
+    """``<root>/<resource>/snapshot_date=YYYY-MM-DD`` (a :class:`pathlib.Path` for a local root, else a URI string).
+    Raises SnapshotError: ``resource`` is not one of :data:`ENDPOINTS`.
     """
     check_resource(resource)
     store = store_for(root)
