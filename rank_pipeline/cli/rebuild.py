@@ -136,6 +136,24 @@ def rebuild_days(committed: list[date], first: date | None, last: date | None,
     return max(first or days[0], partitions[0]), min(last or days[-1], partitions[1])
 
 
+def _step_failure(result) -> tuple[str, bool] | None:
+    """``(one line, is_configuration)`` of the first failed step: the error its code raised (Dagster's wrappers
+    skipped), whose message says what to do, not the low-level cause it wraps; None when no step failed."""
+    import dagster as dg
+
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            error = event.event_specific_data.error
+            while error.cause is not None and error.cls_name.startswith("Dagster"):
+                error = error.cause
+            lines = [line.strip() for line in (error.message or "").splitlines() if line.strip()]
+            text = lines[0] if lines else error.cls_name
+            if f"{error.cls_name}: " in text[:200]:  # the class, module-qualified, before the message
+                text = text.split(f"{error.cls_name}: ", 1)[1]
+            return f"step {event.step_key}: {text}", error.cls_name == "ConfigurationError"
+    return None
+
+
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from rank_pipeline.cli.runs import dagster_instance, failure_reason, launch
     from rank_pipeline.defs.jobs import REBUILD_FULL_REFRESH_JOB_NAME, REBUILD_JOB_NAME
@@ -183,7 +201,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         where = engine.spark_warehouse_uri if needs_warehouse_uri(engine) else settings.paths.build_db
         raise RunFailed(f"blocking data test(s) failed, the published warehouse was left as it was: "
                         f"{'; '.join(summary.blocking_failed[:5])}. Inspect them in {where}")
-    reason, configuration = failure_reason(result)
+    reason, configuration = _step_failure(result) or failure_reason(result)
     label = str(first) if first == last else f"{first} .. {last}"
     message = f"the {name} job failed for {label}: {reason}"
     if configuration:
