@@ -1,10 +1,6 @@
 """``rank-pipeline rebuild``: the Dagster job ``rebuild_from_snapshots`` (``rebuild_full_refresh`` with
-``--full-refresh``) run in process over the days asked for, as the UI launches it (:func:`rank_pipeline.cli.runs.launch`),
-and its one-line summary.
-
-The job holds the sequence (:mod:`rank_pipeline.defs.jobs`): the vendor's shape checked before anything is
-loaded, the raw days replaced from their snapshots, every seed and model built with its tests, then the
-publish. Here: the range checked (exit 2, nothing run), the run, and what it did read from its events.
+``--full-refresh``) run in process over the days asked for (:func:`rank_pipeline.cli.runs.launch`), the job
+holding the sequence (:mod:`rank_pipeline.defs.jobs`); here the range is checked (exit 2) and summarised.
 """
 
 from __future__ import annotations
@@ -23,16 +19,10 @@ __all__ = ["RebuildSummary", "check_range", "cmd_rebuild", "rebuild_days"]
 
 @dataclass
 class RebuildSummary:
-    """What a run of a rebuild job did, read from its events (:meth:`of`).
-
-    Attributes:
-        first, last: the run's partitions; full_refresh: the run was ``rebuild_full_refresh``.
-        days, raw_rows: snapshot days and rows loaded into raw over ``first .. last``.
-        models: models materialized; tests_passed / tests_failed: data tests (asset checks but raw's),
-            ``relation.test: n failing`` for the failed ones.
-        blocking_failed: the failed blocking checks but the shape's; shape_failed: the failed
-            ``matches_contract`` checks; shape_lines: their paths, one line each.
-        published: the published file; written_to: where Spark wrote the tables (nothing to publish).
+    """What a run of a rebuild job did, read from its events (:meth:`of`): ``first``, ``last``, ``full_refresh``;
+    ``days`` and ``raw_rows`` loaded; ``models`` materialized; ``tests_passed``, ``tests_failed``
+    (``relation.test: n failing``); ``blocking_failed`` and ``shape_failed`` (with ``shape_lines``) checks;
+    ``published`` (the file), or ``written_to`` (Spark's tables).
     """
 
     first: date
