@@ -11,7 +11,7 @@ What it does
        added through the year, so every mart has work to do.
     2. Loads every day but the last into the raw tables (:func:`rank_pipeline.warehouse.raw_load.reload_raw_from_snapshots`).
     3. Full rebuild: seeds and every model of ``dbt_like_sql/`` with the runner
-       (:func:`rank_pipeline.transform.build_all` with ``full_refresh=True``).
+       (:func:`rank_pipeline.transform.materialize.build_all` with ``full_refresh=True``).
     4. Loads the last day with :func:`rank_pipeline.warehouse.raw_load.load_partition` and, in the same run, the
        same files with a bare ``create table ... as select * from read_parquet([...])`` per resource (the
        reference: the least a load can do). The warehouse is checkpointed first, as the daily job's publish
@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from rank_pipeline.snapshots.schema import MANIFEST_NAME, SCHEMA_VERSION, arrow_schema, partition_dir  # noqa: E402
 from rank_pipeline.snapshots.writer import SnapshotWriter  # noqa: E402
-from rank_pipeline.transform import build_all, load_project  # noqa: E402
+from rank_pipeline.transform import DuckDBEngine, load_project, materialize  # noqa: E402
 from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots  # noqa: E402
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402
 
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  load history (raw, {args.days - 1} days): {history_s:8.2f} s")
 
     project = load_project(ROOT / "dbt_like_sql")
-    full, full_s = _timed(lambda: build_all(con, project, None, full_refresh=True))
+    full, full_s = _timed(lambda: materialize.build_all(DuckDBEngine(con), project, None, full_refresh=True))
     print(f"  full rebuild of all models: {full_s:8.2f} s")
 
     # one new day: the pipeline's loader vs a bare read of the same files. The daily job publishes (a
@@ -299,13 +299,13 @@ def main(argv: list[str] | None = None) -> int:
           f" bare read_parquet of the same files: {bare_s:.2f} s (first pair: {first_load_s:.2f} s, "
           f"{first_bare_s:.2f} s)")
 
-    incremental, inc_s = _timed(lambda: build_all(con, project, last_day))
+    incremental, inc_s = _timed(lambda: materialize.build_all(DuckDBEngine(con), project, last_day))
     print(f"  one-new-day incremental build of all models: {inc_s:8.2f} s")
 
     # a late day: re-load the day 30 days back and rebuild what depends on it (later days within horizons)
     back = last_day - timedelta(days=min(30, args.days - 1))
     _, reload_s = _timed(lambda: load_partition(con, history if back < last_day else snapshots, back))
-    rerun, rerun_s = _timed(lambda: build_all(con, project, back))
+    rerun, rerun_s = _timed(lambda: materialize.build_all(DuckDBEngine(con), project, back))
     print(f"  re-run of {back} (30 days back): load {reload_s:.2f} s, models {rerun_s:8.2f} s")
     con.close()
 

@@ -47,10 +47,10 @@ from models import Generator, write_keywords, write_small  # noqa: E402
 from spark_cluster import start_cluster  # noqa: E402
 
 from rank_pipeline.settings import models_dir  # noqa: E402
-from rank_pipeline.transform import Project, build_all, load_project, materialize  # noqa: E402
+from rank_pipeline.transform import DuckDBEngine, Project, load_project, materialize  # noqa: E402
 from rank_pipeline.transform.spark_engine import SparkEngine  # noqa: E402
 from rank_pipeline.transform.spark_session import spark_session  # noqa: E402
-from rank_pipeline.warehouse.engines import register_snapshots  # noqa: E402
+from rank_pipeline.warehouse.engines import reload_raw  # noqa: E402
 from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots  # noqa: E402
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402
 
@@ -103,9 +103,9 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
     _, out["duckdb_load_history"] = _timed(lambda: reload_raw_from_snapshots(con, history))
-    _, out["duckdb_full"] = _timed(lambda: build_all(con, project, None, full_refresh=True))
+    _, out["duckdb_full"] = _timed(lambda: materialize.build_all(DuckDBEngine(con), project, None, full_refresh=True))
     _, out["duckdb_load_day"] = _timed(lambda: load_partition(con, recent, last_day))
-    _, out["duckdb_day"] = _timed(lambda: build_all(con, project, last_day))
+    _, out["duckdb_day"] = _timed(lambda: materialize.build_all(DuckDBEngine(con), project, last_day))
     con.close()
 
 
@@ -113,9 +113,9 @@ def _spark(out, spark, key: str, workdir, project, history, recent, last_day) ->
     """Spark (engine ``key``): register the history's files, full rebuild, register the last day, build
     that day incrementally (seconds into ``out`` as ``<key>_...``; the day's slowest models printed)."""
     engine = SparkEngine(spark, workdir / f"{key}_warehouse")
-    _, out[f"{key}_load_history"] = _timed(lambda: register_snapshots(engine, [history]))
+    _, out[f"{key}_load_history"] = _timed(lambda: reload_raw(engine, [history], count=False))
     _, out[f"{key}_full"] = _timed(lambda: materialize.build_all(engine, project))
-    _, out[f"{key}_load_day"] = _timed(lambda: register_snapshots(engine, [history, recent]))
+    _, out[f"{key}_load_day"] = _timed(lambda: reload_raw(engine, [history, recent], count=False))
     built, out[f"{key}_day"] = _timed(lambda: materialize.build_all(engine, project, last_day))
     days = sum(1 for b in built.values() if b.partition_date is not None and b.partition_date == b.until == last_day)
     print(f"  {key} one day: {days} models built for that day only, {len(built) - days} seeds, tables and folds "

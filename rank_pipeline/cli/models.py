@@ -132,7 +132,7 @@ def _data_tests(project, select: list[str], verbose: bool) -> tuple[int, int]:
     """Run the data tests of the selected models and seeds on the published warehouse (read-only)."""
     import duckdb
 
-    from rank_pipeline.transform import run_tests
+    from rank_pipeline.transform import DuckDBEngine, run_tests
     from rank_pipeline.transform.sql import table_columns
 
     path = load_settings().paths.published_db
@@ -151,7 +151,7 @@ def _data_tests(project, select: list[str], verbose: bool) -> tuple[int, int]:
                 print(f"SKIP data tests of {relation.qualified_name}: not in the published warehouse "
                       "(rank-pipeline diff builds it from the snapshots)")
                 continue
-            for result in run_tests(con, relation):
+            for result in run_tests(DuckDBEngine(con), relation):
                 if result.passed:
                     passed += 1
                     if verbose:

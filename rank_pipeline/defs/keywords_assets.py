@@ -3,7 +3,7 @@
 ``raw/keywords_file`` (daily partitions, after the day's ``domains``, ``keywords``, ``locations`` and
 ``usage`` snapshots) plans the keywords file of ``RANK_PIPELINE_KEYWORDS_FILE`` offline against the
 partition's snapshot (:func:`rank_pipeline.keywords.plan_offline`: no API request) and writes one row per
-wanted combination to ``raw.keywords_file`` (:func:`rank_pipeline.keywords.write_planned_rows`), which the
+wanted combination to ``raw.keywords_file`` (the engine's ``replace_raw_rows``; DuckDB only), which the
 mart ``marts.keywords_file_vs_tracked`` reads. With no keywords file set, the table is emptied and the
 asset has no check.
 
@@ -28,12 +28,10 @@ from rank_pipeline.keywords import (
     load_keywords_file,
     plan_offline,
     planned_rows,
-    write_planned_rows,
 )
 from rank_pipeline.settings import ShardPlan
 from rank_pipeline.snapshots.reader import list_snapshot_dates
-from rank_pipeline.warehouse.engines import build_file_connection
-from rank_pipeline.warehouse.raw_load import KEYWORDS_FILE_TABLE
+from rank_pipeline.warehouse.raw_load import KEYWORDS_FILE, KEYWORDS_FILE_TABLE, raw_columns
 
 KEYWORDS_FILE_KEY = dg.AssetKey(["raw", "keywords_file"])
 DRIFT_CHECK = "matches_tracked_keywords"
@@ -62,12 +60,9 @@ def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | No
                             model_engine: ModelEngineResource):
         _, last = partition_days(context)
         engine = model_engine.open(warehouse)
-        con = build_file_connection(engine)
         if keywords_file is None:
-            table = {}
-            if con is not None:
-                write_planned_rows(con, [])
-                table = _table_metadata(engine)
+            written = engine.replace_raw_rows(KEYWORDS_FILE, raw_columns(KEYWORDS_FILE), [])
+            table = _table_metadata(engine) if written is not None else {}
             yield dg.MaterializeResult(metadata={"rows": 0, "file": "(RANK_PIPELINE_KEYWORDS_FILE not set)", **table})
             return
         try:
@@ -82,10 +77,9 @@ def build_keywords_file_asset(keywords_file: Path | None, shards: ShardPlan | No
             return
         rows = planned_rows(plan)
         table = {}
-        if con is None:
+        if engine.replace_raw_rows(KEYWORDS_FILE, raw_columns(KEYWORDS_FILE), rows) is None:
             context.log.info(f"{engine.name}: raw.keywords_file is written in the DuckDB warehouse only")
         else:
-            write_planned_rows(con, rows)
             table = _table_metadata(engine)
         context.log.info(plan.summary())
         yield dg.MaterializeResult(metadata={"rows": len(rows), "file": dg.MetadataValue.path(str(keywords_file)),

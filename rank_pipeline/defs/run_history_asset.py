@@ -40,7 +40,7 @@ from rank_pipeline.operations.run_history import (
     upsert,
 )
 from rank_pipeline.settings import models_dir
-from rank_pipeline.transform import PipelineTable, loaded_project, run_tests
+from rank_pipeline.transform import DuckDBEngine, PipelineTable, loaded_project, run_tests
 from rank_pipeline.transform.sql import one_row
 
 __all__ = ["CATCH_UP_LIMIT", "RUN_FACT_EVENTS", "RUN_HISTORY_KEY", "build_run_history_asset", "check_label", "run_facts",
@@ -237,7 +237,7 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
             own = run_facts(record, instance.all_logs(run_id, of_type=RUN_FACT_EVENTS), now=datetime.now(UTC))
             written = upsert(con, whole + ([own] if own is not None else []))
             written += sum(finalize(con, facts) for facts in finals)
-            results = run_tests(con, table, None) if table is not None else []
+            results = run_tests(DuckDBEngine(con), table, None) if table is not None else []
             if own is not None and results:  # this step's evaluations count in the run's own rows
                 ok = sum(r.passed for r in results)
                 own.checks_passed += ok

@@ -76,5 +76,6 @@ def load_raw(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: 
         loaded = reload_raw(engine, snapshots_uri, first, last)
     else:
         loaded = load_partitions(engine, snapshots_uri, first, last)
-    repeated = {r: engine.failing_rows(repeated_records_sql(r, first, last), sample_size) for r in ENDPOINTS}
+    repeated = dict(zip(ENDPOINTS, engine.failing_rows([repeated_records_sql(r, first, last) for r in ENDPOINTS],
+                                                       sample_size), strict=True))
     return RawLoad(days=loaded, repeated=repeated)

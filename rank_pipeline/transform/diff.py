@@ -27,7 +27,8 @@ from typing import Any
 import duckdb
 
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, SEED_SCHEMA
-from rank_pipeline.transform.duckdb_engine import build_all
+from rank_pipeline.transform.duckdb_engine import DuckDBEngine
+from rank_pipeline.transform.materialize import build_all
 from rank_pipeline.transform.nodes import Model, Seed
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.sql import one_row
@@ -235,7 +236,7 @@ def diff_models(project: Project, load_raw: Callable[[duckdb.DuckDBPyConnection]
     with tempfile.TemporaryDirectory(prefix="rank-pipeline-diff-", dir=scratch_dir) as tmp:
         with duckdb.connect(str(Path(tmp) / "scratch.duckdb")) as con:
             load_raw(con)
-            build_all(con, project)
+            build_all(DuckDBEngine(con), project)
             path = str(published_db).replace("'", "''")
             exists = Path(published_db).is_file()
             if exists:

@@ -1,34 +1,35 @@
 """The models on DuckDB: the primitives of :class:`rank_pipeline.transform.primitives.ModelEngine` on one
-writer connection, and :func:`build`, :func:`build_all`, :func:`build_seed` for a bare connection.
+writer connection (a bare one too: ``materialize.build_all(DuckDBEngine(con), project)``).
 
-How a model is built (which days, replace, fold or rebuild) is :mod:`rank_pipeline.transform.materialize`'s;
-here each primitive is one transaction: a whole relation is built into a side table and swapped in, a
-build of days deletes and inserts those days, a view is created or replaced.
+How a model is built (which days, replace, fold or rebuild) is :mod:`rank_pipeline.transform.materialize`'s,
+and which days its tests read :mod:`rank_pipeline.transform.testing`'s; here each primitive is one
+transaction: a whole relation is built into a side table and swapped in, a build of days deletes and inserts
+those days, a view is created or replaced, raw days are copied in (:mod:`rank_pipeline.transform.duckdb_raw`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date
 from typing import Any
 
 import duckdb
 
-from rank_pipeline.transform import materialize
-from rank_pipeline.transform.errors import BuildError
+from rank_pipeline.transform import duckdb_raw
+from rank_pipeline.transform.errors import BuildError, TestExecutionError
 from rank_pipeline.transform.horizon import last_loaded_date
 from rank_pipeline.transform.nodes import Model, Seed
-from rank_pipeline.transform.primitives import BuildResult
+from rank_pipeline.transform.primitives import RawTable
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import windowed_sql
+from rank_pipeline.transform.sql import one_row, table_columns
 from rank_pipeline.transform.sql import qualified as _rel
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import relation_kind as _relation_kind
-from rank_pipeline.transform.sql import table_columns
-from rank_pipeline.transform.testing import TestResult
+from rank_pipeline.transform.testing import json_safe
 
-__all__ = ["DuckDBEngine", "build", "build_all", "build_seed", "incremental_sql"]
+__all__ = ["DuckDBEngine", "incremental_sql"]
 
 
 def _drop(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> None:
@@ -79,8 +80,8 @@ class DuckDBEngine:
     """
 
     name = "duckdb"
-    incremental = True
     persistent_views = True
+    reads_raw_in_place = False
     con: duckdb.DuckDBPyConnection
 
     def __init__(self, con: duckdb.DuckDBPyConnection, warehouse: Any = None):
@@ -213,25 +214,50 @@ class DuckDBEngine:
             self.con.execute(f"comment on table {_rel(seed.schema, seed.name)} is '{comment}'")
         return _count(self.con, seed.schema, seed.name)
 
-    # -------------------------------------------------------------- tests and reads
+    # -------------------------------------------------------------- raw tables
 
-    def run_tests(self, relation: Model | Seed, partition_date: date | None = None, *,
-                  until: date | None = None) -> list[TestResult]:
-        """:func:`rank_pipeline.transform.testing.run_tests` on this connection."""
-        from rank_pipeline.transform.testing import run_tests
+    @property
+    def raw_loaded(self) -> bool:
+        """True: the build file keeps the raw days loaded."""
+        return True
 
-        return run_tests(self.con, relation, partition_date, until=until)
+    def load_raw(self, tables: Sequence[RawTable], first: date | None, last: date | None, *,
+                 count: bool = True) -> dict[date, dict[str, int]]:
+        """The days ``first .. last`` of ``tables`` replaced by the days handed, in one transaction
+        (:func:`rank_pipeline.transform.duckdb_raw.load_raw`); ``{day: {table: rows}}`` of those days.
 
-    def failing_rows(self, duckdb_sql: str, sample_size: int = 5) -> tuple[int, list[dict]]:
-        """``(rows, the first sample_size rows as JSON-safe dicts)`` of a SELECT."""
-        from rank_pipeline.transform.testing import json_safe
+        Raises:
+            RawLoadError: a day's files cannot be read or disagree with it; every table is rolled back.
+        """
+        return duckdb_raw.load_raw(self.con, tables, first, last)
 
-        # one query: the sample, each row carrying the count of all (no row: none failed)
-        cur = self.con.execute(f"select *, count(*) over () from ({duckdb_sql}) limit {max(1, int(sample_size))}")
-        names = [d[0] for d in cur.description or []][:-1]
-        rows = cur.fetchall()
-        return (int(rows[0][-1]) if rows else 0,
-                [json_safe(dict(zip(names, r[:-1], strict=True))) for r in rows[:max(0, int(sample_size))]])
+    def replace_raw_rows(self, name: str, columns: Sequence[tuple[str, str]],
+                         rows: Sequence[Mapping[str, Any]]) -> int:
+        """Every row of ``raw.<name>`` replaced by ``rows`` in one transaction; the rows written."""
+        return duckdb_raw.replace_raw_rows(self.con, name, columns, rows)
+
+    # -------------------------------------------------------------- reads
+
+    def failing_rows(self, duckdb_sqls: Sequence[str], sample_size: int = 5) -> list[tuple[int, list[dict]]]:
+        """``(rows, the first sample_size rows as JSON-safe dicts)`` of each SELECT: a count, then the sample
+        when a row failed.
+
+        Raises:
+            TestExecutionError: a SELECT does not run (``index``: which).
+        """
+        out = []
+        for index, sql in enumerate(duckdb_sqls):
+            try:
+                (failures,) = one_row(self.con, f"select count(*) from ({sql}) as failing")
+                sample: list[dict] = []
+                if failures:
+                    cur = self.con.execute(f"select * from ({sql}) as failing limit {max(0, int(sample_size))}")
+                    names = [d[0] for d in cur.description or []]
+                    sample = [json_safe(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
+            except duckdb.Error as exc:
+                raise TestExecutionError(str(exc), index) from exc
+            out.append((int(failures), sample))
+        return out
 
     def column_types(self, qualified: str) -> list[tuple[str, str]]:
         """``[(column, DuckDB type)]`` of ``schema.name`` in the build file, in table order."""
@@ -246,31 +272,6 @@ class DuckDBEngine:
         """Copy the build file over the published one atomically (``warehouse.publish``); returns the
         published path."""
         return self.warehouse.publish(self.con)
-
-
-# ------------------------------------------------------------------ a bare connection
-
-
-def build(con: duckdb.DuckDBPyConnection, model: Model, partition_date: date | None = None, *,
-          until: date | None = None, full_refresh: bool = False) -> BuildResult:
-    """:func:`rank_pipeline.transform.materialize.build` on ``con`` (upstream relations must exist).
-
-    Raises:
-        BuildError: as :func:`rank_pipeline.transform.materialize.build`; the target keeps its state.
-    """
-    return materialize.build(DuckDBEngine(con), model, partition_date, until=until, full_refresh=full_refresh)
-
-
-def build_seed(con: duckdb.DuckDBPyConnection, seed: Seed) -> BuildResult:
-    """:func:`rank_pipeline.transform.materialize.build_seed` on ``con``."""
-    return materialize.build_seed(DuckDBEngine(con), seed)
-
-
-def build_all(con: duckdb.DuckDBPyConnection, project: Project, partition_date: date | None = None, *,
-              until: date | None = None, full_refresh: bool = False) -> dict[str, BuildResult]:
-    """:func:`rank_pipeline.transform.materialize.build_all` on ``con``: every seed, then every model."""
-    return materialize.build_all(DuckDBEngine(con), project, partition_date, until=until,
-                                 full_refresh=full_refresh)
 
 
 def incremental_sql(con: duckdb.DuckDBPyConnection, model: Model, partition_date: date,

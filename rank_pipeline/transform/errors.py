@@ -10,6 +10,7 @@
      |    +-- DependencyError    a reference to a missing model, seed or raw table, or a dependency cycle
      +-- BuildError              a model or seed failed to build; the target keeps its previous state
      +-- TestExecutionError      a data test's SQL could not run (not: the test found failing rows)
+     +-- RawLoadError            the files handed for a raw table could not be loaded; nothing was changed
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "ModelConfigError",
     "ModelSqlError",
     "ProjectError",
+    "RawLoadError",
     "SqlModelError",
     "TestExecutionError",
 ]
@@ -62,6 +64,20 @@ class BuildError(SqlModelError):
 
 
 class TestExecutionError(SqlModelError):
-    """A data test's SQL failed to execute (for example: the model was never built)."""
+    """A data test's SQL failed to execute (for example: the model was never built).
+
+    Attributes:
+        index: the position of the SELECT that failed among those given to ``failing_rows``, if known.
+    """
 
     __test__ = False  # not a pytest test class
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+
+class RawLoadError(SqlModelError):
+    """The files handed for a raw table could not be loaded (unreadable, or their rows disagree with their
+    manifest or day); the raw tables keep their previous state. The pipeline raises it as
+    ``rank_pipeline.warehouse.LoadError``."""

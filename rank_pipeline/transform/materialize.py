@@ -1,5 +1,6 @@
 """The one materialization flow, for every engine: which days a model builds, whether it is replaced,
-folded or rebuilt whole, seeds before the graph, and the days its tests read.
+folded or rebuilt whole, seeds before the graph, then its tests over the days
+:func:`rank_pipeline.transform.testing.test_days` gives.
 
 An engine supplies primitives only (:class:`rank_pipeline.transform.primitives.ModelEngine`); the SQL is
 written here in DuckDB's dialect (:mod:`rank_pipeline.transform.rewrite`) and rendered by the engine.
@@ -36,10 +37,10 @@ from rank_pipeline.transform.primitives import BuildResult, ModelEngine
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import fold_start, full_build_sql, strip_sql, windowed_sql
 from rank_pipeline.transform.sql import quote_ident
-from rank_pipeline.transform.testing import TestResult
+from rank_pipeline.transform.testing import TestResult, run_tests, test_days
 
 __all__ = ["VIEW_DATE_COLUMN", "RelationBuild", "affected_ranges", "build", "build_all", "build_and_test",
-           "build_seed", "seed_sql", "run_all_tests", "scope_of_tests"]
+           "build_seed", "seed_sql", "run_all_tests"]
 
 VIEW_DATE_COLUMN = "snapshot_date"
 """The column by which a view's rows are stored per day on an engine that keeps no views."""
@@ -179,15 +180,6 @@ def build_all(engine: ModelEngine, project: Project, partition_date: date | None
     return results
 
 
-def scope_of_tests(engine: ModelEngine, built: BuildResult | None, first: date | None,
-               last: date | None) -> tuple[date | None, date | None]:
-    """The days the tests of a relation read after ``built``: the days an incremental build rebuilt,
-    else ``first .. last`` (None: the whole relation, as after any build of a non-incremental engine)."""
-    if built is not None and built.partition_date is not None:
-        return built.partition_date, built.until
-    return (first, last) if engine.incremental else (None, None)
-
-
 @dataclass
 class RelationBuild:
     """What :func:`build_and_test` did: the build, the test results, and the days the tests read
@@ -202,29 +194,29 @@ class RelationBuild:
 def build_and_test(engine: ModelEngine, project: Project, relation: Model | Seed, first: date, last: date, *,
                    full_refresh: bool = False) -> RelationBuild:
     """Build one relation for the run's days ``first .. last`` (a seed and a full refresh whole), then run
-    its ``.yml`` tests over the days :func:`scope_of_tests` gives.
+    its ``.yml`` tests over the days :func:`rank_pipeline.transform.testing.test_days` gives.
 
     Raises:
         BuildError: the build failed (the old relation is kept);
         rank_pipeline.transform.TestExecutionError: a test's SQL failed.
     """
-    scope: tuple[date | None, date | None]
     if isinstance(relation, Seed):
-        built, scope = build_seed(engine, relation), (None, None)
+        built = build_seed(engine, relation)
     elif full_refresh:
-        built, scope = build(engine, relation, full_refresh=True), (None, None)
+        built = build(engine, relation, full_refresh=True)
     else:
         start, end = affected_ranges(engine, project, first, last).get(relation.qualified_name, (first, last))
         built = build(engine, relation, start, until=end)
-        scope = scope_of_tests(engine, built, first, last)
-    return RelationBuild(built, engine.run_tests(relation, scope[0], until=scope[1]), *scope)
+    scope = test_days(relation, built, *((None, None) if full_refresh else (first, last)))
+    return RelationBuild(built, run_tests(engine, relation, scope[0], until=scope[1]), *scope)
 
 
 def run_all_tests(engine: ModelEngine, project: Project, built: dict[str, BuildResult], first: date | None,
              last: date | None) -> Iterator[tuple[str, list[TestResult]]]:
     """``(qualified name, test results)`` of every seed and model of ``project`` in build order, each over
-    the days :func:`scope_of_tests` gives for its entry of ``built`` (:func:`build_all`'s result)."""
+    the days :func:`rank_pipeline.transform.testing.test_days` gives for its entry of ``built``
+    (:func:`build_all`'s result; ``first``, ``last`` None after a full refresh)."""
     relations: list[Model | Seed] = [*project.seeds.values(), *project.topological_order()]
     for relation in relations:
-        scope = scope_of_tests(engine, built.get(relation.qualified_name), first, last)
-        yield relation.qualified_name, engine.run_tests(relation, scope[0], until=scope[1])
+        scope = test_days(relation, built.get(relation.qualified_name), first, last)
+        yield relation.qualified_name, run_tests(engine, relation, scope[0], until=scope[1])

@@ -2,14 +2,17 @@
 
 The engines (:class:`rank_pipeline.transform.duckdb_engine.DuckDBEngine`,
 :class:`rank_pipeline.transform.spark_engine.SparkEngine`) supply primitives only: render a SELECT in
-their dialect, read a watermark, create as select, replace these days, swap a whole relation in, count.
-Which days a model builds, and whether it is replaced, folded or rebuilt, is decided once, by
-:mod:`rank_pipeline.transform.materialize`, for every engine. :func:`rank_pipeline.warehouse.engines.open_engine`
+their dialect, read a watermark, create as select, replace these days, swap a whole relation in, count,
+load the raw tables (:class:`RawTable`), the failing rows of SELECTs. Which days a model builds, and whether
+it is replaced, folded or rebuilt, is decided once, by :mod:`rank_pipeline.transform.materialize`, for every
+engine; which days its tests read, by :mod:`rank_pipeline.transform.testing`. A new engine is one module
+whose class offers every member of :class:`ModelEngine`; :func:`rank_pipeline.warehouse.engines.open_engine`
 is the one place that turns an engine's name (``RANK_PIPELINE_ENGINE``) into an engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -17,9 +20,8 @@ from typing import Any, Protocol
 
 from rank_pipeline.transform.nodes import Model, Seed
 from rank_pipeline.transform.project import Project
-from rank_pipeline.transform.testing import TestResult
 
-__all__ = ["BuildResult", "ModelEngine"]
+__all__ = ["BuildResult", "ModelEngine", "RawDay", "RawTable"]
 
 
 @dataclass(frozen=True)
@@ -45,26 +47,73 @@ class BuildResult:
     until: date | None = None
 
 
-class ModelEngine(Protocol):
-    """The primitives an engine supplies to :mod:`rank_pipeline.transform.materialize`, and the reads and
-    tests the steps use.
+@dataclass(frozen=True)
+class RawDay:
+    """One committed day of a raw table, as the pipeline hands it to :meth:`ModelEngine.load_raw`.
 
     Attributes:
-        name: ``duckdb`` or ``spark`` (asset kinds, metadata).
-        incremental: True when a build of days rebuilds only those days; False when every build is whole
-            and tests read whole relations.
-        persistent_views: True when a view outlives the session that made it (DuckDB); else a view is
-            stored as a table (by day when it has ``snapshot_date``), as on Spark.
-        catalog: the catalog readers see the tables in (``warehouse``, ``spark_catalog``).
+        day: the ``snapshot_date``.
+        files: the Parquet files, each a path or URI a reader opens (``s3://...``: an object store).
+        rows: the rows the files hold, by their manifest.
+        folder: the day's folder as a user reads it (for messages).
+        columns: the table's columns the files hold, read by name (``attributes`` as JSON); empty when the
+            files' footers were not read (an engine that reads the files in place needs none).
+        dataset: for files on an object store, a ``pyarrow.dataset.Dataset`` over them (DuckDB scans it
+            without an extension); None for local files or when not read.
+        complete: False when the extraction recorded the day as incomplete (loaded anyway, with a warning).
+    """
 
-    Every ``sql`` argument is already in the engine's dialect (:meth:`render`); every ``where`` is the
-    model's path and name, for error messages. The raw tables are not the engine's: whoever opens it loads
-    them (:mod:`rank_pipeline.warehouse.engines`).
+    day: date
+    files: tuple[str, ...]
+    rows: int
+    folder: str
+    columns: tuple[str, ...] = ()
+    dataset: Any = None
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """A raw table (``raw.<name>``) and the committed days handed to :meth:`ModelEngine.load_raw`.
+
+    Attributes:
+        name: the bare table name (``keywords``).
+        columns: ``((column, DuckDB type), ...)`` as ``sources:`` declares them, ``loaded_at`` included.
+        days: the committed days, ascending. A table without ``snapshot_date`` is no snapshot's
+            (``keywords_file``): it is created when missing and its rows are never replaced by a load.
     """
 
     name: str
-    incremental: bool
+    columns: tuple[tuple[str, str], ...]
+    days: tuple[RawDay, ...] = ()
+
+    @property
+    def dated(self) -> bool:
+        """True when the table has ``snapshot_date`` (its days come from the snapshots)."""
+        return any(column == "snapshot_date" for column, _ in self.columns)
+
+
+class ModelEngine(Protocol):
+    """The primitives an engine supplies to the flows (:mod:`rank_pipeline.transform.materialize`,
+    :mod:`rank_pipeline.transform.testing`, :mod:`rank_pipeline.warehouse.raw_load`) and the reads the steps use.
+
+    Attributes:
+        name: ``duckdb`` or ``spark`` (asset kinds, metadata).
+        persistent_views: True when a view outlives the session that made it (DuckDB); else a view is
+            stored as a table (by day when it has ``snapshot_date``), as on Spark.
+        reads_raw_in_place: True when the raw tables read the snapshots' files where they are, so every
+            committed day is handed to each :meth:`load_raw` (Spark); False when the days loaded are copied
+            into the engine's storage, which keeps them (DuckDB's build file).
+        catalog: the catalog readers see the tables in (``warehouse``, ``spark_catalog``).
+
+    Every ``sql`` argument is already in the engine's dialect (:meth:`render`); every ``where`` is the
+    model's path and name, for error messages. What the raw tables hold is the pipeline's to say
+    (:func:`rank_pipeline.warehouse.raw_load.load_raw` hands :meth:`load_raw` the committed days).
+    """
+
+    name: str
     persistent_views: bool
+    reads_raw_in_place: bool
 
     @property
     def catalog(self) -> str:
@@ -118,13 +167,27 @@ class ModelEngine(Protocol):
     def load_seed(self, seed: Seed, sql: str) -> int:
         """Load the seed's CSV (``sql``: DuckDB's typed reader) as ``seeds.<name>``; the rows loaded."""
 
-    def run_tests(self, relation: Model | Seed, partition_date: date | None = None, *,
-                  until: date | None = None) -> list[TestResult]:
-        """The ``.yml`` tests of ``relation`` over ``partition_date .. until`` (None: the whole relation),
-        as :func:`rank_pipeline.transform.testing.run_tests`. Raises TestExecutionError when a test's SQL fails."""
+    @property
+    def raw_loaded(self) -> bool:
+        """True when the raw tables are readable without a :meth:`load_raw` first (an engine that keeps them:
+        always; Spark: once this session loaded them)."""
 
-    def failing_rows(self, duckdb_sql: str, sample_size: int = 5) -> tuple[int, list[dict]]:
-        """``(rows, sample)`` of a SELECT written in DuckDB SQL."""
+    def load_raw(self, tables: Sequence[RawTable], first: date | None, last: date | None, *,
+                 count: bool = True) -> dict[date, dict[str, int]]:
+        """Make each ``raw.<name>`` of ``tables`` hold its committed days: the days ``first .. last`` (None: an
+        open bound; both None: the tables reloaded whole) replaced by the days handed, other days kept, in one
+        step. Returns ``{day: {table: rows}}`` of ``first .. last`` (``{}`` when not ``count``; an engine that
+        reads in place then scans nothing). Raises RawLoadError (nothing changed) when a file cannot be read or
+        its rows disagree with :attr:`RawDay.rows` or its day."""
+
+    def replace_raw_rows(self, name: str, columns: Sequence[tuple[str, str]],
+                         rows: Sequence[Mapping[str, Any]]) -> int | None:
+        """Replace every row of ``raw.<name>`` (a table no snapshot holds, created from ``columns`` when
+        missing) with ``rows``, in one step; the rows written, or None when the engine keeps no such table."""
+
+    def failing_rows(self, duckdb_sqls: Sequence[str], sample_size: int = 5) -> list[tuple[int, list[dict]]]:
+        """``(rows, the first sample_size rows as JSON-safe dicts)`` of each SELECT written in DuckDB SQL.
+        Raises TestExecutionError (its ``index`` names the SELECT) when one does not run."""
 
     def column_types(self, qualified: str) -> list[tuple[str, str]]:
         """``[(column, the engine's type name)]`` of ``schema.name``, in table order."""

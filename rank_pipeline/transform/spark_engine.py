@@ -6,7 +6,7 @@ the SQL it writes in DuckDB's dialect is rendered by :func:`rank_pipeline.transf
 and written as Parquet under the warehouse URI by :class:`rank_pipeline.transform.spark_storage.ParquetStore`.
 Spark keeps no view across sessions (each Dagster step is a new process), so a view is stored as a table,
 by day when it has ``snapshot_date``. The raw tables are the Parquet files of the committed snapshots, read
-in place as the session's temporary views (:meth:`SparkEngine.register_raw`). docs/concepts/scale-out.md
+in place as the session's temporary views (:meth:`SparkEngine.load_raw`). docs/concepts/scale-out.md
 says how to run it on a cluster.
 """
 
@@ -23,12 +23,13 @@ from sqlglot import exp
 from rank_pipeline.transform.dependencies import RAW_SCHEMA
 from rank_pipeline.transform.errors import BuildError, TestExecutionError
 from rank_pipeline.transform.nodes import Model, Seed
+from rank_pipeline.transform.primitives import RawTable
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import full_build_sql
 from rank_pipeline.transform.spark_dialect import quote as _qi
 from rank_pipeline.transform.spark_dialect import raw_view, short_error, spark_type_of, to_spark_sql
 from rank_pipeline.transform.spark_storage import ParquetStore
-from rank_pipeline.transform.testing import TestResult, json_safe, partition_column, test_sql
+from rank_pipeline.transform.testing import json_safe
 
 __all__ = ["SparkEngine"]
 
@@ -42,8 +43,8 @@ class SparkEngine:
     """
 
     name = "spark"
-    incremental = True
     persistent_views = False
+    reads_raw_in_place = True
     catalog = "spark_catalog"
 
     def __init__(self, spark: Any, warehouse_uri: str | Path):
@@ -66,8 +67,8 @@ class SparkEngine:
         return self.store.warehouse_uri
 
     @property
-    def raw_registered(self) -> bool:
-        """True once :meth:`register_raw` registered a raw view in this session."""
+    def raw_loaded(self) -> bool:
+        """True once :meth:`load_raw` registered the raw views in this session."""
         return bool(self._raw_files)
 
     def location(self, schema: str, name: str) -> str:
@@ -77,7 +78,7 @@ class SparkEngine:
     def prepare(self, project: Project) -> None:
         """Once per session: attach the seeds and models earlier sessions wrote under the warehouse URI
         (:meth:`attach_existing`), so a build of one model finds its parents. The raw views are the
-        caller's: :meth:`register_raw`."""
+        caller's: :meth:`load_raw`."""
         if not self._attached:
             self.attach_existing(project)
             self._attached = True
@@ -133,7 +134,7 @@ class SparkEngine:
         return list(self._frame_of(sql, where).columns)
 
     def last_loaded(self, project: Project) -> date | None:
-        """The latest ``last_day`` :meth:`register_raw` was given."""
+        """The last day the raw tables :meth:`load_raw` registered hold."""
         return self._last_loaded
 
     def dated_relations(self, model: Model, column: str) -> frozenset[tuple[str, str]]:
@@ -203,45 +204,46 @@ class SparkEngine:
 
     # -------------------------------------------------------------- raw layer
 
-    def register_raw(self, name: str, files: Sequence[str], columns: Sequence[tuple[str, str]],
-                     last_day: date | None = None) -> int:
-        """Register ``raw.<name>`` (the session's view :func:`raw_view`) over the Parquet ``files`` (read in
-        place, columns merged by name, plus ``loaded_at``: the registration time), or, with no file, as an
-        empty view of ``columns`` (``(column, DuckDB type)``, ``loaded_at`` included where the table has it).
-        Re-registers only when the file list changed.
-
-        Args:
-            last_day: the last day the files hold (the horizon's last loaded day; the latest of all calls).
+    def load_raw(self, tables: Sequence[RawTable], first: date | None, last: date | None, *,
+                 count: bool = True) -> dict[date, dict[str, int]]:
+        """Register each ``raw.<name>`` (the session's view :func:`raw_view`) over the files of every day
+        handed (read in place, columns merged by name, plus ``loaded_at``: the registration time), or, with
+        no file, as an empty view of its columns; a view is registered again only when its files changed.
+        The last loaded day is the latest day handed.
 
         Returns:
-            The number of files.
+            ``{day: {table: rows}}`` of the registered views with ``snapshot_date`` over ``first .. last``
+            (None: an open bound), counted by Spark; ``{}`` when not ``count``.
 
         Raises:
             BuildError: a column type this engine cannot map (the message names it).
         """
-        if last_day is not None:
-            self._last_loaded = max(self._last_loaded or last_day, last_day)
-        if any(column == "snapshot_date" for column, _ in columns):
-            self._raw_dated.add(name)
-        key = tuple(files)
-        if self._raw_files.get(name) == key:
-            return len(key)
         from pyspark.sql import functions as F
 
-        if files:
-            df = self.spark.read.option("mergeSchema", "true").parquet(*files)
-            df = df.withColumn("loaded_at", F.current_timestamp())
-        else:
-            df = self.spark.createDataFrame([], ", ".join(f"{c} {spark_type_of(t, name)}" for c, t in columns))
-        df.createOrReplaceTempView(raw_view(name))
-        self._raw_files[name] = key
-        return len(key)
+        self._last_loaded = max((d.day for t in tables for d in t.days), default=None)
+        for table in tables:
+            if table.dated:
+                self._raw_dated.add(table.name)
+            key = tuple(f for d in table.days for f in d.files)
+            if self._raw_files.get(table.name) == key:
+                continue
+            if key:
+                df = self.spark.read.option("mergeSchema", "true").parquet(*key)
+                df = df.withColumn("loaded_at", F.current_timestamp())
+            else:
+                df = self.spark.createDataFrame(
+                    [], ", ".join(f"{c} {spark_type_of(t, table.name)}" for c, t in table.columns))
+            df.createOrReplaceTempView(raw_view(table.name))
+            self._raw_files[table.name] = key
+        return self._raw_rows_by_day(first, last) if count else {}
 
-    def forget_last_loaded(self) -> None:
-        """Forget the last loaded day before raw is registered again from scratch (:meth:`register_raw`)."""
-        self._last_loaded = None
+    def replace_raw_rows(self, name: str, columns: Sequence[tuple[str, str]],
+                         rows: Sequence[Mapping[str, Any]]) -> None:
+        """None: Spark's raw tables are the snapshots read in place; a table no snapshot holds
+        (``keywords_file``) is kept in the DuckDB warehouse only, and an empty view here."""
+        return None
 
-    def raw_rows_by_day(self, first: date | None, last: date | None) -> dict[date, dict[str, int]]:
+    def _raw_rows_by_day(self, first: date | None, last: date | None) -> dict[date, dict[str, int]]:
         """``{day: {raw table: rows}}`` of the registered raw views with a ``snapshot_date``, over
         ``first .. last`` (None: open bound)."""
         span = " and ".join([*([f"snapshot_date >= date '{first.isoformat()}'"] if first else []),
@@ -268,52 +270,38 @@ class SparkEngine:
         """Rows of ``schema.name`` (``raw.<endpoint>``: its view)."""
         return int(self._frame(qualified).count())
 
-    def failing_rows(self, duckdb_sql: str, sample_size: int = 5) -> tuple[int, list[dict]]:
-        """``(rows, the first sample_size rows as JSON-safe dicts)`` of a DuckDB SELECT, transpiled
-        (:func:`to_spark_sql`)."""
-        frame = self.spark.sql(to_spark_sql(duckdb_sql))
-        rows = int(frame.count())
-        return rows, ([json_safe(r.asDict()) for r in frame.limit(sample_size).collect()] if rows else [])
-
-    def publish(self) -> None:
-        """Nothing to publish: the tables are already where readers find them (the warehouse URI)."""
-        return None
-
-
-    def run_tests(self, relation: Model | Seed, partition_date: date | None = None, *,
-                  until: date | None = None, sample_size: int = 5) -> list[TestResult]:
-        """The ``.yml`` tests of ``relation`` on Spark, as :func:`rank_pipeline.transform.testing.run_tests`.
+    def failing_rows(self, duckdb_sqls: Sequence[str], sample_size: int = 5) -> list[tuple[int, list[dict]]]:
+        """``(rows, the first sample_size rows as JSON-safe dicts)`` of each DuckDB SELECT, transpiled
+        (:func:`to_spark_sql`): one Spark job counts the rows of all, then the failing ones are sampled.
 
         Raises:
-            TestExecutionError: a test's SQL failed on Spark.
+            TestExecutionError: a SELECT does not run on Spark (``index``: which).
         """
-        columns = set(self.spark.table(f"{_qi(relation.schema)}.{_qi(relation.name)}").columns)
-        scoped = partition_date if partition_column(relation) in columns else None
-        sqls = [to_spark_sql(test_sql(relation, test, scoped, None, until if scoped else None))
-                for test in relation.tests]
+        sqls = [to_spark_sql(sql) for sql in duckdb_sqls]
         if not sqls:
             return []
-        # one Spark job counts the failing rows of every test of the relation
         union = "\nunion all\n".join(f"select {i} as test_index, count(*) as failures from (\n{sql}\n) as failing"
                                       for i, sql in enumerate(sqls))
         try:
-            counts = {int(r[0]): int(r[1]) for r in self.spark.sql(union).collect()}
+            counts: dict[int, int] | None = {int(r[0]): int(r[1]) for r in self.spark.sql(union).collect()}
         except Exception:
-            counts = None  # find the test that does not run, below
+            counts = None  # find the SELECT that does not run, below
         out = []
-        for i, (test, sql) in enumerate(zip(relation.tests, sqls, strict=True)):
+        for i, sql in enumerate(sqls):
             try:
                 failing = self.spark.sql(sql)
                 failures = counts[i] if counts is not None else int(failing.count())
                 sample = ([json_safe(r.asDict(recursive=True)) for r in failing.limit(sample_size).collect()]
                           if failures else [])
             except Exception as exc:
-                raise TestExecutionError(
-                    f"test {test.name} of {relation.qualified_name} could not run on Spark: {short_error(exc)}. "
-                    f"SQL:\n{sql}") from exc
-            out.append(TestResult(name=test.name, passed=failures == 0, failures=failures, sample_rows=sample,
-                                  sql=sql, blocking=test.blocking, kind=test.kind, column=test.column))
+                raise TestExecutionError(short_error(exc), i) from exc
+            out.append((failures, sample))
         return out
+
+    def publish(self) -> None:
+        """Nothing to publish: the tables are already where readers find them (the warehouse URI)."""
+        return None
+
 
     def run_unit_select(self, model: Model, inputs: Mapping[str, Any]):
         """A model's full-build SELECT on Spark over given inputs, for its SQL unit tests
@@ -345,10 +333,6 @@ class SparkEngine:
         finally:
             for view in views.values():
                 self.spark.catalog.dropTempView(view)
-
-    def raw_rows(self, resource: str) -> int:
-        """Rows of ``raw.<resource>`` as :meth:`register_raw` registered it (0 for a resource with no snapshot)."""
-        return int(self.spark.table(raw_view(resource)).count())
 
     def to_arrow(self, schema: str, name: str):
         """The whole relation ``schema.name`` as a pyarrow Table (for comparisons and exports)."""

@@ -13,9 +13,12 @@ expression           rows where the expression is not true (false or null) rows
 unique_combination   combinations of the columns occurring more than once  duplicated combinations
 ==================== ===================================================== ===========================
 
-Partition scope: with ``partition_date`` given, a test reads only the relation's rows of that date (its
-incremental ``date_column``, else ``snapshot_date``) when the relation has that column, so a daily check
-costs one day; the target of a ``relationships`` test is read whole. Without it, the whole relation.
+Which days the tests read is decided here, for every engine: after a build, the days it rebuilt
+(:func:`test_days`); a test then reads only the relation's rows of those days (its incremental
+``date_column``, else ``snapshot_date``) when the relation has that column, so a daily check costs one day;
+the target of a ``relationships`` test is read whole. A seed, a whole build and a relation without the column:
+the whole relation. :func:`run_tests` runs them on any engine over its primitives (``column_types``,
+``render``, ``failing_rows``).
 """
 
 from __future__ import annotations
@@ -26,20 +29,21 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from datetime import time as dt_time
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import sqlglot
 
 from rank_pipeline.transform.errors import TestExecutionError
 from rank_pipeline.transform.nodes import Model, PipelineTable, Seed, TestSpec
-from rank_pipeline.transform.sql import one_row, table_columns
 from rank_pipeline.transform.sql import quote_ident as _qi
+
+if TYPE_CHECKING:
+    from rank_pipeline.transform.primitives import BuildResult, ModelEngine
 
 Tested = Model | Seed | PipelineTable
 """What has ``.yml`` tests: a model, a seed, or a table the pipeline writes (``sources/<name>.yml``)."""
 
-__all__ = ["TestResult", "partition_column", "run_test", "run_tests", "test_sql"]
+__all__ = ["TestResult", "json_safe", "partition_column", "run_tests", "test_days", "test_sql"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class TestResult:
         passed: no failing rows.
         failures: number of failing rows (or duplicated values/combinations; see module docstring).
         sample_rows: up to ``sample_size`` failing rows as dicts, JSON-safe (dates as ISO text; :func:`json_safe`).
-        sql: the SELECT of failing rows that ran, to paste into the duckdb shell.
+        sql: the SELECT of failing rows that ran, in the engine's dialect (DuckDB's: paste it into the duckdb shell).
         blocking: a failure should block downstream assets.
         kind, column: the test kind and column (None for model-level tests).
     """
@@ -72,28 +76,19 @@ def _literal(value: Any) -> str:
     return sqlglot.exp.convert(value).sql(dialect="duckdb")
 
 
-def _has_column(con: duckdb.DuckDBPyConnection, schema: str, name: str, column: str) -> bool:
-    return column in table_columns(con, schema, name)
-
-
 def partition_column(relation: Tested) -> str:
     """The name of the column a daily test scopes by: the incremental ``date_column``, else ``snapshot_date``
-    (a relation without that column is tested whole). Used by :func:`run_tests` here and by the Spark engine's
-    ``run_tests``. Reads only the model's ``.yml`` (no warehouse); raises nothing."""
+    (a relation without that column is tested whole). Reads only the model's ``.yml`` (no warehouse); raises
+    nothing."""
     incremental = getattr(relation, "incremental", None)
     return incremental.date_column if incremental is not None else "snapshot_date"
 
 
-def _relation_sql(
-    con: duckdb.DuckDBPyConnection | None, relation: Tested, partition_date: date | None,
-    until: date | None = None,
-) -> str:
+def _relation_sql(relation: Tested, partition_date: date | None, until: date | None = None) -> str:
     base = f"{_qi(relation.schema)}.{_qi(relation.name)}"
     if partition_date is None:
         return base
     column = partition_column(relation)
-    if con is not None and not _has_column(con, relation.schema, relation.name, column):
-        return base
     if until is None or until == partition_date:
         return f"(select * from {base} where {_qi(column)} = date '{partition_date.isoformat()}')"
     return (f"(select * from {base} where {_qi(column)} between date '{partition_date.isoformat()}' "
@@ -131,19 +126,11 @@ def _column(test: TestSpec) -> str:
     return _qi(test.column)
 
 
-def test_sql(
-    relation: Tested,
-    test: TestSpec,
-    partition_date: date | None = None,
-    con: duckdb.DuckDBPyConnection | None = None,
-    until: date | None = None,
-) -> str:
-    """The SELECT of failing rows for ``test`` on ``relation`` (see the module docstring).
-
-    ``con`` is used only to check that the relation has the partition column; without it the partition
-    filter is applied whenever ``partition_date`` is given.
-    """
-    rel = _relation_sql(con, relation, partition_date, until)
+def test_sql(relation: Tested, test: TestSpec, partition_date: date | None = None, until: date | None = None) -> str:
+    """The DuckDB SELECT of failing rows for ``test`` on ``relation`` (see the module docstring), over the days
+    ``partition_date .. until`` (``until`` default ``partition_date``; None: the whole relation) of its
+    :func:`partition_column`, which the relation must have."""
+    rel = _relation_sql(relation, partition_date, until)
     p = test.params
     if test.kind == "not_null":
         return f"select * from {rel} as t where {_column(test)} is null"
@@ -169,61 +156,49 @@ def test_sql(
     raise TestExecutionError(f"unknown test kind {test.kind!r}")  # pragma: no cover - validated at load
 
 
-def run_test(
-    con: duckdb.DuckDBPyConnection,
-    relation: Tested,
-    test: TestSpec,
-    partition_date: date | None = None,
-    *,
-    until: date | None = None,
-    sample_size: int = 5,
-) -> TestResult:
-    """Run one test; see :func:`run_tests`."""
-    return _run(con, relation, test, test_sql(relation, test, partition_date, con, until), sample_size)
+def test_days(relation: Tested, built: BuildResult | None, first: date | None,
+              last: date | None) -> tuple[date | None, date | None]:
+    """The days the tests of ``relation`` read after ``built`` in a run of the days ``first .. last``
+    (None, None: the whole relation): a seed whole; the days an incremental build rebuilt; else the run's
+    days (both None after a full refresh)."""
+    if isinstance(relation, Seed):
+        return None, None
+    if built is not None and built.partition_date is not None:
+        return built.partition_date, built.until
+    return first, last
 
 
-def _run(con: duckdb.DuckDBPyConnection, relation: Tested, test: TestSpec, sql: str,
-         sample_size: int) -> TestResult:
-    try:
-        (failures,) = one_row(con, f"select count(*) from ({sql}) as failing")
-        sample: list[dict[str, Any]] = []
-        if failures:
-            cur = con.execute(f"select * from ({sql}) as failing limit {int(sample_size)}")
-            names = [d[0] for d in cur.description]
-            sample = [json_safe(dict(zip(names, row, strict=True))) for row in cur.fetchall()]
-    except duckdb.Error as exc:
-        raise TestExecutionError(
-            f"test {test.name} of {relation.qualified_name} could not run: {exc}. Is the model built? SQL:\n{sql}"
-        ) from exc
-    return TestResult(
-        name=test.name, passed=failures == 0, failures=int(failures), sample_rows=sample, sql=sql,
-        blocking=test.blocking, kind=test.kind, column=test.column,
-    )
-
-
-def run_tests(
-    con: duckdb.DuckDBPyConnection,
-    relation: Tested,
-    partition_date: date | None = None,
-    *,
-    until: date | None = None,
-    sample_size: int = 5,
-) -> list[TestResult]:
-    """Run every test of a model or seed, in ``.yml`` order.
+def run_tests(engine: ModelEngine, relation: Tested, partition_date: date | None = None, *,
+              until: date | None = None, sample_size: int = 5) -> list[TestResult]:
+    """Run every test of ``relation`` on ``engine``, in ``.yml`` order.
 
     Args:
-        con: a connection where the relation (and relationships targets) exist.
-        relation: a :class:`Model` or :class:`Seed`.
-        partition_date: restrict to one partition (module docstring), or None for the whole relation.
-        until: with ``partition_date``, restrict to the days ``partition_date .. until`` instead.
+        engine: any :class:`rank_pipeline.transform.primitives.ModelEngine` where the relation (and the
+            targets of its relationships tests) exist.
+        relation: a :class:`Model`, :class:`Seed` or :class:`PipelineTable`.
+        partition_date: the first day the tests read (module docstring; :func:`test_days`), or None for the
+            whole relation; a relation without its :func:`partition_column` is read whole.
+        until: with ``partition_date``, the last day (default ``partition_date``).
         sample_size: failing rows to keep per test (JSON-safe: dates as ISO text, see :func:`json_safe`).
 
     Raises:
-        TestExecutionError: a test's SQL failed (e.g. the relation or a column does not exist).
+        TestExecutionError: a test's SQL failed (e.g. the relation or a column does not exist), naming the test.
     """
-    if partition_date is not None and relation.tests and not _has_column(
-            con, relation.schema, relation.name, partition_column(relation)):
+    if not relation.tests:
+        return []
+    if partition_date is not None and partition_column(relation) not in {
+            column for column, _ in engine.column_types(relation.qualified_name)}:
         partition_date = until = None  # no partition column: every test reads the whole relation
-    # the relation's columns are read once here, not once per test (test_sql's con=None)
-    return [_run(con, relation, t, test_sql(relation, t, partition_date, None, until), sample_size)
-            for t in relation.tests]
+    sqls = [test_sql(relation, t, partition_date, until) for t in relation.tests]
+    try:
+        found = engine.failing_rows(sqls, sample_size)
+    except TestExecutionError as exc:
+        if exc.index is None:
+            raise
+        test = relation.tests[exc.index]
+        raise TestExecutionError(
+            f"test {test.name} of {relation.qualified_name} could not run on {engine.name}: {exc}. Is it built? "
+            f"SQL:\n{engine.render(sqls[exc.index])}", exc.index) from exc
+    return [TestResult(name=t.name, passed=failures == 0, failures=failures, sample_rows=sample,
+                       sql=engine.render(sql), blocking=t.blocking, kind=t.kind, column=t.column)
+            for t, sql, (failures, sample) in zip(relation.tests, sqls, found, strict=True)]

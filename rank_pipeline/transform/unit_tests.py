@@ -137,7 +137,8 @@ def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
     Raises:
         BuildError: a model of the project does not build on empty inputs.
     """
-    from rank_pipeline.transform.duckdb_engine import build, build_seed
+    from rank_pipeline.transform.duckdb_engine import DuckDBEngine
+    from rank_pipeline.transform.materialize import build, build_seed
 
     key = (str(project.root), tuple(sorted((m.qualified_name, m.sql) for m in project.models.values())),
            tuple(sorted(project.raw_columns.items())))
@@ -152,10 +153,11 @@ def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
             con.execute(f"create table {_qi(schema)}.{_qi(name)} ({columns})")
         for schema in (SEED_SCHEMA, *MODEL_SCHEMAS):
             con.execute(f"create schema if not exists {_qi(schema)}")
+        engine = DuckDBEngine(con)
         for seed in project.seeds.values():
-            build_seed(con, seed)
+            build_seed(engine, seed)
         for model in project.topological_order():
-            build(con, model)
+            build(engine, model)
         names = [*sorted(project.sources), *(s.qualified_name for s in project.seeds.values()),
                  *(m.qualified_name for m in project.topological_order())]
         types = {q: _describe(con, q) for q in names}

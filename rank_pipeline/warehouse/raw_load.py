@@ -1,55 +1,27 @@
-"""The raw layer of the warehouse, loaded from the Parquet snapshots: one table per resource in ``raw``.
+"""The raw tables, loaded from the committed Parquet snapshots: one table per resource in ``raw``, plus
+``raw.keywords_file`` (the keywords file's planned rows, not a snapshot's).
 
-Implements docs/concepts/architecture.md, "Warehouse and the dbt-like runner": the snapshots as the system of record.
-No Dagster here; ``rank_pipeline/defs`` wires these functions into assets. The file they write, and its
-publishing, is :mod:`rank_pipeline.warehouse.warehouse_file`; the errors are :mod:`rank_pipeline.warehouse.errors`.
+:func:`load_raw` reads the committed manifests (and, for an engine that copies the rows, the files' footers)
+and hands the days to any engine's ``load_raw`` (:class:`rank_pipeline.transform.primitives.RawTable`):
+DuckDB copies them in one transaction (:mod:`rank_pipeline.transform.duckdb_raw`), Spark reads them in place.
+:func:`load_partition`, :func:`load_partitions` and :func:`reload_raw_from_snapshots` do it on a bare DuckDB
+connection. Columns: the snapshot columns (docs/concepts/completeness.md, "Snapshots") plus ``loaded_at``;
+files of every snapshot version load into the same tables, read by name.
 
-Raw layer
-    One table per resource in schema ``raw`` (``raw.domains``, ``raw.keywords``, ``raw.competitors``,
-    ``raw.tags``, ``raw.usage``, ``raw.locations``, ``raw.languages``). Columns: the snapshot columns of
-    docs/concepts/completeness.md, "Snapshots" (``snapshot_date DATE``, ``account``, ``id``, ``type``,
-    ``parent_id``, ``extracted_at TIMESTAMPTZ``, ``attributes JSON``) plus ``loaded_at TIMESTAMPTZ`` (the start
-    of the load's transaction; the same for every row of a load). The fields of ``attributes`` the models read
-    are typed by the vendor's contract in ``vendor.<endpoint>`` (:mod:`rank_pipeline.transform.flatten`).
-
-Partition replacement (:func:`load_partition`)
-    A load replaces one ``snapshot_date`` of the requested resources in ONE transaction: for every
-    resource, delete the rows of that date, insert the rows of the committed snapshot's files, check the
-    row count against the snapshot manifest; then commit. Any failure (missing snapshot, missing or
-    corrupt file, row count disagreeing with the manifest, rows of another date in the files) rolls the
-    whole transaction back, so every raw table keeps its previous state, and raises :class:`LoadError`
-    naming the partition and file. Re-running a load is idempotent.
-
-Missing snapshots
-    Every requested resource must have a committed snapshot (a ``_manifest.json``) for the date: the
-    extraction writes all seven resources every day, so a missing one means extraction failed or has not
-    run, and loading a partial day would publish an inconsistent warehouse. It raises
-    :class:`SnapshotMissingError` naming the expected path. To load a subset on purpose, pass
-    ``resources=``. (:func:`reload_raw_from_snapshots` is the one exception: it loads whatever was committed
-    for each date, because history may predate a resource.)
-
-Snapshots on object storage
-    ``snapshots_uri`` may be a folder, a URI (``s3://bucket/prefix``) or a
-    :class:`rank_pipeline.snapshots.storage.Store` (``RANK_PIPELINE_SNAPSHOTS_URI``). Only the files a committed
-    manifest lists are read (:mod:`rank_pipeline.snapshots.writer`, "Commit"). Local files are read with DuckDB's
-    ``read_parquet``; files on an object store are read through pyarrow (a ``pyarrow.dataset`` over the
-    store's pyarrow file system, registered in DuckDB as an Arrow scan), because DuckDB's ``httpfs`` is
-    not bundled with the ``duckdb`` wheel and would be downloaded at run time: nothing is downloaded.
-
-Snapshot versions
-    Files of every snapshot version (:data:`rank_pipeline.snapshots.schema.READABLE_VERSIONS`) load into the
-    same tables: the columns of the snapshot schema are read BY NAME, and any other column of a file (version
-    1's flattened copies of fields of ``attributes``) is left out, never added to the raw table, so a history
-    written by an earlier version rebuilds into the same warehouse. A snapshot of a later version (its
-    manifest's ``schema_version``) fails the load with a clear error: upgrade to read it.
+A load of days (``strict``) needs a committed snapshot of every requested resource for each day
+(:class:`SnapshotMissingError`, naming the expected path; ``resources=`` loads a subset); a reload takes
+whatever was committed for each day (history may predate a resource). A missing or damaged file, a count
+disagreeing with its manifest or rows of another day raise :class:`LoadError`, and every raw table keeps its
+previous state. ``snapshots_uri`` may be a folder, a URI (``s3://bucket/prefix``) or a
+:class:`rank_pipeline.snapshots.storage.Store`; only the files a committed manifest lists are read.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import date, timedelta
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -66,12 +38,16 @@ from rank_pipeline.snapshots.schema import (
     partition_dir,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
-from rank_pipeline.transform.sql import one_row, table_columns
+from rank_pipeline.transform.duckdb_engine import DuckDBEngine
+from rank_pipeline.transform.errors import RawLoadError
+from rank_pipeline.transform.primitives import ModelEngine, RawDay, RawTable
 from rank_pipeline.transform.sql import quote_ident as _qi
+from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse.errors import LoadError, SnapshotMissingError, WarehouseError
 
 __all__ = [
     "ENDPOINTS",
+    "KEYWORDS_FILE",
     "KEYWORDS_FILE_COLUMNS",
     "KEYWORDS_FILE_TABLE",
     "RAW_SCHEMA",
@@ -81,6 +57,9 @@ __all__ = [
     "ensure_raw_table",
     "load_partition",
     "load_partitions",
+    "load_raw",
+    "raw_columns",
+    "raw_tables",
     "reload_raw_from_snapshots",
     "snapshot_dates",
 ]
@@ -102,6 +81,8 @@ KEYWORDS_FILE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("language_code", "varchar"), ("frequency", "varchar"), ("tags", "varchar[]"), ("file", "varchar"),
     ("file_line", "integer"), ("planned_at", "timestamp with time zone"),
 )
+KEYWORDS_FILE = KEYWORDS_FILE_TABLE.removeprefix(f"{RAW_SCHEMA}.")
+"""The keywords file's raw table, by its bare name (``keywords_file``)."""
 SOURCE_TABLES: tuple[str, ...] = (*RAW_TABLES, KEYWORDS_FILE_TABLE)
 """Every ``raw`` table a model may read: the snapshot tables and :data:`KEYWORDS_FILE_TABLE`."""
 
@@ -110,10 +91,6 @@ def ensure_keywords_file_table(con: duckdb.DuckDBPyConnection) -> None:
     """Create :data:`KEYWORDS_FILE_TABLE` (empty) if it does not exist."""
     columns = ", ".join(f"{name} {kind}" for name, kind in KEYWORDS_FILE_COLUMNS)
     con.execute(f"create table if not exists {KEYWORDS_FILE_TABLE} ({columns})")
-
-
-def _sql_list(values: Iterable[str]) -> str:
-    return "[" + ", ".join("'" + str(v).replace("'", "''") + "'" for v in values) + "]"
 
 
 def _check_resources(resources: Sequence[str] | None) -> tuple[str, ...]:
@@ -213,87 +190,113 @@ def _file_schemas(store: Store, resource: str, snapshot_date: date, files: Seque
     return schemas
 
 
-def _insert_files(con: duckdb.DuckDBPyConnection, store: Store, resource: str, snapshot_date: date, folder: str,
-                  files: Sequence[str], file_schemas: list[pa.Schema], columns: dict[str, str]) -> int:
-    """Insert the rows of ``files`` into ``raw.<resource>`` by name, the columns of the snapshot schema only
-    (module doc, "Snapshot versions"); the number of rows inserted.
-
-    Local files are read by DuckDB's ``read_parquet``; files on an object store through a
-    :class:`pyarrow.dataset.Dataset` registered in DuckDB as an Arrow scan (no DuckDB extension is loaded).
+def _raw_day(store: Store, resource: str, day: date, folder: str, manifest: SnapshotManifest, *,
+             footers: bool) -> RawDay:
+    """One committed day of ``resource`` as the engine is handed it (:class:`RawDay`); with ``footers``, the
+    files' footers read (each listed file must exist and be Parquet) for the columns they hold, and on an
+    object store a ``pyarrow.dataset`` over them.
 
     Raises:
-        LoadError: DuckDB or pyarrow could not read the files or insert their rows.
+        LoadError: a file the manifest lists is missing or not readable Parquet (``footers`` only).
     """
-    table = f"{RAW_SCHEMA}.{_qi(resource)}"
-    file_names = {name for schema in file_schemas for name in schema.names}
-    registered = None
-    if store.local:
-        names = list(files)
-        source = f"read_parquet({_sql_list(names)}, union_by_name = true, hive_partitioning = false)"
-    else:
+    paths = snapshot_files(store, resource, day, manifest)
+    shown = tuple(f"{folder.rstrip('/')}/{name}" for name in manifest.files)
+    files = tuple(paths) if store.local else shown
+    if not footers:
+        return RawDay(day, files, manifest.row_count, folder, complete=manifest.complete)
+    schemas = _file_schemas(store, resource, day, paths)
+    names = {name for schema in schemas for name in schema.names}
+    dataset = None
+    if not store.local and paths:
         import pyarrow.dataset as pads
 
-        unified = pa.unify_schemas(file_schemas, promote_options="permissive")
-        registered = f"__snapshot_{resource}_{uuid.uuid4().hex[:8]}"
-        con.register(registered, pads.dataset(files, schema=unified, format="parquet", filesystem=store.fs))
-        source = registered
-    read = [name for name in arrow_schema(resource).names if name in file_names and name in columns]
-    select = ", ".join("cast(attributes as json) as attributes" if name == "attributes" else _qi(name)
-                       for name in read)
-    try:
-        (inserted,) = one_row(
-            con, f"insert into {table} by name select {select}, current_timestamp as loaded_at from {source}")
-    except (duckdb.Error, pa.ArrowException, OSError) as exc:
-        raise LoadError(
-            f"partition {snapshot_date} of raw.{resource}: reading {folder} failed: {exc}. The load was rolled "
-            f"back and raw tables keep their previous state; fix or re-extract the snapshot, then reload"
-        ) from exc
-    finally:
-        if registered is not None:
-            con.unregister(registered)
-    return int(inserted)
+        dataset = pads.dataset(paths, schema=pa.unify_schemas(schemas, promote_options="permissive"),
+                               format="parquet", filesystem=store.fs)
+    return RawDay(day, files, manifest.row_count, folder, tuple(n for n in arrow_schema(resource).names if n in names),
+                  dataset, manifest.complete)
 
 
-def _load_resource(
-    con: duckdb.DuckDBPyConnection, snapshots_uri: Path | str | Store, resource: str, snapshot_date: date
-) -> int:
-    """Delete and insert one resource's partition, then check its row count; caller holds the transaction.
+def raw_tables(roots: Sequence[Path | str | Store], first: date | None, last: date | None, *, strict: bool,
+               footers: bool, resources: Sequence[str] | None = None) -> list[RawTable]:
+    """The raw tables (each of ``resources``, default :data:`ENDPOINTS`, then the keywords file's) with their
+    committed days ``first .. last`` (None: an open bound) under ``roots``, combined: what
+    :meth:`rank_pipeline.transform.primitives.ModelEngine.load_raw` is handed.
 
-    Only the files the committed manifest lists are read (:func:`_insert_files`). Returns the rows now in
-    ``raw.<resource>`` for ``snapshot_date``.
+    Args:
+        strict: every day of ``first .. last`` must have a committed snapshot of every resource under every
+            root (a day's extraction writes them all); else each day holds the resources committed for it
+            (history may predate a resource).
+        footers: read the files' footers (:func:`_raw_day`): an engine that copies the rows needs them.
 
     Raises:
-        LoadError: a file is missing or unreadable, rows carry another date, or the count disagrees with
-            the manifest.
+        SnapshotMissingError: ``strict`` and a day lacks a committed snapshot of a resource.
+        LoadError: a manifest or (``footers``) a file is damaged.
+        WarehouseError: an unknown resource name.
     """
-    store = store_for(snapshots_uri)
-    folder, manifest = _read_manifest(store, resource, snapshot_date)
-    files = snapshot_files(store, resource, snapshot_date, manifest)
-    file_schemas = _file_schemas(store, resource, snapshot_date, files)
-    columns = ensure_raw_table(con, resource)
-    table = f"{RAW_SCHEMA}.{_qi(resource)}"
-    con.execute(f"delete from {table} where snapshot_date = ?", [snapshot_date])
-    if not files:
-        return 0
-    inserted = _insert_files(con, store, resource, snapshot_date, folder, files, file_schemas, columns)
-    (loaded,) = one_row(con, f"select count(*) from {table} where snapshot_date = ?", [snapshot_date])
-    if inserted != loaded:
-        raise LoadError(
-            f"partition {snapshot_date} of raw.{resource}: {inserted - loaded} row(s) in {folder} carry another "
-            f"snapshot_date; the files do not belong to this partition. Re-extract {resource} for {snapshot_date}"
-        )
-    expected = manifest.row_count
-    if expected != loaded:
-        raise LoadError(
-            f"partition {snapshot_date} of raw.{resource}: {loaded} rows read from {folder} but its manifest "
-            f"says {expected}; the snapshot is damaged. Re-extract {resource} for {snapshot_date}"
-        )
-    if not manifest.complete:
-        log.warning(
-            "raw.%s partition %s: the snapshot manifest says extraction was incomplete; loaded %d rows anyway",
-            resource, snapshot_date, loaded,
-        )
-    return int(loaded)
+    wanted = _check_resources(resources)
+    stores = [store_for(root) for root in roots]
+    tables = []
+    for resource in wanted:
+        days: list[RawDay] = []
+        for store in stores:
+            if strict:
+                assert first is not None and last is not None
+                listed = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+            else:
+                listed = [d for d in list_snapshot_dates(store, resource)
+                          if (first is None or d >= first) and (last is None or d <= last)]
+            for day in listed:
+                folder, manifest = _read_manifest(store, resource, day)
+                days.append(_raw_day(store, resource, day, folder, manifest, footers=footers))
+        tables.append(RawTable(resource, raw_columns(resource), tuple(sorted(days, key=lambda d: d.day))))
+    return [*tables, RawTable(KEYWORDS_FILE, raw_columns(KEYWORDS_FILE))]
+
+
+@cache
+def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """``((column, DuckDB type), ...)`` of ``raw.<table>`` as the warehouse creates it, in table order (the
+    models folder declares the same in ``sources:`` (``sources/raw.yml``); a test holds the two equal).
+
+    Raises:
+        rank_pipeline.snapshots.schema.SnapshotError: ``table`` is neither an endpoint nor the keywords file's.
+    """
+    with duckdb.connect(":memory:") as con:
+        con.execute(f"create schema {RAW_SCHEMA}")
+        if table == KEYWORDS_FILE:
+            ensure_keywords_file_table(con)
+        else:
+            ensure_raw_table(con, table)
+        return tuple(table_columns(con, RAW_SCHEMA, table).items())
+
+
+def load_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store], first: date | None,
+             last: date | None, *, strict: bool = False, resources: Sequence[str] | None = None,
+             count: bool = True) -> dict[date, dict[str, int]]:
+    """Make ``engine``'s raw tables hold the committed snapshots under ``snapshots`` (one root, or several whose
+    days are combined): the days ``first .. last`` (None: an open bound; both None: every raw table reloaded
+    whole) replaced, other days kept, in one step (:meth:`~rank_pipeline.transform.primitives.ModelEngine.load_raw`;
+    an engine that reads in place is handed every committed day). Returns ``{day: {resource: rows}}`` of
+    ``first .. last`` (``{}`` when not ``count``).
+
+    Raises:
+        SnapshotMissingError: ``strict`` and a day of ``first .. last`` lacks a resource's committed snapshot.
+        LoadError: a snapshot is damaged; nothing is loaded.
+        WarehouseError: an empty range or an unknown resource name.
+    """
+    if first is not None and last is not None and first > last:
+        raise WarehouseError(f"empty range: {first} is after {last}")
+    roots: list[Path | str | Store] = ([snapshots] if isinstance(snapshots, Path | str | Store)
+                                       else list(snapshots))
+    if engine.reads_raw_in_place:
+        if strict:  # the days must be committed, even though every committed day is read
+            raw_tables(roots, first, last, strict=True, footers=False, resources=resources)
+        tables = raw_tables(roots, None, None, strict=False, footers=False, resources=resources)
+    else:
+        tables = raw_tables(roots, first, last, strict=strict, footers=True, resources=resources)
+    try:
+        return engine.load_raw(tables, first, last, count=count)
+    except RawLoadError as exc:
+        raise LoadError(str(exc)) from exc
 
 
 def load_partition(
@@ -302,7 +305,8 @@ def load_partition(
     snapshot_date: date,
     resources: Sequence[str] | None = None,
 ) -> dict[str, int]:
-    """Replace one ``snapshot_date`` of the raw tables from its Parquet snapshots, in one transaction.
+    """Replace one ``snapshot_date`` of the raw tables of the DuckDB connection ``con`` from its Parquet
+    snapshots, in one transaction; re-running it is idempotent.
 
     Args:
         con: the writer connection (:meth:`Warehouse.connect`), not inside a transaction.
@@ -319,18 +323,7 @@ def load_partition(
         WarehouseError: an unknown resource name.
         In every case the transaction is rolled back: each raw table keeps its previous state.
     """
-    wanted = _check_resources(resources)
-    root = store_for(snapshots_uri)
-    # fail fast, before touching the database, when a whole snapshot is missing
-    for resource in wanted:
-        _read_manifest(root, resource, snapshot_date)
-    con.begin()
-    try:
-        counts = {resource: _load_resource(con, root, resource, snapshot_date) for resource in wanted}
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
+    counts = load_partitions(con, snapshots_uri, snapshot_date, snapshot_date, resources).get(snapshot_date, {})
     log.info("loaded partition %s: %s", snapshot_date, counts)
     return counts
 
@@ -351,23 +344,7 @@ def load_partitions(
         SnapshotMissingError, LoadError, WarehouseError: as :func:`load_partition`, for any day; checked
             before any write where possible, and the whole range is rolled back otherwise.
     """
-    if first > last:
-        raise WarehouseError(f"empty range: {first} is after {last}")
-    wanted = _check_resources(resources)
-    root = store_for(snapshots_uri)
-    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-    for day in days:
-        for resource in wanted:
-            _read_manifest(root, resource, day)
-    con.begin()
-    try:
-        counts = {day: {r: _load_resource(con, root, r, day) for r in wanted} for day in days}
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
-    log.info("loaded partitions %s .. %s", first, last)
-    return counts
+    return load_raw(DuckDBEngine(con), snapshots_uri, first, last, strict=True, resources=resources)
 
 
 def snapshot_dates(snapshots_uri: Path | str | Store) -> dict[date, list[str]]:
@@ -385,13 +362,13 @@ def reload_raw_from_snapshots(
     first: date | None = None,
     last: date | None = None,
 ) -> dict[date, dict[str, int]]:
-    """Make the raw tables hold exactly the committed snapshots, in one transaction.
+    """Make the raw tables of the DuckDB connection ``con`` hold exactly the committed snapshots, in one
+    transaction.
 
     Without ``first``/``last``: drop the raw tables and reload every committed snapshot partition. With
     them: delete every raw row dated ``first .. last`` (either bound may be None: open) and reload the
     committed snapshots of those days; rows of other days are kept. A date loads the resources committed
-    for it (history may predate a resource). Staging and marts are not rebuilt here: see
-    :mod:`rank_pipeline.steps.rebuild` (``rank-pipeline rebuild``).
+    for it (history may predate a resource).
 
     Returns:
         ``{snapshot_date: {resource: rows}}`` for the days reloaded.
@@ -399,23 +376,4 @@ def reload_raw_from_snapshots(
     Raises:
         LoadError: as :func:`load_partition`; the whole rebuild is rolled back.
     """
-    root = store_for(snapshots_uri)
-    whole = first is None and last is None
-    lo, hi = first or date.min, last or date.max
-    result: dict[date, dict[str, int]] = {}
-    con.begin()
-    try:
-        for resource in ENDPOINTS:
-            if whole:
-                con.execute(f"drop table if exists {RAW_SCHEMA}.{_qi(resource)}")
-            ensure_raw_table(con, resource)
-            if not whole:
-                con.execute(f"delete from {RAW_SCHEMA}.{_qi(resource)} where snapshot_date between ? and ?", [lo, hi])
-        for d, resources in snapshot_dates(root).items():
-            if lo <= d <= hi:
-                result[d] = {r: _load_resource(con, root, r, d) for r in resources}
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
-    return result
+    return load_raw(DuckDBEngine(con), snapshots_uri, first, last)

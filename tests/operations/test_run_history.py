@@ -261,14 +261,14 @@ def _add_up_failures(runs: list[run_history.RunFacts], fix_up: str | None = None
                      test: str = "snapshot_rows_add_up") -> int:
     """Failing rows of the yml's ``test`` on a table holding ``runs`` (then ``fix_up``, an UPDATE of the
     table, if given), run as the ``ops/run_history`` step runs its tests."""
-    from rank_pipeline.transform import run_tests
+    from rank_pipeline.transform import DuckDBEngine, run_tests
 
     table = load_project(ROOT / "dbt_like_sql").tables[run_history.TABLE]
     with duckdb.connect(":memory:") as con:
         run_history.upsert(con, runs)
         if fix_up:
             con.execute(fix_up)
-        (result,) = [r for r in run_tests(con, table, None) if r.name == test]
+        (result,) = [r for r in run_tests(DuckDBEngine(con), table, None) if r.name == test]
     return result.failures
 
 

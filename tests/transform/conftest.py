@@ -40,7 +40,8 @@ import pytest
 from rank_pipeline.sandbox import AccountSpec, KeywordSpec, LimitChange, World, WorldConfig, catalogues
 from rank_pipeline.snapshots.schema import ENDPOINTS
 from rank_pipeline.snapshots.writer import SnapshotWriter
-from rank_pipeline.transform import build_all, load_project, run_tests
+from rank_pipeline.transform import DuckDBEngine, load_project, run_tests
+from rank_pipeline.transform.materialize import build_all
 from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 
@@ -143,12 +144,12 @@ def build_models(
     ``expected_failures`` (``<model>.<test name>``), which must then fail (a history with missed days).
     """
     project = load_project(SQL_DIR)
-    built = build_all(con, project, partition, full_refresh=partition is None)
+    built = build_all(DuckDBEngine(con), project, partition, full_refresh=partition is None)
     if not run_yml_tests:
         return list(built)
     failed, warned = [], set()
     for relation in [*project.seeds.values(), *project.topological_order()]:
-        for result in run_tests(con, relation, partition):
+        for result in run_tests(DuckDBEngine(con), relation, partition):
             name = f"{relation.qualified_name}.{result.name}"
             if not result.passed and name in expected_failures and not result.blocking:
                 warned.add(name)

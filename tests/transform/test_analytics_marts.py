@@ -22,7 +22,7 @@ import pytest
 import quota_truth
 from marts_compare import assert_matches, mart, movement
 
-from rank_pipeline.transform import load_project, run_tests
+from rank_pipeline.transform import DuckDBEngine, load_project, run_tests
 
 pytestmark = pytest.mark.xdist_group(name="sql_models_world")
 
@@ -358,7 +358,7 @@ def test_coverage_asset_check_warns_after_a_missed_day(gapped):
     model = load_project(SQL_DIR).models["fct_account_snapshot_coverage_daily"]
 
     def check(day):
-        (result,) = [r for r in run_tests(gapped.full, model, day) if r.name == "previous_day_snapshot_present"]
+        (result,) = [r for r in run_tests(DuckDBEngine(gapped.full), model, day) if r.name == "previous_day_snapshot_present"]
         return result
 
     after_gap, ordinary = date(2026, 2, 2), date(2026, 2, 3)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rank_pipeline.transform import build_all, load_project, materialize
+from rank_pipeline.transform import DuckDBEngine, load_project, materialize
 from rank_pipeline.warehouse.raw_load import load_partition
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 
@@ -80,10 +80,10 @@ class Runs:
         load_partition(self.con, self.roots[day], day)
         self.loaded.add(day)
         if kill_after is None:
-            build_all(self.con, self.project, day)
+            materialize.build_all(DuckDBEngine(self.con), self.project, day)
             return
         with _killed_after(kill_after % len(self.project.models)), pytest.raises(Killed):
-            build_all(self.con, self.project, day)
+            materialize.build_all(DuckDBEngine(self.con), self.project, day)
 
 
 def _full_rebuild(path: Path, roots: dict[date, Path], days: set[date], sql_dir: Path) -> Path:
@@ -91,7 +91,7 @@ def _full_rebuild(path: Path, roots: dict[date, Path], days: set[date], sql_dir:
     con = _open(path)
     for day in sorted(days):
         load_partition(con, roots[day], day)
-    build_all(con, load_project(sql_dir), full_refresh=True)
+    materialize.build_all(DuckDBEngine(con), load_project(sql_dir), full_refresh=True)
     con.close()
     return path
 
@@ -192,7 +192,7 @@ def test_late_backfill_leaves_no_stale_row(roots, scenario, tmp_path):
         if day != late:
             load_partition(runs.con, roots[day], day)
             runs.loaded.add(day)
-    build_all(runs.con, runs.project, full_refresh=True)
+    materialize.build_all(DuckDBEngine(runs.con), runs.project, full_refresh=True)
     runs.run(late)
     assert_equals_full_rebuild(runs.con, _full_rebuild(tmp_path / "full.duckdb", roots, runs.loaded, scenario.sql_dir))
 

@@ -105,9 +105,9 @@ def test_any_order_of_days_on_spark_equals_a_full_rebuild(spark, snapshots_dirs,
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
     reload_raw_from_snapshots(con, root)
-    from rank_pipeline.transform.duckdb_engine import build_all as build_all_on
+    from rank_pipeline.transform.duckdb_engine import DuckDBEngine
 
-    build_all_on(con, project, full_refresh=True)
+    build_all(DuckDBEngine(con), project, full_refresh=True)
     assert sorted(r[0] for r in con.execute("select distinct snapshot_date from raw.keywords").fetchall()) == loaded
 
     for model in project.topological_order():

@@ -25,7 +25,8 @@ import quota_edges as edges
 import quota_truth
 from marts_compare import assert_matches, mart
 
-from rank_pipeline.transform import build_all, load_project, run_tests
+from rank_pipeline.transform import DuckDBEngine, load_project, run_tests
+from rank_pipeline.transform.materialize import build_all
 
 pytestmark = pytest.mark.xdist_group(name="sql_models_world")
 
@@ -149,8 +150,8 @@ def test_the_mart_as_it_was_fails_the_invariants_blocking(quota_edges, tmp_path)
     shutil.copy(quota_edges.published, copy)
     project = load_project(models)
     with duckdb.connect(str(copy)) as con:
-        build_all(con, project, None, full_refresh=True)
-        results = run_tests(con, project.models["fct_quota_cycle_daily"])
+        build_all(DuckDBEngine(con), project, None, full_refresh=True)
+        results = run_tests(DuckDBEngine(con), project.models["fct_quota_cycle_daily"])
     failed = {r.name: r for r in results if not r.passed}
     for name in ("cycle_end_on_or_after_the_day", "days_left_at_least_0", "projected_usage_at_least_usage",
                  "overdue_has_days_overdue_and_no_cycle_end"):

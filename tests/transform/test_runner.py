@@ -17,17 +17,16 @@ from support import declare_raw_sources
 from rank_pipeline.transform import (
     BuildError,
     DependencyError,
+    DuckDBEngine,
     ModelConfigError,
     ModelSqlError,
     TestExecutionError,
-    build,
-    build_all,
     incremental_sql,
     load_project,
     loaded_project,
-    run_test,
     run_tests,
 )
+from rank_pipeline.transform.materialize import build, build_all
 
 D0 = date(2026, 3, 1)
 
@@ -110,7 +109,7 @@ def test_build_all_view_table_and_seed(tmp_path):
     project = load_project(write_project(tmp_path, BASE))
     con = duckdb.connect()
     raw_keywords(con, [(D0, "a", "1"), (D0, "b", "3"), (D0 + timedelta(1), "a", "2")])
-    results = build_all(con, project)
+    results = build_all(DuckDBEngine(con), project)
     assert list(results) == ["seeds.ctr", "staging.stg_kw", "marts.fct_kw", "marts.fct_agg"]
     assert results["seeds.ctr"].rows == 3 and results["staging.stg_kw"].rows is None
     assert results["marts.fct_kw"].rows == 3 and results["marts.fct_agg"].rows == 2
@@ -123,7 +122,7 @@ def test_build_all_view_table_and_seed(tmp_path):
     con.execute("insert into raw.keywords values (?, 'c', '2')", [D0])
     assert con.execute("select count(*) from staging.stg_kw").fetchone() == (4,)
     assert con.execute("select count(*) from marts.fct_kw").fetchone() == (3,)
-    assert build(con, project.models["fct_kw"]).rows == 4
+    assert build(DuckDBEngine(con), project.models["fct_kw"]).rows == 4
     assert con.execute("select table_name from information_schema.tables where table_name like '%build%'").fetchall() == []
 
 
@@ -131,16 +130,16 @@ def test_failed_table_build_keeps_the_previous_table(tmp_path):
     project = load_project(write_project(tmp_path, BASE))
     con = duckdb.connect()
     raw_keywords(con, [(D0, "a", "1")])
-    build_all(con, project)
+    build_all(DuckDBEngine(con), project)
     con.execute("insert into raw.keywords values (?, 'x', 'not a number')", [D0])
     with pytest.raises(BuildError, match="fct_kw") as err:
-        build(con, project.models["fct_kw"])
+        build(DuckDBEngine(con), project.models["fct_kw"])
     assert "unchanged" in str(err.value)
     assert con.execute("select keyword_id from marts.fct_kw").fetchall() == [("a",)]
     # switching a model from table to view (and back) replaces the relation kind
     view = write_project(tmp_path, {"marts/fct_kw.yml": yml("fct_kw", "view")})
     con.execute("delete from raw.keywords where id = 'x'")
-    build(con, load_project(view).models["fct_kw"])
+    build(DuckDBEngine(con), load_project(view).models["fct_kw"])
     assert con.execute("select table_type from information_schema.tables where table_name = 'fct_kw'").fetchone() == ("VIEW",)
 
 
@@ -297,8 +296,8 @@ def test_each_test_kind_passes_on_clean_data_and_fails_on_crafted_data(tmp_path)
     con = duckdb.connect()
     clean = [(D0, "k1", "desktop", "d1", 1), (D0, "k2", "mobile", "d2", 100), (D0, "k3", None, None, 50)]
     _fct(con, clean)
-    build_all(con, project)
-    results = run_tests(con, fct)
+    build_all(DuckDBEngine(con), project)
+    results = run_tests(DuckDBEngine(con), fct)
     assert [(r.name, r.passed, r.failures) for r in results] == [(t.name, True, 0) for t in fct.tests]
 
     bad = clean + [
@@ -307,8 +306,8 @@ def test_each_test_kind_passes_on_clean_data_and_fails_on_crafted_data(tmp_path)
         (D0, "k2", "mobile", "d2", None),     # unique(k2 twice), unique_combination (k2, mobile), expression (null)
     ]
     _fct(con, bad)
-    build(con, fct)
-    got = {r.name: r for r in run_tests(con, fct)}
+    build(DuckDBEngine(con), fct)
+    got = {r.name: r for r in run_tests(DuckDBEngine(con), fct)}
     assert {n: r.failures for n, r in got.items()} == {
         "not_null_id": 1, "unique_id": 2, "accepted_device": 1, "domain_id_in_dim": 1,
         "position_between_1_and_100": 2, "one_row_per_id_device": 1}
@@ -320,14 +319,14 @@ def test_each_test_kind_passes_on_clean_data_and_fails_on_crafted_data(tmp_path)
     assert len(con.execute(got["position_between_1_and_100"].sql).fetchall()) == 2
     # partition scope: only that day's rows are tested
     con.execute("insert into raw.keywords values (?, null, 'x', 'd1', 1)", [D0 + timedelta(1)])
-    build(con, fct)
-    day = {r.name: r.failures for r in run_tests(con, fct, D0 + timedelta(1))}
+    build(DuckDBEngine(con), fct)
+    day = {r.name: r.failures for r in run_tests(DuckDBEngine(con), fct, D0 + timedelta(1))}
     assert day["not_null_id"] == 1 and day["unique_id"] == 0 and day["accepted_device"] == 1
 
 
 def test_a_model_without_the_partition_column_is_tested_whole_on_a_daily_run(tmp_path):
     """A daily run's tests read only that day's rows of a relation with the partition column; a relation
-    without it is tested whole, by run_tests (which asks the catalog once per relation) and run_test alike."""
+    without it is tested whole (run_tests asks the catalog once per relation)."""
     project = load_project(write_project(tmp_path, {
         "marts/nodate.sql": "select * from (values ('a'), (null), (null), ('b'), ('b')) as t(id)\n",
         "marts/nodate.yml": yml("nodate", "table", body="""\
@@ -336,19 +335,17 @@ def test_a_model_without_the_partition_column_is_tested_whole_on_a_daily_run(tmp
         tests: [not_null, unique]
 """)}))
     con = duckdb.connect()
-    build_all(con, project)
+    build_all(DuckDBEngine(con), project)
     model = project.models["nodate"]
-    results = run_tests(con, model, D0, until=D0 + timedelta(2))
+    results = run_tests(DuckDBEngine(con), model, D0, until=D0 + timedelta(2))
     assert [(r.name, r.failures) for r in results] == [("not_null_id", 2), ("unique_id", 1)]
     assert not any("snapshot_date" in r.sql for r in results)
-    one_by_one = [run_test(con, model, t, D0, until=D0 + timedelta(2)) for t in model.tests]
-    assert [(r.failures, r.sql) for r in one_by_one] == [(r.failures, r.sql) for r in results]
 
 
 def test_running_tests_on_an_unbuilt_model_is_a_clear_error(tmp_path):
     project = load_project(write_project(tmp_path, TESTED))
-    with pytest.raises(TestExecutionError, match="Is the model built"):
-        run_tests(duckdb.connect(), project.models["fct"])
+    with pytest.raises(TestExecutionError, match=r"(?s)test not_null_id of marts.fct could not run on duckdb: .*Is it built"):
+        run_tests(DuckDBEngine(duckdb.connect()), project.models["fct"])
 
 
 # ---------------------------------------------------------------------------------- incremental
@@ -427,16 +424,16 @@ def test_incremental_day_by_day_equals_full_build_and_pandas(tmp_path):
     modes = []
     for day in days:  # the daily job: load that day's raw partition, build that partition
         con.executemany("insert into raw.keywords values (?, ?, ?)", [r for r in history if r[0] == day])
-        modes.append(build_all(con, project, day)["marts.fct_inc"].mode)
+        modes.append(build_all(DuckDBEngine(con), project, day)["marts.fct_inc"].mode)
     assert modes[0] == "full_refresh" and set(modes[1:]) == {"incremental"}
     incremental = _table(con)
     # re-running a day is idempotent
-    build(con, project.models["fct_inc"], days[5])
+    build(DuckDBEngine(con), project.models["fct_inc"], days[5])
     assert _table(con) == incremental
 
     full = duckdb.connect()
     raw_keywords(full, history)
-    assert build_all(full, project, full_refresh=True)["marts.fct_inc"].mode == "full_refresh"
+    assert build_all(DuckDBEngine(full), project, full_refresh=True)["marts.fct_inc"].mode == "full_refresh"
     assert _table(full) == incremental
 
     truth = _pandas_truth(history)
@@ -455,7 +452,7 @@ def test_incremental_partition_reads_only_the_lookback_window(tmp_path):
     day = D0 + timedelta(8)
     con = duckdb.connect()
     raw_keywords(con, history)
-    build_all(con, project)
+    build_all(DuckDBEngine(con), project)
 
     # 1) the rewritten SQL filters each upstream with the date column to [day - lookback, day]
     sql = incremental_sql(con, model, day)
@@ -475,15 +472,15 @@ def test_incremental_partition_reads_only_the_lookback_window(tmp_path):
 
     # 2) behaviour: a poison row just outside the window would fail the cast if it were read
     con.execute("insert into raw.keywords values (?, 'k0', 'not a number')", [day - timedelta(LOOKBACK + 1)])
-    result = build(con, model, day)
+    result = build(DuckDBEngine(con), model, day)
     assert result.mode == "incremental" and result.partition_date == day
     assert result.rows == len([r for r in history if r[0] == day])
     with pytest.raises(BuildError, match="not a number"):
-        build(con, model, full_refresh=True)
+        build(DuckDBEngine(con), model, full_refresh=True)
     # and the partition build matched the full build made before the poison
     full = duckdb.connect()
     raw_keywords(full, history)
-    build_all(full, project)
+    build_all(DuckDBEngine(full), project)
     day_rows = [r for r in _table(full) if r[1] == day]
     assert [r for r in _table(con) if r[1] == day] == day_rows
 
@@ -494,7 +491,7 @@ def test_incremental_model_must_output_its_date_column(tmp_path):
     con = duckdb.connect()
     raw_keywords(con, _history(2))
     with pytest.raises(BuildError, match="must output its date column 'snapshot_date'"):
-        build_all(con, project, D0)
+        build_all(DuckDBEngine(con), project, D0)
 
 
 def test_the_raw_sources_are_declared_in_yml_and_equal_what_the_warehouse_loads(tmp_path):
