@@ -22,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from spark_cluster import LONG_SESSION_CONF
+from spark_cluster import INTERPRETED_CONF, LONG_SESSION_CONF
 from test_spark_equality import assert_same_relation
 
 from rank_pipeline.snapshots.schema import ENDPOINTS, partition_dir
@@ -35,8 +35,9 @@ from rank_pipeline.warehouse.engines import load_partitions
 from rank_pipeline.warehouse.raw_load import reload_raw_from_snapshots
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 
-SPARK_SESSION_CONF = LONG_SESSION_CONF
-"""This module's session (``conftest.py``'s ``spark``) keeps Spark's own JIT: five builds, where C2 pays."""
+SPARK_SESSION_CONF = {**LONG_SESSION_CONF, **INTERPRETED_CONF}
+"""This module's session (``conftest.py``'s ``spark``) keeps Spark's own JIT (five builds, where C2 pays) and
+evaluates plans interpreted (``spark_cluster.INTERPRETED_CONF``)."""
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark_local"), pytest.mark.timeout(900)]
 
