@@ -1,17 +1,6 @@
-"""The keywords file in Dagster: ``raw/keywords_file`` and its drift asset check.
-
-``raw/keywords_file`` (daily partitions, after the day's ``domains``, ``keywords``, ``locations`` and
-``usage`` snapshots) plans the keywords file of ``RANK_PIPELINE_KEYWORDS_FILE`` offline against the
-partition's snapshot (:func:`rank_pipeline.keywords.plan_offline`: no API request) and writes one row per
-wanted combination to ``raw.keywords_file`` (the engine's ``replace_raw_rows``; DuckDB only), which the
-mart ``marts.keywords_file_vs_tracked`` reads. With no keywords file set, the table is emptied and the
-asset has no check.
-
-Asset check ``matches_tracked_keywords`` (only when the setting is set; severity WARN, not blocking): passes
-when the file and the tracked keywords agree on the file's domains (nothing to create, nothing tracked
-that is not in the file, no problem in the file). Its metadata gives the counts, the first rows to create
-and the first rows tracked but not in the file, with file lines; a file that does not load fails it with
-the file's own error line. On the Spark engine the table is not written (the mart reads an empty one).
+"""The keywords file in Dagster: ``raw/keywords_file`` (the file planned offline against the partition's
+snapshot, one row per wanted combination) and its WARN check ``matches_tracked_keywords`` (only when
+``RANK_PIPELINE_KEYWORDS_FILE`` is set). Details: docs/concepts/dagster.md, "The keywords file".
 """
 
 from pathlib import Path

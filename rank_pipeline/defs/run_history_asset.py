@@ -1,19 +1,9 @@
-"""The ``ops/run_history`` asset: the warehouse records its own runs (:mod:`rank_pipeline.operations.run_history`).
+"""The ``ops/run_history`` asset: the warehouse records its own runs (:mod:`rank_pipeline.operations.run_history`),
+read through Dagster's public instance API, after every model and before ``warehouse/published``.
 
-Each run's figures are read through Dagster's public instance API: the run record
-(``DagsterInstance.get_run_records``: tags, status, start and end) and the run's event log
-(``DagsterInstance.all_logs``): step starts and ends (seconds per stage), asset check evaluations, the
-``snapshots/*`` materializations' metadata (``by_day``: rows per endpoint and the day's requests, 429s,
-retries and re-read passes; written by :mod:`rank_pipeline.defs.extract_assets`) and the first step
-failure.
-
-The asset runs after every model and before ``warehouse/published`` in the same run, holding the data
-folder's writer lock (the ``warehouse`` resource): it upserts the current run's provisional rows and
-catches up every finished run without final rows (at most :data:`CATCH_UP_LIMIT` a run, newest first:
-a successful run's own provisional rows are made final from its step events alone, any other run is read
-whole), runs the tests of ``dbt_like_sql/sources/run_history.yml`` on the table as asset checks (never blocking:
-a history test must not keep the day's data from being published), and counts those evaluations into
-the run's own row. The publish step then copies the build file, history included.
+It writes the run's provisional rows, catches up at most :data:`CATCH_UP_LIMIT` finished runs without final
+rows, and runs ``run_history.yml``'s tests as non-blocking checks. Details: docs/concepts/dagster.md, "Run
+history".
 """
 
 
@@ -173,17 +163,11 @@ def _add_snapshot_figures(by_day: dict[date, DayFigures], materialization, days:
 
 def _catch_up(instance: dg.DagsterInstance, recorded: dict[str, bool],
               current: str) -> tuple[list[RunFacts], list[RunFacts]]:
-    """The newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows, as
-    ``(runs to write whole, runs to make final)``.
-
-    ``recorded``: :func:`rank_pipeline.operations.run_history.recorded_runs`. A run that ended successfully
-    with provisional rows of its own is made final from its step events only
-    (:func:`rank_pipeline.operations.run_history.finalize` keeps its figures and checks); any other run
-    (failed, canceled, killed, or one that never wrote its rows) is read whole, :data:`RUN_FACT_EVENTS`.
-
-    Runs are read newest first, a page of 100 at a time, and the reading stops at the first page whose runs
-    all have final rows: every publish catches up the runs that ended before it, so older runs have theirs
-    (the cost stays that of the last few runs, not of the instance's whole history)."""
+    """The newest :data:`CATCH_UP_LIMIT` finished runs (not ``current``) without final rows, as ``(runs to write
+    whole, runs to make final)``; ``recorded``: :func:`rank_pipeline.operations.run_history.recorded_runs`.
+    Read newest first, 100 a page, stopping at a page whose runs are all final (docs/concepts/dagster.md,
+    "Run history").
+    """
     whole: list[RunFacts] = []
     finals: list[RunFacts] = []
     cursor = None
@@ -214,7 +198,8 @@ def _history_table(project_dir: Path | None) -> PipelineTable | None:
 def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.AssetKey],
                             project_dir: Path | None = None, days: dg.DailyPartitionsDefinition = daily_partitions
                             ) -> dg.AssetsDefinition:
-    """``ops/run_history``: after every model, before ``warehouse/published`` (module docstring); its
+    """``ops/run_history``: after every model, before ``warehouse/published`` (docs/concepts/dagster.md, "Run
+    history"); its
     tests are those ``project_dir`` declares (default :func:`models_dir`); partitioned by ``days``."""
     table = _history_table(project_dir)
     specs = [dg.AssetCheckSpec(t.name, asset=RUN_HISTORY_KEY, blocking=False, description=t.describe())

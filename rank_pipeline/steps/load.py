@@ -1,10 +1,5 @@
-"""Load the raw tables from the committed snapshots: the step behind the Dagster asset ``load_raw_tables``
-(in the daily job and the rebuild jobs that ``rank-pipeline rebuild`` runs).
-
-Whatever the engine (:mod:`rank_pipeline.warehouse.engines`): DuckDB replaces the days in
-the build file in one transaction; Spark registers its raw views over every committed snapshot, read in
-place. Then the records repeated within a day are counted (:func:`repeated_records_sql`): a vendor
-account extracted under two configured names, or a record written twice.
+"""Load the raw tables from the committed snapshots on any engine, then count the records repeated within a
+day (:func:`repeated_records_sql`): the step behind the Dagster asset ``load_raw_tables``.
 """
 
 from __future__ import annotations

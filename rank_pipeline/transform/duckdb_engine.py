@@ -1,10 +1,6 @@
-"""The models on DuckDB: the primitives of :class:`rank_pipeline.transform.primitives.ModelEngine` on one
-writer connection (a bare one too: ``materialize.build_all(DuckDBEngine(con), project)``).
-
-How a model is built (which days, replace, fold or rebuild) is :mod:`rank_pipeline.transform.materialize`'s,
-and which days its tests read :mod:`rank_pipeline.transform.testing`'s; here each primitive is one
-transaction: a whole relation is built into a side table and swapped in, a build of days deletes and inserts
-those days, a view is created or replaced, raw days are copied in (:mod:`rank_pipeline.transform.duckdb_raw`).
+"""The models on DuckDB: :class:`DuckDBEngine`, the primitives of
+:class:`rank_pipeline.transform.primitives.ModelEngine` on one writer connection, each one transaction
+(docs/concepts/models.md, "The DuckDB engine").
 """
 
 from __future__ import annotations

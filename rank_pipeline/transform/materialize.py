@@ -1,25 +1,7 @@
-"""The one materialization flow, for every engine: which days a model builds, whether it is replaced,
-folded or rebuilt whole, seeds before the graph, then its tests over the days
-:func:`rank_pipeline.transform.testing.test_days` gives.
-
-An engine supplies primitives only (:class:`rank_pipeline.transform.primitives.ModelEngine`); the SQL is
-written here in DuckDB's dialect (:mod:`rank_pipeline.transform.rewrite`) and rendered by the engine.
-docs/concepts/any-order.md explains the contract an incremental model meets so that any order of loads
-equals a full build.
-
-=====================================  =====================================================================
-model                                  a build of the days ``first .. last``
-=====================================  =====================================================================
-view, engine keeps views               the view is created or replaced
-view, engine does not keep views       stored as a table: by day when it outputs ``snapshot_date`` (only
-                                       the days built are replaced), else whole
-table                                  rebuilt whole
-incremental                            the days replaced; whole when not stored yet, on a full refresh or
-                                       without days
-incremental, ``strategy: fold``        the upstream days after its watermark folded into the previous
-                                       relation; whole when a day at or before the watermark is built
-seed                                   loaded whole from its CSV
-=====================================  =====================================================================
+"""The one materialization flow, for every engine: which days a model builds, whether it is replaced, folded
+or rebuilt whole, seeds before the graph, then its tests (:func:`rank_pipeline.transform.testing.test_days`).
+Engines supply primitives only (:class:`rank_pipeline.transform.primitives.ModelEngine`). Per
+materialization: docs/concepts/models.md, "One materialization flow"; docs/concepts/any-order.md.
 """
 
 from __future__ import annotations
@@ -98,7 +80,8 @@ def _date_column(engine: ModelEngine, model: Model, full_sql: str, where: str) -
 def build(engine: ModelEngine, model: Model, partition_date: date | None = None, *, until: date | None = None,
           full_refresh: bool = False) -> BuildResult:
     """Build ``model`` for the days ``partition_date .. until`` (``until`` default ``partition_date``) by its
-    materialization (module docstring); whole without ``partition_date`` or with ``full_refresh``.
+    materialization (docs/concepts/models.md, "One materialization flow"); whole without ``partition_date``
+    or with ``full_refresh``.
 
     Raises:
         BuildError: the SQL failed, an incremental model's output lacks its date column, or the range is

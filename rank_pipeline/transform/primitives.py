@@ -1,13 +1,6 @@
-"""What a model engine supplies (:class:`ModelEngine`) and what a build reports (:class:`BuildResult`).
-
-The engines (:class:`rank_pipeline.transform.duckdb_engine.DuckDBEngine`,
-:class:`rank_pipeline.transform.spark_engine.SparkEngine`) supply primitives only: render a SELECT in
-their dialect, read a watermark, create as select, replace these days, swap a whole relation in, count,
-load the raw tables (:class:`RawTable`), the failing rows of SELECTs. Which days a model builds, and whether
-it is replaced, folded or rebuilt, is decided once, by :mod:`rank_pipeline.transform.materialize`, for every
-engine; which days its tests read, by :mod:`rank_pipeline.transform.testing`. A new engine is one module
-whose class offers every member of :class:`ModelEngine`; :func:`rank_pipeline.warehouse.engines.open_engine`
-is the one place that turns an engine's name (``RANK_PIPELINE_ENGINE``) into an engine.
+"""What a model engine supplies (:class:`ModelEngine`: primitives only, one module per engine) and what a build
+reports (:class:`BuildResult`); which days a model builds is :mod:`rank_pipeline.transform.materialize`'s,
+for every engine (docs/concepts/models.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""The models on Spark: the primitives of :class:`rank_pipeline.transform.primitives.ModelEngine` on one
-Spark session, the same ``dbt_like_sql/`` files.
-
-How a model is built (which days, replace, fold or rebuild) is :mod:`rank_pipeline.transform.materialize`'s;
-the SQL it writes in DuckDB's dialect is rendered by :func:`rank_pipeline.transform.spark_dialect.to_spark_sql`
-and written as Parquet under the warehouse URI by :class:`rank_pipeline.transform.spark_storage.ParquetStore`.
-Spark keeps no view across sessions (each Dagster step is a new process), so a view is stored as a table,
-by day when it has ``snapshot_date``. The raw tables are the Parquet files of the committed snapshots, read
-in place as the session's temporary views (:meth:`SparkEngine.load_raw`). docs/concepts/scale-out.md
-says how to run it on a cluster.
+"""The models on Spark: :class:`SparkEngine`, the primitives of
+:class:`rank_pipeline.transform.primitives.ModelEngine` on one session, the same ``dbt_like_sql/`` files
+(views stored as tables, raw snapshots read in place). How: docs/concepts/models.md, "The Spark engine";
+clusters: docs/concepts/scale-out.md.
 """
 
 from __future__ import annotations
@@ -35,7 +29,8 @@ __all__ = ["SparkEngine"]
 
 
 class SparkEngine:
-    """The model graph on one Spark session, tables as Parquet under ``warehouse_uri`` (module docstring).
+    """The model graph on one Spark session, tables as Parquet under ``warehouse_uri``
+    (docs/concepts/models.md, "The Spark engine").
 
     Args:
         spark: a SparkSession (:func:`rank_pipeline.transform.spark_session.spark_session`).
@@ -206,17 +201,11 @@ class SparkEngine:
 
     def load_raw(self, tables: Sequence[RawTable], first: date | None, last: date | None, *,
                  count: bool = True) -> dict[date, dict[str, int]]:
-        """Register each ``raw.<name>`` (the session's view :func:`raw_view`) over the files of every day
-        handed (read in place, columns merged by name, plus ``loaded_at``: the registration time), or, with
-        no file, as an empty view of its columns; a view is registered again only when its files changed.
-        The last loaded day is the latest day handed.
+        """Register each ``raw.<name>`` as the view :func:`raw_view` over the files of every day handed (in place,
+        columns by name, plus ``loaded_at``), or an empty view without files; unchanged files are not registered
+        again. Returns ``{day: {table: rows}}`` over ``first .. last`` (``{}`` unless ``count``).
 
-        Returns:
-            ``{day: {table: rows}}`` of the registered views with ``snapshot_date`` over ``first .. last``
-            (None: an open bound), counted by Spark; ``{}`` when not ``count``.
-
-        Raises:
-            BuildError: a column type this engine cannot map (the message names it).
+        Raises BuildError: a column type this engine cannot map (named).
         """
         from pyspark.sql import functions as F
 
@@ -304,16 +293,9 @@ class SparkEngine:
 
 
     def run_unit_select(self, model: Model, inputs: Mapping[str, Any]):
-        """A model's full-build SELECT on Spark over given inputs, for its SQL unit tests
-        (:func:`rank_pipeline.transform.unit_tests.run_unit_test` ``engine=``).
-
-        ``inputs``: ``{qualified relation: pyarrow Table}`` for every relation the model reads, each
-        registered as a temporary view of this session only (``__unit_<schema>_<name>``; the session's
-        raw views and tables are untouched) and read in place of the relation by the transpiled SELECT.
-        Returns the output as a pyarrow Table.
-
-        Raises:
-            BuildError: the SELECT cannot be transpiled; a Spark error as raised by Spark.
+        """A model's full-build SELECT on Spark over ``inputs`` (``{qualified relation: pyarrow Table}``, each a view
+        of this session only), for its unit tests; returns a pyarrow Table.
+        Raises BuildError: the SELECT cannot be transpiled; a Spark error as Spark raises it.
         """
         views = {}
         for qualified, table in inputs.items():

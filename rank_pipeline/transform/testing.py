@@ -1,24 +1,6 @@
-"""Data tests of models and seeds (the ``tests`` of their ``.yml``); each is one Dagster asset check.
-
-Each test is a SELECT returning the *failing* rows; the test passes when it returns none.
-
-==================== ===================================================== ===========================
-kind                 failing rows                                          ``failures`` counts
-==================== ===================================================== ===========================
-not_null             rows where the column is null                         rows
-unique               non-null values occurring more than once              duplicated values
-accepted_values      rows whose non-null value is not in ``values``        rows
-relationships        rows whose non-null value is absent from ``to.field`` rows
-expression           rows where the expression is not true (false or null) rows
-unique_combination   combinations of the columns occurring more than once  duplicated combinations
-==================== ===================================================== ===========================
-
-Which days the tests read is decided here, for every engine: after a build, the days it rebuilt
-(:func:`test_days`); a test then reads only the relation's rows of those days (its incremental
-``date_column``, else ``snapshot_date``) when the relation has that column, so a daily check costs one day;
-the target of a ``relationships`` test is read whole. A seed, a whole build and a relation without the column:
-the whole relation. :func:`run_tests` runs them on any engine over its primitives (``column_types``,
-``render``, ``failing_rows``).
+"""Data tests of models and seeds (the ``tests`` of their ``.yml``), each one Dagster asset check: a SELECT of
+the failing rows, run on any engine (:func:`run_tests`) over the days :func:`test_days` decides, for every
+engine. Kinds and what they count: docs/concepts/models.md, "Data tests".
 """
 
 from __future__ import annotations
@@ -48,16 +30,9 @@ __all__ = ["TestResult", "json_safe", "partition_column", "run_tests", "test_day
 
 @dataclass(frozen=True)
 class TestResult:
-    """Outcome of one data test.
-
-    Attributes:
-        name: the test's stable name (the asset check name), e.g. ``not_null__keyword_id``.
-        passed: no failing rows.
-        failures: number of failing rows (or duplicated values/combinations; see module docstring).
-        sample_rows: up to ``sample_size`` failing rows as dicts, JSON-safe (dates as ISO text; :func:`json_safe`).
-        sql: the SELECT of failing rows that ran, in the engine's dialect (DuckDB's: paste it into the duckdb shell).
-        blocking: a failure should block downstream assets.
-        kind, column: the test kind and column (None for model-level tests).
+    """Outcome of one data test: ``name`` (the asset check's), ``passed``, ``failures`` (failing rows, or
+    duplicated values or combinations), ``sample_rows`` (JSON-safe dicts), ``sql`` (the SELECT that ran, in the
+    engine's dialect), ``blocking``, ``kind`` and ``column`` (None for model-level tests).
     """
 
     __test__ = False  # not a pytest test class
@@ -127,7 +102,8 @@ def _column(test: TestSpec) -> str:
 
 
 def test_sql(relation: Tested, test: TestSpec, partition_date: date | None = None, until: date | None = None) -> str:
-    """The DuckDB SELECT of failing rows for ``test`` on ``relation`` (see the module docstring), over the days
+    """The DuckDB SELECT of failing rows for ``test`` on ``relation`` (docs/concepts/models.md, "Data
+    tests"), over the days
     ``partition_date .. until`` (``until`` default ``partition_date``; None: the whole relation) of its
     :func:`partition_column`, which the relation must have."""
     rel = _relation_sql(relation, partition_date, until)
@@ -170,19 +146,11 @@ def test_days(relation: Tested, built: BuildResult | None, first: date | None,
 
 def run_tests(engine: ModelEngine, relation: Tested, partition_date: date | None = None, *,
               until: date | None = None, sample_size: int = 5) -> list[TestResult]:
-    """Run every test of ``relation`` on ``engine``, in ``.yml`` order.
+    """Run every test of ``relation`` (a :class:`Model`, :class:`Seed` or :class:`PipelineTable`) on ``engine``, in
+    ``.yml`` order, over ``partition_date .. until`` (:func:`test_days`; None: the whole relation, as for one
+    without :func:`partition_column`), keeping ``sample_size`` failing rows each.
 
-    Args:
-        engine: any :class:`rank_pipeline.transform.primitives.ModelEngine` where the relation (and the
-            targets of its relationships tests) exist.
-        relation: a :class:`Model`, :class:`Seed` or :class:`PipelineTable`.
-        partition_date: the first day the tests read (module docstring; :func:`test_days`), or None for the
-            whole relation; a relation without its :func:`partition_column` is read whole.
-        until: with ``partition_date``, the last day (default ``partition_date``).
-        sample_size: failing rows to keep per test (JSON-safe: dates as ISO text, see :func:`json_safe`).
-
-    Raises:
-        TestExecutionError: a test's SQL failed (e.g. the relation or a column does not exist), naming the test.
+    Raises TestExecutionError: a test's SQL failed (e.g. a missing relation or column), naming the test.
     """
     if not relation.tests:
         return []

@@ -1,13 +1,6 @@
-"""The model engine on this data folder: opened by name, its raw tables loaded from the committed snapshots.
-
-The model runner (:mod:`rank_pipeline.transform`) knows nothing of snapshots or of the warehouse file; this
-module is where the pipeline hands them to it:
-
-- :func:`open_engine` turns ``RANK_PIPELINE_ENGINE`` into an engine (the one place that branches on the
-  engine's name): DuckDB on the warehouse's build file, or Spark on one session;
-- :func:`load_partitions`, :func:`reload_raw` and :func:`prepare` load the raw tables the models read, on any
-  engine: :func:`rank_pipeline.warehouse.raw_load.load_raw` hands the committed days' files to the engine's
-  ``load_raw`` (DuckDB copies the days' rows into the build file; Spark reads the files in place).
+"""Where the pipeline hands snapshots and the warehouse file to the model runner: :func:`open_engine` (the one
+branch on ``RANK_PIPELINE_ENGINE``: DuckDB on the build file, or Spark on one session) and the raw loads
+over any engine (docs/concepts/models.md, "Opening an engine").
 """
 
 from __future__ import annotations
@@ -30,19 +23,14 @@ __all__ = ["KEYWORDS_FILE", "load_partitions", "open_engine", "prepare", "raw_co
 
 @contextmanager
 def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEngine]:
-    """The engine ``settings`` names, for the duration of the ``with`` block.
+    """The engine ``settings`` names, for the ``with`` block: ``duckdb``, a
+    :class:`rank_pipeline.transform.duckdb_engine.DuckDBEngine` on a writer connection to ``paths.build_db``
+    (published to ``paths.published_db``), closed at the end; ``spark``, a
+    :class:`rank_pipeline.transform.spark_engine.SparkEngine` on one session, stopped at the end unless it ran
+    before the block.
 
-    ``duckdb``: a :class:`rank_pipeline.transform.duckdb_engine.DuckDBEngine` on a writer connection to
-    ``paths.build_db`` (published to ``paths.published_db``), closed at the end. ``spark``: a
-    :class:`rank_pipeline.transform.spark_engine.SparkEngine` on one Spark session on
-    ``settings.spark_master``, writing under ``settings.spark_warehouse_uri``; the session is stopped at
-    the end unless it was already running in this process when the block began (Spark allows one
-    session per process; a caller's session is left to its owner).
-
-    Raises:
-        RuntimeError: on Spark, pyspark is not installed (``pip install 'rank-pipeline[spark]'``), or no
-            Java 17+ (:func:`rank_pipeline.transform.spark_session.java_home`).
-        rank_pipeline.warehouse.errors.WarehouseError: on DuckDB, the build file cannot be opened.
+    Raises RuntimeError (Spark: no pyspark, or no Java 17+) or rank_pipeline.warehouse.errors.WarehouseError
+    (DuckDB: the build file cannot be opened).
     """
     if settings.engine == "spark":
         try:

@@ -1,19 +1,8 @@
-"""The raw tables, loaded from the committed Parquet snapshots: one table per resource in ``raw``, plus
-``raw.keywords_file`` (the keywords file's planned rows, not a snapshot's).
-
-:func:`load_raw` reads the committed manifests (and, for an engine that copies the rows, the files' footers)
-and hands the days to any engine's ``load_raw`` (:class:`rank_pipeline.transform.primitives.RawTable`):
-DuckDB copies them in one transaction (:mod:`rank_pipeline.transform.duckdb_raw`), Spark reads them in place.
-:func:`load_partition`, :func:`load_partitions` and :func:`reload_raw_from_snapshots` do it on a bare DuckDB
-connection. Columns: the snapshot columns (docs/concepts/completeness.md, "Snapshots") plus ``loaded_at``;
-files of every snapshot version load into the same tables, read by name.
-
-A load of days (``strict``) needs a committed snapshot of every requested resource for each day
-(:class:`SnapshotMissingError`, naming the expected path; ``resources=`` loads a subset); a reload takes
-whatever was committed for each day (history may predate a resource). A missing or damaged file, a count
-disagreeing with its manifest or rows of another day raise :class:`LoadError`, and every raw table keeps its
-previous state. ``snapshots_uri`` may be a folder, a URI (``s3://bucket/prefix``) or a
-:class:`rank_pipeline.snapshots.storage.Store`; only the files a committed manifest lists are read.
+"""The raw tables, loaded from the committed Parquet snapshots: one per resource in ``raw`` (the snapshot
+columns plus ``loaded_at``), and ``raw.keywords_file``; :func:`load_raw` hands the days to any engine,
+:func:`load_partition`, :func:`load_partitions` and :func:`reload_raw_from_snapshots` work on bare DuckDB.
+A failure (:class:`SnapshotMissingError`, :class:`LoadError`) leaves every raw table as it was
+(docs/concepts/operations.md, "The raw load").
 """
 
 from __future__ import annotations
@@ -219,19 +208,11 @@ def _raw_day(store: Store, resource: str, day: date, folder: str, manifest: Snap
 def raw_tables(roots: Sequence[Path | str | Store], first: date | None, last: date | None, *, strict: bool,
                footers: bool, resources: Sequence[str] | None = None) -> list[RawTable]:
     """The raw tables (each of ``resources``, default :data:`ENDPOINTS`, then the keywords file's) with their
-    committed days ``first .. last`` (None: an open bound) under ``roots``, combined: what
-    :meth:`rank_pipeline.transform.primitives.ModelEngine.load_raw` is handed.
+    committed days ``first .. last`` (None: open) under ``roots``: what an engine's ``load_raw`` is handed.
+    ``strict``: every day must have every resource committed; ``footers``: read the files' footers.
 
-    Args:
-        strict: every day of ``first .. last`` must have a committed snapshot of every resource under every
-            root (a day's extraction writes them all); else each day holds the resources committed for it
-            (history may predate a resource).
-        footers: read the files' footers (:func:`_raw_day`): an engine that copies the rows needs them.
-
-    Raises:
-        SnapshotMissingError: ``strict`` and a day lacks a committed snapshot of a resource.
-        LoadError: a manifest or (``footers``) a file is damaged.
-        WarehouseError: an unknown resource name.
+    Raises SnapshotMissingError (``strict``, a resource missing), LoadError (a damaged manifest or file) or
+    WarehouseError (an unknown resource).
     """
     wanted = _check_resources(resources)
     stores = [store_for(root) for root in roots]
@@ -305,23 +286,12 @@ def load_partition(
     snapshot_date: date,
     resources: Sequence[str] | None = None,
 ) -> dict[str, int]:
-    """Replace one ``snapshot_date`` of the raw tables of the DuckDB connection ``con`` from its Parquet
-    snapshots, in one transaction; re-running it is idempotent.
+    """Replace one ``snapshot_date`` of the raw tables on the idle writer connection ``con`` from the snapshots
+    under ``snapshots_uri``, in one transaction (idempotent); ``resources`` default: all of :data:`ENDPOINTS`.
+    Returns ``{resource: rows now in raw.<resource> for that date}``.
 
-    Args:
-        con: the writer connection (:meth:`Warehouse.connect`), not inside a transaction.
-        snapshots_uri: the snapshots root (``data/snapshots``).
-        snapshot_date: the partition (UTC day).
-        resources: the resources to load (default: all of :data:`ENDPOINTS`).
-
-    Returns:
-        ``{resource: rows now in raw.<resource> for that date}``.
-
-    Raises:
-        SnapshotMissingError: a requested resource has no committed snapshot for that date.
-        LoadError: a file is missing, unreadable, of another date, or disagrees with its manifest.
-        WarehouseError: an unknown resource name.
-        In every case the transaction is rolled back: each raw table keeps its previous state.
+    Raises SnapshotMissingError (a resource not committed that day), LoadError (a file missing, unreadable, of
+    another date or disagreeing with its manifest) or WarehouseError (an unknown resource); rolled back.
     """
     counts = load_partitions(con, snapshots_uri, snapshot_date, snapshot_date, resources).get(snapshot_date, {})
     log.info("loaded partition %s: %s", snapshot_date, counts)
@@ -335,14 +305,8 @@ def load_partitions(
     last: date,
     resources: Sequence[str] | None = None,
 ) -> dict[date, dict[str, int]]:
-    """:func:`load_partition` for every day ``first .. last`` (a backfill), all in ONE transaction.
-
-    Returns:
-        ``{snapshot_date: {resource: rows}}``, ascending.
-
-    Raises:
-        SnapshotMissingError, LoadError, WarehouseError: as :func:`load_partition`, for any day; checked
-            before any write where possible, and the whole range is rolled back otherwise.
+    """:func:`load_partition` for every day ``first .. last`` in one transaction; ``{snapshot_date: {resource:
+    rows}}``, ascending. Raises as :func:`load_partition`, the whole range rolled back.
     """
     return load_raw(DuckDBEngine(con), snapshots_uri, first, last, strict=True, resources=resources)
 
@@ -362,18 +326,9 @@ def reload_raw_from_snapshots(
     first: date | None = None,
     last: date | None = None,
 ) -> dict[date, dict[str, int]]:
-    """Make the raw tables of the DuckDB connection ``con`` hold exactly the committed snapshots, in one
-    transaction.
-
-    Without ``first``/``last``: drop the raw tables and reload every committed snapshot partition. With
-    them: delete every raw row dated ``first .. last`` (either bound may be None: open) and reload the
-    committed snapshots of those days; rows of other days are kept. A date loads the resources committed
-    for it (history may predate a resource).
-
-    Returns:
-        ``{snapshot_date: {resource: rows}}`` for the days reloaded.
-
-    Raises:
-        LoadError: as :func:`load_partition`; the whole rebuild is rolled back.
+    """Make the raw tables of ``con`` hold exactly the committed snapshots, in one transaction: all of them (the
+    tables dropped and reloaded), or the days ``first .. last`` (either bound None: open), other days kept; a day
+    loads what was committed for it. Returns ``{snapshot_date: {resource: rows}}``.
+    Raises LoadError as :func:`load_partition`, everything rolled back.
     """
     return load_raw(DuckDBEngine(con), snapshots_uri, first, last)
