@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from spark_cluster import INTERPRETED_CONF
 
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.materialize import build_all
@@ -43,6 +44,9 @@ from rank_pipeline.warehouse.raw_load import raw_tables
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark_equality"), pytest.mark.timeout(1800)]
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
+
+SPARK_SESSION_CONF = INTERPRETED_CONF
+"""This module's session (``conftest.py``'s ``spark``) evaluates plans interpreted (``spark_cluster.INTERPRETED_CONF``)."""
 
 
 def _norm(value):
