@@ -174,17 +174,11 @@ def _locks_and_deletions(source: str) -> list[str]:
     return found
 
 
-SETTINGS_STILL_DELETING = {"user_project.py"}
-"""Settings modules that still delete files: ``compose_models`` removes its staging folder when it loses a race and
-composed folders unused for a day. Leave this set only shrinking; each entry must still offend."""
-
-
 def test_settings_takes_no_lock_and_deletes_no_file():
     offences = {path.relative_to(PACKAGE / "settings").as_posix(): found
                 for path in sorted((PACKAGE / "settings").rglob("*.py"))
                 if (found := _locks_and_deletions(path.read_text()))}
-    assert {name: found for name, found in offences.items() if name not in SETTINGS_STILL_DELETING} == {}
-    assert SETTINGS_STILL_DELETING <= set(offences), "an exempt module no longer deletes: drop it from the set"
+    assert offences == {}
 
 
 def test_the_settings_check_sees_locks_and_deletions():

@@ -9,6 +9,10 @@ outside the repository.
 - after the package is upgraded (reinstalled with a changed default), ``rank-pipeline upgrade`` leaves the
   user's edited model as it was and shows the difference.
 - a wrong attribute (an unknown engine, a key written in clear) fails ``dg check defs`` with a line naming it.
+- one source of each setting: ``data_dir: elsewhere`` in a project's ``defs.yaml`` makes ``rank-pipeline demo``
+  publish ``elsewhere/warehouse.duckdb`` (and ``query`` read it); ``engine: sparkle`` ends a command with one line
+  naming its line of ``defs.yaml``.
+- ``dg scaffold defs`` in a create-dagster project writes the documented attributes, which ``dg check defs`` passes.
 """
 
 from __future__ import annotations
@@ -146,7 +150,8 @@ def test_component_in_a_create_dagster_project_materializes_a_day(venv, tmp_path
 
 
 @pytest.mark.parametrize(("attributes", "named"), [
-    ("  engine: sparkk\n", "engine 'sparkk' is not one of duckdb, spark"),
+    ("  engine: sparkk\n", "defs.yaml:3 - rank_pipeline.defs.component.RankPipelineComponent attributes.engine "
+                          "'sparkk' is not one of ['duckdb', 'spark']"),
     ("  accounts:\n    - {name: acme, api_key_env: sk-live-0123456789}\n", "accounts[0].api_key_env"),
 ])
 def test_a_wrong_attribute_fails_dg_check_naming_it(venv, tmp_path, attributes, named):
@@ -180,3 +185,42 @@ def test_upgrade_keeps_the_users_edit_and_shows_the_new_default(venv, tmp_path):
     assert "marts/dim_domains.sql: the default changed and so did yours" in done.stdout
     assert "+select * from final -- upstream fix" in done.stdout
     assert "--- yours/marts/dim_domains.sql" in done.stdout
+
+
+def test_the_command_line_reads_defs_yaml(venv, tmp_path):
+    done = _rank(venv, tmp_path, "init", "mine")
+    assert done.returncode == 0, done.stderr
+    project = tmp_path / "mine"
+    defs_yaml = project / "src" / "mine" / "defs" / "rank" / "defs.yaml"
+    text = defs_yaml.read_text()
+    assert "  data_dir: data\n" in text
+    defs_yaml.write_text(text.replace("  data_dir: data\n", "  data_dir: elsewhere\n"))
+
+    done = _rank(venv, project, "demo", "--days", "1")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (project / "elsewhere" / "warehouse.duckdb").is_file()
+    assert not (project / "data" / "warehouse.duckdb").exists()
+    assert f"warehouse: {project / 'elsewhere' / 'warehouse.duckdb'}" in done.stdout
+    done = _rank(venv, project / "models", "query", "select count(*) as n from marts.dim_domains", "--format", "csv")
+    assert done.returncode == 0 and int(done.stdout.split()[-1]) > 0, done.stdout + done.stderr
+
+    lines = defs_yaml.read_text().splitlines()
+    engine = next(i for i, line in enumerate(lines) if line.startswith("  engine:"))
+    lines[engine] = "  engine: sparkle"
+    defs_yaml.write_text("\n".join(lines) + "\n")
+    done = _rank(venv, project, "demo", "--days", "1")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: src/mine/defs/rank/defs.yaml:{engine + 1}: engine 'sparkle' is not "
+                                        "one of duckdb, spark"]
+
+
+def test_dg_scaffold_defs_writes_the_documented_attributes(venv, tmp_path):
+    project = _create_dagster_project(venv, tmp_path, "analytics")
+    done = _dg(venv, project, "scaffold", "defs", COMPONENT, "rank")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = (project / "src" / "analytics" / "defs" / "rank" / "defs.yaml").read_text()
+    assert "attributes: {}" not in text
+    for line in ("  data_dir: data", "  engine: duckdb", '    cron: "15 6 * * *"', "  # partition_start:"):
+        assert line in text.splitlines() or any(t.startswith(line) for t in text.splitlines()), (line, text)
+    done = _dg(venv, project, "check", "defs")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -64,6 +64,7 @@ from rank_pipeline.errors import (
     RankPipelineError,
     first_line,
 )
+from rank_pipeline.settings import load_project_dotenv
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     SESSION.verbose = bool(getattr(args, "verbose", False))
     status, message, line = 0, None, None
     try:
+        # inside a project, its .env's variables the environment lacks, as dg reads them (DAGSTER_HOME: the runs
+        # of demo and run are recorded where `dg dev` shows them)
+        load_project_dotenv()
         status = args.func(args)
     except RankPipelineError as exc:
         status, message, line = exc.exit_status, str(exc), exc.one_line()
@@ -93,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if status == EXIT_FAILED and message is not None and (fault := _data_folder_fault(None, message)):
         status, message, line = EXIT_DATA_FOLDER, fault, None  # a run step failed because the folder did
     if message is not None:
+        from rank_pipeline.settings import source_paths
+
+        # a project's composed models are the pipeline's copy: the message names the file the user edits
+        message, line = source_paths(message), source_paths(line) if line else line
         where = ""
         if status == EXIT_FAILED:  # a failed run: its detail (the Dagster log, a traceback) is in the log file
             SESSION.write(f"error: {message}", quiet=True)
@@ -111,10 +119,10 @@ def _data_folder_fault(exc: BaseException | None, failure: str | None = None) ->
     failure naming ENOSPC/EDQUOT counts as a full folder even when the probe still fits.
     """
     from rank_pipeline.operations.data_folder import DataFolderFault, data_folder_fault, probe
-    from rank_pipeline.settings import ConfigurationError, Settings
+    from rank_pipeline.settings import ConfigurationError, project_settings_from_env
 
     try:
-        settings = Settings.from_env()
+        settings = project_settings_from_env()
     except ConfigurationError:
         return None
     data_dir = settings.data_dir

@@ -207,11 +207,14 @@ class Session:
 SESSION = Session()
 
 
-def load_settings():
-    """The settings from the environment (:class:`rank_pipeline.settings.Settings`); from then on the
-    invocation's log file goes under their logs folder. Raises ConfigurationError for a bad setting."""
-    from rank_pipeline.settings import Settings
+def load_settings(demo: bool = False):
+    """The settings (:class:`rank_pipeline.settings.Settings`): inside a project, its component's attributes in
+    ``defs.yaml`` with the environment overriding each, elsewhere the environment
+    (:func:`rank_pipeline.settings.project_settings_from_env`; ``demo``: without the vendor's base URL and an
+    engine other than DuckDB); from then on the invocation's log file goes under their logs folder. Raises
+    ConfigurationError for a bad setting (an attribute: at its line of ``defs.yaml``)."""
+    from rank_pipeline.settings import project_settings_from_env
 
-    settings = Settings.from_env()
+    settings = project_settings_from_env(demo=demo)
     SESSION.logs_dir = settings.paths.logs_dir
     return settings

@@ -39,15 +39,20 @@ order by account, metric
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from rank_pipeline.settings import BASE_URL_ENV, ENGINE_ENV, unset_for_demo
+    from rank_pipeline.settings import BASE_URL_ENV, ENGINE_ENV, find_component_file, unset_for_demo
 
-    ignored = unset_for_demo()  # from the environment, which the Dagster definitions read
-    if BASE_URL_ENV in ignored:
-        print("note: the demo always uses the embedded sandbox; RANK_TRACKER_BASE_URL is ignored here",
-              file=sys.stderr)
-    if ENGINE_ENV in ignored:  # the demo prints marts from the published DuckDB file
-        print("note: the demo builds the models on DuckDB; RANK_PIPELINE_ENGINE is ignored here", file=sys.stderr)
-    settings = load_settings()
+    ignored = unset_for_demo()  # from the environment, which every reader of this process reads
+    component = find_component_file()  # and the project's attributes (load_settings(demo=True) leaves them out)
+    if component is not None and component.attributes.base_url is not None:
+        ignored.append(f"base_url in {component.path.name}")
+    if component is not None and component.attributes.engine not in (None, "duckdb"):
+        ignored.append(f"engine in {component.path.name}")
+    for name in ignored:
+        if name == BASE_URL_ENV or name.startswith("base_url"):
+            print(f"note: the demo always uses the embedded sandbox; {name} is ignored here", file=sys.stderr)
+        elif name == ENGINE_ENV or name.startswith("engine"):  # the demo prints marts from the published DuckDB file
+            print(f"note: the demo builds the models on DuckDB; {name} is ignored here", file=sys.stderr)
+    settings = load_settings(demo=True)
     _check_before_a_run(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if args.in_memory:
@@ -59,8 +64,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     last = today()
     first = last - timedelta(days=args.days - 1)
     _start_partitions_for_demo(settings, first)
-    with SESSION.capture():
-        from rank_pipeline.defs.definitions import defs
+    with SESSION.capture():  # the settings read again: the partitions now start on the demo's first day
+        from rank_pipeline.defs.component import build_definitions
+        from rank_pipeline.settings import find_project
+
+        defs = build_definitions(load_settings(demo=True), find_project())
 
     print(f"rank-pipeline demo: {args.days} simulated day(s) ({first} .. {last}) from the embedded sandbox "
           f"into {settings.data_dir}")

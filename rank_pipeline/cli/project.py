@@ -83,26 +83,6 @@ def defs():
     return load_from_defs_folder(path_within_project=Path(__file__).parent)
 """
 
-DEFS_YAML = """\
-# The rank pipeline as a Dagster component. Paths are relative to the project's root; secrets are given as
-# the names of the environment variables holding them, never their values. An attribute left out is read
-# from the environment (RANK_TRACKER_*, RANK_PIPELINE_*), as rank-pipeline's commands read it.
-type: rank_pipeline.defs.component.RankPipelineComponent
-attributes:
-  data_dir: data
-  engine: duckdb
-  schedule:
-    cron: "15 6 * * *"
-    timezone: UTC
-  # partition_start: {started}               # the first daily partition (UTC); left out: the first
-  #                                           # snapshot day in data_dir, else init's day, else today
-  # base_url: https://api.vendor.example      # left out: RANK_TRACKER_BASE_URL, else the embedded sandbox
-  # accounts:
-  #   - {{name: default, api_key_env: RANK_TRACKER_API_KEY}}
-  # keywords_file: keywords.yml               # once it lists the keywords you track
-  # alerts: {{urls_env: RANK_PIPELINE_ALERT_URLS}}
-"""
-
 README = """\
 # {name}
 
@@ -119,8 +99,9 @@ From this folder:
 `rank-pipeline files` says which model files are yours and which come from the package;
 `rank-pipeline own NAME` copies a model of the package here to edit; after upgrading the package,
 `rank-pipeline upgrade` shows which of your files differ from its new defaults (it changes nothing).
-The component's settings are in `src/{module}/defs/rank/defs.yaml`; the dashboards' definitions
-in `dashboards/`; the keywords you track in `keywords.yml`.
+The pipeline's settings are the component's attributes in `src/{module}/defs/rank/defs.yaml`, read by
+`rank-pipeline` and `dg` alike (a variable set in the environment, such as `RANK_PIPELINE_DATA_DIR`, overrides
+its attribute); the dashboards' definitions are in `dashboards/`; the keywords you track in `keywords.yml`.
 """
 
 GITIGNORE = """\
@@ -211,6 +192,8 @@ def scaffold_project(path: Path, own: list[str] | None = None) -> UserProject:
     Raises:
         UsageError: ``path`` exists and is not an empty folder, or a name in ``own`` is unknown.
     """
+    from rank_pipeline.settings import defs_yaml_text
+
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise UsageError(f"{path} exists and is not an empty folder: give a new folder's path")
     name = path.resolve().name
@@ -233,7 +216,7 @@ def scaffold_project(path: Path, own: list[str] | None = None) -> UserProject:
         f"src/{module}/__init__.py": "",
         f"src/{module}/definitions.py": DEFINITIONS,
         f"src/{module}/defs/__init__.py": "",
-        f"src/{module}/defs/rank/defs.yaml": DEFS_YAML.format(**fmt),
+        f"src/{module}/defs/rank/defs.yaml": defs_yaml_text(today()),
     }
     for rel, text in files.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)

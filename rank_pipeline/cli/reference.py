@@ -58,6 +58,12 @@ def settings_page() -> str:
              "and with none set the pipeline runs on the embedded sandbox. A malformed value ends a command with",
              "exit status 2 and one line naming the variable and what to set. API keys, alert URLs and the",
              "PostgreSQL URL are secrets: never logged or stored.", "",
+             "In a project (`rank-pipeline init`, or a Dagster project with the component), the component's",
+             "attributes in `defs.yaml` set the data folder, engine, models folder, accounts, base URL, keywords",
+             "file, schedule, partition start and alerts, for `rank-pipeline` and `dg` alike; the variable of an",
+             "attribute, when set, overrides it (a blank one counts as unset). A wrong attribute is refused at its",
+             "line of `defs.yaml`. `rank-pipeline` also reads the project's `.env` for the variables the",
+             "environment does not set, as `dg` does.", "",
              "| variable | what it sets |", "|---|---|"]
     lines += [f"| `{name}` | {_markdown(text)} |" for name, text in settings_rows()]
     return "\n".join(lines) + "\n"

@@ -29,7 +29,7 @@ from rank_pipeline.defs.table_metadata import (
     relation_key,
     table_name,
 )
-from rank_pipeline.settings import DataPaths, models_dir
+from rank_pipeline.settings import DataPaths, models_dir, source_file
 from rank_pipeline.settings.engine import ENGINES
 from rank_pipeline.steps.models import build_relation
 from rank_pipeline.transform import Model, Project, Seed, loaded_project
@@ -71,8 +71,11 @@ def table_metadata(relation: Model | Seed, project: Project, warehouse: Warehous
 
 
 def _definition_metadata(relation: Model | Seed, engine: str) -> dict:
+    """Table name, column schema and the code reference of the file the user edits ("Open in editor"): in a
+    project, its own file in ``models/`` (or the package's it reads), never the composed copy the pipeline
+    reads (:func:`rank_pipeline.settings.source_file`)."""
     return {TABLE_NAME: table_name(relation.qualified_name, ENGINES[engine].catalog), COLUMN_SCHEMA: column_schema(relation),
-            CODE_REFERENCES: code_reference(relation.path)}
+            CODE_REFERENCES: code_reference(source_file(relation.path))}
 
 
 def _check_specs(relation: Model | Seed, key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
@@ -157,7 +160,8 @@ def _model_asset(model: Model, project: Project, engine: str, days: dg.DailyPart
     @dg.asset(key=key, deps=[relation_key(d) for d in sorted(deps)], partitions_def=days,
               group_name=model.schema, kinds={engine, "sql"}, check_specs=check_specs,
               description=model.description or None, backfill_policy=dg.BackfillPolicy.single_run(),
-              metadata={"materialized": model.materialized, "sql_path": dg.MetadataValue.path(str(model.path)),
+              metadata={"materialized": model.materialized,
+                        "sql_path": dg.MetadataValue.path(str(source_file(model.path))),
                         **_definition_metadata(model, engine)})
     def _model(context: dg.AssetExecutionContext, warehouse: WarehouseResource, model_engine: ModelEngineResource):
         yield from _build(context, key, model, project, model_engine, warehouse)

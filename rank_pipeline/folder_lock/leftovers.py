@@ -7,6 +7,10 @@ when the day's folder is missing, as a kill between the two renames of a commit 
 by the process holding the ``writer`` lock (:func:`rank_pipeline.folder_lock.hold_writer`), so none of
 them can belong to a live run.
 
+Outside the data folder, a project's composed models folders (``.rank_pipeline/composed/``) unused for a day are
+removed by :func:`remove_stale_composed` when the definitions are built (``settings`` composes them and deletes
+nothing).
+
 Each writer declares the names of its own leftovers, and this module reads them from there:
 :data:`rank_pipeline.snapshots.writer.STAGING_PREFIX`, :data:`~rank_pipeline.snapshots.writer.REPLACED_PREFIX`
 (with :func:`~rank_pipeline.snapshots.writer.replaced_day_folder`) and
@@ -18,16 +22,22 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from rank_pipeline.settings import DataPaths
+from rank_pipeline.settings.user_project import COMPOSING_PREFIX
 from rank_pipeline.snapshots.writer import STAGING_PREFIX, replaced_day_folder
 from rank_pipeline.warehouse.warehouse_file import publishing_copies
 
-__all__ = ["remove_leftovers"]
+__all__ = ["COMPOSED_UNUSED_S", "remove_leftovers", "remove_stale_composed"]
 
 log = logging.getLogger(__name__)
+
+COMPOSED_UNUSED_S = 86400.0
+"""A project's composed models folder unused this long (seconds), or a composition left unfinished as long, is
+removed by :func:`remove_stale_composed`."""
 
 
 def _default_log(message: str) -> None:
@@ -72,3 +82,28 @@ def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | Non
         say(f"removed {len(handled)} leftover(s) of interrupted runs in {data_dir}: "
             + ", ".join(p.name for p in handled[:5]) + (" ..." if len(handled) > 5 else ""))
     return handled
+
+
+def remove_stale_composed(in_use: Path, *, now: float | None = None) -> list[Path]:
+    """Remove the composed models folders beside ``in_use`` (a project's ``.rank_pipeline/composed/models-<digest>``,
+    :func:`rank_pipeline.settings.user_project.compose_models`) that no process used for
+    :data:`COMPOSED_UNUSED_S`, and the compositions left unfinished as long (a process that died or lost the race
+    to compose the same folder); returns the paths removed. Any other path: nothing is removed.
+
+    Composing touches the folder it returns, so a folder in use is never this old; no lock is needed.
+    """
+    into = in_use.parent
+    if into.name != "composed" or into.parent.name != ".rank_pipeline" or not into.is_dir():
+        return []
+    now = time.time() if now is None else now
+    removed = []
+    for old in sorted(into.iterdir()):
+        if old.name == in_use.name or not old.name.startswith(("models-", COMPOSING_PREFIX)):
+            continue
+        try:
+            if now - old.stat().st_mtime > COMPOSED_UNUSED_S:
+                shutil.rmtree(old, ignore_errors=True)
+                removed.append(old)
+        except OSError:
+            continue
+    return removed

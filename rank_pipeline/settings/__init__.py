@@ -99,12 +99,13 @@ One module per job; the names the rest of the package, the tests, benchmarks and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rank_pipeline.settings.accounts import (
     BASE_URL_ENV,
     AccountConfig,
     api_key,
     key_variable,
-    normalise_base_url,
     unset_for_demo,
 )
 from rank_pipeline.settings.at_use import (
@@ -113,14 +114,12 @@ from rank_pipeline.settings.at_use import (
     STORAGE_VERSION_ENV,
     dashboard_url_from_env,
     lock_timeout_from_env,
-    named_variable,
     sandbox_shape_from_env,
     storage_version_from_env,
 )
 from rank_pipeline.settings.engine import (
     DEFAULT_SPARK_MASTER,
     ENGINE_ENV,
-    ENGINES,
     EngineSettings,
     check_spark_master,
 )
@@ -139,6 +138,7 @@ from rank_pipeline.settings.pace import (
     RateSettings,
 )
 from rank_pipeline.settings.paths import DataPaths, models_dir
+from rank_pipeline.settings.project_folder import load_project_dotenv
 from rank_pipeline.settings.sharding import (
     SHARDS_ENV,
     Shard,
@@ -162,8 +162,29 @@ from rank_pipeline.settings.user_project import (
     find_project,
     model_files,
     package_models_dir,
+    source_file,
+    source_paths,
 )
 from rank_pipeline.settings.values import ConfigurationError
+
+if TYPE_CHECKING:
+    from rank_pipeline.settings.component_file import ComponentAttributes, defs_yaml_text, find_component_file
+    from rank_pipeline.settings.project import component_settings_from_env, project_settings_from_env
+
+_LAZY = {"ComponentAttributes": "component_file", "defs_yaml_text": "component_file",
+         "find_component_file": "component_file", "component_settings_from_env": "project",
+         "project_settings_from_env": "project"}
+"""Names read from a module on first use: the component's schema is a pydantic model, which a command that
+does not read ``defs.yaml`` (``query``, ``--help``) does not import."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 __all__ = [
     "BASE_URL_ENV",
@@ -171,7 +192,6 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "DEFAULT_SPARK_MASTER",
     "DEFAULT_STORAGE_VERSION",
-    "ENGINES",
     "ENGINE_ENV",
     "LOCK_TIMEOUT_ENV",
     "PYARROW_SCHEMES",
@@ -184,6 +204,7 @@ __all__ = [
     "SPEC_WINDOW_S",
     "STORAGE_VERSION_ENV",
     "AccountConfig",
+    "ComponentAttributes",
     "ConfigurationError",
     "DataPaths",
     "EngineSettings",
@@ -197,21 +218,26 @@ __all__ = [
     "api_key",
     "check_spark_master",
     "check_uri",
+    "component_settings_from_env",
     "compose_models",
     "dashboard_url_from_env",
+    "defs_yaml_text",
     "file_digest",
+    "find_component_file",
     "find_project",
+    "load_project_dotenv",
     "key_variable",
     "lock_timeout_from_env",
-    "named_variable",
     "model_files",
     "models_dir",
-    "normalise_base_url",
     "package_models_dir",
+    "project_settings_from_env",
     "redact_uri",
     "sandbox_shape_from_env",
     "shard_of",
     "snapshots_uri_from_env",
+    "source_file",
+    "source_paths",
     "start_partitions_at",
     "storage_version_from_env",
     "unset_for_demo",

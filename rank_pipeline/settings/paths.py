@@ -7,28 +7,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rank_pipeline.settings.user_project import find_project, package_models_dir
+from rank_pipeline.settings.user_project import UserProject, find_project, package_models_dir
 from rank_pipeline.settings.values import ConfigurationError
 
-__all__ = ["DataPaths", "models_dir"]
+__all__ = ["MODELS_DIR_ENV", "DataPaths", "models_dir"]
+
+MODELS_DIR_ENV = "RANK_PIPELINE_MODELS_DIR"
 
 
-def models_dir(env: Mapping[str, str] | None = None, start: Path | None = None) -> Path:
+def models_dir(env: Mapping[str, str] | None = None, start: Path | None = None, *, component: bool = True) -> Path:
     """The SQL models project (``staging/``, ``marts/``, ``seeds/``, ``sources/``) the pipeline builds.
 
     ``RANK_PIPELINE_MODELS_DIR`` when set: a whole folder of your own (a copy of the shipped project with
-    models added). Otherwise, inside a user's project (``rank-pipeline init``; found from ``start``, default
-    the working folder, :func:`rank_pipeline.settings.user_project.find_project`): the package's models with
-    the project's own files laid over them (:func:`~rank_pipeline.settings.user_project.compose_models`).
-    Otherwise the ``dbt_like_sql/`` shipped inside the installed package, or the source tree's when running
-    from a checkout (:func:`~rank_pipeline.settings.user_project.package_models_dir`).
+    models added). Otherwise, inside a project (found from ``start``, default the working folder): the
+    package's models with the project's own files laid over them
+    (:func:`~rank_pipeline.settings.user_project.compose_models`), its files being the folder the component's
+    ``models_dir`` attribute names in ``defs.yaml`` (with ``component``;
+    :func:`~rank_pipeline.settings.component_file.find_component_file`), else its ``[tool.rank_pipeline]
+    models_dir`` (:func:`~rank_pipeline.settings.user_project.find_project`). Otherwise the ``dbt_like_sql/``
+    shipped inside the installed package, or the source tree's when running from a checkout
+    (:func:`~rank_pipeline.settings.user_project.package_models_dir`).
 
     Raises:
-        ConfigurationError: ``RANK_PIPELINE_MODELS_DIR`` is not a folder, a user's project names a missing
-            models folder, or no project is found.
+        ConfigurationError: ``RANK_PIPELINE_MODELS_DIR`` is not a folder, a wrong attribute in ``defs.yaml``,
+            or a project names a missing models folder.
     """
     env = os.environ if env is None else env
-    raw = (env.get("RANK_PIPELINE_MODELS_DIR") or "").strip()
+    raw = (env.get(MODELS_DIR_ENV) or "").strip()
     if raw:
         path = Path(raw).expanduser().resolve()
         if not path.is_dir():
@@ -37,6 +42,13 @@ def models_dir(env: Mapping[str, str] | None = None, start: Path | None = None) 
                 "the shipped dbt_like_sql/ with your models added) or unset it"
             )
         return path
+    found = None
+    if component:  # the schema (pydantic) is loaded only when a models folder is asked for
+        from rank_pipeline.settings.component_file import find_component_file
+
+        found = find_component_file(start, env)
+    if found is not None and found.attributes.models_dir is not None:
+        return UserProject(found.root, (found.root / found.attributes.models_dir).resolve()).composed()
     project = find_project(start)
     return project.composed() if project is not None else package_models_dir()
 

@@ -8,8 +8,9 @@ the package's file of the same path, and a file the package lacks is added: dbt'
 
 The pipeline reads one folder, so the two are composed into ``<project>/.rank_pipeline/composed/models-<digest>``
 (package files first, then the user's over them), named by a digest of every input file: an edit gives a new
-folder, two processes composing the same inputs share one, and the package's files are only ever read.
-``.rank_pipeline/defaults.json`` records the digest of each default when the user took it (``rank-pipeline
+folder, two processes composing the same inputs share one, and the package's files are only ever read. A path
+in it is told as the user's file (:func:`source_file`, :func:`source_paths`); composing deletes nothing (stale
+folders are :func:`rank_pipeline.folder_lock.remove_stale_composed`'s). ``.rank_pipeline/defaults.json`` records the digest of each default when the user took it (``rank-pipeline
 init`` or ``own``), so that ``rank-pipeline upgrade`` can tell which defaults changed since.
 """
 
@@ -18,9 +19,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
-import time
 import tomllib
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -29,7 +30,9 @@ from pathlib import Path
 from rank_pipeline.settings.values import ConfigurationError
 
 __all__ = [
+    "COMPOSING_PREFIX",
     "MODEL_SUFFIXES",
+    "ORIGIN_RECORD",
     "PROJECT_TABLE",
     "UserProject",
     "compose_models",
@@ -49,8 +52,13 @@ MODEL_SUFFIXES = frozenset({".sql", ".yml", ".yaml", ".csv"})
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 """``rank_pipeline/``: the installed package, next to which the shipped models are found."""
 
-_STALE_AFTER_S = 86400.0
-"""Composed folders unused this long (seconds) are removed when another is composed."""
+COMPOSING_PREFIX = ".composing-"
+"""A composed folder being written, renamed ``models-<digest>`` when whole; one left by a process that died or lost
+the race is removed by :func:`rank_pipeline.folder_lock.remove_stale_composed` (``settings`` deletes nothing)."""
+
+ORIGIN_RECORD = ".origin.json"
+"""In a composed folder: ``{"overlay", "package"}``, the two folders it was composed of, so that a path in it is
+told as the file the user edits (:func:`source_file`)."""
 
 
 def package_models_dir() -> Path:
@@ -153,20 +161,45 @@ def _started(value: object, pyproject: Path) -> date | None:
 
 def source_file(path: Path | str) -> Path:
     """The file a user edits for ``path``: a file of a composed folder (``<project>/.rank_pipeline/composed/
-    models-<digest>/sources/vendor_contract.yml``) is the project's own file of the same relative path
-    (``<project>/models/sources/vendor_contract.yml``); any other path is itself.
+    models-<digest>/marts/dim_domains.sql``) is the project's own file of the same relative path
+    (``<project>/models/marts/dim_domains.sql``) when the project has it, else the package's it was copied from;
+    any other path is itself.
 
     Raises:
-        ConfigurationError: as :func:`find_project`, for the project holding the composed folder.
+        ConfigurationError: as :func:`find_project`, for the project holding a composed folder without its record.
     """
     path = Path(path)
     parts = path.parts
     for i in range(len(parts) - 3):
         if parts[i:i + 2] == (".rank_pipeline", "composed") and parts[i + 2].startswith("models-"):
-            project = find_project(Path(*parts[:i]))
-            if project is not None:
-                return project.models.joinpath(*parts[i + 3:])
+            rel = parts[i + 3:]
+            try:
+                origin = json.loads(Path(*parts[:i + 3], ORIGIN_RECORD).read_text())
+                overlay, package = Path(origin["overlay"]), Path(origin["package"])
+            except (OSError, ValueError, KeyError, TypeError):  # composed before the record was written
+                project = find_project(Path(*parts[:i]))
+                if project is None:
+                    return path
+                overlay, package = project.models, package_models_dir()
+            own = overlay.joinpath(*rel)
+            return own if own.exists() or not package.joinpath(*rel).exists() else package.joinpath(*rel)
     return path
+
+
+def source_paths(text: str) -> str:
+    """``text`` (a message) with every path into a composed folder replaced by the file the user edits
+    (:func:`source_file`)."""
+    def user_file(match: re.Match[str]) -> str:
+        try:
+            return str(source_file(match.group(0)))
+        except ConfigurationError:
+            return match.group(0)
+
+    return _COMPOSED_PATH.sub(user_file, text) if ".rank_pipeline" in text else text
+
+
+_COMPOSED_PATH = re.compile(r"(?:/[^\s:'\"()\[\],]+)*/\.rank_pipeline/composed/models-[0-9a-f]+(?:/[^\s:'\"()\[\],]+)+")
+"""An absolute path into a composed folder, as a message quotes it."""
 
 
 def model_files(folder: Path) -> dict[str, Path]:
@@ -191,17 +224,20 @@ def compose_models(overlay: Path, into: Path, package: Path | None = None) -> Pa
     """The folder ``into/models-<digest>`` holding ``package``'s model files (default
     :func:`package_models_dir`) with ``overlay``'s files over them, composed when missing; returned.
 
-    The digest covers every input path and content, so the folder is never changed once made: it is
-    written under a temporary name and renamed into place (a process that loses the race uses the
-    winner's). Composed folders of ``into`` unused for a day are removed.
+    The digest covers both folders and every input path and content, so the folder is never changed once made:
+    it is written under a temporary name (:data:`COMPOSING_PREFIX`) and renamed into place (a process that loses
+    the race uses the winner's), with :data:`ORIGIN_RECORD`. Nothing is deleted here: composed folders unused for
+    a day, and what a lost race left, are removed by :func:`rank_pipeline.folder_lock.remove_stale_composed`.
 
     Raises:
         ConfigurationError: ``overlay`` is not a folder.
     """
     if not overlay.is_dir():
         raise ConfigurationError(f"the models folder {overlay} is not a folder")
-    sources = model_files(package or package_models_dir()) | model_files(overlay)
-    digest = hashlib.sha256()
+    package = package or package_models_dir()
+    sources = model_files(package) | model_files(overlay)
+    origin = {"overlay": str(overlay.resolve()), "package": str(package.resolve())}
+    digest = hashlib.sha256(json.dumps(origin, sort_keys=True).encode())
     for rel, path in sources.items():
         digest.update(rel.encode() + b"\0" + file_digest(path).encode() + b"\n")
     target = into / f"models-{digest.hexdigest()[:16]}"
@@ -209,24 +245,13 @@ def compose_models(overlay: Path, into: Path, package: Path | None = None) -> Pa
         os.utime(target)
         return target
     into.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".composing-", dir=into))
+    staging = Path(tempfile.mkdtemp(prefix=COMPOSING_PREFIX, dir=into))
     for rel, path in sources.items():
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, staging / rel)
+    (staging / ORIGIN_RECORD).write_text(json.dumps(origin, indent=2) + "\n")
     try:
         staging.rename(target)
-    except OSError:  # composed meanwhile by another process: the same content
-        shutil.rmtree(staging, ignore_errors=True)
-    _remove_stale(into, keep=target)
+    except OSError:  # composed meanwhile by another process: the same content; the staging folder is a leftover
+        pass
     return target
-
-
-def _remove_stale(into: Path, keep: Path) -> None:
-    """Remove the composed folders of ``into`` but ``keep`` not used for :data:`_STALE_AFTER_S`."""
-    now = time.time()
-    for old in into.glob("models-*"):
-        try:
-            if old != keep and now - old.stat().st_mtime > _STALE_AFTER_S:
-                shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            continue

@@ -1,5 +1,6 @@
 """Loading the Dagster definitions (what ``workspace.yaml`` points at) reads the environment once: one
-``Settings.from_env`` of ``rank_pipeline.settings``, and no other settings reader called from outside that
+``component_settings_from_env`` of ``rank_pipeline.settings`` (the component's attributes, none here, with the
+environment over them), and no other settings reader called from outside that
 package (a reader called from any ``rank_pipeline.settings.*`` module is part of the read that called it),
 so ``Definitions`` are built from one settings object, as Dagster's conventions have it."""
 
@@ -83,4 +84,4 @@ def test_loading_the_definitions_reads_the_environment_once(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     probe = json.loads(done.stdout.strip().splitlines()[-1])
     assert probe["wrapped"] == _readers()  # every reader is watched, wherever in the package it is defined
-    assert probe["calls"] == {"Settings.from_env from rank_pipeline.defs.component": 1}, probe["calls"]
+    assert probe["calls"] == {"component_settings_from_env from rank_pipeline.defs.component": 1}, probe["calls"]

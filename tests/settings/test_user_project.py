@@ -1,5 +1,6 @@
 """A user's models folder laid over the package's (rank_pipeline.settings.user_project), the upgrade report
-(rank_pipeline.cli.project) and the component's attributes turned into settings (rank_pipeline.defs.component)."""
+(rank_pipeline.cli.project) and the component's attributes turned into settings (rank_pipeline.defs.component),
+the environment overriding each."""
 
 from __future__ import annotations
 
@@ -67,12 +68,17 @@ def test_upgrade_reports_an_edited_file_whose_default_changed_and_changes_nothin
     assert set(record) == set(project.read_defaults())
 
 
-def test_the_component_turns_its_attributes_into_settings(tmp_path):
+def test_the_component_turns_its_attributes_into_settings_and_the_environment_overrides_them(tmp_path):
     component = RankPipelineComponent(data_dir="rank_data", engine="spark",
                                       accounts=[Account(name="acme", api_key_env="ACME_KEY")])
-    settings = component.settings(tmp_path, env={"RANK_PIPELINE_ENGINE": "duckdb"})
+    settings = component.settings(tmp_path, env={"RANK_PIPELINE_ENGINE": ""})  # blank: unset
     assert settings.data_dir == tmp_path / "rank_data"
     assert settings.engine.engine == "spark"
+    overridden = component.settings(tmp_path, env={"RANK_PIPELINE_ENGINE": "duckdb",
+                                                   "RANK_PIPELINE_DATA_DIR": str(tmp_path / "elsewhere"),
+                                                   "RANK_TRACKER_ACCOUNTS": "globex"})
+    assert (overridden.engine.engine, overridden.data_dir) == ("duckdb", tmp_path / "elsewhere")
+    assert [a.name for a in overridden.accounts] == ["globex"]
     assert [(a.name, a.api_key_env) for a in settings.accounts] == [("acme", "ACME_KEY")]
     assert settings.models_dir == package_models_dir() and settings.uses_sandbox
     with pytest.raises(ConfigurationError, match="ACME_KEY is not"):
