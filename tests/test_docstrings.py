@@ -35,12 +35,6 @@ _PATH = re.compile(r"(?<![\w./-])((?:rank_pipeline|docs|tests|benchmarks|dbt_lik
                    r"/[\w./-]*\w\.(?:py|md|yml|yaml|csv|json|sql|toml))(?:,\s+\"([^\"]+)\")?")
 _GENERATED_PAGES = {"docs/reference/settings.md", "docs/reference/cli.md", "docs/reference/exit-codes.md"}
 
-ESSAYS_LEFT = {"rank_pipeline/settings/__init__.py", "rank_pipeline/defs/component.py", "rank_pipeline/cli/main.py"}
-"""Module docstrings still over the ceiling: the settings table (which ``rank_pipeline.cli.reference`` still parses
-into the settings page), the component's ``defs.yaml`` example and asset list, the commands' list. Their design
-notes already have pages (docs/concepts/operations.md, docs/concepts/dagster.md); leave this set only shrinking,
-each entry must still offend."""
-
 
 def _docstring_nodes(tree: ast.Module) -> Iterator[tuple[ast.AST, ast.Constant, list[str]]]:
     """``(owner, string, enclosing class names)`` of every module, class and function docstring."""
@@ -80,9 +74,7 @@ def docstring_lines(package: Path = PACKAGE) -> tuple[int, int, list[str]]:
 
 def test_docstrings_are_at_most_15_percent_of_the_package_and_none_over_30_lines():
     doc, total, long = docstring_lines()
-    offending = {line.split(":")[0] for line in long}
-    assert offending - ESSAYS_LEFT == set(), "docstrings over 30 lines: move the design notes to docs/concepts/"
-    assert ESSAYS_LEFT <= offending, "an exempt docstring is within the ceiling now: drop it from ESSAYS_LEFT"
+    assert long == [], "docstrings over 30 lines: move the design notes to docs/concepts/ and link them"
     assert doc / total <= MAX_SHARE, f"docstrings are {doc}/{total} = {doc / total:.1%} of rank_pipeline/"
 
 

@@ -1,51 +1,9 @@
-"""The ``rank-pipeline`` command line.
+"""The ``rank-pipeline`` command line: :func:`main` runs one command and returns its exit status
+(:data:`rank_pipeline.errors.EXIT_STATUSES`).
 
-Commands:
-
-``demo [--days N]``
-    Runs the daily Dagster job once over N consecutive simulated days (ending today, UTC) against the
-    embedded sandbox, as a single-run backfill of the N partitions, then prints where the warehouse is
-    and two example answers.
-``run [--date YYYY-MM-DD]``
-    Runs the daily job for one partition (default today) against the configured source.
-``extract [--date YYYY-MM-DD]``
-    Extracts one day into Parquet snapshots without Dagster.
-``sandbox [--host H] [--port P] [--window-s S]``
-    Serves the sandbox API for trying by hand (prints its base URL and demo keys).
-``rebuild [--from D] [--to D] [--full-refresh]``
-    Rebuilds the raw tables and models from the Parquet snapshots (no API call), then publishes: one run of
-    the Dagster job ``rebuild_from_snapshots`` (``rebuild_full_refresh``), as ``run`` runs the daily job.
-``docs [--out DIR] [--dictionary PATH] [--models-dir DIR] [--serve [--port P]]``
-    Writes the models' documentation site (default ``docs/site/``: the model graph, every model's
-    columns, tests, SQL and column-level lineage, search) and, with ``--dictionary``, the Markdown data
-    dictionary; ``--serve`` then serves the site on 127.0.0.1 until interrupted.
-``test [--unit | --data] [--select MODEL ...] [--models-dir DIR]``
-    Runs the models' SQL unit tests (DuckDB in memory, no warehouse needed) and their data tests on the
-    published warehouse; exit 1 when one fails, printing the differing or failing rows.
-``diff [--models-dir DIR]``
-    Builds the models folder into a scratch warehouse from the current snapshots (no API call) and
-    compares every model with the published warehouse; exit 0 when equal, 1 when different.
-``query SQL [--limit N] [--format table|csv|json]``
-    Runs exactly one SQL statement on the published warehouse (read-only) and prints the result.
-``keywords plan FILE [--offline] [--detailed-exitcode]`` / ``keywords apply FILE [--yes]``
-    Tracked keywords as code (:mod:`rank_pipeline.keywords`): plan exits 0 (with ``--detailed-exitcode``: 4
-    when changes are pending), 2 for an error in the file, settings or plan; apply 0 applied, 2 refused
-    before sending anything, 1 failed while applying.
-
-Exit status: one table for every command, :data:`rank_pipeline.errors.EXIT_STATUSES` (0 success, 1 failed, 2
-bad usage or input, 3 the data folder cannot be written, 4 changes pending, 130 interrupted). A data-folder
-fault (``RANK_PIPELINE_DATA_DIR``, or a ``DAGSTER_HOME`` outside it: read-only file system, not writable
-by this user, or full) names the folder and says what to do (remount it read-write, give the user write
-permission, free space, or point ``RANK_PIPELINE_DATA_DIR`` elsewhere); what earlier runs wrote
-(snapshots, the published warehouse) is left as it was (:mod:`rank_pipeline.operations.data_folder`). A usage
-error (an unknown command names the closest) is one line, status 2.
-
-Every failure ends with one line on stderr saying what was wrong and what to do; the detail (the Dagster
-log, a traceback) is in a log file under ``<data folder>/logs/`` whose path is printed. When that log
-file cannot be created or written, the detail goes to stderr instead (a data-folder fault needs none: its
-one line is the whole story). ``run``, ``demo`` and ``rebuild`` send each run's alert digest to
-``RANK_PIPELINE_ALERT_URLS`` (a failing destination is a warning) and end with a summary line (days, rows, checks
-passed/failed, requests, 429s). Progress is a bar on a terminal and periodic log lines otherwise.
+Every failure ends with one line on stderr and a status, the detail in a log under ``<data folder>/logs/``;
+a data-folder fault names the folder and what to do. Commands: docs/reference/cli.md; statuses:
+docs/reference/exit-codes.md; failure handling: docs/concepts/operations.md, "The command line's failures".
 """
 
 from __future__ import annotations
@@ -68,10 +26,10 @@ from rank_pipeline.settings import load_project_dotenv
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; returns its exit status (module docstring, "Exit status").
+    """Run one command; returns its exit status (docs/reference/exit-codes.md).
 
-    Errors map by class: every :class:`~rank_pipeline.errors.RankPipelineError` gives its own
-    ``exit_status`` and ``one_line()``; anything else is reported as unexpected, with its traceback in the log.
+    A :class:`~rank_pipeline.errors.RankPipelineError` gives its own ``exit_status`` and ``one_line()``;
+    anything else is reported as unexpected, its traceback in the log.
     """
     args = build_parser().parse_args(argv)
     SESSION.command = args.command

@@ -2,8 +2,8 @@
 
 ``docs/hooks.py`` adds them to the MkDocs build (``mkdocs.yml``); nothing is written to ``docs/``:
 
-- ``reference/settings.md``: every environment variable, from the table in :mod:`rank_pipeline.settings`'s
-  docstring (the settings package is the only reader of the environment);
+- ``reference/settings.md``: every environment variable, from :data:`rank_pipeline.settings.variables.VARIABLES`
+  (the settings package is the only reader of the environment);
 - ``reference/cli.md``: every command's ``--help``, from :func:`rank_pipeline.cli.parser.build_parser`;
 - ``reference/exit-codes.md``: the one exit-status table (:data:`rank_pipeline.errors.EXIT_STATUSES`) and
   which error classes end a command with each.
@@ -21,29 +21,13 @@ if TYPE_CHECKING:
 
 __all__ = ["cli_page", "exit_codes_page", "pages", "settings_page", "settings_rows"]
 
-_ROW = re.compile(r"^``([A-Z][A-Z0-9_]+)``\s+(.*)$")
 
 
 def settings_rows() -> list[tuple[str, str]]:
-    """``(variable, description)`` for each row of the environment table in the settings docstring."""
-    import rank_pipeline.settings as settings
+    """``(variable, description)`` of every environment variable, from :data:`rank_pipeline.settings.variables.VARIABLES`."""
+    from rank_pipeline.settings.variables import VARIABLES
 
-    rows: list[tuple[str, str]] = []
-    inside = False
-    for line in (settings.__doc__ or "").splitlines():
-        if line.startswith("====="):
-            if inside:
-                break
-            inside = True
-            continue
-        if not inside:
-            continue
-        if match := _ROW.match(line):
-            rows.append((match.group(1), match.group(2).strip()))
-        elif line.strip() and rows:
-            name, text = rows[-1]
-            rows[-1] = (name, f"{text} {line.strip()}")
-    return rows
+    return list(VARIABLES)
 
 
 def _markdown(text: str) -> str:

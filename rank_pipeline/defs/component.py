@@ -1,58 +1,10 @@
-"""The pipeline as one Dagster component (:class:`RankPipelineComponent`) and the ``Definitions`` it builds
-(:func:`build_definitions`).
+"""The pipeline as one Dagster component (:class:`RankPipelineComponent`, attributes in ``defs.yaml`` with the
+schema :class:`rank_pipeline.settings.ComponentAttributes`) and the ``Definitions`` it builds
+(:func:`build_definitions`): the daily-partitioned assets ``snapshots/*``, ``raw/*``, the models,
+``ops/run_history`` and ``warehouse/published``, their checks, schedule and sensors.
 
-A Dagster project adds the pipeline with a ``defs.yaml`` (``dg scaffold defs
-rank_pipeline.defs.component.RankPipelineComponent rank``, or by hand)::
-
-    type: rank_pipeline.defs.component.RankPipelineComponent
-    attributes:
-      data_dir: data                  # relative to the project's root
-      engine: duckdb                  # or spark
-      accounts:                       # RANK_TRACKER_ACCOUNTS overrides them; omitted: one account, default
-        - {name: acme, api_key_env: ACME_RANK_KEY}
-      base_url: https://api.example.com   # omitted: the embedded sandbox; RANK_TRACKER_BASE_URL overrides it
-      schedule: {cron: "15 6 * * *", timezone: UTC}
-      partition_start: "2026-03-01"   # the first daily partition; omitted: the first snapshot day
-      alerts: {urls_env: OPS_ALERT_URLS}
-
-The attributes' schema is :class:`rank_pipeline.settings.ComponentAttributes` (the command line reads the same
-file with it): a wrong attribute fails ``dg check defs`` at its line. Secrets are given only as the names of
-the environment variables that hold them: an attribute that is not such a name fails naming the attribute.
-The environment overrides each attribute (``RANK_PIPELINE_DATA_DIR`` the data folder, and so on), and gives
-the settings the component does not name, as for the standalone code location, which is this component with
-no attributes, or the working folder's project's (:mod:`rank_pipeline.defs.definitions`). ``dg scaffold defs``
-writes the documented attributes (:class:`RankPipelineScaffolder`).
-
-Assets (all daily-partitioned, UTC, from ``partition_start``; ``RANK_PIPELINE_PARTITION_START`` overrides
-it; both unset, the first committed snapshot day of the data folder, else the project's ``init`` day, else
-today: :func:`rank_pipeline.snapshots.partition_start.partition_start`):
-
-- ``snapshots/<endpoint>``: the day's Parquet snapshots (one extraction step for all endpoints);
-- ``raw/<endpoint>``: the raw DuckDB tables;
-- ``raw/keywords_file``: the keywords file (``RANK_PIPELINE_KEYWORDS_FILE``) planned against the day's
-  snapshot, with the asset check ``matches_tracked_keywords`` when the file is set;
-- ``seeds/*``, ``staging/*``, ``marts/*``: the SQL models of ``dbt_like_sql/``, each test an asset check;
-- ``ops/run_history``: the warehouse's record of its own runs (``ops.run_history``, kept across rebuilds);
-- ``warehouse/published``: the file analysts open.
-
-Every mart and ``warehouse/published`` carries a freshness policy (``RANK_PIPELINE_FRESHNESS_HOURS``,
-:mod:`rank_pipeline.defs.freshness`); the alert sensors ``alerts_on_run_success``,
-``alerts_on_run_failure`` and ``alerts_on_stale_assets`` send digests to ``RANK_PIPELINE_ALERT_URLS``
-(:mod:`rank_pipeline.defs.sensors`).
-
-The schedule ``daily_rank_pipeline_schedule`` is on (cron and time zone are settings,
-:func:`rank_pipeline.defs.jobs.build_daily_schedule`); the sensor ``fail_dead_runs_sensor`` marks killed
-runs failed (:mod:`rank_pipeline.defs.run_monitoring`). Schedule and sensors need ``dagster-daemon``.
-
-With ``RANK_PIPELINE_SHARDS=n`` the ``snapshots/*`` assets are partitioned by day x shard and
-extracted by the job ``extract_shards`` (one run per shard, in parallel), and the sensor
-``daily_run_when_shards_committed`` requests the daily job (everything else) for a day once all its
-shards have committed (:mod:`rank_pipeline.defs.shard_runs`).
-
-The source is the embedded sandbox unless ``RANK_TRACKER_BASE_URL`` and a key are set
-(:mod:`rank_pipeline.settings`). The ``model_engine`` resource says which engine builds the seeds and
-models: DuckDB, or Spark with ``RANK_PIPELINE_ENGINE=spark`` (its master and warehouse URI are resource
-settings too, shown in the UI; :class:`rank_pipeline.defs.resources.ModelEngineResource`).
+Secrets are given as variable names; the environment overrides each attribute. Assets and an example
+``defs.yaml``: docs/concepts/dagster.md, "The component"; docs/how-to/existing-dagster-project.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
-"""The removal of what dead runs left in the data folder, by the holder of its ``writer`` lock.
-
-A run killed mid-way can leave ``<snapshots>/<resource>/.staging-snapshot_date=*`` (a snapshot being
-written), ``.replaced-snapshot_date=*`` (the previous snapshot of a day being replaced: restored
-when the day's folder is missing, as a kill between the two renames of a commit leaves it) and
-``.warehouse.duckdb.<id>.tmp`` (a publication being copied). They are removed at the next start,
-by the process holding the ``writer`` lock (:func:`rank_pipeline.folder_lock.hold_writer`), so none of
-them can belong to a live run.
-
-Outside the data folder, a project's composed models folders (``.rank_pipeline/composed/``) unused for a day are
-removed by :func:`remove_stale_composed` when the definitions are built (``settings`` composes them and deletes
-nothing).
-
-Each writer declares the names of its own leftovers, and this module reads them from there:
-:data:`rank_pipeline.snapshots.writer.STAGING_PREFIX`, :data:`~rank_pipeline.snapshots.writer.REPLACED_PREFIX`
-(with :func:`~rank_pipeline.snapshots.writer.replaced_day_folder`) and
-:func:`rank_pipeline.warehouse.warehouse_file.publishing_copies`.
+"""The removal of what dead runs left in the data folder (``.staging-*`` and ``.replaced-*`` snapshot folders,
+``.warehouse.duckdb.<id>.tmp`` copies), by the holder of its ``writer`` lock, reading the names each writer
+declares; and of a project's stale composed models folders (docs/concepts/operations.md, "Leftovers").
 """
 
 from __future__ import annotations
@@ -45,11 +31,8 @@ def _default_log(message: str) -> None:
 
 
 def remove_leftovers(data_dir: Path | str, *, log: Callable[[str], object] | None = None) -> list[Path]:
-    """Remove (or restore) what dead runs left in ``data_dir``; returns the paths handled.
-
-    Call only while holding the ``writer`` lock (:func:`rank_pipeline.folder_lock.writer_lock`), so nothing found belongs to a
-    live run. See the module docstring for what is removed; a ``.replaced-`` folder whose day has no
-    committed snapshot any more is renamed back to that day instead of being removed.
+    """Remove (or restore) what dead runs left in ``data_dir``; returns the paths handled. Call only holding the
+    ``writer`` lock; a ``.replaced-`` folder whose day has no committed snapshot is renamed back to that day.
     """
     say = log or _default_log
     paths = DataPaths(Path(data_dir))

@@ -16,21 +16,12 @@ MODELS_DIR_ENV = "RANK_PIPELINE_MODELS_DIR"
 
 
 def models_dir(env: Mapping[str, str] | None = None, start: Path | None = None, *, component: bool = True) -> Path:
-    """The SQL models project (``staging/``, ``marts/``, ``seeds/``, ``sources/``) the pipeline builds.
+    """The SQL models project (``staging/``, ``marts/``, ``seeds/``, ``sources/``) the pipeline builds:
+    ``RANK_PIPELINE_MODELS_DIR``; else, inside a user's project found from ``start``, the package's models with
+    the project's files over them; else the ``dbt_like_sql/`` shipped in the package (or the checkout's).
 
-    ``RANK_PIPELINE_MODELS_DIR`` when set: a whole folder of your own (a copy of the shipped project with
-    models added). Otherwise, inside a project (found from ``start``, default the working folder): the
-    package's models with the project's own files laid over them
-    (:func:`~rank_pipeline.settings.user_project.compose_models`), its files being the folder the component's
-    ``models_dir`` attribute names in ``defs.yaml`` (with ``component``;
-    :func:`~rank_pipeline.settings.component_file.find_component_file`), else its ``[tool.rank_pipeline]
-    models_dir`` (:func:`~rank_pipeline.settings.user_project.find_project`). Otherwise the ``dbt_like_sql/``
-    shipped inside the installed package, or the source tree's when running from a checkout
-    (:func:`~rank_pipeline.settings.user_project.package_models_dir`).
-
-    Raises:
-        ConfigurationError: ``RANK_PIPELINE_MODELS_DIR`` is not a folder, a wrong attribute in ``defs.yaml``,
-            or a project names a missing models folder.
+    Raises ConfigurationError: the variable is not a folder, a project names a missing models folder, or no
+    project is found.
     """
     env = os.environ if env is None else env
     raw = (env.get(MODELS_DIR_ENV) or "").strip()
