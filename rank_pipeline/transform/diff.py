@@ -1,18 +1,8 @@
 """What a models folder would change in the published warehouse (``rank-pipeline diff``).
 
-:func:`diff_models` builds the project into a scratch DuckDB file (its raw tables loaded by the caller's ``load_raw``: the command line loads the
-current Parquet snapshots, no API call; the seeds from their CSVs; every model in full), attaches the published warehouse read-only, and compares each seed and model with the
-relation of the same name there:
-
-- a model whose ``unique_key`` columns exist on both sides and are unique on both is compared row by row
-  on that key: rows added (key only in the scratch build), removed (key only in the published one),
-  changed (same key, some common column differs), with the count of changed values per column;
-- any other relation as a multiset of whole rows (common columns): rows added and removed;
-- a relation on one side only is reported as new or gone; columns on one side only are listed.
-
-Values are equal when both are null or both are the same; floating values also when they differ by at
-most :data:`REL_TOLERANCE` relative (summation order may change the last bits between two builds). Each
-difference keeps :data:`EXAMPLES` example rows. Nothing is written to the published warehouse.
+:func:`diff_models` builds the project into a scratch DuckDB file and compares each relation with the
+published one: by ``unique_key`` when it holds on both sides, else as a multiset of rows; floats within
+:data:`REL_TOLERANCE`. How: docs/concepts/models.md, "What a change would do".
 """
 
 from __future__ import annotations
@@ -47,18 +37,17 @@ _PUB = "published"
 
 @dataclass
 class RelationDiff:
-    """How one relation differs.
+    """How one relation differs (row counts unless said).
 
     Attributes:
-        relation: ``schema.name``.
-        status: ``equal``, ``changed``, ``new`` (only in the scratch build) or ``gone`` (only published).
-        key: the columns rows were matched on (the model's ``unique_key``), empty for whole-row matching.
-        rows_before, rows_after: row counts published / in the scratch build.
-        added, removed, changed: row counts (``changed`` only with a key).
+        relation: ``schema.name``; status: ``equal``, ``changed``, ``new`` (scratch only) or ``gone``.
+        key: the columns rows were matched on (the ``unique_key``), empty for whole-row matching.
+        rows_before, rows_after: published; in the scratch build.
+        added, removed, changed: rows (``changed`` only with a key).
         changed_columns: ``{column: rows whose value changed}`` (only with a key).
         columns_added, columns_removed: columns on one side only.
         examples: ``{"added" | "removed" | "changed" | "<column>": [row dict, ...]}``, at most
-            :data:`EXAMPLES` each; a changed row shows ``<col>`` (after) and ``<col>__before``.
+            :data:`EXAMPLES` each; a changed row shows ``<col>`` and ``<col>__before``.
     """
 
     relation: str
@@ -213,22 +202,15 @@ def _published_relations(con: duckdb.DuckDBPyConnection) -> set[str]:
 def diff_models(project: Project, load_raw: Callable[[duckdb.DuckDBPyConnection], object], published_db: Path,
                 scratch_dir: Path | None = None) -> WarehouseDiff:
     """Build ``project`` into a scratch file, on the raw tables ``load_raw`` loads, and compare it with
-    ``published_db``.
+    ``published_db`` (read-only; absent: every relation is ``new``).
 
     Args:
-        project: the models folder to try (:func:`~rank_pipeline.transform.project.load_project`).
-        load_raw: loads the raw tables into the scratch file's connection (the command line: every committed
-            snapshot, :func:`rank_pipeline.warehouse.raw_load.reload_raw_from_snapshots`).
-        published_db: the published DuckDB file, opened read-only; when there is none yet (a first run
-            stopped by a blocking check), every relation is ``new``.
+        load_raw: loads the raw tables into the scratch connection (the command line: every committed snapshot).
         scratch_dir: where the scratch file is made (deleted afterwards); default the system temp folder.
-
     Returns:
-        A :class:`WarehouseDiff` (module docstring).
-
+        A :class:`WarehouseDiff`.
     Raises:
-        BuildError: a model of ``project`` does not build (the message names it).
-        Whatever ``load_raw`` raises (the command line: ``LoadError``, the snapshots cannot be read).
+        BuildError: a model of ``project`` does not build (named); whatever ``load_raw`` raises.
     """
     started = time.perf_counter()
     if scratch_dir is not None:

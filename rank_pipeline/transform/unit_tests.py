@@ -1,40 +1,8 @@
-"""SQL unit tests: a model's SELECT run on hand-written input rows, its output compared with expected rows.
+"""SQL unit tests: a model's SELECT run on hand-written input rows in memory, compared with expected rows.
 
-Written in the model's ``.yml`` (the layout of dbt 1.8 unit tests, one list per model)::
-
-    models:
-      - name: fct_quota_cycle_daily
-        ...
-        unit_tests:
-          - name: keyword_clean_up_is_not_a_reset
-            description: "155 of 255 keywords deleted in one day"
-            given:
-              - input: staging.stg_usage          # a relation the model reads
-                rows:                             # inline mappings; omitted columns are null
-                  - {account: a, snapshot_date: 2026-03-01, keywords_usage: 255, keywords_limit: 1500}
-              - input: marts.agg_account_keyword_changes_daily
-                format: csv                       # or CSV text (a header line; an empty field is null)
-                rows: |
-                  account,snapshot_date,keywords_removed
-                  a,2026-03-02,155
-              # - {input: seeds.ctr_curve, fixture: fixtures/ctr.csv}   a CSV file beside the .yml
-            expect:
-              rows:
-                - {account: a, snapshot_date: 2026-03-02, metric: keywords, is_reset: false, daily_burn: -155}
-
-How one runs (:func:`run_unit_test`): a fresh in-memory DuckDB gets one table per relation the model
-reads, typed like the real relation, holding the given rows (an input not given is empty, except a seed,
-which holds its CSV: give the seed to test other reference values); the model's
-full-build SELECT (:func:`rank_pipeline.transform.rewrite.full_build_sql`) runs on them; nothing
-upstream is built with data. The types come from a *skeleton*: the whole project built once per process
-on empty raw tables (the snapshot contract) and the seed CSVs, then described
-(:func:`relation_types`); it takes well under a second.
-
-Comparison: the model's rows, restricted to the columns the expected rows name, must equal the expected
-rows as a multiset (order ignored, duplicates counted). Expected values are cast to the output column's
-type first (``2026-03-02`` to DATE, ``"0.5"`` to DOUBLE); floating and decimal values are compared rounded
-to :data:`FLOAT_DECIMALS` decimals. A failing test lists the rows expected but not returned and the rows
-returned but not expected (:meth:`UnitTestResult.report`).
+Written under the model in its ``.yml`` (dbt 1.8's layout); :func:`run_unit_test` returns a
+:class:`UnitTestResult`; :func:`relation_types` types the inputs from the project built on empty inputs.
+How a test runs and compares: docs/concepts/models.md, "SQL unit tests".
 """
 
 from __future__ import annotations
@@ -68,15 +36,15 @@ _SKELETONS: dict[tuple[str, _Pairs, tuple[tuple[str, _Pairs], ...]], dict[str, l
 
 @dataclass(frozen=True)
 class UnitTestResult:
-    """Outcome of one unit test.
+    """Outcome of one unit test (docs/concepts/models.md, "SQL unit tests").
 
     Attributes:
         model, name: the model and the unit test's name.
-        passed: the returned rows equal the expected rows (module docstring).
-        seconds: wall time of the test (tables created, SELECT run, rows compared).
+        passed: the returned rows equal the expected rows (a multiset over ``columns``).
+        seconds: wall time (tables created, SELECT run, rows compared).
         columns: the compared columns (those the expected rows name).
-        missing: expected rows the model did not return (one tuple per row, in ``columns`` order).
-        unexpected: rows the model returned that were not expected.
+        missing, unexpected: expected rows not returned; rows returned not expected (tuples in ``columns``
+        order).
         error: why the test could not run (a SQL error, an unknown expected column), else None.
     """
 
@@ -130,12 +98,8 @@ def _describe(con: duckdb.DuckDBPyConnection, qualified: str) -> list[tuple[str,
 
 
 def relation_types(project: Project) -> dict[str, list[tuple[str, str]]]:
-    """``{qualified relation: [(column, DuckDB type), ...]}`` for every raw table, seed and model of
-    ``project``, from the project built once on empty raw tables typed as ``sources:`` declares them
-    (cached per project folder and files' text for the process).
-
-    Raises:
-        BuildError: a model of the project does not build on empty inputs.
+    """``{qualified relation: [(column, DuckDB type), ...]}`` of every raw table, seed and model, from the project
+    built on empty raw tables (cached per project for the process). Raises BuildError: a model does not build.
     """
     from rank_pipeline.transform.duckdb_engine import DuckDBEngine
     from rank_pipeline.transform.materialize import build, build_seed
@@ -236,7 +200,7 @@ Table})`` -> the output as a pyarrow Table (:meth:`rank_pipeline.transform.spark
 
 def run_unit_test(project: Project, model: Model, unit: UnitTest, engine: SelectRunner | None = None
                   ) -> UnitTestResult:
-    """Run one unit test of ``model`` on DuckDB in memory (module docstring); never raises for a failing
+    """Run one unit test of ``model`` on DuckDB in memory (docs/concepts/models.md, "SQL unit tests"); never raises for a failing
     or broken test: the result says so.
 
     ``engine``: run the model's SELECT on another engine instead (the inputs are built and typed on
@@ -295,11 +259,8 @@ def _describe_temp(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str,
 
 def run_unit_tests(project: Project, select: Sequence[str] = (), engine: SelectRunner | None = None
                    ) -> list[UnitTestResult]:
-    """Every unit test of the models named in ``select`` (all models when empty), in build order
-    (``engine``: see :func:`run_unit_test`).
-
-    Raises:
-        KeyError: a name in ``select`` is not a model of the project (the message lists them).
+    """Every unit test of the models in ``select`` (all when empty), in build order.
+    Raises KeyError: a name in ``select`` is not a model (the message lists them).
     """
     unknown = [s for s in select if s not in project.models]
     if unknown:
