@@ -94,7 +94,8 @@ def test_drift_check_and_mart_against_the_days_snapshot(tmp_path):
     assert f"Plan: 1 to create, {len(tracked) - 1} already tracked, 1 tracked but not in the file" in offline.stdout
 
     # the mart, built from the snapshots and raw.keywords_file, lists the file against the tracked keywords
-    rebuilt = cli("rebuild", env={"RANK_PIPELINE_DATA_DIR": str(data_dir)})
+    # (the rebuild job plans the file of RANK_PIPELINE_KEYWORDS_FILE against the snapshot, as the daily job does)
+    rebuilt = cli("rebuild", env={"RANK_PIPELINE_DATA_DIR": str(data_dir), "RANK_PIPELINE_KEYWORDS_FILE": str(drift)})
     assert rebuilt.returncode == 0, rebuilt.stderr
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute("select keyword, search_engine, device, location_code, language_code, status, keyword_id "
