@@ -4,8 +4,9 @@ Spark (local and on a standalone cluster), in the same run, for each keyword cou
 Snapshots come from benchmarks/models.py's synthetic generator (one account, the keyword snapshot
 contract). For each size:
 
-* DuckDB: load the history (every day but the last) into raw, full rebuild of every model; then load the
-  last day and build it incrementally (the daily job).
+* DuckDB: load the history (every day but the last) into raw, full rebuild of every model, checkpoint; then
+  load the last day (beside a bare ``read_parquet`` of its keyword files, the reference) and build it
+  incrementally (the daily job). Each phase prints as it ends, with its CPU-seconds and the peak RSS so far.
 * Spark (engine ``spark``: ``--master``, default ``local[2]``; engine ``cluster``: a standalone master and
   ``--cluster`` one-core workers, default 2, started on this machine from the pyspark wheel,
   tests/spark_cluster.py, and stopped after): register the history's files, full rebuild of
@@ -27,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
+import resource
 import shutil
 import sys
 import time
@@ -51,7 +54,12 @@ from rank_pipeline.transform import DuckDBEngine, Project, load_project, materia
 from rank_pipeline.transform.spark_engine import SparkEngine  # noqa: E402
 from rank_pipeline.transform.spark_session import spark_session  # noqa: E402
 from rank_pipeline.warehouse.engines import reload_raw  # noqa: E402
-from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots  # noqa: E402
+from rank_pipeline.warehouse.raw_load import (  # noqa: E402
+    ENDPOINTS,
+    ensure_raw_table,
+    load_partition,
+    reload_raw_from_snapshots,
+)
 from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402
 
 
@@ -62,31 +70,43 @@ def _timed(fn):
 
 
 def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager], days: int, keywords: int, domains: int,
-             workdir: Path, engines: list[str], report, project: Project) -> dict[str, float]:
+             workdir: Path, engines: list[str], report, project: Project, reuse: bool = False) -> dict[str, float]:
     """Generate ``days`` x ``keywords`` snapshots under ``workdir`` and time each engine of ``engines``
     (``duckdb``, ``spark``, ``cluster``) on them, building ``project`` (seeds and models).
 
     Returns ``{"rows": keyword rows, "generate": s, "<engine>_load_history": s, "<engine>_full": s,
     "<engine>_load_day": s, "<engine>_day": s}`` (wall-clock seconds); ``report(keywords, out, engine)``
     is called as each engine finishes. ``sessions(engine, folder)``: a context manager giving the
-    SparkSession of a Spark engine (:func:`spark_for`; a cluster keeps its logs under ``folder``).
+    SparkSession of a Spark engine (:func:`spark_for`; a cluster keeps its logs under ``folder``). With
+    ``reuse``, snapshots this function generated earlier in ``workdir`` for the same shape (its
+    ``generated.json``) are used again, and only the warehouse file is started afresh.
     """
-    shutil.rmtree(workdir, ignore_errors=True)
     history, recent = workdir / "history", workdir / "recent"
-    history.mkdir(parents=True)
     first_day = date(2026, 1, 1)
     last_day = first_day + timedelta(days=days - 1)
-    gen = Generator(keywords, domains, days, first_day)
-    started = time.perf_counter()
-    rows = 0
-    for t in range(days):
-        root = history if t < days - 1 else recent
-        table = gen.keywords(t)
-        rows += table.num_rows
-        write_keywords(root, first_day + timedelta(days=t), table)
-        write_small(root, gen, t)
-    out: dict[str, float] = {"rows": rows, "generate": time.perf_counter() - started}
-    print(f"  {keywords:,} keywords: generated {rows:,} keyword rows in {out['generate']:.0f} s", flush=True)
+    marker = workdir / "generated.json"
+    shape = {"days": days, "keywords": keywords, "domains": domains}
+    if reuse and marker.exists() and {k: v for k, v in json.loads(marker.read_text()).items() if k in shape} == shape:
+        rows = json.loads(marker.read_text())["rows"]
+        for stale in ("warehouse.duckdb", "warehouse.duckdb.wal"):
+            (workdir / stale).unlink(missing_ok=True)
+        out: dict[str, float] = {"rows": rows, "generate": 0.0}
+        print(f"  {keywords:,} keywords: reusing the {rows:,} keyword rows generated earlier in {workdir}", flush=True)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+        history.mkdir(parents=True)
+        gen = Generator(keywords, domains, days, first_day)
+        started = time.perf_counter()
+        rows = 0
+        for t in range(days):
+            root = history if t < days - 1 else recent
+            table = gen.keywords(t)
+            rows += table.num_rows
+            write_keywords(root, first_day + timedelta(days=t), table)
+            write_small(root, gen, t)
+        out = {"rows": rows, "generate": time.perf_counter() - started}
+        marker.write_text(json.dumps({**shape, "rows": rows}))
+        print(f"  {keywords:,} keywords: generated {rows:,} keyword rows in {out['generate']:.0f} s", flush=True)
     if "duckdb" in engines:
         _duckdb(out, workdir, project, history, recent, last_day)
         report(keywords, out, "duckdb")
@@ -97,16 +117,62 @@ def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager],
     return out
 
 
+def peak_rss_mib() -> float:
+    """The peak resident memory so far (MiB) of this process plus its waited-for children (Linux: KiB)."""
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _phase(out, key: str, fn):
+    """Time ``fn`` into ``out[key]`` and print the phase as it ends, with this process's CPU-seconds in it (on a
+    busy machine the wall time measures the load too), the peak memory so far and the load average."""
+    cpu = _cpu_s()
+    result, out[key] = _timed(fn)
+    out[key + "_cpu"] = _cpu_s() - cpu
+    out["peak_rss_mib"] = peak_rss_mib()
+    print(f"  phase {key}: {out[key]:.2f} s, CPU {out[key + '_cpu']:.1f} s; peak RSS so far "
+          f"{out['peak_rss_mib']:,.0f} MiB; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    return result
+
+
 def _duckdb(out, workdir, project, history, recent, last_day) -> None:
-    """DuckDB: load the history into raw, full rebuild, load the last day, build it incrementally (seconds into ``out``)."""
+    """DuckDB: load the history into raw, full rebuild, load the last day, build it incrementally (seconds into
+    ``out``). Each phase is printed as it ends, with the peak memory so far; the raw load of the day is
+    followed by a bare DuckDB read of the same day's keyword rows (``duckdb_bare_read_day``), its reference."""
     con = duckdb.connect(str(workdir / "warehouse.duckdb"))
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
-    _, out["duckdb_load_history"] = _timed(lambda: reload_raw_from_snapshots(con, history))
-    _, out["duckdb_full"] = _timed(lambda: materialize.build_all(DuckDBEngine(con), project, None, full_refresh=True))
-    _, out["duckdb_load_day"] = _timed(lambda: load_partition(con, recent, last_day))
-    _, out["duckdb_day"] = _timed(lambda: materialize.build_all(DuckDBEngine(con), project, last_day))
+    limit = con.execute("select current_setting('memory_limit'), current_setting('threads')").fetchone()
+    print(f"  duckdb memory_limit {limit[0]}, threads {limit[1]}", flush=True)
+    # The raw tables are created first, outside the load's transaction: with duckdb 2.0.0 a table created (from
+    # an Arrow scan, as ensure_raw_table does) in the same transaction as an insert of more than a row group
+    # (122,880 rows: one day at 300,000 keywords) keeps the rows in its count but returns none to a scan after
+    # the commit, and reload_raw_from_snapshots refuses the second day. With the tables there, the reload of
+    # the history's days deletes nothing and inserts the same rows.
+    for resource_name in ENDPOINTS:
+        ensure_raw_table(con, resource_name)
+    _phase(out, "duckdb_load_history", lambda: reload_raw_from_snapshots(con, history, None, last_day - timedelta(days=1)))
+    days_loaded, rows_loaded = con.execute("select count(distinct snapshot_date), sum(1) from raw.keywords").fetchone()
+    print(f"  raw.keywords scanned after the load: {rows_loaded:,} rows over {days_loaded} days", flush=True)
+    _phase(out, "duckdb_full", lambda: materialize.build_all(DuckDBEngine(con), project, None, full_refresh=True))
+    # the daily job's publish checkpoints after its build, so the next day's load starts from a checkpointed
+    # file (as benchmarks/models.py times it): the rebuild's log is written out here, timed on its own
+    _phase(out, "duckdb_checkpoint", lambda: con.execute("checkpoint"))
+    _phase(out, "duckdb_load_day", lambda: load_partition(con, recent, last_day))
+    files = sorted(str(f) for f in recent.rglob("*.parquet") if f.relative_to(recent).parts[0] == "keywords")
+    _phase(out, "duckdb_bare_read_day", lambda: con.execute(
+        "create temp table bare_read_day as select * from read_parquet(?)", [files]))
+    con.execute("drop table bare_read_day")
+    _phase(out, "duckdb_day", lambda: materialize.build_all(DuckDBEngine(con), project, last_day))
     con.close()
+    print(f"  duckdb raw load of a day / bare read of its keyword files: "
+          f"{out['duckdb_load_day'] / out['duckdb_bare_read_day']:.1f}; peak RSS {out['peak_rss_mib']:,.0f} MiB",
+          flush=True)
 
 
 def _spark(out, spark, key: str, workdir, project, history, recent, last_day) -> None:
@@ -183,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
                              "--cluster workers started here)")
     parser.add_argument("--workdir", type=Path, default=ROOT / "benchmarks" / ".work" / "scale")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the snapshots generated earlier in --workdir for the same shape (with --keep)")
     parser.add_argument("--models", type=Path, default=None,
                         help="the models project to build (default: RANK_PIPELINE_MODELS_DIR, else the shipped "
                              "dbt_like_sql/)")
@@ -213,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for n in sizes:
         r = run_size(lambda engine, folder: spark_for(engine, args, folder), args.days, n, args.domains, args.workdir / f"k{n}",
-                     engines, report, project)
+                     engines, report, project, args.reuse)
         if "duckdb" in engines:
             rows_out.extend(f"<!-- {n:,} keywords: {label[e]}/duckdb full rebuild {r[e + '_full'] / r['duckdb_full']:.2f}, "
                             f"one day {r[e + '_day'] / r['duckdb_day']:.1f} -->" for e in engines if e in SPARK_ENGINES)
