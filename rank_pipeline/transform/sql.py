@@ -48,10 +48,12 @@ def one_row(con: duckdb.DuckDBPyConnection, query: str, params: list[Any] | None
     """The one row of ``query`` with ``params`` (an aggregate without ``group by``, a connection function).
     Raises RuntimeError: it returned none.
     """
-    row = con.execute(query, params).fetchone() if params is not None else con.execute(query).fetchone()
-    if row is None:
+    # fetchall, not fetchone: duckdb 2 keeps a result half-read after fetchone, and the connection then refuses
+    # register() and other work until it is finished
+    rows = con.execute(query, params).fetchall() if params is not None else con.execute(query).fetchall()
+    if not rows:
         raise RuntimeError(f"no row from {query}")
-    return row
+    return rows[0]
 
 
 def relation_kind(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> str | None:
