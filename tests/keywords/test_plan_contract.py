@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from test_keywords import FILE  # two words on two engines and two locations of domain acme-shop.net
 
 from rank_pipeline.extract.day import AccountSource, extract_day
 from rank_pipeline.keywords.quota import read_quota
@@ -32,19 +33,6 @@ DAY = date(2026, 11, 21)
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 RENAMED = {"keywords": "keywordQuota", "dataRows": "rowQuota"}
 """The vendor's new names of the usage object's two parts."""
-FILE = """
-    version: 1
-    domains:
-      - domain: acme-shop.net
-        account: acme
-        groups:
-          - words: [kw plan shoes, kw plan boots]
-            engines: [google, bing]
-            devices: [desktop]
-            locations: [US, "2826"]
-            languages: [en]
-            frequency: daily
-"""
 
 
 def _renamed(attributes: dict) -> dict:
