@@ -6,7 +6,7 @@
 from rank_pipeline.keywords.apply import ApplyFailed, ApplyResult, apply_plan, group_calls, map_errors
 from rank_pipeline.keywords.plan import Plan, plan_offline, plan_online
 from rank_pipeline.keywords.schema import KeywordsFileError, LoadedFile, json_schema, load_keywords_file
-from rank_pipeline.keywords.warehouse import KEYWORDS_FILE_TABLE, planned_rows, write_planned_rows
+from rank_pipeline.keywords.warehouse import KEYWORDS_FILE_TABLE, planned_rows
 
 __all__ = [
     "KEYWORDS_FILE_TABLE",
@@ -23,5 +23,4 @@ __all__ = [
     "plan_offline",
     "plan_online",
     "planned_rows",
-    "write_planned_rows",
 ]

@@ -1,5 +1,5 @@
 """The keywords file in the warehouse: one row per wanted combination in ``raw.keywords_file``
-(:func:`write_planned_rows`, columns :data:`rank_pipeline.warehouse.raw_load.KEYWORDS_FILE_COLUMNS`), planned
+(columns :data:`rank_pipeline.warehouse.raw_load.KEYWORDS_FILE_COLUMNS`, written by the engine's ``replace_raw_rows``), planned
 offline against the day's snapshot; ``marts.keywords_file_vs_tracked`` compares them with what is tracked.
 """
 
@@ -7,16 +7,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import duckdb
-
 from rank_pipeline.keywords.plan import Plan
 from rank_pipeline.warehouse.raw_load import (
-    KEYWORDS_FILE_COLUMNS,
     KEYWORDS_FILE_TABLE,
-    ensure_keywords_file_table,
 )
 
-__all__ = ["KEYWORDS_FILE_TABLE", "planned_rows", "write_planned_rows"]
+__all__ = ["KEYWORDS_FILE_TABLE", "planned_rows"]
 
 
 def planned_rows(plan: Plan, planned_at: datetime | None = None) -> list[dict]:
@@ -40,20 +36,3 @@ def planned_rows(plan: Plan, planned_at: datetime | None = None) -> list[dict]:
             })
     return rows
 
-
-def write_planned_rows(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> int:
-    """Replace every row of ``raw.keywords_file`` with ``rows``, in one transaction. Returns the count."""
-    ensure_keywords_file_table(con)
-    names = [name for name, _ in KEYWORDS_FILE_COLUMNS]
-    con.begin()
-    try:
-        con.execute(f"delete from {KEYWORDS_FILE_TABLE}")
-        if rows:
-            placeholders = ", ".join("?" for _ in names)
-            con.executemany(f"insert into {KEYWORDS_FILE_TABLE} ({', '.join(names)}) values ({placeholders})",
-                            [[row[n] for n in names] for row in rows])
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
-    return len(rows)
