@@ -43,7 +43,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("snapshots/writer.py", "", STAGES[3]),
     ("extract/resume.py", "", STAGES[4]),
     ("api/listing.py", "_deliver", STAGES[5]),
-    ("api/listing.py", "_record_id", STAGES[5]),
+    ("api/listing.py", "record_id", STAGES[5]),
     ("extract/day.py", "on_record", STAGES[6]),
     ("extract/day.py", "_as_dict", STAGES[6]),
     ("extract/parent_reads.py", "", STAGES[6]),

@@ -142,27 +142,29 @@ class RankTrackerClient:
         return body["data"]
 
     async def list_records(
-        self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None, *, raw: bool = False
+        self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None, *, raw: bool = False,
+        with_body: bool = False,
     ) -> ListResult:
         """Read every record of a paginated list and prove its set of ids by identity, not by count (spec "Limits"
         rules 4-6; docs/concepts/completeness.md, "Reading one list").
 
         ``path``: the list (``/v1/domains/<uuid>/keywords``); ``params``: extra query parameters (``page`` and
         ``per_page`` are the client's); ``sink``: gets each page's new records as it arrives (None: counts only);
-        ``raw``: records as :class:`~rank_pipeline.api.listing.RawRecord` (attributes unparsed) where a page allows.
+        ``raw``: records as :class:`~rank_pipeline.api.listing.RawRecord` (attributes unparsed) where a page allows;
+        ``with_body``: ``sink(records, body)``, ``body`` the page's response bytes.
         Returns a ``ListResult``: its ``excluded`` ids must be dropped by the caller
         (:meth:`~rank_pipeline.snapshots.writer.SnapshotWriter.exclude`).
 
         Raises RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent domain is gone.
         """
-        return await self.paginate(path, params, sink, raw=raw).read()
+        return await self.paginate(path, params, sink, raw=raw, with_body=with_body).read()
 
     def paginate(self, path: str, params: Mapping[str, Any] | None = None, sink: Sink | None = None, *,
-                 raw: bool = False) -> Paginator:
+                 raw: bool = False, with_body: bool = False) -> Paginator:
         """A :class:`~rank_pipeline.api.listing.Paginator` over the list at ``path``, not yet read: iterate it
         pass by pass (``async for list_pass in client.paginate(...)``), then take its ``result``."""
         return Paginator(self._transport, path, params, config=self.config, stats=self.stats, sink=sink,
-                         clock=self._clock, emit=self._emit, raw=raw)
+                         clock=self._clock, emit=self._emit, raw=raw, with_body=with_body)
 
     def _emit(self, event: dict) -> None:
         if self._on_event is None:

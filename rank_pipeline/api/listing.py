@@ -24,7 +24,9 @@ from .transport import Transport, decode_json, header_int
 
 logger = logging.getLogger("rank_pipeline.api")
 
-Sink = Callable[[list[Any]], Awaitable[None] | None]
+Sink = Callable[..., Awaitable[None] | None]
+"""Gets a page's new records: ``sink(records)``, or ``sink(records, body)`` when read ``with_body`` (``body``: the
+page's response bytes they were decoded from)."""
 
 
 class RawRecord(msgspec.Struct):
@@ -52,19 +54,26 @@ def decode_raw_page(content: bytes) -> Any:
         page = _RAW_PAGE.decode(content)
     except msgspec.MsgspecError:
         return decode_json(content)
-    if any(r.id is None for r in page.data):  # identity by content: the generic way (_record_id)
+    if any(r.id is None for r in page.data):  # identity by content: the generic way (record_id)
         return decode_json(content)
     return page
 
 
+def page_records(body: Any) -> Any:
+    """The records of a decoded list page (:func:`decode_raw_page` or
+    :func:`~rank_pipeline.api.transport.decode_json`): its ``data`` (a list when it is a list page)."""
+    return body.data if type(body) is _RawPage else body.get("data") if isinstance(body, dict) else None
+
+
 @dataclass
 class Page:
-    """One page of a list: its records (dicts, or :class:`RawRecord` when read ``raw``) and the
-    ``X-Total-Count`` / ``X-Total-Pages`` headers (None if absent)."""
+    """One page of a list: its records (dicts, or :class:`RawRecord` when read ``raw``), the
+    ``X-Total-Count`` / ``X-Total-Pages`` headers (None if absent) and the response ``body`` (bytes)."""
 
     records: list[Any]
     total_count: int | None
     total_pages: int | None
+    body: bytes = b""
 
 
 @dataclass
@@ -93,7 +102,7 @@ class ListPass:
                 and not self.repeated and len(self.ids) == self.total_count)
 
 
-def _record_id(record: Any) -> Any:
+def record_id(record: Any) -> Any:
     """A record's identity for deduplication: its ``id`` as text, else its JSON content."""
     if type(record) is RawRecord:  # always has an id (decode_raw_page)
         return record.id if type(record.id) is str else str(record.id)
@@ -110,14 +119,16 @@ class Paginator:
     yields its :class:`ListPass`; it ends when the set is proven, the list has no pagination headers, or the
     budget is spent; :attr:`result` then holds the ``ListResult`` (:meth:`read` does both). ``transport``,
     ``config``, ``stats``: the client's; ``sink`` None: counts only; ``clock`` stamps passes (s); ``emit`` gets
-    ``{"event": "page" | "list_done", ...}``; ``raw``: records as :class:`RawRecord` where a page allows it.
+    ``{"event": "page" | "list_done", ...}``; ``raw``: records as :class:`RawRecord` where a page allows it;
+    ``with_body``: ``sink(records, body)`` (:data:`Sink`).
 
     Raises (while iterating): RankTrackerError subclasses, e.g. ``NotFoundError`` when the parent is gone.
     """
 
     def __init__(self, transport: Transport, path: str, params: Mapping[str, Any] | None, *,
                  config: ClientConfig, stats: RequestStats, sink: Sink | None,
-                 clock: Callable[[], float], emit: Callable[[dict], None], raw: bool = False) -> None:
+                 clock: Callable[[], float], emit: Callable[[dict], None], raw: bool = False,
+                 with_body: bool = False) -> None:
         self.path = path
         self._decode = decode_raw_page if raw else None
         self._query = {k: v for k, v in dict(params or {}).items() if k not in ("page", "per_page")}
@@ -127,6 +138,7 @@ class Paginator:
         self._budget = config.settle_budget_requests or config.per_key_limit
         self._stats = stats
         self._sink = sink
+        self._with_body = with_body
         self._clock = clock
         self._emit = emit
         self._deliver_lock = asyncio.Lock()
@@ -252,7 +264,7 @@ class Paginator:
         self.pages += 1
         current.totals.add(page.total_count)
         current.page_counts.add(page.total_pages)
-        new = await self._deliver(page.records, current)
+        new = await self._deliver(page, current)
         self._emit({
             "event": "page", "path": self.path, "page": page_no, "total_pages": page.total_pages,
             "total_count": page.total_count, "pass": current.number, "records": len(page.records),
@@ -262,9 +274,9 @@ class Paginator:
 
     async def _get_page(self, page_no: int) -> Page:
         params = {**self._query, "page": page_no}
-        body, headers = await self._transport.request("GET", self.path, params, with_headers=True,
-                                                      decode=self._decode)
-        data = body.data if type(body) is _RawPage else body.get("data")
+        body, response = await self._transport.request("GET", self.path, params, with_response=True,
+                                                       decode=self._decode)
+        data = page_records(body)
         if not isinstance(data, list):
             raise RankTrackerError(
                 f"expected a list under `data` from {self.path} (a paginated list endpoint) but got "
@@ -272,18 +284,20 @@ class Paginator:
                 method="GET", url=self._transport.url(self.path),
             )
         self._stats.pages += 1
+        headers = response.headers
         return Page(
             records=data,
             total_count=header_int(headers, "X-Total-Count"),
             total_pages=header_int(headers, "X-Total-Pages"),
+            body=response.content,
         )
 
-    async def _deliver(self, records: list[dict], current: ListPass) -> int:
-        """Hand the records not delivered before to the sink; how many were new."""
+    async def _deliver(self, page: Page, current: ListPass) -> int:
+        """Hand the page's records not delivered before to the sink; how many were new."""
         async with self._deliver_lock:  # dedupe and sink calls in arrival order, one at a time
             new = []
-            for record in records:
-                rid = _record_id(record)
+            for record in page.records:
+                rid = record_id(record)
                 if rid in current.ids:  # seen twice in one pass: it moved between pages
                     self.duplicates += 1
                     current.repeated = True
@@ -293,7 +307,7 @@ class Paginator:
                 self._seen.add(rid)
                 new.append(record)
             if new and self._sink is not None:
-                result = self._sink(new)
+                result = self._sink(new, page.body) if self._with_body else self._sink(new)
                 if inspect.isawaitable(result):
                     await result
             self._stats.records += len(new)

@@ -215,11 +215,11 @@ class Transport:
         await self._http.aclose()
 
     async def request(
-        self, method: str, path: str, params: Mapping[str, Any] | None, with_headers: bool = False,
+        self, method: str, path: str, params: Mapping[str, Any] | None, with_response: bool = False,
         *, json_body: Any = None, retry_transient: bool = True, decode: Callable[[bytes], Any] | None = None,
     ):
-        """Send one request with pacing and retries; return the JSON body (a dict), with the headers when
-        ``with_headers``. ``retry_transient=False`` raises a transient failure at once (except a connection never
+        """Send one request with pacing and retries; return the JSON body (a dict), with the
+        ``httpx.Response`` (headers, ``content``) when ``with_response``. ``retry_transient=False`` raises a transient failure at once (except a connection never
         opened); ``decode`` turns a 2xx body into the result (default :func:`decode_json`).
 
         Raises RankTrackerError subclasses (docs/concepts/api-client.md, "One request").
@@ -235,7 +235,7 @@ class Transport:
                 if 200 <= status < 300:
                     body = (decode or decode_json)(response.content)
                     if isinstance(body, dict | msgspec.Struct):
-                        return (body, response.headers) if with_headers else body
+                        return (body, response) if with_response else body
                     failure = TransportError(
                         f"the API answered {status} but the body is not the JSON envelope "
                         f"({len(response.content)} bytes, content-type "

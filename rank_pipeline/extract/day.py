@@ -165,12 +165,12 @@ class _AccountRun:
         writer = self.writers[resource]
         account = self.source.name
 
-        def sink(records: Sequence[dict]) -> None:
-            table = records_table(resource, writer.snapshot_date, account, records, parent_id=parent_id,
-                                  extracted_at=datetime.now(UTC))
-            writer.append_table(account, table)
-            if spool is not None:  # and to the list's checkpoint
-                spool.write(table)
+        def sink(records: Sequence[Any], body: bytes) -> None:
+            at = datetime.now(UTC)
+            writer.append_table(account, records_table(resource, writer.snapshot_date, account, records,
+                                                       parent_id=parent_id, extracted_at=at))
+            if spool is not None:  # and the page, as received, to the list's checkpoint
+                spool.write(at, body)
             if on_record is not None:  # a parent's records, for their children's requests
                 for record in records:
                     on_record(record)
@@ -179,16 +179,18 @@ class _AccountRun:
 
         return sink
 
-    def _resumed(self, resource: str, path: str, entry: dict[str, Any],
-                 on_record: Callable[[dict], None] | None) -> ListResult:
+    def _resumed(self, resource: str, request: ListRequest, entry: dict[str, Any],
+                 on_record: Callable[[Any], None] | None) -> ListResult:
         """Replay a list finished by an earlier run of this day from its checkpoint (no request)."""
         assert self.resume is not None  # entry is its checkpoint
-        for table in self.resume.tables(entry, resource):
-            self.writers[resource].append_table(self.source.name, table)
+        writer, account, path = self.writers[resource], self.source.name, request.path
+        for at, records in self.resume.records(entry):
+            writer.append_table(account, records_table(resource, writer.snapshot_date, account, records,
+                                                       parent_id=request.parent_id, extracted_at=at))
             if on_record is not None:
-                for row in table.select(["id", "type", "attributes"]).to_pylist():
-                    on_record({"id": row["id"], "type": row["type"], "attributes": _JSON.decode(row["attributes"])})
-            self.progress.records += table.num_rows
+                for record in records:
+                    on_record(record)
+            self.progress.records += len(records)
         return ListResult(path=path, total_count=entry["total_count"], delivered=entry["delivered"], pages=0,
                           passes=entry["passes"], complete=True)
 
@@ -207,11 +209,11 @@ class _AccountRun:
             async with self.list_gate:
                 entry = resume.lookup(key, parent) if resume is not None else None
                 if entry is not None:
-                    result = self._resumed(name, path, entry, on_record)
+                    result = self._resumed(name, request, entry, on_record)
                 else:
-                    spool = resume.spool(name) if resume is not None else None
+                    spool = resume.spool() if resume is not None else None
                     result = await self.client.list_records(path, params, self._sink(name, parent_id, on_record, spool),
-                                                            raw=True)
+                                                            raw=True, with_body=True)
         except BaseException as exc:
             if spool is not None:  # an unfinished list is read again by a retry
                 spool.delete()
@@ -241,13 +243,12 @@ class _AccountRun:
         return result
 
     def _checkpoint(self, key: str, parent: str | None, spool: ListSpool, result: ListResult) -> None:
-        """Keep a proven list's spool as its checkpoint (holding only the proven set); drop it otherwise."""
+        """Keep a proven list's spool as its checkpoint (with the ids outside the proven set); drop it otherwise."""
         if result.complete and result.total_count is not None:
-            if result.excluded:
-                spool.rewrite(set(result.excluded))
             assert self.resume is not None  # spool is one of its checkpoints
             self.resume.finish(key, spool, {"parent": parent, "total_count": result.total_count,
-                                            "delivered": result.delivered, "passes": result.passes})
+                                            "delivered": result.delivered, "passes": result.passes,
+                                            "excluded": list(result.excluded)})
         else:
             spool.delete()
 

@@ -1,6 +1,7 @@
 """Checkpoints of an unfinished day's extraction, so a retry re-fetches only the lists it did not finish:
 ``<snapshots root>/.resume-snapshot_date=YYYY-MM-DD/`` (:class:`ResumeArea`), valid for one day and source,
-removed once the day commits. Layout and rules: docs/concepts/completeness.md, "Resume".
+removed once the day commits. A list's checkpoint is the response bodies of its pages that delivered records,
+replayed on resume. Layout and rules: docs/concepts/completeness.md, "Resume".
 """
 
 from __future__ import annotations
@@ -11,16 +12,18 @@ import logging
 import os
 import posixpath
 import uuid
+from array import array
 from collections.abc import Iterator, Mapping
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.ipc as ipc
 
+from rank_pipeline.api.listing import decode_raw_page, page_records, record_id
 from rank_pipeline.settings import Shard
-from rank_pipeline.snapshots.schema import DAY_FOLDER_PREFIX, DICTIONARY_COLUMNS, SCHEMA_VERSION, arrow_schema
+from rank_pipeline.snapshots.schema import DAY_FOLDER_PREFIX, SCHEMA_VERSION
 from rank_pipeline.snapshots.storage import Store, store_for
 
 __all__ = ["ListSpool", "ResumeArea", "fingerprint", "resume_dir"]
@@ -30,7 +33,11 @@ logger = logging.getLogger("rank_pipeline.extract.resume")
 _LISTS = "lists.jsonl"
 _META = "meta.json"
 _ENTRY = ".entry.json"
-_CODEC = "lz4"  # a checkpoint lives until the day commits: written fast rather than small
+_PAGES = ".pages"
+_FORMAT = 2  # 1: a Parquet file of a list's rows; 2: an Arrow IPC stream of its pages' bodies
+_PAGE_SCHEMA = pa.schema([("extracted_at_us", pa.int64()), ("body", pa.large_binary())])  # us since the epoch, UTC
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
 
 
 def resume_dir(root: Path | str | Store, snapshot_date: date, shard: Shard | None = None) -> Path | str:
@@ -54,53 +61,48 @@ def fingerprint(record: Mapping[str, Any]) -> str:
 
 
 class ListSpool:
-    """The rows of one list being read, written to ``<uuid>.part`` one page (row group) at a time."""
+    """The pages of one list being read, appended to ``<uuid>.part`` (an Arrow IPC stream, one batch a page):
+    when each arrived and its response body as received. Uncompressed on local disk (lz4 on an object store)."""
 
-    def __init__(self, folder: Path | str, resource: str, store: Store | None = None):
+    def __init__(self, folder: Path | str, store: Store | None = None):
         self.store = store or store_for(Path(folder))
-        self.resource = resource
         self.name = uuid.uuid4().hex
         self.folder = str(folder)
         self.path = posixpath.join(self.folder, f"{self.name}.part")
-        self.schema = arrow_schema(resource)
-        self._writer: pq.ParquetWriter | None = None
-        self.rows = 0
+        self._out: Any = None
+        self._writer: ipc.RecordBatchStreamWriter | None = None
+        self.pages = 0
 
-    def write(self, table: pa.Table) -> None:
-        if not table.num_rows:
-            return
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self.path, self.schema, compression=_CODEC,
-                                            use_dictionary=list(DICTIONARY_COLUMNS), filesystem=self.store.fs)
-        self._writer.write_table(table)
-        self.rows += table.num_rows
+    def _open(self) -> ipc.RecordBatchStreamWriter:
+        options = ipc.IpcWriteOptions(compression=None if self.store.local else "lz4")
+        self._out = self.store.fs.open_output_stream(self.path)
+        self._writer = ipc.new_stream(self._out, _PAGE_SCHEMA, options=options)
+        return self._writer
+
+    def write(self, extracted_at: datetime, body: bytes) -> None:
+        """Append a page that delivered records: when it arrived and its response body."""
+        writer = self._writer or self._open()
+        # from buffers (the body not copied): pa.array would import pandas to check its argument
+        at = pa.Array.from_buffers(pa.int64(), 1, [None, pa.py_buffer(array("q", [(extracted_at - _EPOCH) // _US]))])
+        page = pa.Array.from_buffers(pa.large_binary(), 1, [None, pa.py_buffer(array("q", [0, len(body)])),
+                                                            pa.py_buffer(body)])
+        writer.write_batch(pa.RecordBatch.from_arrays([at, page], schema=_PAGE_SCHEMA))
+        self.pages += 1
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-    def exists(self) -> bool:
-        return self.store.is_file(self.path)
-
-    def tables(self) -> Iterator[pa.Table]:
-        """The rows written, one row group at a time (after :meth:`close`)."""
-        yield from _row_groups(self.path if self.exists() else None, self.schema, self.store)
-
-    def rewrite(self, excluded: set[str]) -> None:
-        """Drop rows whose id is in ``excluded`` (ids the proven set does not hold), row group by row group."""
-        self.close()
-        if not self.exists():
-            return
-        tmp = self.path[: -len(".part")] + ".filtering"
-        with pq.ParquetWriter(tmp, self.schema, compression=_CODEC, filesystem=self.store.fs) as out:
-            for table in self.tables():
-                keep = [i not in excluded for i in table.column("id").to_pylist()]
-                out.write_table(table.filter(pa.array(keep, type=pa.bool_())))
-        self.store.move(tmp, self.path)
+        """Finish the stream (an empty one when no page was written)."""
+        if self._writer is None:
+            self._open()
+        assert self._writer is not None
+        self._writer.close()
+        self._out.close()
+        self._writer = self._out = None
 
     def delete(self) -> None:
-        self.close()
+        if self._writer is not None:
+            self._writer.close()
+            self._out.close()
+            self._writer = self._out = None
         self.store.delete_file(self.path)
 
 
@@ -114,13 +116,14 @@ class ResumeArea:
         self.store = store_for(root)
         self._dir = _dir_path(self.store, snapshot_date, shard)
         self.dir = resume_dir(self.store, snapshot_date, shard)
-        self.meta = {"snapshot_date": snapshot_date.isoformat(), "source": source, "schema_version": SCHEMA_VERSION}
+        self.meta = {"snapshot_date": snapshot_date.isoformat(), "source": source, "schema_version": SCHEMA_VERSION,
+                     "checkpoint_format": _FORMAT}
         self.finished: dict[str, dict[str, Any]] = {}
         self.reused = 0
         self._log: TextIO | None = None
         listing = self.store.listdir(self._dir)
         if listing and self._read_meta() != self.meta:
-            logger.info("discarding the checkpoints in %s: they belong to another source or schema", self.dir)
+            logger.info("discarding the checkpoints in %s: they belong to another source, schema or format", self.dir)
             self.store.delete_dir(self._dir)
             listing = []
         names = {posixpath.basename(i.path) for i in listing}
@@ -140,7 +143,7 @@ class ResumeArea:
                 entry = json.loads(line)
             except ValueError:  # a line cut by a kill: that list is read again
                 continue
-            if f"{entry['file']}.parquet" in names:
+            if f"{entry['file']}{_PAGES}" in names:
                 self.finished[entry["key"]] = entry
         if self.finished:
             logger.info("resuming %s: %d list(s) already read", snapshot_date, len(self.finished))
@@ -169,19 +172,16 @@ class ResumeArea:
             else:
                 self.store.write_text(meta, text)
 
-    def spool(self, resource: str) -> ListSpool:
+    def spool(self) -> ListSpool:
         """A new spool for a list about to be read."""
         self._ensure()
-        return ListSpool(self._dir, resource, self.store)
+        return ListSpool(self._dir, self.store)
 
     def finish(self, key: str, spool: ListSpool, entry: Mapping[str, Any]) -> None:
-        """Make a proven list's spool its checkpoint (``entry``: the list's report fields, parent)."""
+        """Make a proven list's spool its checkpoint (``entry``: the list's report fields, parent, and
+        ``excluded``: the ids delivered that its proven set does not hold)."""
         spool.close()
-        final = posixpath.join(self._dir, f"{spool.name}.parquet")
-        if spool.exists():
-            self.store.move(spool.path, final)
-        else:  # an empty list: an empty file, so the checkpoint is self-contained
-            pq.write_table(spool.schema.empty_table(), final, filesystem=self.store.fs)
+        self.store.move(spool.path, posixpath.join(self._dir, f"{spool.name}{_PAGES}"))
         line = json.dumps({**entry, "key": key, "file": spool.name}, sort_keys=True, default=str)
         if not self.store.local:
             self.store.write_text(posixpath.join(self._dir, f"{spool.name}{_ENTRY}"), line)
@@ -193,11 +193,26 @@ class ResumeArea:
             self._log.flush()
         self.finished[key] = {**entry, "key": key, "file": spool.name}
 
-    def tables(self, entry: Mapping[str, Any], resource: str) -> Iterator[pa.Table]:
-        """A finished list's rows, one row group at a time."""
+    def records(self, entry: Mapping[str, Any]) -> Iterator[tuple[datetime, list[Any]]]:
+        """A finished list's records as its read delivered them, page by page: ``(extracted_at, records)``,
+        each record once (:func:`~rank_pipeline.api.listing.record_id`), none of ``entry["excluded"]``;
+        the records as the raw reading decodes them (:func:`~rank_pipeline.api.listing.decode_raw_page`)."""
         self.reused += 1
-        yield from _row_groups(posixpath.join(self._dir, f"{entry['file']}.parquet"), arrow_schema(resource),
-                               self.store)
+        excluded = set(entry.get("excluded") or ())
+        seen: set[Any] = set()
+        path = posixpath.join(self._dir, f"{entry['file']}{_PAGES}")
+        with self.store.fs.open_input_stream(path) as source:
+            for batch in ipc.open_stream(source):
+                for us, body in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+                    new = []
+                    for record in page_records(decode_raw_page(body)):
+                        rid = record_id(record)
+                        if rid not in seen:
+                            seen.add(rid)
+                            if rid not in excluded:
+                                new.append(record)
+                    if new:
+                        yield _EPOCH + us * _US, new
 
     def close(self) -> None:
         """Close the list log (the checkpoints stay for a retry)."""
@@ -209,17 +224,6 @@ class ResumeArea:
         """Remove the folder (the day is committed)."""
         self.close()
         self.store.delete_dir(self._dir)
-
-
-def _row_groups(path: str | None, schema: pa.Schema, store: Store) -> Iterator[pa.Table]:
-    if path is None:
-        return
-    source = pq.ParquetFile(store.fs.open_input_file(path))
-    try:
-        for index in range(source.num_row_groups):
-            yield source.read_row_group(index).cast(schema)
-    finally:
-        source.close()
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -14,12 +14,15 @@ that pass had already read) separates the proven set from the end state: no read
 from __future__ import annotations
 
 import asyncio
-from datetime import date
+import time
+from datetime import UTC, date, datetime
 
+import httpx
 import pytest
 
-from rank_pipeline.api import ClientConfig, RankTrackerClient
+from rank_pipeline.api import ClientConfig, PermissionDeniedError, RankTrackerClient
 from rank_pipeline.extract.day import AccountSource, extract_day
+from rank_pipeline.extract.resume import ResumeArea, resume_dir
 from rank_pipeline.sandbox import (
     AccountSpec,
     Faults,
@@ -144,3 +147,44 @@ def test_moderate_balanced_shifting_settles_to_the_exact_ground_truth(tmp_path):
         got = [r["id"] for r in rows if r["parent_id"] == domain["id"]]
         assert len(got) == len(set(got))
         assert _check_list(world, domain["id"], set(got), results[domain["id"]])
+
+
+class _NoLookups(httpx.AsyncHTTPTransport):
+    """The network, but the keywords' lookups answer 403 (fatal): the run dies after its keyword lists."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path in ("/v1/locations", "/v1/languages"):
+            return httpx.Response(403, json={"errors": [{"status": "403", "title": "Forbidden"}]})
+        return await super().handle_async_request(request)
+
+
+def test_a_retry_replays_checkpointed_lists_as_proven_without_the_ids_they_excluded(tmp_path):
+    """A run that dies after its shifting keyword lists were proven (some with ids delivered, then excluded) is
+    retried: each list taken from its checkpoint holds each id once, the excluded ones not, and equals the world's
+    ids at an instant since the first run began; its rows keep the time their page arrived."""
+    world = _world(9)
+    app = _app(world, 9, shift_rate=0.3)
+    account = world.account("acme")
+    sources = [AccountSource("acme", account.api_key)]
+    began = time.monotonic()
+    with SandboxServer(app) as server:
+        with pytest.raises(PermissionDeniedError):
+            asyncio.run(extract_day(server.base_url, sources, DAY, tmp_path, transport=_NoLookups(),
+                                    config=_config(settle_budget_requests=150)))
+        entries = [e for e in ResumeArea(tmp_path, DAY, server.base_url).finished.values() if "/keywords" in e["key"]]
+        for path in resume_dir(tmp_path, DAY).rglob("*"):  # the checkpoints outlive the run, and hold no key
+            assert account.api_key.encode() not in path.read_bytes(), path
+        retried_at = datetime.now(UTC)
+        report = asyncio.run(extract_day(server.base_url, sources, DAY, tmp_path,
+                                         config=_config(settle_budget_requests=150)))
+    assert any(e["excluded"] for e in entries)  # deleted ids were delivered, then left out of the proven set
+    resumed = [r for r in report.lists["acme"] if r.path.endswith("/keywords")]
+    assert len(entries) == len(resumed) == len(world.domains(account.account_id))
+    assert all(r.pages == 0 for r in resumed)  # every keyword list came from its checkpoint
+    assert report.manifests["keywords"].complete is True
+    rows = read_snapshot(tmp_path, "keywords", DAY).to_pylist()
+    for domain in world.domains(account.account_id):
+        got = [r["id"] for r in rows if r["parent_id"] == domain["id"]]
+        assert len(got) == len(set(got))
+        assert set(got) in _states_since(world, domain["id"], began)
+    assert all(r["extracted_at"] < retried_at for r in rows)

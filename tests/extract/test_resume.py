@@ -142,7 +142,7 @@ def test_a_list_whose_parent_changed_is_read_again_and_checkpoints_serve_one_sou
 
     # another source (or schema) empties the folder: nothing of it is reused
     other = ResumeArea(tmp_path / "x", DAY, "https://api.one.example")
-    other.finish("k", other.spool("keywords"), {"parent": None, "total_count": 0, "delivered": 0, "passes": 1})
+    other.finish("k", other.spool(), {"parent": None, "total_count": 0, "delivered": 0, "passes": 1})
     assert ResumeArea(tmp_path / "x", DAY, "https://api.one.example").finished
     assert not ResumeArea(tmp_path / "x", DAY, "https://api.two.example").finished
     assert not ResumeArea(tmp_path / "x", date(2026, 11, 22), "https://api.one.example").finished
