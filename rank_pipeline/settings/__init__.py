@@ -47,7 +47,7 @@ from rank_pipeline.settings.pace import (
     SPEC_WINDOW_S,
     RateSettings,
 )
-from rank_pipeline.settings.paths import DataPaths, models_dir
+from rank_pipeline.settings.paths import DataPaths, models_dir, shared_cache_dir
 from rank_pipeline.settings.project_folder import load_project_dotenv
 from rank_pipeline.settings.sharding import (
     SHARDS_ENV,
@@ -146,6 +146,7 @@ __all__ = [
     "sandbox_shape_from_env",
     "shard_of",
     "snapshots_uri_from_env",
+    "shared_cache_dir",
     "source_file",
     "source_paths",
     "start_partitions_at",

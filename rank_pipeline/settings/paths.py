@@ -10,9 +10,22 @@ from pathlib import Path
 from rank_pipeline.settings.user_project import UserProject, find_project, package_models_dir
 from rank_pipeline.settings.values import ConfigurationError
 
-__all__ = ["MODELS_DIR_ENV", "DataPaths", "models_dir"]
+__all__ = ["MODELS_DIR_ENV", "DataPaths", "models_dir", "shared_cache_dir"]
 
 MODELS_DIR_ENV = "RANK_PIPELINE_MODELS_DIR"
+
+
+def shared_cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """The user's cache folder of results derived from the models' files, shared by every data folder:
+    ``$XDG_CACHE_HOME/rank-pipeline``, else ``~/.cache/rank-pipeline``; None when there is no home folder."""
+    env = os.environ if env is None else env
+    base = (env.get("XDG_CACHE_HOME") or "").strip()
+    if base and Path(base).is_absolute():
+        return Path(base) / "rank-pipeline"
+    try:
+        return Path.home() / ".cache" / "rank-pipeline"
+    except RuntimeError:  # no HOME and no password entry
+        return None
 
 
 def models_dir(env: Mapping[str, str] | None = None, start: Path | None = None, *, component: bool = True) -> Path:

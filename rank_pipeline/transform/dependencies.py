@@ -1,7 +1,7 @@
 """Dependencies of a model: the qualified relations its one SELECT reads, parsed with sqlglot.
 
 Used by :mod:`rank_pipeline.transform.loading` when reading the project's models; the schemas a model may read
-are declared here once.
+are declared here once. Answers are kept across processes (:mod:`rank_pipeline.transform.shared_cache`).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from rank_pipeline.transform import shared_cache
 from rank_pipeline.transform.errors import ModelSqlError
 
 __all__ = ["MODEL_SCHEMAS", "RAW_SCHEMA", "REFERENCE_SCHEMAS", "SEED_SCHEMA", "condition_error", "sql_dependencies"]
@@ -30,6 +31,16 @@ def sql_dependencies(sql: str, where: str = "<sql>") -> frozenset[str]:
         ModelSqlError: not exactly one SELECT (or UNION), unparsable, or a table unqualified without being a
             CTE, qualified with a database, or outside ``raw``, ``seeds``, ``staging``, ``marts``.
     """
+    key = shared_cache.digest(sql)
+    kept = shared_cache.read("dependencies", key)
+    if isinstance(kept, list) and all(isinstance(name, str) for name in kept):
+        return frozenset(kept)
+    deps = _parse_dependencies(sql, where)
+    shared_cache.write("dependencies", key, sorted(deps))
+    return deps
+
+
+def _parse_dependencies(sql: str, where: str) -> frozenset[str]:
     try:
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except ParseError as exc:
@@ -69,8 +80,14 @@ def sql_dependencies(sql: str, where: str = "<sql>") -> frozenset[str]:
 def condition_error(expression: str) -> str | None:
     """None when ``expression`` parses as one DuckDB boolean condition (an ``expression`` test), else
     the parser's message."""
+    key = shared_cache.digest(expression)
+    kept = shared_cache.read("condition", key)
+    if isinstance(kept, dict) and isinstance(kept.get("error"), str | None):
+        return kept["error"]
+    error = None
     try:
         sqlglot.parse_one(expression, read="duckdb", into=exp.Condition)
     except ParseError as exc:
-        return str(exc)
-    return None
+        error = str(exc)
+    shared_cache.write("condition", key, {"error": error})
+    return error

@@ -20,6 +20,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import build_scope
 from sqlglot.schema import MappingSchema, Schema
 
+from rank_pipeline.transform import shared_cache
 from rank_pipeline.transform.dependencies import SEED_SCHEMA
 from rank_pipeline.transform.project import Project
 
@@ -312,28 +313,44 @@ _MEMO: dict[str, ProjectLineage] = {}
 
 def project_lineage(project: Project, cache_dir: Path | str | None = None) -> ProjectLineage:
     """The column lineage of every model of ``project`` (docs/concepts/models.md, "Column lineage"), kept as
-    ``lineage-<hash>.json`` in ``cache_dir`` (written atomically; unreadable ignored; None: once per process).
+    ``lineage-<hash>.json`` in ``cache_dir`` (written atomically; unreadable ignored; None: once per process)
+    and, when every model was analysed, in the user's cache (:mod:`rank_pipeline.transform.shared_cache`).
     """
     key = _cache_key(project)
     if key in _MEMO:
         return _MEMO[key]
     cache = Path(cache_dir) / f"lineage-{key}.json" if cache_dir is not None else None
-    if cache is not None and cache.is_file():
-        try:
-            result = ProjectLineage.from_json(json.loads(cache.read_text()))
-            _MEMO[key] = result
-            return result
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    result = _analyse(project, project.topological_order())
+    result = _kept(cache)
+    if result is None:
+        result = _kept(None, key)
+        if result is None:
+            result = _analyse(project, project.topological_order())
+            if not result.errors:  # an error's text may name this project's folder
+                shared_cache.write("lineage", key, result.to_json())
+        if cache is not None:
+            _write(cache, result)
     _MEMO[key] = result
-    if cache is not None:
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".lineage-", dir=cache.parent)
-            with os.fdopen(fd, "w") as fh:
-                json.dump(result.to_json(), fh)
-            os.replace(tmp, cache)
-        except OSError:
-            pass
     return result
+
+
+def _kept(cache: Path | None, shared_key: str | None = None) -> ProjectLineage | None:
+    """The lineage kept in the file ``cache``, or in the user's cache under ``shared_key``; None if absent."""
+    try:
+        if cache is not None:
+            data = json.loads(cache.read_text()) if cache.is_file() else None
+        else:
+            data = shared_cache.read("lineage", shared_key or "")
+        return None if data is None else ProjectLineage.from_json(data)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write(cache: Path, result: ProjectLineage) -> None:
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".lineage-", dir=cache.parent)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(result.to_json(), fh)
+        os.replace(tmp, cache)
+    except OSError:
+        pass

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from rank_pipeline.transform import shared_cache
 from rank_pipeline.transform.contract import CONTRACT_FILE, load_contract
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS, RAW_SCHEMA, SEED_SCHEMA, sql_dependencies
 from rank_pipeline.transform.errors import ModelConfigError
@@ -139,18 +140,27 @@ def load_models(root: Path) -> dict[str, Model]:
 
 def _vendor_relations(root: Path) -> Callable[[str, Path], str]:
     """The compiler of a model's ``vendor.<endpoint>`` references (:mod:`rank_pipeline.transform.flatten`),
-    reading the project's contract and raw tables once, and only when a model reads such a relation."""
+    reading the project's contract and raw tables once, and only when a model reads such a relation; each
+    compiled SQL kept under its SQL, contract file and raw tables (:mod:`rank_pipeline.transform.shared_cache`)."""
     state: dict[str, Any] = {}
+    contract_file = root / CONTRACT_FILE
 
     def compile_sql(sql: str, path: Path) -> str:
         if f"{VENDOR_SCHEMA}." not in sql.lower():
             return sql
         if not state:
-            contract_file = root / CONTRACT_FILE
-            state["contract"] = load_contract(root) if contract_file.exists() else None
+            state["text"] = contract_file.read_text() if contract_file.exists() else None
             state["raw"] = {q.removeprefix(f"{RAW_SCHEMA}."): [c for c, _ in cols]
                             for q, cols in load_raw_sources(root).items()}
-        return compile_vendor_relations(sql, state["contract"], state["raw"], path)
+        key = shared_cache.digest(sql, repr(state["text"]), repr(sorted(state["raw"].items())))
+        kept = shared_cache.read("vendor", key)
+        if isinstance(kept, str):
+            return kept
+        if "contract" not in state:  # an entry is kept only once its contract file loaded
+            state["contract"] = load_contract(root) if state["text"] is not None else None
+        compiled = compile_vendor_relations(sql, state["contract"], state["raw"], path)
+        shared_cache.write("vendor", key, compiled)
+        return compiled
 
     return compile_sql
 
