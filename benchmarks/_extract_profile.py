@@ -53,6 +53,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("/httpcore/", "", STAGES[7]),
     ("/h11/", "", STAGES[7]),
     ("/anyio/", "", STAGES[7]),
+    ("api/network.py", "", STAGES[7]),
     ("api/pacing.py", "", STAGES[8]),
     ("api/keys.py", "", STAGES[8]),
     ("api/transport.py", "", STAGES[9]),

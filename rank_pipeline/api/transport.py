@@ -31,6 +31,7 @@ import msgspec
 from .config import ClientConfig, RequestStats
 from .errors import RankTrackerError, TransportError, error_from_response, redact, safe_url
 from .keys import KeyPool, KeySlot
+from .network import AsyncioTransport
 
 logger = logging.getLogger("rank_pipeline.api")
 
@@ -195,12 +196,13 @@ class Transport:
         self._rng = rng
         in_flight = config.max_in_flight * len(pool)  # each key keeps its own pipeline full
         self._in_flight = asyncio.Semaphore(in_flight)
+        limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers={"Accept": "application/json", "User-Agent": _USER_AGENT},
             timeout=httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s),
-            limits=httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight),
-            transport=transport,
+            limits=limits,
+            transport=transport if transport is not None else AsyncioTransport(limits),
             follow_redirects=False,
         )
         self._host_answered = False

@@ -1,0 +1,187 @@
+"""httpx's connection pool over asyncio's own sockets: :class:`AsyncioTransport`.
+
+httpx's default transport reaches its sockets through anyio (a cancel scope per read and write, a typed-attribute
+lookup and a ``getpeername`` per pool check). This transport is httpx's ``AsyncHTTPTransport`` (its request and
+response mapping, its errors) with the pool's network backend replaced by :class:`AsyncioBackend`: an asyncio
+protocol per connection, TLS by ``loop.start_tls``. Why and what it saves: docs/concepts/api-client.md,
+"The HTTP connection".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+import httpx
+
+__all__ = ["AsyncioBackend", "AsyncioTransport"]
+
+_PAUSE_AT = 4 << 20  # bytes received and not yet read at which the socket stops being read
+_RESUME_AT = 1 << 20
+
+
+class _Protocol(asyncio.Protocol):
+    """What one connection received and not yet read, and its writing state."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.eof = False
+        self.lost: Exception | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.drained: asyncio.Future[None] | None = None
+        self.paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size >= _PAUSE_AT and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.lost = exc
+        self._wake()
+        self.resume_writing()
+
+    def pause_writing(self) -> None:
+        if self.drained is None:
+            self.drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+        self.drained = None
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+class _Stream(httpcore.AsyncNetworkStream):
+    """One connection as httpcore reads and writes it (``timeout``: seconds, None for none)."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        p = self._protocol
+        if not p.chunks and not p.eof:
+            p.waiter = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await p.waiter
+            except TimeoutError as exc:
+                raise httpcore.ReadTimeout(f"no data for {timeout} s") from exc
+            finally:
+                p.waiter = None
+        if not p.chunks:
+            if p.lost is not None:
+                raise httpcore.ReadError(str(p.lost) or type(p.lost).__name__) from p.lost
+            return b""  # the peer closed the connection
+        chunk = p.chunks.popleft()
+        if len(chunk) > max_bytes:
+            p.chunks.appendleft(chunk[max_bytes:])
+            chunk = chunk[:max_bytes]
+        p.size -= len(chunk)
+        if p.paused and p.size <= _RESUME_AT:
+            p.paused = False
+            self._transport.resume_reading()
+        return chunk
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        p = self._protocol
+        if self._transport.is_closing():
+            raise httpcore.WriteError("the connection is closed")
+        self._transport.write(buffer)
+        if p.drained is not None:  # the kernel's buffer is full: wait until it takes the rest
+            try:
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(p.drained)
+            except TimeoutError as exc:
+                raise httpcore.WriteTimeout(f"could not write for {timeout} s") from exc
+        if p.lost is not None:
+            raise httpcore.WriteError(str(p.lost) or type(p.lost).__name__) from p.lost
+
+    async def aclose(self) -> None:
+        self._transport.close()
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                transport = await loop.start_tls(self._transport, self._protocol, ssl_context,
+                                                 server_hostname=server_hostname)
+        except TimeoutError as exc:
+            self._transport.abort()
+            raise httpcore.ConnectTimeout(f"TLS handshake took over {timeout} s") from exc
+        except (OSError, ssl.SSLError) as exc:
+            self._transport.abort()
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        assert isinstance(transport, asyncio.Transport)
+        self._protocol.transport = transport
+        return _Stream(transport, self._protocol)
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":  # an idle connection with data or EOF pending: the server closed it
+            return bool(self._protocol.chunks) or self._protocol.eof
+        name = {"ssl_object": "ssl_object", "client_addr": "sockname", "server_addr": "peername",
+                "socket": "socket"}.get(info)
+        return self._transport.get_extra_info(name) if name is not None else None
+
+
+class AsyncioBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend on asyncio's transports and protocols (TCP; TLS through ``start_tls``)."""
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                transport, protocol = await loop.create_connection(
+                    _Protocol, host, port, local_addr=(local_address, 0) if local_address else None)
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(f"could not connect to {host}:{port} in {timeout} s") from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
+        sock = transport.get_extra_info("socket")
+        for option in socket_options or ():
+            sock.setsockopt(*option)
+        return _Stream(transport, protocol)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class AsyncioTransport(httpx.AsyncHTTPTransport):
+    """httpx's ``AsyncHTTPTransport`` (HTTP/1.1, certificates verified as httpx does) whose connection pool
+    holds up to ``limits``' connections through :class:`AsyncioBackend`."""
+
+    def __init__(self, limits: httpx.Limits) -> None:  # not super().__init__: it would build the pool replaced here
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=AsyncioBackend(),
+        )

@@ -1,0 +1,128 @@
+"""The client's connections (rank_pipeline.api.network): over HTTPS with the certificate verified, pages larger
+than one read arrive whole on reused connections; an untrusted certificate is refused before any request is sent.
+
+The server is a plain asyncio HTTPS server in the test's event loop, its certificate self-signed for 127.0.0.1 and
+trusted through ``SSL_CERT_FILE`` (as httpx reads it); the referee is the bytes it served and what it counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import ipaddress
+import json
+import re
+import ssl
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from rank_pipeline.api import ClientConfig, RankTrackerClient, TransportError
+from rank_pipeline.api.network import AsyncioBackend
+
+PAGES, PER_PAGE = 3, 400  # about 190 KB a page: several reads of 64 KiB each
+KEY = "test-key-over-tls"
+
+
+def _certificate(tmp_path) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(hours=1))
+            .not_valid_after(now + dt.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_path), str(key_path)
+
+
+def _page(number: int) -> bytes:
+    records = [{"id": f"r{number}-{i}", "type": "thing", "attributes": {"text": "x" * 400, "n": i}}
+               for i in range(PER_PAGE)]
+    return json.dumps({"data": records}).encode()
+
+
+class _Server:
+    """Answers ``GET /v1/things?page=N`` with page N (keep-alive), counting connections and requests."""
+
+    def __init__(self) -> None:
+        self.connections = self.requests = 0
+        self.keys: set[str] = set()
+        self.tasks: set[asyncio.Task] = set()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.tasks.add(asyncio.current_task())  # type: ignore[arg-type]
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode()
+                self.requests += 1
+                self.keys.update(line.split(": ", 1)[1] for line in head.split("\r\n")
+                                 if line.lower().startswith("authorization: "))
+                number = int(re.search(r"[?&]page=(\d+)", head)[1])
+                body = _page(number)
+                writer.write((f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+                              f"x-total-count: {PAGES * PER_PAGE}\r\nx-total-pages: {PAGES}\r\n\r\n").encode() + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # the client closed the connection, or the test ended
+        finally:
+            writer.close()
+
+
+async def _read_list(cert: str, key: str) -> tuple[_Server, list, object]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    served = _Server()
+    server = await asyncio.start_server(served.handle, "127.0.0.1", 0, ssl=context)
+    port = server.sockets[0].getsockname()[1]
+    rows: list = []
+    config = ClientConfig(per_key_limit=100, per_ip_limit=200, window_s=1.0, max_in_flight=2, per_page=PER_PAGE,
+                          first_contact_attempts=1, max_retry_s=5.0)
+    try:
+        async with RankTrackerClient(f"https://127.0.0.1:{port}", KEY, config=config) as client:
+            result = await client.list_records("/v1/things", None, rows.extend)
+    finally:
+        server.close()
+        for task in served.tasks:
+            task.cancel()
+        await asyncio.gather(*served.tasks, return_exceptions=True)
+    return served, rows, result
+
+
+def test_pages_over_https_arrive_whole_on_reused_connections(tmp_path, monkeypatch):
+    cert, key = _certificate(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    opened = []
+    connect = AsyncioBackend.connect_tcp
+
+    async def counted(self, *args, **kwargs):
+        opened.append(args[:2])
+        return await connect(self, *args, **kwargs)
+
+    monkeypatch.setattr(AsyncioBackend, "connect_tcp", counted)
+    served, rows, result = asyncio.run(_read_list(cert, key))
+    expected = [r for n in range(1, PAGES + 1) for r in json.loads(_page(n))["data"]]
+    assert sorted(rows, key=lambda r: r["id"]) == sorted(expected, key=lambda r: r["id"])
+    assert result.complete and result.passes == 2  # several pages: proven by a second pass
+    assert served.requests == 2 * PAGES and served.connections <= 2  # keep-alive: at most max_in_flight
+    assert served.keys == {KEY}
+    assert len(opened) == served.connections  # the client's connections are the asyncio backend's
+
+
+def test_an_untrusted_certificate_is_refused_before_any_request(tmp_path, monkeypatch):
+    cert, key = _certificate(tmp_path)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    with pytest.raises(TransportError) as failure:
+        asyncio.run(_read_list(cert, key))
+    assert "CERTIFICATE_VERIFY_FAILED" in str(failure.value)
