@@ -1,8 +1,9 @@
 """Fixtures for the dashboards' tests: a short demo run into a test data folder, and the dashboards' tools.
 
 The demo is the user's door (``rank-pipeline demo --days 2`` as a subprocess with
-``RANK_PIPELINE_DATA_DIR`` set), then three ``rank-pipeline run --date`` closing a billing cycle (the
-quota's forecasts are scored once a cycle ended); every test here reads the warehouse they publish. The dashboards' tools
+``RANK_PIPELINE_DATA_DIR`` set), then one ``dagster job execute`` of the daily job over the three days closing a
+billing cycle (the quota's forecasts are scored once a cycle ended); every test here reads the warehouse they
+publish. The dashboards' tools
 live outside the pipeline's venv: Superset and playwright in ``.venv-superset`` (``make dashboard-env``,
 which ``make test`` runs first), DuckDB 1.x in ``.venv-duckdb1`` (created here on first use, then cached),
 and Debian's ``chromium``.
@@ -10,6 +11,7 @@ and Debian's ``chromium``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -25,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 SUPERSET_PY = REPO / ".venv-superset" / "bin" / "python"
 CHROMIUM = Path("/usr/bin/chromium")
 DEMO_DAYS = 2
-CLOSING_RUNS = 3
+CLOSING_DAYS = 3
 
 
 def pipeline_cmd(*args: str) -> list[str]:
@@ -43,6 +45,20 @@ def run_pipeline(data_dir: Path, *args: str, timeout: float = 900,
     return proc
 
 
+def run_daily_job_over(data_dir: Path, first: date, last: date, **extra_env: str) -> subprocess.CompletedProcess:
+    """``dagster job execute`` of the daily job as ONE run over ``first .. last`` (a single-run backfill, as the
+    UI launches one) on the data folder's instance, against the embedded sandbox."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANK_TRACKER_")}
+    env.update(RANK_PIPELINE_DATA_DIR=str(data_dir), DAGSTER_HOME=str(data_dir / "dagster_home"), **extra_env)
+    tags = {"dagster/asset_partition_range_start": first.isoformat(),
+            "dagster/asset_partition_range_end": last.isoformat()}
+    proc = subprocess.run([str(Path(sys.executable).parent / "dagster"), "job", "execute", "-m",
+                           "rank_pipeline.defs.definitions", "-j", "daily_rank_pipeline", "--tags", json.dumps(tags)],
+                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"the daily job over {first}..{last} failed:\n{proc.stderr[-3000:]}"
+    return proc
+
+
 @pytest.fixture(scope="session")
 def pipeline():
     """``pipeline(data_dir, *args)`` runs ``rank-pipeline *args`` as a subprocess on that data folder."""
@@ -51,8 +67,8 @@ def pipeline():
 
 def closing_days(first_day: date) -> list[date]:
     """The last two days of a billing cycle and the next one's first day (the 1st of a month), before
-    ``first_day - 1`` (the day test_dashboards_browser publishes while Superset runs): played with
-    ``rank-pipeline run --date`` so that the quota forecasts of a cycle that ended can be scored."""
+    ``first_day - 1`` (the day test_dashboards_browser publishes while Superset runs): played in one run of
+    the daily job so that the quota forecasts of a cycle that ended can be scored."""
     reset = (first_day - timedelta(days=2)).replace(day=1)
     return [reset - timedelta(days=2), reset - timedelta(days=1), reset]
 
@@ -60,18 +76,17 @@ def closing_days(first_day: date) -> list[date]:
 @pytest.fixture(scope="session")
 def demo_data(tmp_path_factory) -> Path:
     """A data folder after ``rank-pipeline demo --days 2`` (snapshots and the published warehouse), then one
-    ``rank-pipeline run --date`` for each of :func:`closing_days` (:data:`CLOSING_RUNS` runs): a billing
-    cycle that ended, for the quota's forecast-accuracy panel."""
+    run of the daily job over the :data:`CLOSING_DAYS` :func:`closing_days` (:func:`run_daily_job_over`): a
+    billing cycle that ended, for the quota's forecast-accuracy panel."""
     data_dir = tmp_path_factory.mktemp("dashboards_demo")
     run_pipeline(data_dir, "demo", "--days", str(DEMO_DAYS))
     assert (data_dir / "warehouse.duckdb").is_file()
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
         (first_day,) = con.execute("select min(snapshot_date) from raw.keywords").fetchone()
     days = closing_days(first_day)
-    assert len(days) == CLOSING_RUNS
-    for day in days:  # days before the folder's first snapshot day: the partitions must start earlier
-        run_pipeline(data_dir, "run", "--date", day.isoformat(),
-                     extra_env={"RANK_PIPELINE_PARTITION_START": days[0].isoformat()})
+    assert len(days) == CLOSING_DAYS
+    # days before the folder's first snapshot day: the partitions must start earlier
+    run_daily_job_over(data_dir, days[0], days[-1], RANK_PIPELINE_PARTITION_START=days[0].isoformat())
     return data_dir
 
 
