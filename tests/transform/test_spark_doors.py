@@ -26,11 +26,15 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
 from spark_cluster import start_connect_server
-from test_backfill_doors import _assert_spark_models_equal, _reference
+from test_backfill_doors import _assert_spark_models_equal
 
-from rank_pipeline.transform import load_project
+from rank_pipeline.transform import DuckDBEngine, load_project
+from rank_pipeline.transform.materialize import build_all
+from rank_pipeline.warehouse.raw_load import reload_raw_from_snapshots
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 from tests.transform.model_folders import door_models, failing_models
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
@@ -46,6 +50,17 @@ def _cli(data_dir: Path, *args: str, timeout: float = 900, cwd: Path = ROOT, **e
     env.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
     return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def _duckdb_reference(snapshots: Path, models: Path, path: Path) -> Path:
+    """DuckDB's full rebuild of every model of ``models`` over the committed ``snapshots`` (the ground truth of a
+    Spark run), written to the file ``path``; returns it."""
+    with duckdb.connect(str(path)) as con:
+        for schema in SCHEMAS:
+            con.execute(f"create schema if not exists {schema}")
+        reload_raw_from_snapshots(con, snapshots)
+        build_all(DuckDBEngine(con), load_project(models), full_refresh=True)
+    return path
 
 
 def _spark(master: str, uri: Path) -> dict[str, str]:
@@ -90,7 +105,7 @@ def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, 
     if door == "spark":  # an executor of the run on each worker; no table under a worker's folder
         assert all(set(w.glob("app-*")) - before[w] for w in workers), {w.name: sorted(before[w]) for w in workers}
         assert not list(spark_cluster.work_dir.rglob("spark_warehouse")), "a table was written relative to an executor"
-    _assert_spark_models_equal(_reference(data, tmp_path), uri, models)
+    _assert_spark_models_equal(_duckdb_reference(data / "snapshots", models, tmp_path / "reference.duckdb"), uri, models)
 
 
 @pytest.mark.slow
