@@ -23,9 +23,10 @@ def shared_cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
     if base and Path(base).is_absolute():
         return Path(base) / "rank-pipeline"
     try:
-        return Path.home() / ".cache" / "rank-pipeline"
+        home = Path.home()
     except RuntimeError:  # no HOME and no password entry
         return None
+    return home / ".cache" / "rank-pipeline" if home.is_absolute() else None  # 3.11: "~" left unexpanded
 
 
 def models_dir(env: Mapping[str, str] | None = None, start: Path | None = None, *, component: bool = True) -> Path:

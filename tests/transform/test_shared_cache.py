@@ -95,3 +95,11 @@ def test_a_lineage_with_errors_is_not_kept_in_the_users_cache(user_cache, tmp_pa
     monkeypatch.setattr(lineage, "_model_lineage", broken)
     result = project_lineage(load_project(SHIPPED))
     assert result.errors and not _entries(user_cache, "lineage")
+
+
+def test_the_users_cache_folder_follows_xdg_cache_home_when_absolute(tmp_path):
+    from rank_pipeline.settings import shared_cache_dir
+
+    assert shared_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "rank-pipeline"
+    assert shared_cache_dir({"XDG_CACHE_HOME": "relative"}) == Path.home() / ".cache" / "rank-pipeline"
+    assert shared_cache_dir({}) == Path.home() / ".cache" / "rank-pipeline"
