@@ -22,6 +22,7 @@ Times are wall-clock seconds on this machine; the ratios Spark/DuckDB are what t
 
     .venv/bin/python benchmarks/scale.py --days 365 --keywords 50000,300000
     .venv/bin/python benchmarks/scale.py --days 365 --keywords 5000 --engines duckdb,spark,cluster
+    .venv/bin/python benchmarks/scale.py --days 30 --keywords 5000 --conf spark.sql.adaptive.enabled=false
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def spark_for(engine: str, args: argparse.Namespace, folder: Path) -> Iterator:
     ``args.cluster`` one-core workers (``args.executor_memory`` each) started on this machine, its logs and
     scratch under ``folder``. The session (and the cluster) stop on exit; start times are printed, not
     counted."""
-    conf = {"spark.driver.memory": args.driver_memory}
+    conf = {"spark.driver.memory": args.driver_memory, **dict(args.conf)}
     with contextlib.ExitStack() as stack:
         master = args.master
         if engine == "cluster":
@@ -232,6 +233,14 @@ def table_row(keywords: int, r: dict[str, float], key: str, label: str | None = 
             f"{r[key + '_day'] / r[key + '_full']:.3f} |")
 
 
+def _setting(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--conf`` as ``(key, value)``; argparse reports a malformed one (exit 2)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key.strip(), value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=365)
@@ -244,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--driver-memory", default="8g",
                         help="spark.driver.memory (local mode runs in the driver; Spark's default 1g spills early)")
+    parser.add_argument("--conf", action="append", default=[], type=_setting, metavar="KEY=VALUE",
+                        help="a setting of every Spark session, e.g. spark.sql.adaptive.enabled=false (repeatable)")
     parser.add_argument("--engines", default="duckdb,spark,cluster",
                         help="comma-separated: duckdb, spark (on --master), cluster (a standalone cluster of "
                              "--cluster workers started here)")
@@ -269,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"scale benchmark: {args.days} days x {', '.join(f'{n:,}' for n in sizes)} keywords; engines "
           f"{', '.join(label[e] for e in engines)} (Spark driver memory {args.driver_memory}, "
           f"{args.shuffle_partitions} shuffle partitions); {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, python {platform.python_version()}, duckdb {duckdb.__version__}", flush=True)
+          f"{os.cpu_count()} CPUs, python {platform.python_version()}, duckdb {duckdb.__version__}"
+          + "".join(f"; --conf {key}={value}" for key, value in args.conf), flush=True)
     project = load_project(models)
     print(f"models: {len(project.models)} models and {len(project.seeds)} seeds from {models}", flush=True)
     rows_out: list[str] = []

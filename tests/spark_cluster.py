@@ -62,7 +62,7 @@ does."""
 
 LONG_SESSION_CONF = {"spark.driver.defaultJavaOptions": "-XX:+UseSerialGC",
                      "spark.executor.defaultJavaOptions": "-XX:+UseSerialGC"}
-"""Settings of a Spark session that builds the models many times over (``test_any_order_spark.py``'s five
+"""Settings of a Spark session that builds the models many times over (``test_any_order_spark.py``'s four
 builds: ``SPARK_SESSION_CONF`` of its module, read by ``tests/transform/conftest.py``'s ``spark``): Spark's
 own JIT (C1 then C2), not :data:`TEST_SPARK_CONF_DIR`'s C1 only. Over many builds C2 pays: the any-order
 test used 256 CPU-seconds with C2 and 316 with C1 only. Over one build it does not: the equality module (a
@@ -80,6 +80,16 @@ same rows (Spark tests both); the user's doors on Spark (``test_spark_doors.py``
 the scale benchmark) keep Spark's defaults, code generation on. Side by side from one start (load 11 to 30),
 with against without: the any-order module 269 against 352 CPU-seconds of its process tree, the equality
 module 312 against 338, each passing."""
+
+TINY_DATA_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+"""Settings of an in-process session over the tests' tiny tables (``SPARK_SESSION_CONF`` of
+``test_any_order_spark.py`` and ``test_spark_equality.py``, with :data:`INTERPRETED_CONF`): no adaptive query
+execution (it plans each stage again after running the one before, for tables of a few hundred rows) and one
+shuffle partition (fewer tasks a stage). Measured 2026-11-28 on this 2-core machine (load 10 to 16, JVM
+CPU-seconds, local[2], C1 only, interpreted), the equality module's work (a build of every model over the
+35-day world, every yml test, every SQL unit test) 135 against 157: build 53 against 63, yml tests 42 against
+47, unit tests 27 against 35. The same rows: the modules compare them with DuckDB's. The user's doors keep
+Spark's defaults (``spark_session``: adaptive on)."""
 
 # reads stdin until EOF (the parent closed the pipe or died), then stops the whole process group
 _GUARD = '"$@" & cat >/dev/null; kill -TERM 0'

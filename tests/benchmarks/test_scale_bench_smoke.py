@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from spark_cluster import INTERPRETED_CONF, TINY_DATA_CONF
 
 from tests.transform.model_folders import DOOR_MODELS, door_models
 
@@ -34,12 +35,17 @@ def test_scale_benchmark_refuses_an_unknown_engine(tmp_path):
     assert proc.returncode == 2 and "--engines takes duckdb, spark, cluster or several" in proc.stderr
 
 
-SPARK_DAYS, SPARK_KEYWORDS = 5, 1_000
-"""The Spark smoke size: 5 days x 1,000 keywords, built with the door subset of the models
-(:data:`tests.transform.model_folders.DOOR_MODELS`, ``--models``). The smoke's point is the three rows and
-each Spark engine's incremental day, which any size and any model of each kind shows; Spark's cost at this
-size is its fixed cost per relation, so a larger world or more models only lengthen `make test` (the measured
-sizes and every model are `make bench-scale`'s)."""
+SPARK_DAYS, SPARK_KEYWORDS, SPARK_DOMAINS = 2, 100, 2
+"""The Spark smoke size: 2 days (a history of one day, then the incremental day) x 100 keywords over 2
+domains, built with the door subset of the models (:data:`tests.transform.model_folders.DOOR_MODELS`,
+``--models``). The smoke's point is the three rows and each Spark engine's incremental day, which any size
+and any model of each kind shows; Spark's cost at this size is its fixed cost per relation and per day
+stored, so more days, keywords or models only lengthen `make test` (the measured sizes and every model are
+`make bench-scale`'s)."""
+
+SPARK_SETTINGS = [arg for key, value in {**INTERPRETED_CONF, **TINY_DATA_CONF}.items() for arg in ("--conf", f"{key}={value}")]
+"""The tests' settings for tiny tables (``spark_cluster.INTERPRETED_CONF``, ``TINY_DATA_CONF``) on both Spark
+engines' sessions: the smoke shows the rows, not Spark's speed at its defaults (`make bench-scale`'s)."""
 
 DATED = ("staging.stg_domains", "staging.stg_keywords", "marts.fct_keyword_best_position_daily",
          "marts.fct_keyword_rankings_daily")
@@ -56,12 +62,13 @@ def test_scale_benchmark_prints_duckdb_local_and_cluster_rows_with_an_incrementa
     stops it: no JVM of it is left."""
     assert set(DATED) < set(DOOR_MODELS)
     proc = subprocess.run([sys.executable, str(BENCH), "--days", str(SPARK_DAYS), "--keywords", str(SPARK_KEYWORDS),
-                           "--engines", "duckdb,spark,cluster", "--cluster", "2", "--executor-memory", "1g",
-                           "--driver-memory", "2g", "--workdir", str(tmp_path / "work"),
-                           "--models", str(door_models(tmp_path))],
+                           "--domains", str(SPARK_DOMAINS), "--engines", "duckdb,spark,cluster", "--cluster", "2",
+                           "--executor-memory", "1g", "--driver-memory", "2g", "--workdir", str(tmp_path / "work"),
+                           "--models", str(door_models(tmp_path)), *SPARK_SETTINGS],
                           capture_output=True, text=True, timeout=2300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert f"models: {len(DOOR_MODELS)} models and " in proc.stdout, proc.stdout
+    assert "; --conf spark.sql.adaptive.enabled=false" in proc.stdout, proc.stdout  # the settings reached it
     assert re.search(r"standalone cluster spark://127\.0\.0\.1:\d+: 2 workers ALIVE", proc.stdout), proc.stdout
     for key in ("spark", "cluster"):
         found = re.search(rf"^  {key} one day: (\d+) models built for that day only", proc.stdout, re.M)
