@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+from msgspec.structs import astuple
 
 from rank_pipeline.api.endpoints import Endpoint
 from rank_pipeline.api.listing import RawRecord
@@ -22,6 +23,7 @@ from rank_pipeline.api.listing import RawRecord
 __all__ = ["ParentReads"]
 
 _JSON = msgspec.json.Decoder()
+_ABSENT = msgspec.Raw(b"")
 
 
 class ParentReads:
@@ -34,10 +36,10 @@ class ParentReads:
     def __init__(self, keys: Sequence[str]):
         self.keys = tuple(keys)
         names = [f"k{i}" for i in range(len(self.keys))]
-        struct = msgspec.defstruct("_Members", [(n, msgspec.Raw, msgspec.UNSET) for n in names],
+        # an absent member reads as empty bytes (a present one is JSON, never empty)
+        struct = msgspec.defstruct("_Members", [(n, msgspec.Raw, _ABSENT) for n in names],
                                    rename=dict(zip(names, self.keys, strict=True)))
         self._decoder = msgspec.json.Decoder(struct)
-        self._names = names
         self._seen: set[tuple[bytes | None, ...]] = set()
 
     @classmethod
@@ -62,10 +64,9 @@ class ParentReads:
             members = self._decoder.decode(record.attributes)
         except msgspec.ValidationError:  # not an object: read whole, never skipped
             return {"id": record.id, "type": record.type, "attributes": _JSON.decode(record.attributes)}
-        values = [getattr(members, n) for n in self._names]
-        key = tuple(None if v is msgspec.UNSET else bytes(v) for v in values)
+        key = tuple(map(bytes, astuple(members)))
         if key in self._seen:
             return None
         self._seen.add(key)
-        attributes = {k: _JSON.decode(v) for k, v in zip(self.keys, values, strict=True) if v is not msgspec.UNSET}
+        attributes = {k: _JSON.decode(v) for k, v in zip(self.keys, key, strict=True) if v}
         return {"id": record.id, "type": record.type, "attributes": attributes}
