@@ -7,8 +7,8 @@ every yml test run there); Spark reads the manifest-listed files in place and bu
 row by row (rows sorted; floats within 1e-9 relative; timestamps compared as UTC instants), and every yml
 test of every seed and model must pass on Spark too.
 
-The Spark session is ``tests/transform/conftest.py``'s ``local[2]`` session for this module (2 shuffle
-partitions). The build is made ONCE per module (:func:`built`). On a real standalone cluster (executors in
+The Spark session is ``tests/transform/conftest.py``'s ``local[2]`` session for this module (one shuffle
+partition, :data:`SPARK_SESSION_CONF`). The build is made ONCE per module (:func:`built`). On a real standalone cluster (executors in
 the workers' JVMs) the user's doors run the models: ``test_spark_doors.py`` (``rank-pipeline run`` on the
 cluster and through Spark Connect, each equal to DuckDB) and, with ``-m spark_long``, the Dagster job on the
 cluster in ``test_backfill_doors.py`` and every model through Spark Connect in ``test_spark_cluster.py``.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from spark_cluster import INTERPRETED_CONF
+from spark_cluster import INTERPRETED_CONF, TINY_DATA_CONF
 
 from rank_pipeline.transform import load_project
 from rank_pipeline.transform.materialize import build_all
@@ -45,8 +45,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group(name="spark_equality"),
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 
-SPARK_SESSION_CONF = INTERPRETED_CONF
-"""This module's session (``conftest.py``'s ``spark``) evaluates plans interpreted (``spark_cluster.INTERPRETED_CONF``)."""
+SPARK_SESSION_CONF = {**INTERPRETED_CONF, **TINY_DATA_CONF}
+"""This module's session (``conftest.py``'s ``spark``) evaluates plans interpreted and runs them for tiny tables
+(``spark_cluster.INTERPRETED_CONF``, ``TINY_DATA_CONF``)."""
 
 
 def _norm(value):
