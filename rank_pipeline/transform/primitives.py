@@ -94,9 +94,9 @@ class ModelEngine(Protocol):
         name: ``duckdb`` or ``spark`` (asset kinds, metadata).
         persistent_views: True when a view outlives the session that made it (DuckDB); else a view is
             stored as a table (by day when it has ``snapshot_date``), as on Spark.
-        reads_raw_in_place: True when the raw tables read the snapshots' files where they are, so every
-            committed day is handed to each :meth:`load_raw` (Spark); False when the days loaded are copied
-            into the engine's storage, which keeps them (DuckDB's build file).
+        reads_raw_in_place: True when the raw tables read the snapshots' files where they are, so every day
+            they hold is handed to each :meth:`load_raw` (Spark; the pipeline records which); False when the days
+            loaded are copied into the engine's storage, which keeps them (DuckDB's build file).
         catalog: the catalog readers see the tables in (``warehouse``, ``spark_catalog``).
 
     Every ``sql`` argument is already in the engine's dialect (:meth:`render`); every ``where`` is the

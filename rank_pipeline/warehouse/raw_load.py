@@ -1,5 +1,6 @@
 """The raw tables, loaded from the committed Parquet snapshots: one per resource in ``raw`` (the snapshot
-columns plus ``loaded_at``), and ``raw.keywords_file``; :func:`load_raw` hands the days to any engine,
+columns plus ``loaded_at``), and ``raw.keywords_file``; :func:`load_raw` and :func:`restore_raw` hand the days to
+any engine (an engine that reads in place, the days :class:`~rank_pipeline.warehouse.raw_days.RawDays` records),
 :func:`load_partition`, :func:`load_partitions` and :func:`reload_raw_from_snapshots` work on bare DuckDB.
 A failure (:class:`SnapshotMissingError`, :class:`LoadError`) leaves every raw table as it was
 (docs/concepts/operations.md, "The raw load").
@@ -8,7 +9,8 @@ A failure (:class:`SnapshotMissingError`, :class:`LoadError`) leaves every raw t
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import date, timedelta
 from functools import cache
 from pathlib import Path
@@ -33,6 +35,7 @@ from rank_pipeline.transform.primitives import ModelEngine, RawDay, RawTable
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse.errors import LoadError, SnapshotMissingError, WarehouseError
+from rank_pipeline.warehouse.raw_days import RawDays, days_after_load
 
 __all__ = [
     "ENDPOINTS",
@@ -44,12 +47,14 @@ __all__ = [
     "SOURCE_TABLES",
     "ensure_keywords_file_table",
     "ensure_raw_table",
+    "held_days",
     "load_partition",
     "load_partitions",
     "load_raw",
     "raw_columns",
     "raw_tables",
     "reload_raw_from_snapshots",
+    "restore_raw",
     "snapshot_dates",
 ]
 
@@ -250,32 +255,81 @@ def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
         return tuple(table_columns(con, RAW_SCHEMA, table).items())
 
 
+def _roots(snapshots: Path | str | Store | Sequence[Path | str | Store]) -> list[Path | str | Store]:
+    return [snapshots] if isinstance(snapshots, Path | str | Store) else list(snapshots)
+
+
+def _listed(tables: Sequence[RawTable]) -> set[date]:
+    """The committed days of ``tables``, whichever resource has them."""
+    return {d.day for t in tables for d in t.days}
+
+
+def _holding(tables: Sequence[RawTable], days: Collection[date]) -> list[RawTable]:
+    """``tables`` with only their committed days among ``days``."""
+    return [replace(t, days=tuple(d for d in t.days if d.day in days)) for t in tables]
+
+
 def load_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store], first: date | None,
              last: date | None, *, strict: bool = False, resources: Sequence[str] | None = None,
-             count: bool = True) -> dict[date, dict[str, int]]:
+             count: bool = True, ledger: RawDays | None = None) -> dict[date, dict[str, int]]:
     """Make ``engine``'s raw tables hold the committed snapshots under ``snapshots`` (one root, or several whose
     days are combined): the days ``first .. last`` (None: an open bound; both None: every raw table reloaded
-    whole) replaced, other days kept, in one step (:meth:`~rank_pipeline.transform.primitives.ModelEngine.load_raw`;
-    an engine that reads in place is handed every committed day). Returns ``{day: {resource: rows}}`` of
-    ``first .. last`` (``{}`` when not ``count``).
+    whole) replaced, other days kept, in one step (:meth:`~rank_pipeline.transform.primitives.ModelEngine.load_raw`).
+    An engine that reads in place is handed every day the raw tables then hold: with ``ledger``, the days it
+    holds (:meth:`~rank_pipeline.warehouse.raw_days.RawDays.held`; every committed day when it cannot tell) outside
+    ``first .. last`` and the range's committed days; without, every committed day. ``ledger`` (the data folder's,
+    whatever the engine) then records the days held. Returns ``{day: {resource: rows}}`` of ``first .. last``
+    (``{}`` when not ``count``).
+
+    The caller loads only days that passed the shape check (docs/concepts/shape-check.md, "The days the raw
+    tables hold").
 
     Raises:
         SnapshotMissingError: ``strict`` and a day of ``first .. last`` lacks a resource's committed snapshot.
-        LoadError: a snapshot is damaged; nothing is loaded.
+        LoadError: a snapshot is damaged; nothing is loaded and ``ledger`` is left as it was.
         WarehouseError: an empty range or an unknown resource name.
     """
     if first is not None and last is not None and first > last:
         raise WarehouseError(f"empty range: {first} is after {last}")
-    roots: list[Path | str | Store] = ([snapshots] if isinstance(snapshots, Path | str | Store)
-                                       else list(snapshots))
+    roots = _roots(snapshots)
+    held = ledger.held() if ledger is not None else None
+    after: frozenset[date] | None = None  # the days held after this load, when recorded
     if engine.reads_raw_in_place:
-        if strict:  # the days must be committed, even though every committed day is read
+        if strict:  # the days must be committed, even though they are read with the others
             raw_tables(roots, first, last, strict=True, footers=False, resources=resources)
         tables = raw_tables(roots, None, None, strict=False, footers=False, resources=resources)
+        if ledger is not None:
+            committed = _listed(tables)
+            after = days_after_load(committed if held is None else held, committed, first, last)
+            tables = _holding(tables, after)
     else:
         tables = raw_tables(roots, first, last, strict=strict, footers=True, resources=resources)
+        if ledger is not None:
+            before = held if held is not None else {d for root in roots for r in _check_resources(resources)
+                                                    for d in list_snapshot_dates(root, r)}
+            after = days_after_load(before, _listed(tables), first, last)
     try:
-        return engine.load_raw(tables, first, last, count=count)
+        counts = engine.load_raw(tables, first, last, count=count)
+    except RawLoadError as exc:
+        raise LoadError(str(exc)) from exc
+    if ledger is not None and after is not None:
+        ledger.write(after)
+    return counts
+
+
+def restore_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store],
+                ledger: RawDays | None) -> None:
+    """Make ``engine``'s raw tables hold the committed days ``ledger`` holds (every committed day when it cannot
+    tell, or is None), loading no other day and writing nothing: an engine that reads in place, at the start of a
+    session (:attr:`~rank_pipeline.transform.primitives.ModelEngine.raw_loaded` False).
+
+    Raises LoadError (a damaged snapshot) as :func:`load_raw`.
+    """
+    roots = _roots(snapshots)
+    tables = raw_tables(roots, None, None, strict=False, footers=not engine.reads_raw_in_place)
+    held = ledger.held() if ledger is not None else None
+    try:
+        engine.load_raw(tables if held is None else _holding(tables, held), None, None, count=False)
     except RawLoadError as exc:
         raise LoadError(str(exc)) from exc
 
@@ -309,6 +363,16 @@ def load_partitions(
     rows}}``, ascending. Raises as :func:`load_partition`, the whole range rolled back.
     """
     return load_raw(DuckDBEngine(con), snapshots_uri, first, last, strict=True, resources=resources)
+
+
+def held_days(con: duckdb.DuckDBPyConnection) -> frozenset[date]:
+    """The snapshot days the raw tables of ``con`` hold (any resource's): the ledger's default on DuckDB
+    (:class:`~rank_pipeline.warehouse.raw_days.RawDays`)."""
+    tables = [r for r in ENDPOINTS if "snapshot_date" in table_columns(con, RAW_SCHEMA, r)]
+    if not tables:
+        return frozenset()
+    union = " union ".join(f"select distinct snapshot_date from {RAW_SCHEMA}.{_qi(r)}" for r in tables)
+    return frozenset(d for (d,) in con.execute(union).fetchall() if d is not None)
 
 
 def snapshot_dates(snapshots_uri: Path | str | Store) -> dict[date, list[str]]:

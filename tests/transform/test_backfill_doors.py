@@ -4,7 +4,8 @@ Against the embedded sandbox (it plays any day): the daily job runs day 3, then 
 single-run backfill, as Dagster launches it for ``BackfillPolicy.single_run()``) covers the late days
 1 .. 2: extraction plays both days, the raw load and every model receive the range, and the models
 rebuild day 3 too. The published warehouse must then equal a full rebuild from the same snapshots.
-Then ``rank-pipeline rebuild`` as a subprocess: a range, a full refresh, and bad input.
+Then ``rank-pipeline rebuild`` as a subprocess: a range, a full refresh, and bad input; and both doors on
+Spark in one test, a later day failing its shape check among the snapshots Spark reads in place.
 """
 
 from __future__ import annotations
@@ -178,42 +179,6 @@ def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_n
     assert (work / "warehouse.duckdb").read_bytes() == before
 
 
-@pytest.mark.slow
-@pytest.mark.spark
-@pytest.mark.timeout(1500)
-def test_rank_pipeline_rebuild_on_spark(backfilled, tmp_path):
-    """``RANK_PIPELINE_ENGINE=spark rank-pipeline rebuild``: every model of the models folder (the door
-    subset, :data:`model_folders.DOOR_MODELS`) built on Spark from the snapshots, each equal row by row to a
-    DuckDB full rebuild of the same snapshots; the DuckDB files are not touched."""
-    data_dir, _, _, _ = backfilled
-    work = tmp_path / "data"
-    shutil.copytree(data_dir / "snapshots", work / "snapshots")
-    uri, models = tmp_path / "spark_warehouse", door_models(tmp_path)
-    spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": "local[2]",
-                 "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri), "RANK_PIPELINE_MODELS_DIR": str(models)}
-
-    proc = _cli(work, env={**spark_env, "RANK_PIPELINE_ENGINE": "sparkk"})
-    assert proc.returncode == 2 and "RANK_PIPELINE_ENGINE='sparkk'" in proc.stderr, proc.stderr
-
-    proc = _cli(work, "--full-refresh", env=spark_env, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stdout.startswith("rebuilt every snapshot day (full refresh): 3 day(s)"), proc.stdout
-    assert f"written as Parquet tables under {uri} (Spark)" in proc.stdout and "0 failed" in proc.stdout
-    # nothing published to DuckDB; the build file holds only the run history (a DuckDB table whatever the engine)
-    assert not (work / "warehouse.duckdb").exists()
-    with duckdb.connect(str(work / "warehouse.build.duckdb"), read_only=True) as con:
-        tables = con.execute("select table_schema || '.' || table_name from information_schema.tables "
-                             "where table_catalog = current_database()").fetchall()
-    assert [t for (t,) in tables if t not in ("ops.run_history", "raw.keywords_file")] == [], tables
-    # Spark is incremental: a range rebuilds those days, as on DuckDB
-    proc = _cli(work, "--from", DAYS[-1].isoformat(), env=spark_env, timeout=1200)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stdout.startswith(f"rebuilt {DAYS[-1]} .. {DAYS[-1]}: 1 day(s)"), proc.stdout
-    assert "0 failed" in proc.stdout
-
-    _assert_spark_models_equal(_reference(data_dir, tmp_path), uri, models)
-
-
 def _assert_spark_models_equal(duckdb_file: Path, uri: Path, models: Path = ROOT / "dbt_like_sql") -> None:
     """Every model of the project ``models`` has its Parquet table under ``uri``, equal to the same model in
     ``duckdb_file``, row by row."""
@@ -269,20 +234,51 @@ def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:
     return out
 
 
+def _spark_days(uri: Path, models: Path) -> dict[str, set[date]]:
+    """``{model: the snapshot days its Parquet table under uri holds}`` of every model of ``models`` with the
+    column ``snapshot_date``."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from rank_pipeline.transform import load_project
+
+    out = {}
+    for model in load_project(models).topological_order():
+        table = pq.read_table(uri / model.schema / model.name, partitioning=None)
+        if "snapshot_date" in table.column_names:
+            out[model.qualified_name] = {d for d in pc.unique(table["snapshot_date"]).to_pylist() if d is not None}
+    return out
+
+
+def _duckdb_tables(build_db: Path) -> list[str]:
+    """The tables of the build file ``build_db`` but the run history and the keywords file (which are DuckDB
+    tables whatever the engine)."""
+    with duckdb.connect(str(build_db), read_only=True) as con:
+        tables = con.execute("select table_schema || '.' || table_name from information_schema.tables "
+                             "where table_catalog = current_database()").fetchall()
+    return [t for (t,) in tables if t not in ("ops.run_history", "raw.keywords_file")]
+
+
 @pytest.mark.timeout(1800)
 # make test runs it on local[2]; on the standalone cluster with -m spark_long (the daily job on the cluster is
 # test_spark_doors.py's, in make test)
 @pytest.mark.parametrize("where", [pytest.param("local[2]", marks=pytest.mark.spark),
                                    pytest.param("cluster", marks=[pytest.mark.spark_long, pytest.mark.cluster])])
 @pytest.mark.slow
-def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfilled, tmp_path, where, request):
-    """With ``RANK_PIPELINE_ENGINE=spark`` the Dagster job (``dagster job execute`` on the
-    project's definitions, with the door subset of models, :data:`model_folders.DOOR_MODELS`, on both engines)
-    builds every seed and model on one Spark session as Parquet under
-    ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, each equal row by row to the same job on DuckDB over the same
-    snapshots, and records the same asset checks (names and pass/fail) in the Dagster instance.
+def test_spark_builds_what_duckdb_builds_through_both_doors_and_never_a_day_that_failed_its_shape_check(
+        backfilled, tmp_path, where, request):
+    """With ``RANK_PIPELINE_ENGINE=spark`` (the door subset of models, :data:`model_folders.DOOR_MODELS`, on both
+    engines), both doors build every seed and model as Parquet under ``RANK_PIPELINE_SPARK_WAREHOUSE_URI``, each
+    equal row by row to a DuckDB full rebuild of the same snapshots, and write nothing to DuckDB but the run
+    history: the Dagster job ``rebuild_full_refresh`` (``dagster job execute`` on the project's definitions, one
+    Spark session), which records the same asset checks (names and pass/fail) as on DuckDB; then, a later day
+    having failed its shape check, ``rank-pipeline rebuild`` over a range, which rebuilds those days
+    incrementally and a model whose table is gone whole: the failed day is in no model, though its snapshot is
+    committed and Spark reads the snapshots in place (only the days the raw load took:
+    docs/concepts/shape-check.md). A bad engine name exits 2 before anything runs.
 
     ``cluster``: the same on a standalone master with two workers."""
+    from rank_pipeline.steps.shape import check_shape
     from rank_pipeline.transform import load_project
 
     master = request.getfixturevalue("spark_cluster").master_url if where == "cluster" else where
@@ -292,12 +288,16 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     for work in (duck, spark):
         shutil.copytree(data_dir / "snapshots", work / "snapshots")
     models = door_models(tmp_path)  # the same folder on both engines
-    proc = _dagster_job(duck, home, "rebuild_full_refresh", DAYS[2], env={"RANK_PIPELINE_MODELS_DIR": str(models)})
-    assert proc.returncode == 0, proc.stderr[-4000:]
-
     uri = tmp_path / "spark_warehouse"
     spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": master,
                  "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri), "RANK_PIPELINE_MODELS_DIR": str(models)}
+
+    proc = _cli(spark, env={**spark_env, "RANK_PIPELINE_ENGINE": "sparkk"})
+    assert proc.returncode == 2 and "RANK_PIPELINE_ENGINE='sparkk'" in proc.stderr, proc.stderr
+
+    # the Dagster door: the same job on both engines
+    proc = _dagster_job(duck, home, "rebuild_full_refresh", DAYS[2], env={"RANK_PIPELINE_MODELS_DIR": str(models)})
+    assert proc.returncode == 0, proc.stderr[-4000:]
     proc = _dagster_job(spark, home, "rebuild_full_refresh", DAYS[2], env=spark_env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
     log = proc.stdout + proc.stderr
@@ -307,10 +307,7 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
     # nothing was published to DuckDB: Spark's tables are the warehouse. The build file holds only the
     # run history (ops.run_history is a DuckDB table whatever the engine): no raw table, seed or model
     assert not (spark / "warehouse.duckdb").exists()
-    with duckdb.connect(str(spark / "warehouse.build.duckdb"), read_only=True) as con:
-        tables = con.execute("select table_schema || '.' || table_name from information_schema.tables "
-                             "where table_catalog = current_database()").fetchall()
-    assert [t for (t,) in tables if t not in ("ops.run_history", "raw.keywords_file")] == [], tables
+    assert _duckdb_tables(spark / "warehouse.build.duckdb") == []
     _assert_spark_models_equal(duck / "warehouse.duckdb", uri, models)
 
     checks = _recorded_checks(home)
@@ -321,6 +318,30 @@ def test_the_dagster_job_builds_every_model_on_spark_with_the_same_checks(backfi
         (t.qualified_name.replace(".", "/"), test.name) for t in project.tables.values() for test in t.tests}
     assert {(a, c) for a, c, _ in checks["duckdb"]} == expected
     assert checks["spark"] == checks["duckdb"]
+
+    # a later day the vendor sent in another shape: its snapshot is committed (the system of record), and its
+    # shape check fails, so no raw load ever takes it
+    failed = DAYS[-1] + timedelta(days=1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "DAGSTER_HOME"))}
+    extracted = subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", "extract", "--date", failed.isoformat()],
+                               env={**env, "RANK_PIPELINE_DATA_DIR": str(spark), "RANK_SANDBOX_SHAPE": "vendor-b"},
+                               capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert extracted.returncode == 0, extracted.stderr[-3000:]
+    assert not check_shape(project, spark / "snapshots", failed, failed).passed
+
+    # the command line's door, over a range: the range's days rebuilt incrementally, and a model whose table is
+    # not there (one added to the folder since, or its table removed) built whole from every day raw holds
+    shutil.rmtree(uri / "staging" / "stg_domains")
+    proc = _cli(spark, "--from", DAYS[-1].isoformat(), "--to", DAYS[-1].isoformat(), env=spark_env, timeout=1200)
+    days = _spark_days(uri, models)
+    assert not {m for m, held in days.items() if failed in held}, days  # the failed day is in no model
+    assert days["staging.stg_domains"] == set(DAYS)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.startswith(f"rebuilt {DAYS[-1]} .. {DAYS[-1]}: 1 day(s)"), proc.stdout
+    assert f"written as Parquet tables under {uri} (Spark)" in proc.stdout and "0 failed" in proc.stdout
+    assert not (spark / "warehouse.duckdb").exists()
+    assert _duckdb_tables(spark / "warehouse.build.duckdb") == []
+    _assert_spark_models_equal(duck / "warehouse.duckdb", uri, models)
 
 
 @pytest.mark.slow
