@@ -173,10 +173,10 @@ def records_table(
     micros = (at.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1)
     columns = {
         "snapshot_date": pa.Array.from_buffers(pa.date32(), n, [None, pa.py_buffer(array("i", [days]) * n)]),
-        "account": _strings([account] * n),
+        "account": _constant(account, n),
         "id": _strings(ids),
         "type": _strings(types),
-        "parent_id": _strings([parent_id] * n),
+        "parent_id": _constant(parent_id, n),
         "extracted_at": pa.Array.from_buffers(schema.field("extracted_at").type, n,
                                               [None, pa.py_buffer(array("q", [micros]) * n)]),
         "attributes": _utf8(texts),
@@ -195,6 +195,20 @@ def _utf8(values: list[bytes]) -> pa.Array:
     offsets.extend(accumulate(map(len, values)))
     built = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), len(values),
                                   [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return built.cast(pa.string()) if wide else built
+
+
+def _constant(value: str | None, n: int) -> pa.Array:
+    """A string array of ``n`` times ``value`` (None: all null), built in C: a one-value dictionary decoded
+    (``pa.scalar``/``pa.array`` would import pandas)."""
+    if value is None:
+        return pa.nulls(n, pa.string())
+    raw = value.encode()
+    wide = len(raw) * n >= 2**31  # past int32 offsets: decoded large, then cast (raises past a string's limit)
+    one = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), 1,
+                                [None, pa.py_buffer(array("q" if wide else "i", [0, len(raw)])), pa.py_buffer(raw)])
+    zeros = pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(bytes(n))])
+    built = pa.DictionaryArray.from_arrays(zeros, one).dictionary_decode()
     return built.cast(pa.string()) if wide else built
 
 
