@@ -275,8 +275,11 @@ class SparkEngine:
             counts: dict[int, int] | None = {int(r[0]): int(r[1]) for r in self.spark.sql(union).collect()}
         except Exception:
             counts = None  # find the SELECT that does not run, below
-        out = []
+        out: list[tuple[int, list[dict]]] = []
         for i, sql in enumerate(sqls):
+            if counts is not None and counts[i] == 0:  # passed: nothing to sample, no plan to analyse again
+                out.append((0, []))
+                continue
             try:
                 failing = self.spark.sql(sql)
                 failures = counts[i] if counts is not None else int(failing.count())
