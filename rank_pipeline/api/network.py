@@ -13,7 +13,7 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 import httpcore
 import httpx
@@ -38,8 +38,8 @@ class _Protocol(asyncio.Protocol):
         self.paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # a stream transport (uvloop's is not registered as an asyncio.Transport subclass)
-        self.transport = cast(asyncio.Transport, transport)
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
@@ -138,8 +138,7 @@ class _Stream(httpcore.AsyncNetworkStream):
         except (OSError, ssl.SSLError) as exc:
             self._transport.abort()
             raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        if transport is None:  # the loop closed the connection instead
-            raise httpcore.ConnectError("the connection closed during the TLS handshake")
+        assert isinstance(transport, asyncio.Transport)
         self._protocol.transport = transport
         return _Stream(transport, self._protocol)
 

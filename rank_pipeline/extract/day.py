@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -418,19 +417,5 @@ def _account_stats(client: RankTrackerClient) -> AccountStats:
 
 
 def run_extraction(*args: Any, **kwargs: Any) -> ExtractionReport:
-    """Synchronous :func:`extract_day` (one event loop per run: uvloop's when installed, else asyncio's);
-    same arguments and errors."""
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(extract_day(*args, **kwargs))
-
-
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's loop (less CPU per request: docs/concepts/api-client.md) if importable and not turned off by
-    ``RANK_PIPELINE_UVLOOP=0``; None: asyncio's default."""
-    if os.environ.get("RANK_PIPELINE_UVLOOP", "1") == "0":
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
+    """Synchronous :func:`extract_day` (one asyncio loop per run); same arguments and errors."""
+    return asyncio.run(extract_day(*args, **kwargs))
