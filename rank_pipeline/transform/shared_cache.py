@@ -2,7 +2,7 @@
 column lineage), kept as JSON in the user's cache folder (:func:`rank_pipeline.settings.shared_cache_dir`) so
 that a new data folder or process does not parse and analyse the same SQL again.
 
-An entry lives under ``<cache>/<code>/``, ``<code>`` a digest of this package's ``transform`` sources and of the
+An entry lives under ``<cache>/<code>/``, ``<code>`` a digest of the ``rank_pipeline`` package's sources and of the
 sqlglot and DuckDB versions: a changed checkout or library writes a folder of its own (the oldest beyond
 :data:`KEEP_CODE_FOLDERS` are removed). Every read or write failure counts as a miss; writes are atomic.
 """
@@ -47,8 +47,9 @@ def _code_folder() -> Path | None:
             h.update(f"{library} {metadata.version(library)}\n".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{library} -\n".encode())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode())
+    package = Path(__file__).parents[1]  # all of rank_pipeline: transform/ also reads the stages below it
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode())
         h.update(path.read_bytes())
     return root / h.hexdigest()
 
