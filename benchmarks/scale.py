@@ -15,6 +15,8 @@ contract). For each size:
   rank_pipeline/transform/spark_engine.py). The slowest models of that day are printed, to show what the
   day costs. Each Spark engine gets its own session (one at a time: Spark allows one per process).
 
+DuckDB's memory is capped by ``RANK_PIPELINE_DUCKDB_MEMORY_LIMIT`` when set, as the pipeline's warehouse writer is.
+
 The models are the shipped ``dbt_like_sql/``, or ``--models DIR`` (default ``RANK_PIPELINE_MODELS_DIR`` when
 set, as for the pipeline: :func:`rank_pipeline.settings.models_dir`).
 
@@ -50,7 +52,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # spark_cluster.py: the launcher the te
 from models import Generator, write_keywords, write_small  # noqa: E402
 from spark_cluster import start_cluster  # noqa: E402
 
-from rank_pipeline.settings import models_dir  # noqa: E402
+from rank_pipeline.settings import duckdb_memory_limit_from_env, models_dir  # noqa: E402
 from rank_pipeline.transform import DuckDBEngine, Project, load_project, materialize  # noqa: E402
 from rank_pipeline.transform.spark_engine import SparkEngine  # noqa: E402
 from rank_pipeline.transform.spark_session import spark_session  # noqa: E402
@@ -61,7 +63,7 @@ from rank_pipeline.warehouse.raw_load import (  # noqa: E402
     load_partition,
     reload_raw_from_snapshots,
 )
-from rank_pipeline.warehouse.warehouse_file import SCHEMAS  # noqa: E402
+from rank_pipeline.warehouse.warehouse_file import SCHEMAS, limit_memory  # noqa: E402
 
 
 def _timed(fn):
@@ -146,6 +148,7 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     ``out``). Each phase is printed as it ends, with the peak memory so far; the raw load of the day is
     followed by a bare DuckDB read of the same day's keyword rows (``duckdb_bare_read_day``), its reference."""
     con = duckdb.connect(str(workdir / "warehouse.duckdb"))
+    limit_memory(con, duckdb_memory_limit_from_env())  # RANK_PIPELINE_DUCKDB_MEMORY_LIMIT, as the pipeline's writer
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
     limit = con.execute("select current_setting('memory_limit'), current_setting('threads')").fetchone()

@@ -48,6 +48,26 @@ def test_defaults(tmp_path):
     assert s.rates == RateSettings(300, 600, 60.0, 16)
     assert s.engine == EngineSettings("duckdb", "local[2]", str(tmp_path / "spark_warehouse"))
     assert (s.lock_timeout_s, s.storage_version, s.dashboard_url) == (3600.0, "v1.0.0", "http://127.0.0.1:8088")
+    assert s.duckdb_memory_limit is None
+
+
+def test_the_memory_limit_caps_the_warehouse_writer(tmp_path, monkeypatch):
+    """``RANK_PIPELINE_DUCKDB_MEMORY_LIMIT`` is DuckDB's ``memory_limit`` on every writer connection of the
+    build file; unset, DuckDB's default (80 % of RAM) stays."""
+    from rank_pipeline.warehouse.warehouse_file import Warehouse
+
+    def limit() -> str:
+        with Warehouse(tmp_path / "build.duckdb", tmp_path / "published.duckdb").connect() as con:
+            return con.execute("select current_setting('memory_limit')").fetchone()[0]
+
+    monkeypatch.delenv("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", raising=False)
+    default = limit()
+    monkeypatch.setenv("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", " 300MiB ")
+    assert Settings.from_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path),
+                              "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT": "300MiB"}).duckdb_memory_limit == "300MiB"
+    assert limit() == "300.0 MiB" != default
+    monkeypatch.setenv("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", "25%")
+    assert limit() not in ("300.0 MiB", default)
 
 
 def test_the_client_configuration_is_derived_from_the_rate_settings(tmp_path):
@@ -96,6 +116,11 @@ def test_the_client_configuration_is_derived_from_the_rate_settings(tmp_path):
      "yarn or k8s://..."),
     ("RANK_PIPELINE_LOCK_TIMEOUT_S", "-1", "RANK_PIPELINE_LOCK_TIMEOUT_S='-1' is not a number of seconds; set it "
      "to 0 (refuse at once) or more (default 3600)"),
+    ("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", "8G", "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT='8G' is not an amount of memory; "
+     "set it to one such as 8GB, 6GiB or 50% (of the machine's RAM), or unset it for DuckDB's default (80% of RAM)"),
+    ("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", "0GB", "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT='0GB' is not an amount of "
+     "memory; set it to one such as 8GB, 6GiB or 50% (of the machine's RAM), or unset it for DuckDB's default (80% "
+     "of RAM)"),
 ])
 def test_a_bad_value_is_one_line_naming_the_variable(tmp_path, variable, value, message):
     with pytest.raises(ConfigurationError) as caught:

@@ -202,6 +202,8 @@ def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None
             "path": dg.MetadataValue.path(str(path)),
             "size_bytes": dg.MetadataValue.int(size),
             "storage_version": dg.MetadataValue.text(warehouse.warehouse().storage_version),
+            "duckdb_memory_limit": dg.MetadataValue.text(warehouse.warehouse().memory_limit
+                                                         or "DuckDB's default (80% of RAM)"),
             # Superset reconnects on every query, so the dashboards show this publish on reload
             "dashboards": dg.MetadataValue.url(f"{dashboards}/dashboard/list/"),
         })

@@ -20,9 +20,11 @@ from rank_pipeline.settings.accounts import (
 )
 from rank_pipeline.settings.at_use import (
     DEFAULT_STORAGE_VERSION,
+    DUCKDB_MEMORY_LIMIT_ENV,
     LOCK_TIMEOUT_ENV,
     STORAGE_VERSION_ENV,
     dashboard_url_from_env,
+    duckdb_memory_limit_from_env,
     lock_timeout_from_env,
     sandbox_shape_from_env,
     storage_version_from_env,
@@ -102,6 +104,7 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "DEFAULT_SPARK_MASTER",
     "DEFAULT_STORAGE_VERSION",
+    "DUCKDB_MEMORY_LIMIT_ENV",
     "ENGINE_ENV",
     "LOCK_TIMEOUT_ENV",
     "PYARROW_SCHEMES",
@@ -132,6 +135,7 @@ __all__ = [
     "compose_models",
     "dashboard_url_from_env",
     "defs_yaml_text",
+    "duckdb_memory_limit_from_env",
     "file_digest",
     "find_component_file",
     "find_project",

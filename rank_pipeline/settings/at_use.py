@@ -1,18 +1,19 @@
 """Values read at the moment of use as well as by :meth:`~rank_pipeline.settings.Settings.from_env`: the
-lock timeout (a lock about to be waited for), the warehouse's storage version and the dashboards' address
-(a publish), and the embedded sandbox's shape."""
+lock timeout (a lock about to be waited for), the warehouse's storage version and DuckDB memory limit (the build
+file opened), the dashboards' address (a publish), and the embedded sandbox's shape."""
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 
 from rank_pipeline.settings.values import ConfigurationError
 
 __all__ = ["DASHBOARD_URL_ENV", "DEFAULT_DASHBOARD_URL", "DEFAULT_LOCK_TIMEOUT_S", "DEFAULT_STORAGE_VERSION",
-           "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV", "dashboard_url_from_env",
-           "lock_timeout_from_env", "named_variable", "sandbox_shape_from_env", "storage_version_from_env"]
+           "DUCKDB_MEMORY_LIMIT_ENV", "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV", "dashboard_url_from_env",
+           "duckdb_memory_limit_from_env", "lock_timeout_from_env", "named_variable", "sandbox_shape_from_env", "storage_version_from_env"]
 
 LOCK_TIMEOUT_ENV = "RANK_PIPELINE_LOCK_TIMEOUT_S"
 DEFAULT_LOCK_TIMEOUT_S = 3600.0
@@ -50,6 +51,31 @@ def storage_version_from_env(env: Mapping[str, str] | None = None) -> str:
     (``rank_pipeline.warehouse.warehouse_file.Warehouse`` refuses a value that is not a DuckDB release)."""
     env = os.environ if env is None else env
     return (env.get(STORAGE_VERSION_ENV) or "").strip() or DEFAULT_STORAGE_VERSION
+
+
+DUCKDB_MEMORY_LIMIT_ENV = "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT"
+"""Environment variable capping the memory of the warehouse's DuckDB writer (:mod:`rank_pipeline.warehouse.warehouse_file`)."""
+_MEMORY = re.compile(r"(?i)(?P<amount>\d+(\.\d+)?)\s*(%|b|[kmgt]i?b)")
+
+
+def duckdb_memory_limit_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """``RANK_PIPELINE_DUCKDB_MEMORY_LIMIT`` stripped (``8GB``, ``6GiB``, ``500MB``, ``50%`` of the machine's RAM),
+    or None when unset (DuckDB's own default, 80 % of RAM). Beyond it the build file's writer spills to
+    ``<build file>.tmp`` (docs/concepts/scale-out.md, "Memory").
+
+    Raises ConfigurationError: not a number followed by B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or %.
+    """
+    env = os.environ if env is None else env
+    raw = (env.get(DUCKDB_MEMORY_LIMIT_ENV) or "").strip()
+    if not raw:
+        return None
+    amount = _MEMORY.fullmatch(raw)
+    if amount is None or float(amount["amount"]) <= 0:
+        raise ConfigurationError(
+            f"{DUCKDB_MEMORY_LIMIT_ENV}={raw!r} is not an amount of memory; set it to one such as 8GB, 6GiB or "
+            "50% (of the machine's RAM), or unset it for DuckDB's default (80% of RAM)"
+        )
+    return raw
 
 
 SANDBOX_SHAPE_ENV = "RANK_SANDBOX_SHAPE"

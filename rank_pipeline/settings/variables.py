@@ -46,6 +46,10 @@ VARIABLES: tuple[tuple[str, str], ...] = (
     ("RANK_PIPELINE_STORAGE_VERSION",
      'DuckDB storage version of the published warehouse (default ``v1.0.0``: DuckDB 1.0+ opens it; '
      'checked by ``warehouse.Warehouse``).'),
+    ("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT",
+     "the memory the warehouse's DuckDB writer may use (``8GB``, ``6GiB``, ``50%`` of RAM; default DuckDB's, "
+     '80 % of RAM); past it, work spills to ``<build file>.tmp``. Set it below what the machine has '
+     'free when other processes share it.'),
     ("RANK_PIPELINE_DASHBOARD_URL",
      "the dashboards' address linked from ``warehouse/published`` (default http://127.0.0.1:8088; "
      '``make dashboard``).'),

@@ -15,13 +15,19 @@ from pathlib import Path
 
 import duckdb
 
-from rank_pipeline.settings import DEFAULT_STORAGE_VERSION, STORAGE_VERSION_ENV, storage_version_from_env
+from rank_pipeline.settings import (
+    DEFAULT_STORAGE_VERSION,
+    STORAGE_VERSION_ENV,
+    duckdb_memory_limit_from_env,
+    storage_version_from_env,
+)
 from rank_pipeline.transform.sql import one_row
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.warehouse.errors import PublishError, WarehouseError
 from rank_pipeline.warehouse.raw_load import ensure_keywords_file_table, reload_raw_from_snapshots
 
-__all__ = ["DEFAULT_STORAGE_VERSION", "SCHEMAS", "STORAGE_VERSION_ENV", "Warehouse", "publishing_copies"]
+__all__ = ["DEFAULT_STORAGE_VERSION", "SCHEMAS", "STORAGE_VERSION_ENV", "Warehouse", "limit_memory",
+           "publishing_copies"]
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +47,31 @@ def _publishing_copy(published_path: Path) -> Path:
     return published_path.with_name(f".{published_path.name}.{uuid.uuid4().hex[:8]}.tmp")
 
 
+def limit_memory(con: duckdb.DuckDBPyConnection, limit: str | None) -> None:
+    """Cap the memory of ``con``'s database (every connection to its file in this process) at ``limit``, a value
+    checked by :func:`rank_pipeline.settings.duckdb_memory_limit_from_env` (``8GB``, ``50%``); None keeps DuckDB's
+    default (80 % of RAM). Past the cap DuckDB spills to its temp directory (``<file>.tmp``) or, for work that
+    cannot spill, raises ``duckdb.OutOfMemoryException``."""
+    if limit is not None:
+        con.execute(f"set memory_limit = '{limit}'")  # the value matched a number and a unit: no quote in it
+
+
 class Warehouse:
     """The build file ``build_path`` (one writer, ``data/warehouse.build.duckdb``) and the published file
     ``published_path`` (readers, ``data/warehouse.duckdb``); docs/concepts/operations.md, "The warehouse file".
+    ``storage_version`` default ``RANK_PIPELINE_STORAGE_VERSION``; ``memory_limit`` (the writer's, :func:`limit_memory`)
+    default ``RANK_PIPELINE_DUCKDB_MEMORY_LIMIT``.
+
+    Raises ConfigurationError: a malformed memory limit; WarehouseError: a storage version that is not a DuckDB
+    release, or the two paths are one file.
     """
 
-    def __init__(self, build_path: Path | str, published_path: Path | str, storage_version: str | None = None):
+    def __init__(self, build_path: Path | str, published_path: Path | str, storage_version: str | None = None,
+                 memory_limit: str | None = None):
         self.build_path = Path(build_path)
         self.published_path = Path(published_path)
+        self.memory_limit = memory_limit or duckdb_memory_limit_from_env()
+        """The writer's DuckDB ``memory_limit`` (``8GB``, ``50%``), or None for DuckDB's default."""
         version = storage_version or storage_version_from_env()
         if not re.fullmatch(r"latest|v\d+\.\d+\.\d+", version):
             raise WarehouseError(
@@ -90,6 +113,7 @@ class Warehouse:
                 "write it: take the data folder's writer lock (rank_pipeline.folder_lock) first, and "
                 "let readers open the published file instead"
             ) from exc
+        limit_memory(con, self.memory_limit)
         for schema in SCHEMAS:
             con.execute(f"create schema if not exists {schema}")
         ensure_keywords_file_table(con)

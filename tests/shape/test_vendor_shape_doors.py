@@ -105,8 +105,16 @@ def test_a_daily_run_after_a_rename_fails_its_day_and_the_published_warehouse_st
     today = datetime.now(UTC).date()
     day4, day5 = today - timedelta(days=3), today - timedelta(days=2)
     shape = {"RANK_SANDBOX_SHAPE": f"vendor-b@{day5}"}
-    good = cli("run", "--date", day4.isoformat(), data_dir=tmp_path, env=shape)
+    # the run's DuckDB writer is capped by RANK_PIPELINE_DUCKDB_MEMORY_LIMIT, named in the publish's metadata
+    good = cli("run", "--date", day4.isoformat(), data_dir=tmp_path,
+               env={**shape, "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT": "700MB"})
     assert good.returncode == 0, good.stdout + good.stderr
+    from rank_pipeline.defs.instance import open_instance
+    from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
+
+    with open_instance(tmp_path) as instance:
+        published = instance.get_latest_materialization_event(PUBLISHED_KEY).asset_materialization
+    assert published.metadata["duckdb_memory_limit"].value == "700MB"
     bad = cli("run", "--date", day5.isoformat(), data_dir=tmp_path, env=shape)
     out = bad.stdout + bad.stderr
     assert bad.returncode == 1, out
@@ -141,6 +149,14 @@ def test_an_unknown_sandbox_shape_is_one_line_and_exit_2(tmp_path, shape):
     assert result.returncode == 2
     (line,) = [x for x in result.stderr.splitlines() if x.strip()]
     assert "sandbox shape" in line and "vendor-b" in line
+
+
+def test_a_malformed_memory_limit_is_one_line_and_exit_2_before_anything_is_written(tmp_path):
+    result = cli("run", data_dir=tmp_path / "data", env={"RANK_PIPELINE_DUCKDB_MEMORY_LIMIT": "lots"}, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT='lots' is not an amount of memory" in line
+    assert not (tmp_path / "data").exists()
 
 
 def test_keywords_plan_refuses_records_it_cannot_read_instead_of_planning_duplicates(tmp_path):
