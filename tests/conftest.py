@@ -59,6 +59,31 @@ def pytest_runtest_setup(item):
         require_root(item.name)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With ``RANK_TEST_TIMELINE`` naming a folder: one line a test in ``<folder>/<xdist worker>.tsv``, its node
+    id, start and end (epoch seconds, setup and teardown included) and the CPU-seconds of this worker and its
+    waited-for children (JVMs and commands the test ran) in that time; what ``make test``'s wall time is made of,
+    worker by worker (unset: nothing written)."""
+    folder = os.environ.get("RANK_TEST_TIMELINE")
+    if not folder:
+        yield
+        return
+    import resource
+    import time
+
+    def cpu() -> float:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    started, cpu_before = time.time(), cpu()
+    yield
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"{worker}.tsv"), "a") as out:
+        out.write(f"{item.nodeid}\t{started:.1f}\t{time.time():.1f}\t{cpu() - cpu_before:.1f}\n")
+
+
 @pytest.fixture(scope="session")
 def served_source():
     """``served_source(base_url, {account: key}, **client_config)``: a context manager giving the
