@@ -149,6 +149,10 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     followed by a bare DuckDB read of the same day's keyword rows (``duckdb_bare_read_day``), its reference."""
     con = duckdb.connect(str(workdir / "warehouse.duckdb"))
     limit_memory(con, duckdb_memory_limit_from_env())  # RANK_PIPELINE_DUCKDB_MEMORY_LIMIT, as the pipeline's writer
+    if TEMP_LIMIT["value"]:  # --duckdb-temp-limit: the spill's cap, so a full disk fails the run, not the machine
+        con.execute(f"set max_temp_directory_size = '{TEMP_LIMIT['value']}'")
+    print("  duckdb temp directory " + " ".join(str(v) for v in con.execute(
+        "select current_setting('temp_directory'), current_setting('max_temp_directory_size')").fetchone()), flush=True)
     for schema in SCHEMAS:
         con.execute(f"create schema if not exists {schema}")
     limit = con.execute("select current_setting('memory_limit'), current_setting('threads')").fetchone()
@@ -194,6 +198,10 @@ def _spark(out, spark, key: str, workdir, project, history, recent, last_day) ->
     print(f"  {key} one day, slowest: " + ", ".join(f"{q} {b.seconds:.1f} s ({b.mode})" for q, b in slowest),
           flush=True)
 
+
+TEMP_LIMIT: dict[str, str | None] = {"value": None}
+"""``--duckdb-temp-limit`` (DuckDB's ``max_temp_directory_size``, e.g. ``15GB``; None: DuckDB's default, 90 % of
+the free disk)."""
 
 SPARK_ENGINES = ("spark", "cluster")
 """The engines run on Spark: ``spark`` on ``--master``, ``cluster`` on a standalone cluster started here."""
@@ -268,7 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", type=Path, default=None,
                         help="the models project to build (default: RANK_PIPELINE_MODELS_DIR, else the shipped "
                              "dbt_like_sql/)")
+    parser.add_argument("--duckdb-temp-limit", default=None, metavar="SIZE",
+                        help="DuckDB's max_temp_directory_size (e.g. 15GB): how much the build may spill to disk")
     args = parser.parse_args(argv)
+    TEMP_LIMIT["value"] = args.duckdb_temp_limit
     sizes = [int(x) for x in args.keywords.split(",") if x.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if args.days < 2 or not sizes or min(sizes) < 1:
