@@ -167,7 +167,8 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     _phase(out, "duckdb_load_history", lambda: reload_raw_from_snapshots(con, history, None, last_day - timedelta(days=1)))
     days_loaded, rows_loaded = con.execute("select count(distinct snapshot_date), sum(1) from raw.keywords").fetchone()
     print(f"  raw.keywords scanned after the load: {rows_loaded:,} rows over {days_loaded} days", flush=True)
-    _phase(out, "duckdb_full", lambda: materialize.build_all(DuckDBEngine(con), project, None, full_refresh=True))
+    built = _phase(out, "duckdb_full", lambda: materialize.build_all(DuckDBEngine(con), project, None, full_refresh=True))
+    _slowest("duckdb full rebuild", built)
     # the daily job's publish checkpoints after its build, so the next day's load starts from a checkpointed
     # file (as benchmarks/models.py times it): the rebuild's log is written out here, timed on its own
     _phase(out, "duckdb_checkpoint", lambda: con.execute("checkpoint"))
@@ -176,7 +177,8 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     _phase(out, "duckdb_bare_read_day", lambda: con.execute(
         "create temp table bare_read_day as select * from read_parquet(?)", [files]))
     con.execute("drop table bare_read_day")
-    _phase(out, "duckdb_day", lambda: materialize.build_all(DuckDBEngine(con), project, last_day))
+    built = _phase(out, "duckdb_day", lambda: materialize.build_all(DuckDBEngine(con), project, last_day))
+    _slowest("duckdb one day", built)
     con.close()
     print(f"  duckdb raw load of a day / bare read of its keyword files: "
           f"{out['duckdb_load_day'] / out['duckdb_bare_read_day']:.1f}; peak RSS {out['peak_rss_mib']:,.0f} MiB",
@@ -194,9 +196,13 @@ def _spark(out, spark, key: str, workdir, project, history, recent, last_day) ->
     days = sum(1 for b in built.values() if b.partition_date is not None and b.partition_date == b.until == last_day)
     print(f"  {key} one day: {days} models built for that day only, {len(built) - days} seeds, tables and folds "
           "whole", flush=True)
+    _slowest(f"{key} one day", built)
+
+
+def _slowest(label: str, built: dict) -> None:
+    """Print the six relations of ``built`` (``{name: BuildResult}``) that took longest, with their seconds."""
     slowest = sorted(built.items(), key=lambda kv: -kv[1].seconds)[:6]
-    print(f"  {key} one day, slowest: " + ", ".join(f"{q} {b.seconds:.1f} s ({b.mode})" for q, b in slowest),
-          flush=True)
+    print(f"  {label}, slowest: " + ", ".join(f"{q} {b.seconds:.1f} s ({b.mode})" for q, b in slowest), flush=True)
 
 
 TEMP_LIMIT: dict[str, str | None] = {"value": None}
