@@ -7,7 +7,7 @@ usage as (
     select * from staging.stg_usage
 ),
 
-keywords as (
+keywords as not materialized (
     select * from staging.stg_keywords
 ),
 

@@ -2,7 +2,7 @@
 -- previous day, i.e. which domains burned the keyword quota.
 with
 
-keywords as (
+keywords as not materialized (
     select * from staging.stg_keywords
 ),
 

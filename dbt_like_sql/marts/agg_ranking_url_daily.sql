@@ -3,7 +3,7 @@
 -- keyword's previous snapshot. Counts columns of fct_keyword_rankings_daily.
 with
 
-rankings as (
+rankings as not materialized (
     select * from marts.fct_keyword_rankings_daily
 ),
 

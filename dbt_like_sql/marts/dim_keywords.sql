@@ -4,7 +4,7 @@
 -- full build); each keyword's row is its previous row combined with its new days.
 with
 
-keywords as (
+keywords as not materialized (
     select * from staging.stg_keywords
 ),
 

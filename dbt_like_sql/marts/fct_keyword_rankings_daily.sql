@@ -29,7 +29,7 @@ ctr_at_position_1 as (
 ),
 
 -- the comparison side: four narrow columns (the wide rows are read only for the days built)
-history as (
+history as not materialized (
     select
         keyword_id,
         snapshot_date,

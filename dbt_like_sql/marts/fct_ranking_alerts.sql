@@ -9,7 +9,7 @@ rules as (
     select * from seeds.alert_rules
 ),
 
-rankings as (
+rankings as not materialized (
     select * from marts.fct_keyword_rankings_daily
 ),
 

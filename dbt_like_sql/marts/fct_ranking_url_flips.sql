@@ -2,7 +2,7 @@
 -- 30 days ending that day: a cannibalisation signal.
 with
 
-rankings as (
+rankings as not materialized (
     select * from marts.fct_keyword_rankings_daily
 ),
 

@@ -4,7 +4,7 @@
 -- agg_tag_daily each select their grouping level from here instead of writing the same rollup again.
 with
 
-rankings as (
+rankings as not materialized (
     select * from marts.fct_keyword_rankings_daily
 ),
 

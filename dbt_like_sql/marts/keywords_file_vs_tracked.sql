@@ -9,7 +9,7 @@ planned as (
     select * from staging.stg_keywords_file
 ),
 
-keywords as (
+keywords as not materialized (
     select * from staging.stg_keywords
 ),
 

@@ -87,8 +87,8 @@ def raw_view(resource: str) -> str:
 
 def to_spark_sql(duckdb_sql: str) -> str:
     """One DuckDB SELECT as Spark SQL: sqlglot's transpilation plus ``json_transform`` -> ``from_json``,
-    ``count(distinct) over`` and ``median over`` rewrites, array elements and epochs, and ``raw.<resource>`` ->
-    the session's view :func:`raw_view`.
+    ``count(distinct) over`` and ``median over`` rewrites, array elements and epochs, a CTE's ``[NOT]
+    MATERIALIZED`` dropped, and ``raw.<resource>`` -> the session's view :func:`raw_view`.
 
     Raises:
         BuildError: sqlglot cannot parse the SQL or cannot express a construct in Spark SQL.
@@ -99,6 +99,8 @@ def to_spark_sql(duckdb_sql: str) -> str:
     try:
         tree = sqlglot.parse_one(duckdb_sql, read="duckdb").transform(_json_transform_to_from_json)
         tree = tree.transform(_distinct_window_count).transform(_array_element_and_epoch)
+        for cte in tree.find_all(exp.CTE):  # DuckDB's [NOT] MATERIALIZED hint: Spark SQL has no such syntax
+            cte.set("materialized", None)
         for table in list(tree.find_all(exp.Table)):
             if table.db == RAW_SCHEMA and isinstance(table.this, exp.Identifier):
                 alias = table.alias or table.name
