@@ -85,7 +85,7 @@ def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager],
     ``generated.json``) are used again, and only the warehouse file is started afresh.
     """
     history, recent = workdir / "history", workdir / "recent"
-    first_day = date(2026, 1, 1)
+    first_day = FIRST_DAY
     last_day = first_day + timedelta(days=days - 1)
     marker = workdir / "generated.json"
     shape = {"days": days, "keywords": keywords, "domains": domains}
@@ -164,11 +164,16 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     # the history's days deletes nothing and inserts the same rows.
     for resource_name in ENDPOINTS:
         ensure_raw_table(con, resource_name)
-    _phase(out, "duckdb_load_history", lambda: reload_raw_from_snapshots(con, history, None, last_day - timedelta(days=1)))
-    days_loaded, rows_loaded = con.execute("select count(distinct snapshot_date), sum(1) from raw.keywords").fetchone()
-    print(f"  raw.keywords scanned after the load: {rows_loaded:,} rows over {days_loaded} days", flush=True)
-    built = _phase(out, "duckdb_full", lambda: materialize.build_all(DuckDBEngine(con), project, None, full_refresh=True))
-    _slowest("duckdb full rebuild", built)
+    if BATCH_DAYS["value"]:
+        _history_in_batches(out, con, project, history, last_day - timedelta(days=1), BATCH_DAYS["value"])
+    else:
+        _phase(out, "duckdb_load_history",
+               lambda: reload_raw_from_snapshots(con, history, None, last_day - timedelta(days=1)))
+        days_loaded, rows_loaded = con.execute("select count(distinct snapshot_date), sum(1) from raw.keywords").fetchone()
+        print(f"  raw.keywords scanned after the load: {rows_loaded:,} rows over {days_loaded} days", flush=True)
+        built = _phase(out, "duckdb_full", lambda: materialize.build_all(DuckDBEngine(con), project, None,
+                                                                         full_refresh=True))
+        _slowest("duckdb full rebuild", built)
     # the daily job's publish checkpoints after its build, so the next day's load starts from a checkpointed
     # file (as benchmarks/models.py times it): the rebuild's log is written out here, timed on its own
     _phase(out, "duckdb_checkpoint", lambda: con.execute("checkpoint"))
@@ -183,6 +188,32 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     print(f"  duckdb raw load of a day / bare read of its keyword files: "
           f"{out['duckdb_load_day'] / out['duckdb_bare_read_day']:.1f}; peak RSS {out['peak_rss_mib']:,.0f} MiB",
           flush=True)
+
+
+def _history_in_batches(out, con, project, history, last: date, batch_days: int) -> None:
+    """``--duckdb-batch-days N``: the history as the daily job meets it, N days at a time: each batch's raw days
+    loaded, then built (the first batch whole, each later one incrementally for its days, as
+    :func:`materialize.build_all` does for a range), so no build holds more than N days of new rows. Sums into
+    ``out["duckdb_load_history"]`` and ``out["duckdb_full"]`` (the any-order guarantee: the marts equal a full
+    rebuild's); each batch printed."""
+    out["duckdb_load_history"] = out["duckdb_full"] = out["duckdb_load_history_cpu"] = out["duckdb_full_cpu"] = 0.0
+    first = FIRST_DAY
+    while first <= last:
+        end = min(first + timedelta(days=batch_days - 1), last)
+        batch: dict[str, float] = {}
+        _phase(batch, "load", lambda a=first, b=end: reload_raw_from_snapshots(con, history, a, b))
+        whole = first == FIRST_DAY
+        built = _phase(batch, "build", lambda a=first, b=end, whole=whole: materialize.build_all(
+            DuckDBEngine(con), project, None if whole else a, until=None if whole else b, full_refresh=whole))
+        _slowest(f"duckdb batch {first} .. {end}", built)
+        for key, phase in (("duckdb_load_history", "load"), ("duckdb_full", "build")):
+            out[key] += batch[phase]
+            out[key + "_cpu"] += batch[phase + "_cpu"]
+        out["peak_rss_mib"] = batch["peak_rss_mib"]
+        first = end + timedelta(days=1)
+    print(f"  history in batches of {batch_days} days: loads {out['duckdb_load_history']:.1f} s "
+          f"(CPU {out['duckdb_load_history_cpu']:.1f} s), builds {out['duckdb_full']:.1f} s "
+          f"(CPU {out['duckdb_full_cpu']:.1f} s)", flush=True)
 
 
 def _spark(out, spark, key: str, workdir, project, history, recent, last_day) -> None:
@@ -205,6 +236,10 @@ def _slowest(label: str, built: dict) -> None:
     print(f"  {label}, slowest: " + ", ".join(f"{q} {b.seconds:.1f} s ({b.mode})" for q, b in slowest), flush=True)
 
 
+FIRST_DAY = date(2026, 1, 1)
+"""The first day of the generated history."""
+BATCH_DAYS: dict[str, int] = {"value": 0}
+"""``--duckdb-batch-days`` (0: the history loaded at once and rebuilt whole)."""
 TEMP_LIMIT: dict[str, str | None] = {"value": None}
 """``--duckdb-temp-limit`` (DuckDB's ``max_temp_directory_size``, e.g. ``15GB``; None: DuckDB's default, 90 % of
 the free disk)."""
@@ -284,8 +319,12 @@ def main(argv: list[str] | None = None) -> int:
                              "dbt_like_sql/)")
     parser.add_argument("--duckdb-temp-limit", default=None, metavar="SIZE",
                         help="DuckDB's max_temp_directory_size (e.g. 15GB): how much the build may spill to disk")
+    parser.add_argument("--duckdb-batch-days", type=int, default=0, metavar="N",
+                        help="DuckDB: load and build the history N days at a time, as the daily job meets it "
+                             "(the first batch whole, later ones incrementally), instead of one full rebuild")
     args = parser.parse_args(argv)
     TEMP_LIMIT["value"] = args.duckdb_temp_limit
+    BATCH_DAYS["value"] = max(args.duckdb_batch_days, 0)
     sizes = [int(x) for x in args.keywords.split(",") if x.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if args.days < 2 or not sizes or min(sizes) < 1:
