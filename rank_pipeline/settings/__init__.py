@@ -20,7 +20,6 @@ from rank_pipeline.settings.accounts import (
 )
 from rank_pipeline.settings.at_use import (
     DEFAULT_STORAGE_VERSION,
-    DUCKDB_MEMORY_LIMIT_ENV,
     LOCK_TIMEOUT_ENV,
     STORAGE_VERSION_ENV,
     dashboard_url_from_env,
@@ -104,7 +103,6 @@ __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
     "DEFAULT_SPARK_MASTER",
     "DEFAULT_STORAGE_VERSION",
-    "DUCKDB_MEMORY_LIMIT_ENV",
     "ENGINE_ENV",
     "LOCK_TIMEOUT_ENV",
     "PYARROW_SCHEMES",
