@@ -68,6 +68,9 @@ def test_the_memory_limit_caps_the_warehouse_writer(tmp_path, monkeypatch):
     assert limit() == "300.0 MiB" != default
     monkeypatch.setenv("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", "25%")
     assert limit() not in ("300.0 MiB", default)
+    # a value given in code is checked as the variable is: it becomes SQL
+    with pytest.raises(ConfigurationError, match="'1GB; drop table x' is not an amount of memory"):
+        Warehouse(tmp_path / "build.duckdb", tmp_path / "published.duckdb", memory_limit="1GB; drop table x")
 
 
 def test_the_client_configuration_is_derived_from_the_rate_settings(tmp_path):

@@ -198,12 +198,12 @@ def build_publish_asset(model_keys: list[dg.AssetKey], engine: str | None = None
         size = path.stat().st_size
         context.log.info(f"published {path} ({size / 1e6:.1f} MB)")
         dashboards = dashboard_url if dashboard_url is not None else dashboard_url_from_env()
+        written = warehouse.warehouse()
         return dg.MaterializeResult(metadata={
             "path": dg.MetadataValue.path(str(path)),
             "size_bytes": dg.MetadataValue.int(size),
-            "storage_version": dg.MetadataValue.text(warehouse.warehouse().storage_version),
-            "duckdb_memory_limit": dg.MetadataValue.text(warehouse.warehouse().memory_limit
-                                                         or "DuckDB's default (80% of RAM)"),
+            "storage_version": dg.MetadataValue.text(written.storage_version),
+            "duckdb_memory_limit": dg.MetadataValue.text(written.memory_limit or "DuckDB's default (80% of RAM)"),
             # Superset reconnects on every query, so the dashboards show this publish on reload
             "dashboards": dg.MetadataValue.url(f"{dashboards}/dashboard/list/"),
         })

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from rank_pipeline.settings.values import ConfigurationError
 
 __all__ = ["DASHBOARD_URL_ENV", "DEFAULT_DASHBOARD_URL", "DEFAULT_LOCK_TIMEOUT_S", "DEFAULT_STORAGE_VERSION",
-           "DUCKDB_MEMORY_LIMIT_ENV", "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV", "dashboard_url_from_env",
-           "duckdb_memory_limit_from_env", "lock_timeout_from_env", "named_variable", "sandbox_shape_from_env", "storage_version_from_env"]
+           "DUCKDB_MEMORY_LIMIT_ENV", "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV",
+           "check_memory_limit", "dashboard_url_from_env", "duckdb_memory_limit_from_env", "lock_timeout_from_env", "named_variable", "sandbox_shape_from_env", "storage_version_from_env"]
 
 LOCK_TIMEOUT_ENV = "RANK_PIPELINE_LOCK_TIMEOUT_S"
 DEFAULT_LOCK_TIMEOUT_S = 3600.0
@@ -58,24 +58,31 @@ DUCKDB_MEMORY_LIMIT_ENV = "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT"
 _MEMORY = re.compile(r"(?i)(?P<amount>\d+(\.\d+)?)\s*(%|b|[kmgt]i?b)")
 
 
-def duckdb_memory_limit_from_env(env: Mapping[str, str] | None = None) -> str | None:
-    """``RANK_PIPELINE_DUCKDB_MEMORY_LIMIT`` stripped (``8GB``, ``6GiB``, ``500MB``, ``50%`` of the machine's RAM),
-    or None when unset (DuckDB's own default, 80 % of RAM). Beyond it the build file's writer spills to
-    ``<build file>.tmp`` (docs/concepts/scale-out.md, "Memory").
+def check_memory_limit(raw: str) -> str:
+    """``raw`` stripped if it is an amount of memory DuckDB's ``memory_limit`` takes (``8GB``, ``6GiB``, ``500MB``,
+    ``50%`` of the machine's RAM; docs/concepts/scale-out.md, "Memory").
 
-    Raises ConfigurationError: not a number followed by B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or %.
+    Raises ConfigurationError: not a positive number followed by B, KB, MB, GB, TB, KiB, MiB, GiB, TiB or %.
+    """
+    text = raw.strip()
+    amount = _MEMORY.fullmatch(text)
+    if amount is None or float(amount["amount"]) <= 0:
+        raise ConfigurationError(
+            f"{DUCKDB_MEMORY_LIMIT_ENV}={text!r} is not an amount of memory; set it to one such as 8GB, 6GiB or "
+            "50% (of the machine's RAM), or unset it for DuckDB's default (80% of RAM)"
+        )
+    return text
+
+
+def duckdb_memory_limit_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """``RANK_PIPELINE_DUCKDB_MEMORY_LIMIT`` checked by :func:`check_memory_limit`, or None when unset (DuckDB's own
+    default, 80 % of RAM). Beyond it the build file's writer spills to ``<build file>.tmp``.
+
+    Raises ConfigurationError: a malformed value (:func:`check_memory_limit`).
     """
     env = os.environ if env is None else env
     raw = (env.get(DUCKDB_MEMORY_LIMIT_ENV) or "").strip()
-    if not raw:
-        return None
-    amount = _MEMORY.fullmatch(raw)
-    if amount is None or float(amount["amount"]) <= 0:
-        raise ConfigurationError(
-            f"{DUCKDB_MEMORY_LIMIT_ENV}={raw!r} is not an amount of memory; set it to one such as 8GB, 6GiB or "
-            "50% (of the machine's RAM), or unset it for DuckDB's default (80% of RAM)"
-        )
-    return raw
+    return check_memory_limit(raw) if raw else None
 
 
 SANDBOX_SHAPE_ENV = "RANK_SANDBOX_SHAPE"

@@ -18,6 +18,7 @@ import duckdb
 from rank_pipeline.settings import (
     DEFAULT_STORAGE_VERSION,
     STORAGE_VERSION_ENV,
+    check_memory_limit,
     duckdb_memory_limit_from_env,
     storage_version_from_env,
 )
@@ -49,7 +50,7 @@ def _publishing_copy(published_path: Path) -> Path:
 
 def limit_memory(con: duckdb.DuckDBPyConnection, limit: str | None) -> None:
     """Cap the memory of ``con``'s database (every connection to its file in this process) at ``limit``, a value
-    checked by :func:`rank_pipeline.settings.duckdb_memory_limit_from_env` (``8GB``, ``50%``); None keeps DuckDB's
+    checked by :func:`rank_pipeline.settings.check_memory_limit` (``8GB``, ``50%``); None keeps DuckDB's
     default (80 % of RAM). Past the cap DuckDB spills to its temp directory (``<file>.tmp``) or, for work that
     cannot spill, raises ``duckdb.OutOfMemoryException``."""
     if limit is not None:
@@ -70,7 +71,7 @@ class Warehouse:
                  memory_limit: str | None = None):
         self.build_path = Path(build_path)
         self.published_path = Path(published_path)
-        self.memory_limit = memory_limit or duckdb_memory_limit_from_env()
+        self.memory_limit = check_memory_limit(memory_limit) if memory_limit else duckdb_memory_limit_from_env()
         """The writer's DuckDB ``memory_limit`` (``8GB``, ``50%``), or None for DuckDB's default."""
         version = storage_version or storage_version_from_env()
         if not re.fullmatch(r"latest|v\d+\.\d+\.\d+", version):
