@@ -73,7 +73,8 @@ def _timed(fn):
 
 
 def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager], days: int, keywords: int, domains: int,
-             workdir: Path, engines: list[str], report, project: Project, reuse: bool = False) -> dict[str, float]:
+             workdir: Path, engines: list[str], report, project: Project, reuse: bool = False, *,
+             batch_days: int = 0, temp_limit: str | None = None) -> dict[str, float]:
     """Generate ``days`` x ``keywords`` snapshots under ``workdir`` and time each engine of ``engines``
     (``duckdb``, ``spark``, ``cluster``) on them, building ``project`` (seeds and models).
 
@@ -111,7 +112,7 @@ def run_size(sessions: Callable[[str, Path], contextlib.AbstractContextManager],
         marker.write_text(json.dumps({**shape, "rows": rows}))
         print(f"  {keywords:,} keywords: generated {rows:,} keyword rows in {out['generate']:.0f} s", flush=True)
     if "duckdb" in engines:
-        _duckdb(out, workdir, project, history, recent, last_day)
+        _duckdb(out, workdir, project, history, recent, last_day, batch_days, temp_limit)
         report(keywords, out, "duckdb")
     for engine in (e for e in engines if e in SPARK_ENGINES):
         with sessions(engine, workdir / engine) as spark:
@@ -143,14 +144,16 @@ def _phase(out, key: str, fn):
     return result
 
 
-def _duckdb(out, workdir, project, history, recent, last_day) -> None:
-    """DuckDB: load the history into raw, full rebuild, load the last day, build it incrementally (seconds into
-    ``out``). Each phase is printed as it ends, with the peak memory so far; the raw load of the day is
+def _duckdb(out, workdir, project, history, recent, last_day, batch_days: int = 0, temp_limit: str | None = None
+            ) -> None:
+    """DuckDB: load the history into raw, full rebuild (``batch_days`` > 0: :func:`_history_in_batches` instead),
+    load the last day, build it incrementally (seconds into ``out``; ``temp_limit``: DuckDB's
+    ``max_temp_directory_size``). Each phase is printed as it ends, with the peak memory so far; the raw load of the day is
     followed by a bare DuckDB read of the same day's keyword rows (``duckdb_bare_read_day``), its reference."""
     con = duckdb.connect(str(workdir / "warehouse.duckdb"))
     limit_memory(con, duckdb_memory_limit_from_env())  # RANK_PIPELINE_DUCKDB_MEMORY_LIMIT, as the pipeline's writer
-    if TEMP_LIMIT["value"]:  # --duckdb-temp-limit: the spill's cap, so a full disk fails the run, not the machine
-        con.execute(f"set max_temp_directory_size = '{TEMP_LIMIT['value']}'")
+    if temp_limit:  # --duckdb-temp-limit: the spill's cap, so a full disk fails the run, not the machine
+        con.execute("set max_temp_directory_size = ?", [temp_limit])
     print("  duckdb temp directory " + " ".join(str(v) for v in con.execute(
         "select current_setting('temp_directory'), current_setting('max_temp_directory_size')").fetchone()), flush=True)
     for schema in SCHEMAS:
@@ -164,8 +167,8 @@ def _duckdb(out, workdir, project, history, recent, last_day) -> None:
     # the history's days deletes nothing and inserts the same rows.
     for resource_name in ENDPOINTS:
         ensure_raw_table(con, resource_name)
-    if BATCH_DAYS["value"]:
-        _history_in_batches(out, con, project, history, last_day - timedelta(days=1), BATCH_DAYS["value"])
+    if batch_days > 0:
+        _history_in_batches(out, con, project, history, last_day - timedelta(days=1), batch_days)
     else:
         _phase(out, "duckdb_load_history",
                lambda: reload_raw_from_snapshots(con, history, None, last_day - timedelta(days=1)))
@@ -238,11 +241,6 @@ def _slowest(label: str, built: dict) -> None:
 
 FIRST_DAY = date(2026, 1, 1)
 """The first day of the generated history."""
-BATCH_DAYS: dict[str, int] = {"value": 0}
-"""``--duckdb-batch-days`` (0: the history loaded at once and rebuilt whole)."""
-TEMP_LIMIT: dict[str, str | None] = {"value": None}
-"""``--duckdb-temp-limit`` (DuckDB's ``max_temp_directory_size``, e.g. ``15GB``; None: DuckDB's default, 90 % of
-the free disk)."""
 
 SPARK_ENGINES = ("spark", "cluster")
 """The engines run on Spark: ``spark`` on ``--master``, ``cluster`` on a standalone cluster started here."""
@@ -323,8 +321,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="DuckDB: load and build the history N days at a time, as the daily job meets it "
                              "(the first batch whole, later ones incrementally), instead of one full rebuild")
     args = parser.parse_args(argv)
-    TEMP_LIMIT["value"] = args.duckdb_temp_limit
-    BATCH_DAYS["value"] = max(args.duckdb_batch_days, 0)
     sizes = [int(x) for x in args.keywords.split(",") if x.strip()]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if args.days < 2 or not sizes or min(sizes) < 1:
@@ -352,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
 
     for n in sizes:
         r = run_size(lambda engine, folder: spark_for(engine, args, folder), args.days, n, args.domains, args.workdir / f"k{n}",
-                     engines, report, project, args.reuse)
+                     engines, report, project, args.reuse, batch_days=args.duckdb_batch_days,
+                     temp_limit=args.duckdb_temp_limit)
         if "duckdb" in engines:
             rows_out.extend(f"<!-- {n:,} keywords: {label[e]}/duckdb full rebuild {r[e + '_full'] / r['duckdb_full']:.2f}, "
                             f"one day {r[e + '_day'] / r['duckdb_day']:.1f} -->" for e in engines if e in SPARK_ENGINES)
