@@ -19,6 +19,14 @@ from websockets.sync.client import connect
 
 CHROMIUM = Path("/usr/bin/chromium")
 
+NAVIGATING = ("Inspected target navigated or closed", "Execution context was destroyed",
+              "Cannot find context with specified id")
+"""The DevTools errors of an evaluation that met a navigation: the page was replaced under it, not wrong."""
+
+
+class NavigationRace(RuntimeError):
+    """An evaluation that a navigation cut short; ``wait_for`` polls again."""
+
 
 def chromium_path() -> str | None:
     """The chromium binary, or None when it is not installed."""
@@ -63,21 +71,31 @@ class Chromium:
             message = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
             if message.get("id") == self._id:
                 if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']}")
+                    text = str(message["error"].get("message", ""))
+                    error = NavigationRace if any(n in text for n in NAVIGATING) else RuntimeError
+                    raise error(f"{method}: {message['error']}")
                 return message.get("result", {})
 
     def evaluate(self, expression: str):
         """The JSON value of ``expression`` evaluated in the page (exceptions raised)."""
         result = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in result:
-            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+            details = json.dumps(result["exceptionDetails"])
+            error = NavigationRace if any(n in details for n in NAVIGATING) else RuntimeError
+            raise error(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
     def wait_for(self, expression: str):
-        """Poll ``expression`` until it is truthy (returns it), failing after the timeout."""
+        """Poll ``expression`` until it is truthy (returns it), failing after the timeout.
+
+        An evaluation that a navigation cut short (the page it ran in was replaced) counts as not yet.
+        """
         deadline = time.monotonic() + self.timeout
         while True:
-            value = self.evaluate(expression)
+            try:
+                value = self.evaluate(expression)
+            except NavigationRace:
+                value = None
             if value:
                 return value
             if time.monotonic() > deadline:
