@@ -1042,13 +1042,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--window-s must be positive")
     if args.real_window_s is not None and args.real_window_s <= 0:
         parser.error("--real-window-s must be positive")
+    py_spy = None
+    if args.py_spy is not None:  # the runs start in their own folders: a relative path would not be found there
+        py_spy = shutil.which(args.py_spy)
+        if py_spy is None:
+            parser.error(f"--py-spy {args.py_spy}: no such executable")
+        py_spy = str(Path(py_spy).resolve())
     only = [x.strip() for x in args.only.split(",") if x.strip()] or None
     tools = [x.strip() for x in args.tools.split(",") if x.strip()]
     started = time.perf_counter()
     try:
         run_benchmark(only, tools=tools, scale=args.scale, quick=args.quick, workdir=args.workdir,
                       timeout_s=args.timeout, window_s=args.window_s, real_window_s=args.real_window_s,
-                      py_spy=args.py_spy)
+                      py_spy=py_spy)
     except ValueError as exc:
         parser.error(str(exc))
     print(f"\nbenchmark total: {time.perf_counter() - started:.0f} s")
