@@ -16,7 +16,7 @@ from rank_pipeline.transform import duckdb_raw
 from rank_pipeline.transform.errors import BuildError, TestExecutionError
 from rank_pipeline.transform.horizon import last_loaded_date
 from rank_pipeline.transform.nodes import Model, Seed
-from rank_pipeline.transform.primitives import RawTable
+from rank_pipeline.transform.primitives import RawLedger, RawTable
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import windowed_sql
 from rank_pipeline.transform.sql import one_row, table_columns
@@ -77,6 +77,7 @@ class DuckDBEngine:
 
     name = "duckdb"
     persistent_views = True
+    raw_ledger: RawLedger | None = None  # set while open_engine holds the engine
     reads_raw_in_place = False
     con: duckdb.DuckDBPyConnection
 

@@ -5,7 +5,7 @@ for every engine (docs/concepts/models.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from rank_pipeline.transform.nodes import Model, Seed
 from rank_pipeline.transform.project import Project
 
-__all__ = ["BuildResult", "ModelEngine", "RawDay", "RawTable"]
+__all__ = ["BuildResult", "ModelEngine", "RawDay", "RawLedger", "RawTable"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,20 @@ class RawTable:
         return any(column == "snapshot_date" for column, _ in self.columns)
 
 
+class RawLedger(Protocol):
+    """Where the pipeline records the snapshot days an engine's raw tables hold (the data folder's
+    :class:`rank_pipeline.warehouse.raw_days.RawDays`)."""
+
+    def read(self) -> frozenset[date] | None:
+        """The days recorded; None when nothing is."""
+
+    def held(self) -> frozenset[date] | None:
+        """The days the raw tables hold; None when it cannot tell."""
+
+    def write(self, days: Iterable[date]) -> None:
+        """Record ``days``, replacing what was recorded."""
+
+
 class ModelEngine(Protocol):
     """The primitives an engine supplies to the flows (:mod:`rank_pipeline.transform.materialize`,
     :mod:`rank_pipeline.transform.testing`, :mod:`rank_pipeline.warehouse.raw_load`) and the reads the steps use.
@@ -98,6 +112,9 @@ class ModelEngine(Protocol):
             they hold is handed to each :meth:`load_raw` (Spark; the pipeline records which); False when the days
             loaded are copied into the engine's storage, which keeps them (DuckDB's build file).
         catalog: the catalog readers see the tables in (``warehouse``, ``spark_catalog``).
+        raw_ledger: the data folder's record of the days the raw tables hold while
+            :func:`rank_pipeline.warehouse.engines.open_engine` has the engine open; None for an engine made
+            otherwise (a test's, a benchmark's), whose raw loads then record nothing.
 
     Every ``sql`` argument is already in the engine's dialect (:meth:`render`); every ``where`` is the
     model's path and name, for error messages. What the raw tables hold is the pipeline's to say
@@ -107,6 +124,7 @@ class ModelEngine(Protocol):
     name: str
     persistent_views: bool
     reads_raw_in_place: bool
+    raw_ledger: RawLedger | None
 
     @property
     def catalog(self) -> str:

@@ -17,7 +17,7 @@ from sqlglot import exp
 from rank_pipeline.transform.dependencies import RAW_SCHEMA
 from rank_pipeline.transform.errors import BuildError, TestExecutionError
 from rank_pipeline.transform.nodes import Model, Seed
-from rank_pipeline.transform.primitives import RawTable
+from rank_pipeline.transform.primitives import RawLedger, RawTable
 from rank_pipeline.transform.project import Project
 from rank_pipeline.transform.rewrite import full_build_sql
 from rank_pipeline.transform.spark_dialect import quote as _qi
@@ -39,6 +39,7 @@ class SparkEngine:
 
     name = "spark"
     persistent_views = False
+    raw_ledger: RawLedger | None = None  # set while open_engine holds the engine
     reads_raw_in_place = True
     catalog = "spark_catalog"
 

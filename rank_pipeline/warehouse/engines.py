@@ -20,26 +20,16 @@ from rank_pipeline.warehouse.raw_days import RawDays
 from rank_pipeline.warehouse.raw_load import KEYWORDS_FILE, held_days, load_raw, raw_columns, restore_raw
 from rank_pipeline.warehouse.warehouse_file import Warehouse
 
-__all__ = ["KEYWORDS_FILE", "load_partitions", "open_engine", "prepare", "raw_columns", "raw_days", "reload_raw"]
-
-_RAW_DAYS: dict[int, RawDays] = {}  # id of an engine open_engine yields -> its data folder's ledger, while open
-
+__all__ = ["KEYWORDS_FILE", "load_partitions", "open_engine", "prepare", "raw_columns", "reload_raw"]
 
 @contextmanager
 def _recorded(engine: ModelEngine, ledger: RawDays) -> Iterator[ModelEngine]:
-    """``engine``, its raw loads recorded in ``ledger`` while the block runs."""
-    _RAW_DAYS[id(engine)] = ledger
+    """``engine``, its raw loads recorded in ``ledger`` (its ``raw_ledger``) while the block runs."""
+    engine.raw_ledger = ledger
     try:
         yield engine
     finally:
-        _RAW_DAYS.pop(id(engine), None)
-
-
-def raw_days(engine: ModelEngine) -> RawDays | None:
-    """The ledger of the days ``engine``'s raw tables hold: its data folder's when :func:`open_engine` opened it;
-    None for an engine made otherwise (a test's, a benchmark's), whose raw loads record nothing (an engine that
-    reads in place is then handed every committed day)."""
-    return _RAW_DAYS.get(id(engine))
+        engine.raw_ledger = None
 
 
 @contextmanager
@@ -48,7 +38,7 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
     :class:`rank_pipeline.transform.duckdb_engine.DuckDBEngine` on a writer connection to ``paths.build_db``
     (published to ``paths.published_db``), closed at the end; ``spark``, a
     :class:`rank_pipeline.transform.spark_engine.SparkEngine` on one session, stopped at the end unless it ran
-    before the block. Either records its raw loads in the data folder's ledger (:func:`raw_days`).
+    before the block. Either records its raw loads in the data folder's ledger (its ``raw_ledger``).
 
     Raises RuntimeError (Spark: no pyspark, or no Java 17+) or rank_pipeline.warehouse.errors.WarehouseError
     (DuckDB: the build file cannot be opened).
@@ -80,16 +70,16 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
 def prepare(engine: ModelEngine, snapshots_uri: Path | str | None, project: Project) -> None:
     """Make the raw tables and the relations of earlier builds readable before a build (once per engine):
     the raw tables given the days they hold (:func:`rank_pipeline.warehouse.raw_load.restore_raw`: the ledger's,
-    :func:`raw_days`) when the engine has none readable yet (Spark's new session; DuckDB's build file keeps
+    the engine's ``raw_ledger``) when the engine has none readable yet (Spark's new session; DuckDB's build file keeps
     them), then :meth:`~rank_pipeline.transform.primitives.ModelEngine.prepare`."""
     if not engine.raw_loaded and snapshots_uri is not None:
-        restore_raw(engine, snapshots_uri, raw_days(engine))
+        restore_raw(engine, snapshots_uri, engine.raw_ledger)
     engine.prepare(project)
 
 
 def load_partitions(engine: ModelEngine, snapshots_uri: Path | str, first: date, last: date) -> dict[date, dict[str, int]]:
     """Load the raw days ``first .. last``, each committed and passed by the shape check
-    (:func:`rank_pipeline.warehouse.raw_load.load_raw`, recorded in :func:`raw_days`); ``{day: {endpoint: rows}}``.
+    (:func:`rank_pipeline.warehouse.raw_load.load_raw`, recorded in the engine's ``raw_ledger``); ``{day: {endpoint: rows}}``.
     DuckDB replaces the days' rows in one transaction; Spark registers its raw views again over the snapshots of
     the days held (read in place) and counts the rows of ``first .. last``.
 
@@ -97,13 +87,13 @@ def load_partitions(engine: ModelEngine, snapshots_uri: Path | str, first: date,
         rank_pipeline.warehouse.errors.SnapshotMissingError, LoadError: a day is not committed or its
             snapshot is damaged (nothing loaded).
     """
-    return load_raw(engine, snapshots_uri, first, last, strict=True, ledger=raw_days(engine))
+    return load_raw(engine, snapshots_uri, first, last, strict=True, ledger=engine.raw_ledger)
 
 
 def reload_raw(engine: ModelEngine, snapshots: Path | str | Sequence[Path | str], first: date | None = None,
                last: date | None = None, *, count: bool = True) -> dict[date, dict[str, int]]:
     """Make raw hold exactly the committed snapshots of ``first .. last`` under ``snapshots`` (one root, or
     several whose days are combined; None: an open bound; both None: every raw table reloaded whole), each day
-    passed by the shape check, recorded in :func:`raw_days`; ``{day: {endpoint: rows}}`` of those days (``{}``
+    passed by the shape check, recorded in the engine's ``raw_ledger``; ``{day: {endpoint: rows}}`` of those days (``{}``
     when not ``count``)."""
-    return load_raw(engine, snapshots, first, last, count=count, ledger=raw_days(engine))
+    return load_raw(engine, snapshots, first, last, count=count, ledger=engine.raw_ledger)

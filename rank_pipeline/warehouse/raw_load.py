@@ -31,11 +31,11 @@ from rank_pipeline.snapshots.schema import (
 from rank_pipeline.snapshots.storage import Store, store_for
 from rank_pipeline.transform.duckdb_engine import DuckDBEngine
 from rank_pipeline.transform.errors import RawLoadError
-from rank_pipeline.transform.primitives import ModelEngine, RawDay, RawTable
+from rank_pipeline.transform.primitives import ModelEngine, RawDay, RawLedger, RawTable
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse.errors import LoadError, SnapshotMissingError, WarehouseError
-from rank_pipeline.warehouse.raw_days import RawDays, days_after_load
+from rank_pipeline.warehouse.raw_days import days_after_load
 
 __all__ = [
     "ENDPOINTS",
@@ -271,7 +271,7 @@ def _holding(tables: Sequence[RawTable], days: Collection[date]) -> list[RawTabl
 
 def load_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store], first: date | None,
              last: date | None, *, strict: bool = False, resources: Sequence[str] | None = None,
-             count: bool = True, ledger: RawDays | None = None) -> dict[date, dict[str, int]]:
+             count: bool = True, ledger: RawLedger | None = None) -> dict[date, dict[str, int]]:
     """Make ``engine``'s raw tables hold the committed snapshots under ``snapshots`` (one root, or several whose
     days are combined): the days ``first .. last`` (None: an open bound; both None: every raw table reloaded
     whole) replaced, other days kept, in one step (:meth:`~rank_pipeline.transform.primitives.ModelEngine.load_raw`).
@@ -318,7 +318,7 @@ def load_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path 
 
 
 def restore_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store],
-                ledger: RawDays | None) -> None:
+                ledger: RawLedger | None) -> None:
     """Make ``engine``'s raw tables hold the committed days ``ledger`` holds (every committed day when it cannot
     tell, or is None), loading no other day and writing nothing: an engine that reads in place, at the start of a
     session (:attr:`~rank_pipeline.transform.primitives.ModelEngine.raw_loaded` False).

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from rank_pipeline.settings import DataPaths, EngineSettings
-from rank_pipeline.warehouse.engines import load_partitions, open_engine, raw_days, reload_raw
+from rank_pipeline.warehouse.engines import load_partitions, open_engine, reload_raw
 from rank_pipeline.warehouse.errors import LoadError
 from rank_pipeline.warehouse.raw_days import RAW_DAYS_FILE, RawDays
 from rank_pipeline.warehouse.raw_load import load_partition, load_raw, restore_raw
@@ -26,6 +26,7 @@ class InPlace:
     name = "in_place"
     reads_raw_in_place = True
     raw_loaded = False
+    raw_ledger = None
 
     def __init__(self):
         self.handed: list[set] = []
@@ -96,14 +97,14 @@ def test_duckdb_records_its_loads_and_keeps_its_raw_tables_as_before(tmp_path):
     paths = DataPaths(tmp_path)
     root = paths.snapshot_store_uri
     with open_engine(EngineSettings(), paths) as engine:
-        assert raw_days(engine) == RawDays.of(tmp_path)
+        assert engine.raw_ledger == RawDays.of(tmp_path)
         write_day(root, DAY1)
         load_partitions(engine, root, DAY1, DAY1)
         for day in (DAY2, DAY3):  # day 2 failed its check: never loaded
             write_day(root, day)
         load_partitions(engine, root, DAY3, DAY3)
         reload_raw(engine, root, DAY1, DAY1)
-    assert raw_days(engine) is None  # recorded while open only
+    assert engine.raw_ledger is None  # recorded while open only
     with duckdb.connect(str(paths.build_db), read_only=True) as con:
         held = {d for (d,) in con.execute("select distinct snapshot_date from raw.keywords").fetchall()}
     assert held == {DAY1, DAY3} == RawDays.of(tmp_path).read()
@@ -120,7 +121,7 @@ def test_a_duckdb_folder_from_before_the_ledger_records_the_days_its_raw_tables_
         for day in (DAY1, DAY3):
             load_partition(con, root, day)
     with open_engine(EngineSettings(), paths) as engine:
-        assert raw_days(engine).read() is None and raw_days(engine).held() == {DAY1, DAY3}
+        assert engine.raw_ledger.read() is None and engine.raw_ledger.held() == {DAY1, DAY3}
         reload_raw(engine, root, DAY1, DAY1)
     assert RawDays.of(tmp_path).read() == {DAY1, DAY3}
     engine = InPlace()
