@@ -215,7 +215,7 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
 
         started = time.perf_counter()
         instance = context.instance
-        run_id = context.run_id
+        run_id = context.run.run_id
         record = instance.get_run_records(filters=dg.RunsFilter(run_ids=[run_id]), limit=1)[0]
         with warehouse.warehouse().connect() as con:
             whole, finals = _catch_up(instance, recorded_runs(con), run_id)
