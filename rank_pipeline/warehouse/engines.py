@@ -22,6 +22,7 @@ from rank_pipeline.warehouse.warehouse_file import Warehouse
 
 __all__ = ["KEYWORDS_FILE", "load_partitions", "open_engine", "prepare", "raw_columns", "reload_raw"]
 
+
 @contextmanager
 def _recorded(engine: ModelEngine, ledger: RawDays) -> Iterator[ModelEngine]:
     """``engine``, its raw loads recorded in ``ledger`` (its ``raw_ledger``) while the block runs."""
@@ -69,11 +70,11 @@ def open_engine(settings: EngineSettings, paths: DataPaths) -> Iterator[ModelEng
 
 def prepare(engine: ModelEngine, snapshots_uri: Path | str | None, project: Project) -> None:
     """Make the raw tables and the relations of earlier builds readable before a build (once per engine):
-    the raw tables given the days they hold (:func:`rank_pipeline.warehouse.raw_load.restore_raw`: the ledger's,
-    the engine's ``raw_ledger``) when the engine has none readable yet (Spark's new session; DuckDB's build file keeps
+    the raw tables given the days its ``raw_ledger`` holds (:func:`rank_pipeline.warehouse.raw_load.restore_raw`)
+    when the engine has none readable yet (Spark's new session; DuckDB's build file keeps
     them), then :meth:`~rank_pipeline.transform.primitives.ModelEngine.prepare`."""
     if not engine.raw_loaded and snapshots_uri is not None:
-        restore_raw(engine, snapshots_uri, engine.raw_ledger)
+        restore_raw(engine, snapshots_uri)
     engine.prepare(project)
 
 
@@ -87,7 +88,7 @@ def load_partitions(engine: ModelEngine, snapshots_uri: Path | str, first: date,
         rank_pipeline.warehouse.errors.SnapshotMissingError, LoadError: a day is not committed or its
             snapshot is damaged (nothing loaded).
     """
-    return load_raw(engine, snapshots_uri, first, last, strict=True, ledger=engine.raw_ledger)
+    return load_raw(engine, snapshots_uri, first, last, strict=True)
 
 
 def reload_raw(engine: ModelEngine, snapshots: Path | str | Sequence[Path | str], first: date | None = None,
@@ -96,4 +97,4 @@ def reload_raw(engine: ModelEngine, snapshots: Path | str | Sequence[Path | str]
     several whose days are combined; None: an open bound; both None: every raw table reloaded whole), each day
     passed by the shape check, recorded in the engine's ``raw_ledger``; ``{day: {endpoint: rows}}`` of those days (``{}``
     when not ``count``)."""
-    return load_raw(engine, snapshots, first, last, count=count, ledger=engine.raw_ledger)
+    return load_raw(engine, snapshots, first, last, count=count)

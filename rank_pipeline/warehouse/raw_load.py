@@ -31,7 +31,7 @@ from rank_pipeline.snapshots.schema import (
 from rank_pipeline.snapshots.storage import Store, store_for
 from rank_pipeline.transform.duckdb_engine import DuckDBEngine
 from rank_pipeline.transform.errors import RawLoadError
-from rank_pipeline.transform.primitives import ModelEngine, RawDay, RawLedger, RawTable
+from rank_pipeline.transform.primitives import ModelEngine, RawDay, RawTable
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import table_columns
 from rank_pipeline.warehouse.errors import LoadError, SnapshotMissingError, WarehouseError
@@ -271,14 +271,14 @@ def _holding(tables: Sequence[RawTable], days: Collection[date]) -> list[RawTabl
 
 def load_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store], first: date | None,
              last: date | None, *, strict: bool = False, resources: Sequence[str] | None = None,
-             count: bool = True, ledger: RawLedger | None = None) -> dict[date, dict[str, int]]:
+             count: bool = True) -> dict[date, dict[str, int]]:
     """Make ``engine``'s raw tables hold the committed snapshots under ``snapshots`` (one root, or several whose
     days are combined): the days ``first .. last`` (None: an open bound; both None: every raw table reloaded
     whole) replaced, other days kept, in one step (:meth:`~rank_pipeline.transform.primitives.ModelEngine.load_raw`).
-    An engine that reads in place is handed every day the raw tables then hold: with ``ledger``, the days it
-    holds (:meth:`~rank_pipeline.warehouse.raw_days.RawDays.held`; every committed day when it cannot tell) outside
-    ``first .. last`` and the range's committed days; without, every committed day. ``ledger`` (the data folder's,
-    whatever the engine) then records the days held. Returns ``{day: {resource: rows}}`` of ``first .. last``
+    An engine that reads in place is handed every day the raw tables then hold: with a ledger (the engine's
+    ``raw_ledger``), the days it holds (:meth:`~rank_pipeline.warehouse.raw_days.RawDays.held`; every committed
+    day when it cannot tell) outside ``first .. last`` and the range's committed days; without, every committed
+    day. The ledger (the data folder's, whatever the engine) then records the days held. Returns ``{day: {resource: rows}}`` of ``first .. last``
     (``{}`` when not ``count``).
 
     The caller loads only days that passed the shape check (docs/concepts/shape-check.md, "The days the raw
@@ -286,12 +286,13 @@ def load_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path 
 
     Raises:
         SnapshotMissingError: ``strict`` and a day of ``first .. last`` lacks a resource's committed snapshot.
-        LoadError: a snapshot is damaged; nothing is loaded and ``ledger`` is left as it was.
+        LoadError: a snapshot is damaged; nothing is loaded and the ledger is left as it was.
         WarehouseError: an empty range or an unknown resource name.
     """
     if first is not None and last is not None and first > last:
         raise WarehouseError(f"empty range: {first} is after {last}")
     roots = _roots(snapshots)
+    ledger = engine.raw_ledger
     held = ledger.held() if ledger is not None else None
     after: frozenset[date] | None = None  # the days held after this load, when recorded
     if engine.reads_raw_in_place:
@@ -317,17 +318,16 @@ def load_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path 
     return counts
 
 
-def restore_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store],
-                ledger: RawLedger | None) -> None:
-    """Make ``engine``'s raw tables hold the committed days ``ledger`` holds (every committed day when it cannot
-    tell, or is None), loading no other day and writing nothing: an engine that reads in place, at the start of a
+def restore_raw(engine: ModelEngine, snapshots: Path | str | Store | Sequence[Path | str | Store]) -> None:
+    """Make ``engine``'s raw tables hold the committed days its ``raw_ledger`` holds (every committed day when it
+    cannot tell, or is None), loading no other day and writing nothing: an engine that reads in place, at the start of a
     session (:attr:`~rank_pipeline.transform.primitives.ModelEngine.raw_loaded` False).
 
     Raises LoadError (a damaged snapshot) as :func:`load_raw`.
     """
     roots = _roots(snapshots)
     tables = raw_tables(roots, None, None, strict=False, footers=not engine.reads_raw_in_place)
-    held = ledger.held() if ledger is not None else None
+    held = engine.raw_ledger.held() if engine.raw_ledger is not None else None
     try:
         engine.load_raw(tables if held is None else _holding(tables, held), None, None, count=False)
     except RawLoadError as exc:

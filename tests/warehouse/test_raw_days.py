@@ -26,10 +26,10 @@ class InPlace:
     name = "in_place"
     reads_raw_in_place = True
     raw_loaded = False
-    raw_ledger = None
 
-    def __init__(self):
+    def __init__(self, ledger: RawDays | None = None):
         self.handed: list[set] = []
+        self.raw_ledger = ledger
 
     def load_raw(self, tables, first, last, *, count=True):
         self.handed.append({d.day for t in tables for d in t.days})
@@ -37,41 +37,44 @@ class InPlace:
 
 
 def test_an_engine_reading_in_place_is_handed_only_the_days_loaded(tmp_path):
-    root, ledger, engine = tmp_path / "snapshots", RawDays.of(tmp_path), InPlace()
+    root, ledger = tmp_path / "snapshots", RawDays.of(tmp_path)
+    engine = InPlace(ledger)
     write_day(root, DAY1)
-    load_raw(engine, root, None, None, ledger=ledger)  # a full refresh: every committed day, each checked
+    load_raw(engine, root, None, None)  # a full refresh: every committed day, each checked
     assert engine.handed[-1] == {DAY1} and ledger.read() == {DAY1}
     write_day(root, DAY2)  # committed, but its shape check failed: never loaded
     write_day(root, DAY3)
-    load_raw(engine, root, DAY3, DAY3, strict=True, ledger=ledger)  # the next daily run
+    load_raw(engine, root, DAY3, DAY3, strict=True)  # the next daily run
     assert engine.handed[-1] == {DAY1, DAY3} and ledger.read() == {DAY1, DAY3}
-    load_raw(engine, root, DAY1, DAY1, ledger=ledger)  # a rebuild of day 1
+    load_raw(engine, root, DAY1, DAY1)  # a rebuild of day 1
     assert engine.handed[-1] == {DAY1, DAY3} and ledger.read() == {DAY1, DAY3}
     written = (tmp_path / RAW_DAYS_FILE).stat().st_mtime_ns
-    restore_raw(engine, root, ledger)  # a new session: the days held, nothing recorded
+    restore_raw(engine, root)  # a new session: the days held, nothing recorded
     assert engine.handed[-1] == {DAY1, DAY3} and (tmp_path / RAW_DAYS_FILE).stat().st_mtime_ns == written
-    load_raw(engine, root, DAY2, DAY3, ledger=ledger)  # the contract fixed, the range rebuilt
+    load_raw(engine, root, DAY2, DAY3)  # the contract fixed, the range rebuilt
     assert engine.handed[-1] == {DAY1, DAY2, DAY3} and ledger.read() == {DAY1, DAY2, DAY3}
     for folder in root.glob(f"*/snapshot_date={DAY3.isoformat()}"):
         shutil.rmtree(folder)
-    load_raw(engine, root, DAY3, DAY3, ledger=ledger)  # a range whose day has no snapshot any more
+    load_raw(engine, root, DAY3, DAY3)  # a range whose day has no snapshot any more
     assert engine.handed[-1] == {DAY1, DAY2} and ledger.read() == {DAY1, DAY2}
 
 
 def test_a_folder_without_the_ledger_reads_every_committed_day_until_a_load_writes_it(tmp_path, caplog):
-    root, ledger, engine = tmp_path / "snapshots", RawDays.of(tmp_path), InPlace()
+    root, ledger = tmp_path / "snapshots", RawDays.of(tmp_path)
+    engine = InPlace(ledger)
     for day in (DAY1, DAY2):
         write_day(root, day)
-    restore_raw(engine, root, ledger)
+    restore_raw(engine, root)
     assert engine.handed[-1] == {DAY1, DAY2} and ledger.read() is None
     write_day(root, DAY3)
-    load_raw(engine, root, DAY3, DAY3, strict=True, ledger=ledger)
+    load_raw(engine, root, DAY3, DAY3, strict=True)
     assert engine.handed[-1] == {DAY1, DAY2, DAY3} == ledger.read()
     (tmp_path / RAW_DAYS_FILE).write_text("{not json")  # damaged: read as absent, rewritten by the next load
     assert ledger.read() is None and RAW_DAYS_FILE in caplog.text
-    load_raw(engine, root, DAY1, DAY1, ledger=ledger)
+    load_raw(engine, root, DAY1, DAY1)
     assert ledger.read() == {DAY1, DAY2, DAY3}
     # an engine made outside open_engine records nothing and reads every committed day, as before the ledger
+    engine.raw_ledger = None
     load_raw(engine, root, DAY3, DAY3, strict=True)
     assert engine.handed[-1] == {DAY1, DAY2, DAY3}
 
@@ -79,15 +82,17 @@ def test_a_folder_without_the_ledger_reads_every_committed_day_until_a_load_writ
 def test_a_failed_load_leaves_the_ledger_as_it_was(tmp_path):
     root, ledger = tmp_path / "snapshots", RawDays.of(tmp_path)
     write_day(root, DAY1)
-    load_raw(InPlace(), root, None, None, ledger=ledger)
+    load_raw(InPlace(ledger), root, None, None)
     write_day(root, DAY2)
     next(p for p in (root / "keywords" / f"snapshot_date={DAY2.isoformat()}").iterdir()
          if p.suffix == ".parquet").write_bytes(b"not parquet")
     with duckdb.connect(":memory:") as con:
         from rank_pipeline.transform.duckdb_engine import DuckDBEngine
 
+        duck = DuckDBEngine(con)
+        duck.raw_ledger = ledger
         with pytest.raises(LoadError):
-            load_raw(DuckDBEngine(con), root, DAY2, DAY2, strict=True, ledger=ledger)
+            load_raw(duck, root, DAY2, DAY2, strict=True)
     assert ledger.read() == {DAY1}
 
 
@@ -124,6 +129,6 @@ def test_a_duckdb_folder_from_before_the_ledger_records_the_days_its_raw_tables_
         assert engine.raw_ledger.read() is None and engine.raw_ledger.held() == {DAY1, DAY3}
         reload_raw(engine, root, DAY1, DAY1)
     assert RawDays.of(tmp_path).read() == {DAY1, DAY3}
-    engine = InPlace()
-    restore_raw(engine, root, RawDays.of(tmp_path))
+    engine = InPlace(RawDays.of(tmp_path))
+    restore_raw(engine, root)
     assert engine.handed == [{DAY1, DAY3}]
