@@ -28,6 +28,13 @@ class NavigationRace(RuntimeError):
     """An evaluation that a navigation cut short; ``wait_for`` polls again."""
 
 
+def _failure(what: str, error: object) -> RuntimeError:
+    """The exception for a DevTools ``error`` (or a page's exception details) of ``what``: a
+    :class:`NavigationRace` when it names a navigation, else a RuntimeError."""
+    kind = NavigationRace if any(n in json.dumps(error) for n in NAVIGATING) else RuntimeError
+    return kind(f"{what}: {error}")
+
+
 def chromium_path() -> str | None:
     """The chromium binary, or None when it is not installed."""
     if CHROMIUM.is_file():
@@ -71,18 +78,14 @@ class Chromium:
             message = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
             if message.get("id") == self._id:
                 if "error" in message:
-                    text = str(message["error"].get("message", ""))
-                    error = NavigationRace if any(n in text for n in NAVIGATING) else RuntimeError
-                    raise error(f"{method}: {message['error']}")
+                    raise _failure(method, message["error"])
                 return message.get("result", {})
 
     def evaluate(self, expression: str):
         """The JSON value of ``expression`` evaluated in the page (exceptions raised)."""
         result = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in result:
-            details = json.dumps(result["exceptionDetails"])
-            error = NavigationRace if any(n in details for n in NAVIGATING) else RuntimeError
-            raise error(f"{expression}: {result['exceptionDetails']}")
+            raise _failure(expression, result["exceptionDetails"])
         return result["result"].get("value")
 
     def wait_for(self, expression: str):
