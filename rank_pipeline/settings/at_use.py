@@ -80,9 +80,8 @@ def duckdb_memory_limit_from_env(env: Mapping[str, str] | None = None) -> str | 
 
     Raises ConfigurationError: a malformed value (:func:`check_memory_limit`).
     """
-    env = os.environ if env is None else env
-    raw = (env.get(DUCKDB_MEMORY_LIMIT_ENV) or "").strip()
-    return check_memory_limit(raw) if raw else None
+    raw = (os.environ if env is None else env).get(DUCKDB_MEMORY_LIMIT_ENV) or ""
+    return check_memory_limit(raw) if raw.strip() else None
 
 
 SANDBOX_SHAPE_ENV = "RANK_SANDBOX_SHAPE"
