@@ -124,6 +124,12 @@ def test_the_client_configuration_is_derived_from_the_rate_settings(tmp_path):
     ("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", "0GB", "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT='0GB' is not an amount of "
      "memory; set it to one such as 8GB, 6GiB or 50% (of the machine's RAM), or unset it for DuckDB's default (80% "
      "of RAM)"),
+    ("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS", "30d", "RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS='30d' is not a number "
+     "of days; set it to a whole number such as 30 (an incremental model's full refresh builds that many days at a "
+     "time), or 0 or unset for one build"),
+    ("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS", "-1", "RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS='-1' is not a number "
+     "of days; set it to a whole number such as 30 (an incremental model's full refresh builds that many days at a "
+     "time), or 0 or unset for one build"),
 ])
 def test_a_bad_value_is_one_line_naming_the_variable(tmp_path, variable, value, message):
     with pytest.raises(ConfigurationError) as caught:

@@ -1,6 +1,7 @@
 """Values read at the moment of use as well as by :meth:`~rank_pipeline.settings.Settings.from_env`: the
 lock timeout (a lock about to be waited for), the warehouse's storage version and DuckDB memory limit (the build
-file opened), the dashboards' address (a publish), and the embedded sandbox's shape."""
+file opened), the full refresh's batch of days (a model rebuilt whole), the dashboards' address (a publish), and
+the embedded sandbox's shape."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from collections.abc import Mapping
 from rank_pipeline.settings.values import ConfigurationError
 
 __all__ = ["DASHBOARD_URL_ENV", "DEFAULT_DASHBOARD_URL", "DEFAULT_LOCK_TIMEOUT_S", "DEFAULT_STORAGE_VERSION",
-           "DUCKDB_MEMORY_LIMIT_ENV", "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV",
-           "check_memory_limit", "dashboard_url_from_env", "duckdb_memory_limit_from_env", "lock_timeout_from_env", "named_variable", "sandbox_shape_from_env", "storage_version_from_env"]
+           "DUCKDB_MEMORY_LIMIT_ENV", "FULL_REFRESH_BATCH_DAYS_ENV", "LOCK_TIMEOUT_ENV", "SANDBOX_SHAPE_ENV", "STORAGE_VERSION_ENV",
+           "check_memory_limit", "dashboard_url_from_env", "duckdb_memory_limit_from_env", "full_refresh_batch_days_from_env", "lock_timeout_from_env", "named_variable", "sandbox_shape_from_env", "storage_version_from_env"]
 
 LOCK_TIMEOUT_ENV = "RANK_PIPELINE_LOCK_TIMEOUT_S"
 DEFAULT_LOCK_TIMEOUT_S = 3600.0
@@ -82,6 +83,28 @@ def duckdb_memory_limit_from_env(env: Mapping[str, str] | None = None) -> str | 
     """
     raw = (os.environ if env is None else env).get(DUCKDB_MEMORY_LIMIT_ENV) or ""
     return check_memory_limit(raw) if raw.strip() else None
+
+
+FULL_REFRESH_BATCH_DAYS_ENV = "RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS"
+"""Environment variable: how many days one step of an incremental model's full refresh builds
+(:func:`rank_pipeline.transform.materialize.build`)."""
+
+
+def full_refresh_batch_days_from_env(env: Mapping[str, str] | None = None) -> int:
+    """``RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS``: the days an incremental model's full refresh builds at a time
+    (docs/concepts/scale-out.md, "Memory"); 0 when unset (every day in one build).
+
+    Raises ConfigurationError: not a whole number from 0 to 36500.
+    """
+    raw = ((os.environ if env is None else env).get(FULL_REFRESH_BATCH_DAYS_ENV) or "").strip()
+    if not raw:
+        return 0
+    if not re.fullmatch(r"\d{1,5}", raw) or int(raw) > 36500:
+        raise ConfigurationError(
+            f"{FULL_REFRESH_BATCH_DAYS_ENV}={raw!r} is not a number of days; set it to a whole number such as 30 "
+            "(an incremental model's full refresh builds that many days at a time), or 0 or unset for one build"
+        )
+    return int(raw)
 
 
 SANDBOX_SHAPE_ENV = "RANK_SANDBOX_SHAPE"

@@ -16,6 +16,7 @@ from rank_pipeline.settings.at_use import (
     DEFAULT_STORAGE_VERSION,
     dashboard_url_from_env,
     duckdb_memory_limit_from_env,
+    full_refresh_batch_days_from_env,
     lock_timeout_from_env,
     sandbox_shape_from_env,
     storage_version_from_env,
@@ -36,7 +37,7 @@ class Settings:
 
     ``rates`` (:class:`RateSettings`), ``engine`` (:class:`EngineSettings`), ``lock_timeout_s`` (seconds),
     ``storage_version`` (``v1.0.0`` or ``latest``, checked when the warehouse opens), ``duckdb_memory_limit``
-    (``8GB``, ``50%``; None: DuckDB's default), ``dashboard_url`` (no
+    (``8GB``, ``50%``; None: DuckDB's default), ``full_refresh_batch_days`` (0: one build), ``dashboard_url`` (no
     trailing ``/``), ``ops`` (:class:`OpsSettings`); ``models_dir`` None: read at use (:func:`models_dir`).
     """
 
@@ -53,6 +54,7 @@ class Settings:
     lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
     storage_version: str = DEFAULT_STORAGE_VERSION
     duckdb_memory_limit: str | None = None
+    full_refresh_batch_days: int = 0
     dashboard_url: str = DEFAULT_DASHBOARD_URL
     sandbox_shape: str = "default"
     models_dir: Path | None = None
@@ -75,7 +77,7 @@ class Settings:
             ConfigurationError: one line for the first bad value: a base URL not http(s) or without its key
                 variables, a malformed snapshots URI, shard or shard plan, a bad or repeated account name, a rate out
                 of range, a data folder that is a file, a keywords file that is a folder, an unknown engine, a bad
-                lock timeout, DuckDB memory limit or operations setting (the storage version is checked when the warehouse opens).
+                lock timeout, DuckDB memory limit, full refresh batch or operations setting (the storage version is checked when the warehouse opens).
         """
         env = os.environ if env is None else env
         base_url = normalise_base_url(env.get(BASE_URL_ENV))
@@ -101,6 +103,7 @@ class Settings:
             lock_timeout_s=lock_timeout_from_env(env),
             storage_version=storage_version_from_env(env),
             duckdb_memory_limit=duckdb_memory_limit_from_env(env),
+            full_refresh_batch_days=full_refresh_batch_days_from_env(env),
             dashboard_url=dashboard_url_from_env(env),
             sandbox_shape=sandbox_shape_from_env(env),
         )

@@ -50,6 +50,10 @@ VARIABLES: tuple[tuple[str, str], ...] = (
      "the memory the warehouse's DuckDB writer may use (``8GB``, ``6GiB``, ``50%`` of RAM; default DuckDB's, "
      '80 % of RAM); past it, work spills to ``<build file>.tmp``. Set it below what the machine has '
      'free when other processes share it.'),
+    ("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS",
+     "an incremental model's full refresh (``rank-pipeline rebuild``, a first build) in steps of this many days, "
+     'the first built whole, each later step replacing its days as a daily build does (default 0: every day in '
+     'one build). Set it (30, say) when one build of a big history runs out of memory.'),
     ("RANK_PIPELINE_DASHBOARD_URL",
      "the dashboards' address linked from ``warehouse/published`` (default http://127.0.0.1:8088; "
      '``make dashboard``).'),

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date
 from typing import Any
@@ -134,6 +134,15 @@ class DuckDBEngine:
     def stored_by_day(self, schema: str, name: str, date_column: str) -> bool:
         """True when ``schema.name`` is a table (whose days a delete and insert replace)."""
         return _relation_kind(self.con, schema, name) == "BASE TABLE"
+
+    def day_span(self, relations: Iterable[tuple[str, str]], column: str) -> tuple[date, date] | None:
+        """``(min, max)`` of ``column`` over the relations, in one query; None when they hold no row."""
+        union = " union all ".join(f"select min({_qi(column)}) as lo, max({_qi(column)}) as hi from {_rel(s, n)}"
+                                   for s, n in sorted(relations))
+        if not union:
+            return None
+        lo, hi = one_row(self.con, f"select min(lo), max(hi) from ({union})")
+        return None if lo is None else (lo, hi)
 
     def watermark(self, schema: str, name: str, column: str) -> Any:
         """``max(column)`` of the table; None when it is no table or has no such column."""

@@ -9,8 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
+from rank_pipeline.settings import FULL_REFRESH_BATCH_DAYS_ENV, full_refresh_batch_days_from_env
 from rank_pipeline.transform.dependencies import MODEL_SCHEMAS
 from rank_pipeline.transform.errors import BuildError
 from rank_pipeline.transform.horizon import affected_ranges as _horizon_ranges
@@ -103,10 +104,12 @@ def build(engine: ModelEngine, model: Model, partition_date: date | None = None,
     if (column is None or full_refresh or partition_date is None
             or not engine.stored_by_day(model.schema, model.name, column)):
         sql = engine.render(full_sql)
-        if inc is not None and inc.date_column not in engine.output_columns(sql, where):
+        if inc is None:
+            rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=column)
+            return BuildResult(rows, time.perf_counter() - started, sql, "table")
+        if inc.date_column not in engine.output_columns(sql, where):
             raise BuildError(f"{where}: an incremental model must output its date column {inc.date_column!r}")
-        rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=column)
-        return BuildResult(rows, time.perf_counter() - started, sql, "table" if inc is None else "full_refresh")
+        return _full_refresh(engine, model, sql, started, where)
     end = until or partition_date
     if end < partition_date:
         raise BuildError(f"{model.path}: empty build range {partition_date} .. {end}")
@@ -118,6 +121,47 @@ def build(engine: ModelEngine, model: Model, partition_date: date | None = None,
     sql = engine.render(select)
     rows = engine.replace_days(model.schema, model.name, sql, where, column, partition_date, end)
     return BuildResult(rows, time.perf_counter() - started, sql, "incremental", partition_date, end)
+
+
+def _full_refresh(engine: ModelEngine, model: Model, sql: str, started: float, where: str) -> BuildResult:
+    """An incremental model (``delete+insert``) built whole: one build of ``sql``, or, with
+    ``RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS`` N and more than N days upstream, in steps of N days (the first
+    built whole with no own rows, each later one replacing its days as a daily build does: the same rows,
+    docs/concepts/scale-out.md, "Memory"). Raises BuildError: a build failed (out of memory: naming the
+    setting); after the first step the relation keeps the steps built so far."""
+    inc = model.incremental
+    assert inc is not None
+    batch = full_refresh_batch_days_from_env()
+    dated = engine.dated_relations(model, inc.date_column) if batch else frozenset()
+    upstream = [r for r in dated if f"{r[0]}.{r[1]}" in model.depends_on and r != (model.schema, model.name)]
+    span = engine.day_span(upstream, inc.date_column) if upstream else None
+    if span is None or (span[1] - span[0]).days < batch:
+        try:
+            rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=inc.date_column)
+        except BuildError as exc:
+            if batch or not _out_of_memory(exc):
+                raise
+            raise BuildError(f"{exc}\n{where}: to build its history in steps of days, set "
+                             f"{FULL_REFRESH_BATCH_DAYS_ENV} (30, say)") from exc
+        return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
+    first, last = span
+    end = min(first + timedelta(days=batch - 1), last)
+    step = engine.render(windowed_sql(model, first, end, dated, mode="first"))
+    rows = engine.replace_whole(model.schema, model.name, step, where, date_column=inc.date_column)
+    if not engine.stored_by_day(model.schema, model.name, inc.date_column):  # no row in the first step (Spark)
+        rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=inc.date_column)
+        return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
+    while end < last:
+        start, end = end + timedelta(days=1), min(end + timedelta(days=batch), last)
+        step = engine.render(windowed_sql(model, start, end, dated))
+        rows += engine.replace_days(model.schema, model.name, step, where, inc.date_column, start, end)
+    return BuildResult(rows, time.perf_counter() - started, step, "full_refresh")
+
+
+def _out_of_memory(exc: BuildError) -> bool:
+    """True when the engine's error says it ran out of memory (DuckDB's or the JVM's)."""
+    text = str(exc).lower()
+    return "out of memory" in text or "outofmemory" in text or "java heap space" in text
 
 
 def _fold(engine: ModelEngine, model: Model, partition_date: date | None, started: float,

@@ -158,6 +158,10 @@ class ModelEngine(Protocol):
     def stored_by_day(self, schema: str, name: str, date_column: str) -> bool:
         """True when ``schema.name`` is stored so that :meth:`replace_days` can replace some of its days."""
 
+    def day_span(self, relations: Iterable[tuple[str, str]], column: str) -> tuple[date, date] | None:
+        """The first and last ``column`` value over the relations ``(schema, name)`` (raw ones included); None
+        when they hold no row."""
+
     def watermark(self, schema: str, name: str, column: str) -> Any:
         """``max(column)`` of the stored relation; None when it is not stored or the column is gone."""
 

@@ -47,7 +47,8 @@ parsing and generating with sqlglot costs more than a small day's build, so it i
 def _template(model: Model, mode: str, dated: frozenset[tuple[str, str]]) -> str:
     """The rewritten SQL of ``model`` with date placeholders; ``mode``: ``full`` (only a self-reference
     replaced, by an empty relation), ``range`` (upstream windowed, own rows before the range, output kept
-    to the range) or ``fold`` (upstream windowed, own rows whole, output whole)."""
+    to the range), ``first`` (as ``range`` with no own rows: the first days of a full build) or ``fold``
+    (upstream windowed, own rows whole, output whole)."""
     assert model.incremental is not None
     key = (model.qualified_name, model.sql, mode, dated)
     cached = _TEMPLATES.get(key)
@@ -78,7 +79,7 @@ def _template(model: Model, mode: str, dated: frozenset[tuple[str, str]]) -> str
         bare = exp.Table(this=exp.to_identifier(table.name), db=exp.to_identifier(table.db))
         table.replace(exp.select("*").from_(bare).where(window.copy()).subquery(alias))
     text = tree.sql(dialect="duckdb", pretty=True)
-    if mode == "range":
+    if mode in ("range", "first"):
         text = (f"select * from (\n{text}\n) as __model\n"
                 f"where {column} between cast({_START} as date) and cast({_END} as date)")
     _TEMPLATES[key] = text = text + "\n"
@@ -99,7 +100,8 @@ def windowed_sql(model: Model, start: date | None, end: date | None, dated: froz
     """The SELECT (DuckDB dialect) an incremental build of ``model`` runs, for any engine: ``start .. end``
     inclusive (both None: a full build, a self-reference made empty), windowing only the ``dated`` relations
     (``(schema, name)`` with the date column) to ``[start - lookback_days, end]``; ``mode`` ``range`` (output
-    kept to the days) or ``fold``. Raises BuildError: not incremental, or ``end`` before ``start``.
+    kept to the days), ``first`` (the same, reading no own rows: a full build's first days) or ``fold``.
+    Raises BuildError: not incremental, or ``end`` before ``start``.
     """
     if model.incremental is None:
         raise BuildError(f"{model.path}: {model.qualified_name} is not incremental")

@@ -6,7 +6,7 @@ clusters: docs/concepts/scale-out.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -149,6 +149,20 @@ class SparkEngine:
     def stored_by_day(self, schema: str, name: str, date_column: str) -> bool:
         """True when ``schema.name`` is a directory of ``<date_column>=<day>`` directories."""
         return self.store.by_day(schema, name, date_column)
+
+    def day_span(self, relations: Iterable[tuple[str, str]], column: str) -> tuple[date, date] | None:
+        """``(min, max)`` of ``column`` over the relations (``raw.<name>``: its view), one Spark job; None when
+        they hold no row."""
+        from pyspark.sql import functions as F
+
+        frames = [self._frame(f"{s}.{n}").select(F.col(_qi(column)).alias("day")) for s, n in sorted(relations)]
+        if not frames:
+            return None
+        union = frames[0]
+        for frame in frames[1:]:
+            union = union.unionAll(frame)
+        lo, hi = union.agg(F.min("day"), F.max("day")).collect()[0]
+        return None if lo is None else (lo, hi)
 
     def watermark(self, schema: str, name: str, column: str) -> Any:
         """``max(column)`` of the stored table; None when it is not stored or has no such column."""

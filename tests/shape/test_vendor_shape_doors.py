@@ -151,11 +151,13 @@ def test_an_unknown_sandbox_shape_is_one_line_and_exit_2(tmp_path, shape):
     assert "sandbox shape" in line and "vendor-b" in line
 
 
-def test_a_malformed_memory_limit_is_one_line_and_exit_2_before_anything_is_written(tmp_path):
-    result = cli("run", data_dir=tmp_path / "data", env={"RANK_PIPELINE_DUCKDB_MEMORY_LIMIT": "lots"}, timeout=120)
+@pytest.mark.parametrize(("variable", "why"), [("RANK_PIPELINE_DUCKDB_MEMORY_LIMIT", "is not an amount of memory"),
+                                              ("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS", "is not a number of days")])
+def test_a_malformed_memory_setting_is_one_line_and_exit_2_before_anything_is_written(tmp_path, variable, why):
+    result = cli("run", data_dir=tmp_path / "data", env={variable: "lots"}, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     (line,) = [x for x in result.stderr.splitlines() if x.strip()]
-    assert "RANK_PIPELINE_DUCKDB_MEMORY_LIMIT='lots' is not an amount of memory" in line
+    assert f"{variable}='lots' {why}" in line
     assert not (tmp_path / "data").exists()
 
 

@@ -259,3 +259,24 @@ def test_horizons_add_up_along_the_model_graph(scenario):
     assert ranges["marts.fct_keyword_best_position_daily"] == (d, date(2026, 6, 1))
     assert ranges["staging.stg_keywords"] == (d, d)
     assert affected_ranges(project, d, d, d)["marts.fct_keyword_rankings_daily"] == (d, d)  # a new last day
+
+
+@pytest.mark.slow
+def test_a_full_refresh_in_steps_of_days_equals_one_build(roots, scenario, tmp_path, monkeypatch):
+    """``RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS=4``: each incremental model's full refresh over the 35 days is
+    built 4 days at a time (the first step whole, each later one replacing its days), and the warehouse equals
+    one build of every day; a self-reading model is among them."""
+    days = set(scenario.days)
+    monkeypatch.setenv("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS", "4")
+    con = _open(tmp_path / "steps.duckdb")
+    for day in sorted(days):
+        load_partition(con, roots[day], day)
+    project = load_project(scenario.sql_dir)
+    built = materialize.build_all(DuckDBEngine(con), project, full_refresh=True)
+    stepped = [q for q, r in built.items() if r.mode == "full_refresh" and f"'{max(days).isoformat()}'" in r.sql]
+    incremental = [m.qualified_name for m in project.topological_order()
+                   if m.incremental is not None and m.incremental.strategy == "delete+insert"]
+    assert incremental and sorted(stepped) == sorted(incremental), "each incremental model built in steps"
+    assert any(project.relation(q).reads_itself for q in stepped)
+    monkeypatch.delenv("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS")
+    assert_equals_full_rebuild(con, _full_rebuild(tmp_path / "full.duckdb", roots, days, scenario.sql_dir))

@@ -545,3 +545,29 @@ def test_sources_are_the_raw_tables_and_a_table_the_pipeline_writes_is_a_pipelin
         load_project(tmp_path)
     (tmp_path / "sources" / "runs.yml").write_text(f"pipeline_tables: [{table}]\n")
     assert set(load_project(tmp_path).tables) == {"ops.runs"}
+
+
+def test_an_incremental_model_out_of_memory_names_the_setting_that_builds_it_in_steps(tmp_path, monkeypatch):
+    """A full refresh DuckDB cannot hold in its memory (20 MB, no spill) fails with the engine's error and a line
+    naming ``RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS``; the table is not created."""
+    monkeypatch.delenv("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS", raising=False)
+    project = load_project(write_project(tmp_path / "models", {
+        "marts/fct_big.sql": """
+            select date '2026-01-01' + cast(i % 3 as integer) as snapshot_date, i % 1000000 as k,
+                list(cast(i as varchar) || 'xxxxxxxxxxxxxxxxxxxx') as labels
+            from range(3000000) as r(i) group by all
+            """,
+        "marts/fct_big.yml": yml("fct_big", "incremental", "incremental: {date_column: snapshot_date}"),
+    }))
+    con = duckdb.connect()
+    con.execute("set memory_limit = '20MB'")
+    con.execute("set temp_directory = ''")
+    engine = DuckDBEngine(con)
+    with pytest.raises(BuildError) as caught:
+        build(engine, project.models["fct_big"])
+    assert "Out of Memory" in str(caught.value)
+    assert str(caught.value).splitlines()[-1] == (
+        f"{project.models['fct_big'].path} (marts.fct_big): to build its history in steps of days, set "
+        "RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS (30, say)")
+    assert con.execute("select count(*) from information_schema.tables where table_name like '%fct_big%'"
+                       ).fetchone()[0] == 0

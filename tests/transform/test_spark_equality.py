@@ -25,7 +25,7 @@ compared the same way.
 from __future__ import annotations
 
 import math
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,7 +33,7 @@ import pytest
 from spark_cluster import INTERPRETED_CONF, TINY_DATA_CONF
 
 from rank_pipeline.transform import load_project
-from rank_pipeline.transform.materialize import build_all
+from rank_pipeline.transform.materialize import build, build_all
 from rank_pipeline.transform.primitives import BuildResult
 from rank_pipeline.transform.spark_engine import SparkEngine
 from rank_pipeline.transform.testing import run_tests
@@ -160,6 +160,23 @@ def test_spark_marts_equal_duckdb_marts(built, warehouse):
     compared = _compare(warehouse, built.engine)
     counted = {q: built.results[q].rows for q in compared}
     assert counted == compared
+
+
+def test_a_full_refresh_in_steps_of_days_equals_duckdb_on_spark(built, warehouse, monkeypatch):
+    """``RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS=20`` on Spark: a model read from views stored by day and one
+    reading itself are rebuilt over the 35 days in two steps (the first written whole, the second replacing its
+    day directories), and each still equals DuckDB's relation row by row."""
+    monkeypatch.setenv("RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS", "20")
+    project = load_project(SQL_DIR)
+    for name in ("fct_competitors_daily", "fct_keyword_best_position_daily"):
+        model = project.models[name]
+        upstream = [tuple(q.split(".")) for q in model.depends_on if q.startswith("staging.")]
+        first, last = built.engine.day_span(upstream, "snapshot_date")
+        assert (last - first).days == 34
+        result = build(built.engine, model, full_refresh=True)
+        assert result.mode == "full_refresh" and f"'{(first + timedelta(days=20)).isoformat()}'" in result.sql
+        assert built.engine.stored_by_day("marts", name, "snapshot_date")
+        assert result.rows == assert_same_relation(warehouse, built.engine, "marts", name) > 0
 
 
 def test_every_unit_test_passes_on_spark(spark, tmp_path):
