@@ -117,9 +117,10 @@ def _build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model 
     first, last = partition_days(context)
     engine = model_engine.open(warehouse)
     done = build_relation(engine, project, relation, first, last, full_refresh=full_refresh(context),
-                          snapshots_uri=warehouse.snapshot_store_uri)
+                          snapshots_uri=warehouse.snapshot_store_uri, progress=context.log.info)
     built = done.built
-    context.log.info(f"{engine.name}: built {relation.qualified_name} ({built.mode}, {built.rows} rows)")
+    steps = f", {built.steps} steps of days" if built.steps > 1 else ""
+    context.log.info(f"{engine.name}: built {relation.qualified_name} ({built.mode}{steps}, {built.rows} rows)")
     # a view's rows are None, which IntMetadataValue holds (MetadataValue.int's annotation says int)
     meta: dict[str, Any] = {
         "rows": dg.IntMetadataValue(built.rows), "seconds": round(built.seconds, 3), "engine": engine.name,
@@ -128,6 +129,8 @@ def _build(context: dg.AssetExecutionContext, key: dg.AssetKey, relation: Model 
         meta["materialized"] = relation.materialized
     if built.partition_date is not None:
         meta["rebuilt_days"] = f"{built.partition_date} .. {built.until}"
+    if built.steps > 1:
+        meta["build_steps"] = built.steps
     meta.update(table_metadata(relation, project, warehouse, engine))
     yield dg.MaterializeResult(asset_key=key, metadata=meta)
     yield from check_results(key, done.tests, done.first, done.last)

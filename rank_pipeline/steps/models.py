@@ -4,6 +4,7 @@ raw tables and earlier builds made readable first: the step behind each Dagster 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -16,11 +17,13 @@ __all__ = ["RelationBuild", "build_relation"]
 
 
 def build_relation(engine: ModelEngine, project: Project, relation: Model | Seed, first: date, last: date, *,
-                   full_refresh: bool = False, snapshots_uri: Path | str | None = None) -> RelationBuild:
+                   full_refresh: bool = False, snapshots_uri: Path | str | None = None,
+                   progress: Callable[[str], None] | None = None) -> RelationBuild:
     """Build ``relation`` for the run's days ``first .. last`` on ``engine`` and run its ``.yml`` tests
-    (``full_refresh``: from scratch, tests read all; ``snapshots_uri``: read in place on Spark).
+    (``full_refresh``: from scratch, tests read all; ``snapshots_uri``: read in place on Spark; ``progress``: a
+    line per step of a full refresh in steps of days).
 
     Raises rank_pipeline.transform.BuildError (the old relation kept) or TestExecutionError (a test's SQL failed).
     """
     prepare(engine, snapshots_uri, project)
-    return build_and_test(engine, project, relation, first, last, full_refresh=full_refresh)
+    return build_and_test(engine, project, relation, first, last, full_refresh=full_refresh, progress=progress)

@@ -7,7 +7,7 @@ materialization: docs/concepts/models.md, "One materialization flow"; docs/conce
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -79,10 +79,10 @@ def _date_column(engine: ModelEngine, model: Model, full_sql: str, where: str) -
 
 
 def build(engine: ModelEngine, model: Model, partition_date: date | None = None, *, until: date | None = None,
-          full_refresh: bool = False) -> BuildResult:
+          full_refresh: bool = False, progress: Callable[[str], None] | None = None) -> BuildResult:
     """Build ``model`` for the days ``partition_date .. until`` (``until`` default ``partition_date``) by its
     materialization (docs/concepts/models.md, "One materialization flow"); whole without ``partition_date``
-    or with ``full_refresh``.
+    or with ``full_refresh``; ``progress`` gets a line per step of a full refresh in steps of days.
 
     Raises:
         BuildError: the SQL failed, an incremental model's output lacks its date column, or the range is
@@ -109,7 +109,7 @@ def build(engine: ModelEngine, model: Model, partition_date: date | None = None,
             return BuildResult(rows, time.perf_counter() - started, sql, "table")
         if inc.date_column not in engine.output_columns(sql, where):
             raise BuildError(f"{where}: an incremental model must output its date column {inc.date_column!r}")
-        return _full_refresh(engine, model, sql, started, where)
+        return _full_refresh(engine, model, sql, started, where, progress)
     end = until or partition_date
     if end < partition_date:
         raise BuildError(f"{model.path}: empty build range {partition_date} .. {end}")
@@ -123,7 +123,8 @@ def build(engine: ModelEngine, model: Model, partition_date: date | None = None,
     return BuildResult(rows, time.perf_counter() - started, sql, "incremental", partition_date, end)
 
 
-def _full_refresh(engine: ModelEngine, model: Model, sql: str, started: float, where: str) -> BuildResult:
+def _full_refresh(engine: ModelEngine, model: Model, sql: str, started: float, where: str,
+                  progress: Callable[[str], None] | None) -> BuildResult:
     """An incremental model (``delete+insert``) built whole: one build of ``sql``, or, with
     ``RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS`` N and more than N days upstream, in steps of N days (the first
     built whole with no own rows, each later one replacing its days as a daily build does: the same rows,
@@ -145,17 +146,25 @@ def _full_refresh(engine: ModelEngine, model: Model, sql: str, started: float, w
                              f"{FULL_REFRESH_BATCH_DAYS_ENV} (30, say)") from exc
         return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
     first, last = span
+    steps = (last - first).days // batch + 1
     end = min(first + timedelta(days=batch - 1), last)
     step = engine.render(windowed_sql(model, first, end, dated, mode="first"))
     rows = engine.replace_whole(model.schema, model.name, step, where, date_column=inc.date_column)
     if not engine.stored_by_day(model.schema, model.name, inc.date_column):  # no row in the first step (Spark)
         rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=inc.date_column)
         return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
-    while end < last:
+    done, start = 1, first
+    while True:
+        if progress is not None:
+            progress(f"{model.qualified_name}: full refresh, days {start} .. {end} built "
+                     f"(step {done} of {steps}; {rows} rows, {time.perf_counter() - started:.1f} s so far)")
+        if end >= last:
+            break
         start, end = end + timedelta(days=1), min(end + timedelta(days=batch), last)
         step = engine.render(windowed_sql(model, start, end, dated))
         rows += engine.replace_days(model.schema, model.name, step, where, inc.date_column, start, end)
-    return BuildResult(rows, time.perf_counter() - started, step, "full_refresh")
+        done += 1
+    return BuildResult(rows, time.perf_counter() - started, step, "full_refresh", steps=done)
 
 
 def _out_of_memory(exc: BuildError) -> bool:
@@ -219,9 +228,10 @@ class RelationBuild:
 
 
 def build_and_test(engine: ModelEngine, project: Project, relation: Model | Seed, first: date, last: date, *,
-                   full_refresh: bool = False) -> RelationBuild:
-    """Build one relation for the run's days ``first .. last`` (a seed and a full refresh whole), then run
-    its ``.yml`` tests over the days :func:`rank_pipeline.transform.testing.test_days` gives.
+                   full_refresh: bool = False, progress: Callable[[str], None] | None = None) -> RelationBuild:
+    """Build one relation for the run's days ``first .. last`` (a seed and a full refresh whole; ``progress``:
+    :func:`build`'s), then run its ``.yml`` tests over the days :func:`rank_pipeline.transform.testing.test_days`
+    gives.
 
     Raises:
         BuildError: the build failed (the old relation is kept);
@@ -230,10 +240,10 @@ def build_and_test(engine: ModelEngine, project: Project, relation: Model | Seed
     if isinstance(relation, Seed):
         built = build_seed(engine, relation)
     elif full_refresh:
-        built = build(engine, relation, full_refresh=True)
+        built = build(engine, relation, full_refresh=True, progress=progress)
     else:
         start, end = affected_ranges(engine, project, first, last).get(relation.qualified_name, (first, last))
-        built = build(engine, relation, start, until=end)
+        built = build(engine, relation, start, until=end, progress=progress)
     scope = test_days(relation, built, *((None, None) if full_refresh else (first, last)))
     return RelationBuild(built, run_tests(engine, relation, scope[0], until=scope[1]), *scope)
 

@@ -30,6 +30,7 @@ class BuildResult:
         partition_date: the first day built incrementally, else None.
         until: the last day built incrementally (``partition_date`` for a one-day build; None for a fold,
             which folds every upstream day after its watermark), else None.
+        steps: the builds it took: more than 1 for a full refresh in steps of days (``sql`` is the last one's).
     """
 
     rows: int | None
@@ -38,6 +39,7 @@ class BuildResult:
     mode: str
     partition_date: date | None = None
     until: date | None = None
+    steps: int = 1
 
 
 @dataclass(frozen=True)

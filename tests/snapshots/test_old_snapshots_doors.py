@@ -95,6 +95,24 @@ def _raw_columns(warehouse: Path, table: str) -> list[str]:
                                           [table]).fetchall()]
 
 
+def _assert_built_in_two_steps(home: Path, relation: str, days: list) -> None:
+    """The last run of the Dagster instance at ``home`` logged each of ``relation``'s two steps of a day and
+    recorded ``build_steps`` 2 on its materialization of each day."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        (run,) = instance.get_runs(limit=1)
+        messages = [record.user_message for record in instance.all_logs(run.run_id)]
+        for number, day in enumerate(days, start=1):
+            assert any(m.startswith(f"{relation}: full refresh, days {day} .. {day} built (step {number} of 2;")
+                       for m in messages if m), (number, [m for m in messages if m and "full refresh" in m])
+        key = dg.AssetKey(relation.split("."))
+        events = [r.dagster_event for r in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+                  if r.dagster_event.asset_key == key]
+        assert sorted((e.partition, e.materialization.metadata["build_steps"].value) for e in events) == [
+            (day.isoformat(), 2) for day in days]  # one materialization per partition of the range
+
+
 def test_snapshots_of_schema_version_1_rebuild_into_the_marts_of_todays_snapshots(tmp_path, old_code,
                                                                                 published_marts):
     code = old_code
@@ -126,6 +144,8 @@ def test_snapshots_of_schema_version_1_rebuild_into_the_marts_of_todays_snapshot
         steps = {"RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS": "1"} if folder is mixed else {}
         rebuilt = cli("rebuild", data_dir=folder, **steps)
         assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+        if steps:  # each step in the run's log, their number in the asset's metadata (the folder's Dagster)
+            _assert_built_in_two_steps(folder / "dagster_home", "marts.fct_keyword_rankings_daily", days)
         assert "published" in rebuilt.stdout
         assert _raw_columns(folder / "warehouse.duckdb", "usage") == [*arrow_schema("usage").names, "loaded_at"]
         marts[folder.name] = published_marts(folder / "warehouse.duckdb")
