@@ -137,34 +137,37 @@ def _full_refresh(engine: ModelEngine, model: Model, sql: str, started: float, w
     upstream = [r for r in dated if f"{r[0]}.{r[1]}" in model.depends_on and r != (model.schema, model.name)]
     span = engine.day_span(upstream, inc.date_column) if upstream else None
     if span is None or (span[1] - span[0]).days < batch:
-        try:
-            rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=inc.date_column)
-        except BuildError as exc:
-            if batch or not _out_of_memory(exc):
-                raise
-            raise BuildError(f"{exc}\n{where}: to build its history in steps of days, set "
-                             f"{FULL_REFRESH_BATCH_DAYS_ENV} (30, say)") from exc
-        return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
+        return _whole(engine, model, sql, started, where, hint=not batch)
     first, last = span
-    steps = (last - first).days // batch + 1
-    end = min(first + timedelta(days=batch - 1), last)
-    step = engine.render(windowed_sql(model, first, end, dated, mode="first"))
-    rows = engine.replace_whole(model.schema, model.name, step, where, date_column=inc.date_column)
-    if not engine.stored_by_day(model.schema, model.name, inc.date_column):  # no row in the first step (Spark)
-        rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=inc.date_column)
-        return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
-    done, start = 1, first
-    while True:
+    starts = [first + timedelta(days=d) for d in range(0, (last - first).days + 1, batch)]
+    rows = 0
+    for number, start in enumerate(starts, start=1):
+        end = min(start + timedelta(days=batch - 1), last)
+        step = engine.render(windowed_sql(model, start, end, dated, mode="first" if number == 1 else "range"))
+        if number > 1:
+            rows += engine.replace_days(model.schema, model.name, step, where, inc.date_column, start, end)
+        else:
+            rows = engine.replace_whole(model.schema, model.name, step, where, date_column=inc.date_column)
+            if not engine.stored_by_day(model.schema, model.name, inc.date_column):  # no row in it (Spark)
+                return _whole(engine, model, sql, started, where, hint=False)
         if progress is not None:
             progress(f"{model.qualified_name}: full refresh, days {start} .. {end} built "
-                     f"(step {done} of {steps}; {rows} rows, {time.perf_counter() - started:.1f} s so far)")
-        if end >= last:
-            break
-        start, end = end + timedelta(days=1), min(end + timedelta(days=batch), last)
-        step = engine.render(windowed_sql(model, start, end, dated))
-        rows += engine.replace_days(model.schema, model.name, step, where, inc.date_column, start, end)
-        done += 1
-    return BuildResult(rows, time.perf_counter() - started, step, "full_refresh", steps=done)
+                     f"(step {number} of {len(starts)}; {rows} rows, {time.perf_counter() - started:.1f} s so far)")
+    return BuildResult(rows, time.perf_counter() - started, step, "full_refresh", steps=len(starts))
+
+
+def _whole(engine: ModelEngine, model: Model, sql: str, started: float, where: str, *, hint: bool) -> BuildResult:
+    """An incremental model's full refresh in one build of ``sql``; ``hint``: an out-of-memory error gets a line
+    naming ``RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS``."""
+    assert model.incremental is not None
+    try:
+        rows = engine.replace_whole(model.schema, model.name, sql, where, date_column=model.incremental.date_column)
+    except BuildError as exc:
+        if not hint or not _out_of_memory(exc):
+            raise
+        raise BuildError(f"{exc}\n{where}: to build its history in steps of days, set "
+                         f"{FULL_REFRESH_BATCH_DAYS_ENV} (30, say)") from exc
+    return BuildResult(rows, time.perf_counter() - started, sql, "full_refresh")
 
 
 def _out_of_memory(exc: BuildError) -> bool:
