@@ -31,7 +31,8 @@ def test_from_env_reads_every_setting(tmp_path):
            "RANK_PIPELINE_SNAPSHOTS_URI": "s3://bucket/prefix", "RANK_PIPELINE_ENGINE": " Spark ",
            "RANK_PIPELINE_SPARK_MASTER": "spark://host:7077", "RANK_PIPELINE_LOCK_TIMEOUT_S": "0",
            "RANK_PIPELINE_STORAGE_VERSION": " v1.4.0 ", "RANK_PIPELINE_DASHBOARD_URL": "https://bi.test/",
-           "RANK_PIPELINE_SCHEDULE_CRON": "0 5 * * *", "RANK_PIPELINE_FRESHNESS_HOURS": "2"}
+           "RANK_PIPELINE_SCHEDULE_CRON": "0 5 * * *", "RANK_PIPELINE_FRESHNESS_HOURS": "2",
+           "RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS": " 30 "}
     s = Settings.from_env(env)
     assert s.base_url == "https://api.example.com"
     assert s.rates == RateSettings(per_key_limit=120, per_ip_limit=240, window_s=300.0, max_in_flight=4)
@@ -39,6 +40,7 @@ def test_from_env_reads_every_setting(tmp_path):
     assert s.engine == EngineSettings("spark", "spark://host:7077", str(tmp_path / "spark_warehouse"))
     assert (s.lock_timeout_s, s.storage_version, s.dashboard_url) == (0.0, "v1.4.0", "https://bi.test")
     assert (s.ops.schedule_cron, s.ops.freshness_hours) == ("0 5 * * *", 2.0)
+    assert s.full_refresh_batch_days == 30
     assert "k1" not in repr(s)
 
 
@@ -49,6 +51,7 @@ def test_defaults(tmp_path):
     assert s.engine == EngineSettings("duckdb", "local[2]", str(tmp_path / "spark_warehouse"))
     assert (s.lock_timeout_s, s.storage_version, s.dashboard_url) == (3600.0, "v1.0.0", "http://127.0.0.1:8088")
     assert s.duckdb_memory_limit is None
+    assert s.full_refresh_batch_days == 0
 
 
 def test_the_memory_limit_caps_the_warehouse_writer(tmp_path, monkeypatch):
