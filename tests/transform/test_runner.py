@@ -342,6 +342,27 @@ def test_a_model_without_the_partition_column_is_tested_whole_on_a_daily_run(tmp
     assert not any("snapshot_date" in r.sql for r in results)
 
 
+def test_a_test_that_cannot_run_is_named_among_tests_that_run(tmp_path):
+    """The tests of a relation are counted in one query; when it fails, the test that cannot run is found and
+    named, not the first one."""
+    project = load_project(write_project(tmp_path, {
+        "marts/nodate.sql": "select * from (values ('a'), (null), (null), ('b'), ('b')) as t(id)\n",
+        "marts/nodate.yml": yml("nodate", "table", body="""\
+    columns:
+      - name: id
+        tests: [not_null, unique]
+    tests:
+      - expression: "no_such_column > 0"
+        name: reads_a_missing_column
+""")}))
+    con = duckdb.connect()
+    build_all(DuckDBEngine(con), project)
+    with pytest.raises(TestExecutionError, match=r"(?s)test reads_a_missing_column of marts.nodate could not run on "
+                                                 r"duckdb: .*no_such_column") as raised:
+        run_tests(DuckDBEngine(con), project.models["nodate"])
+    assert raised.value.index == 2
+
+
 def test_running_tests_on_an_unbuilt_model_is_a_clear_error(tmp_path):
     project = load_project(write_project(tmp_path, TESTED))
     with pytest.raises(TestExecutionError, match=r"(?s)test not_null_id of marts.fct could not run on duckdb: .*Is it built"):
