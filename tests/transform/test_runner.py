@@ -18,6 +18,7 @@ from rank_pipeline.transform import (
     BuildError,
     DependencyError,
     DuckDBEngine,
+    Model,
     ModelConfigError,
     ModelSqlError,
     TestExecutionError,
@@ -324,19 +325,25 @@ def test_each_test_kind_passes_on_clean_data_and_fails_on_crafted_data(tmp_path)
     assert day["not_null_id"] == 1 and day["unique_id"] == 0 and day["accepted_device"] == 1
 
 
-def test_a_model_without_the_partition_column_is_tested_whole_on_a_daily_run(tmp_path):
-    """A daily run's tests read only that day's rows of a relation with the partition column; a relation
-    without it is tested whole (run_tests asks the catalog once per relation)."""
-    project = load_project(write_project(tmp_path, {
+def _built_nodate(root: Path, more_tests: str = "") -> tuple[duckdb.DuckDBPyConnection, Model]:
+    """``marts.nodate`` (ids a, null, null, b, b; no date column) built in a new DuckDB, with ``not_null`` and
+    ``unique`` on ``id`` and ``more_tests`` (yml lines of model tests)."""
+    project = load_project(write_project(root, {
         "marts/nodate.sql": "select * from (values ('a'), (null), (null), ('b'), ('b')) as t(id)\n",
         "marts/nodate.yml": yml("nodate", "table", body="""\
     columns:
       - name: id
         tests: [not_null, unique]
-""")}))
+""" + more_tests)}))
     con = duckdb.connect()
     build_all(DuckDBEngine(con), project)
-    model = project.models["nodate"]
+    return con, project.models["nodate"]
+
+
+def test_a_model_without_the_partition_column_is_tested_whole_on_a_daily_run(tmp_path):
+    """A daily run's tests read only that day's rows of a relation with the partition column; a relation
+    without it is tested whole (run_tests asks the catalog once per relation)."""
+    con, model = _built_nodate(tmp_path)
     results = run_tests(DuckDBEngine(con), model, D0, until=D0 + timedelta(2))
     assert [(r.name, r.failures) for r in results] == [("not_null_id", 2), ("unique_id", 1)]
     assert not any("snapshot_date" in r.sql for r in results)
@@ -345,21 +352,14 @@ def test_a_model_without_the_partition_column_is_tested_whole_on_a_daily_run(tmp
 def test_a_test_that_cannot_run_is_named_among_tests_that_run(tmp_path):
     """The tests of a relation are counted in one query; when it fails, the test that cannot run is found and
     named, not the first one."""
-    project = load_project(write_project(tmp_path, {
-        "marts/nodate.sql": "select * from (values ('a'), (null), (null), ('b'), ('b')) as t(id)\n",
-        "marts/nodate.yml": yml("nodate", "table", body="""\
-    columns:
-      - name: id
-        tests: [not_null, unique]
+    con, model = _built_nodate(tmp_path, """\
     tests:
       - expression: "no_such_column > 0"
         name: reads_a_missing_column
-""")}))
-    con = duckdb.connect()
-    build_all(DuckDBEngine(con), project)
+""")
     with pytest.raises(TestExecutionError, match=r"(?s)test reads_a_missing_column of marts.nodate could not run on "
                                                  r"duckdb: .*no_such_column") as raised:
-        run_tests(DuckDBEngine(con), project.models["nodate"])
+        run_tests(DuckDBEngine(con), model)
     assert raised.value.index == 2
 
 
