@@ -23,7 +23,7 @@ from rank_pipeline.transform.sql import one_row, table_columns
 from rank_pipeline.transform.sql import qualified as _rel
 from rank_pipeline.transform.sql import quote_ident as _qi
 from rank_pipeline.transform.sql import relation_kind as _relation_kind
-from rank_pipeline.transform.testing import json_safe
+from rank_pipeline.transform.testing import failure_counts_sql, json_safe
 
 __all__ = ["DuckDBEngine", "incremental_sql"]
 
@@ -254,10 +254,8 @@ class DuckDBEngine:
         """
         if not duckdb_sqls:
             return []
-        union = "\nunion all\n".join(f"select {i} as test_index, count(*) as failures from (\n{sql}\n) as failing"
-                                      for i, sql in enumerate(duckdb_sqls))
         try:
-            counts: dict[int, int] | None = dict(self.con.execute(union).fetchall())
+            counts: dict[int, int] | None = dict(self.con.execute(failure_counts_sql(duckdb_sqls)).fetchall())
         except duckdb.Error:
             counts = None  # find the SELECT that does not run, below
         out: list[tuple[int, list[dict]]] = []

@@ -23,7 +23,7 @@ from rank_pipeline.transform.rewrite import full_build_sql
 from rank_pipeline.transform.spark_dialect import quote as _qi
 from rank_pipeline.transform.spark_dialect import raw_view, short_error, spark_type_of, to_spark_sql
 from rank_pipeline.transform.spark_storage import ParquetStore
-from rank_pipeline.transform.testing import json_safe
+from rank_pipeline.transform.testing import failure_counts_sql, json_safe
 
 __all__ = ["SparkEngine"]
 
@@ -284,10 +284,9 @@ class SparkEngine:
         sqls = [to_spark_sql(sql) for sql in duckdb_sqls]
         if not sqls:
             return []
-        union = "\nunion all\n".join(f"select {i} as test_index, count(*) as failures from (\n{sql}\n) as failing"
-                                      for i, sql in enumerate(sqls))
         try:
-            counts: dict[int, int] | None = {int(r[0]): int(r[1]) for r in self.spark.sql(union).collect()}
+            counted = self.spark.sql(failure_counts_sql(sqls)).collect()
+            counts: dict[int, int] | None = {int(r[0]): int(r[1]) for r in counted}
         except Exception:
             counts = None  # find the SELECT that does not run, below
         out: list[tuple[int, list[dict]]] = []

@@ -6,7 +6,7 @@ engine. Kinds and what they count: docs/concepts/models.md, "Data tests".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from datetime import time as dt_time
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 Tested = Model | Seed | PipelineTable
 """What has ``.yml`` tests: a model, a seed, or a table the pipeline writes (``sources/<name>.yml``)."""
 
-__all__ = ["TestResult", "json_safe", "partition_column", "run_tests", "test_days", "test_sql"]
+__all__ = ["TestResult", "failure_counts_sql", "json_safe", "partition_column", "run_tests", "test_days",
+           "test_sql"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,13 @@ def _relation_sql(relation: Tested, partition_date: date | None, until: date | N
         return f"(select * from {base} where {_qi(column)} = date '{partition_date.isoformat()}')"
     return (f"(select * from {base} where {_qi(column)} between date '{partition_date.isoformat()}' "
             f"and date '{until.isoformat()}')")
+
+
+def failure_counts_sql(sqls: Sequence[str]) -> str:
+    """One SELECT of ``(test_index, failures)`` rows, one a SELECT of ``sqls`` (its position, its row count):
+    how an engine counts a relation's failing rows in one query (:meth:`ModelEngine.failing_rows`)."""
+    return "\nunion all\n".join(f"select {i} as test_index, count(*) as failures from (\n{sql}\n) as failing"
+                                 for i, sql in enumerate(sqls))
 
 
 def json_safe(value: Any) -> Any:
