@@ -37,8 +37,9 @@ def parse_date(value: str) -> date:
 def check_partition(day: date, settings) -> date:
     """Refuse, in one line, a date after today or before the first daily partition that a setting gives
     (``partition_start``, :func:`rank_pipeline.snapshots.partition_start.partition_start`). Before a default
-    start (the first snapshot day, init's day, today), the day's run makes it the first snapshot day: the
-    partitions of this process start there (:func:`rank_pipeline.settings.start_partitions_at`)."""
+    start (the first snapshot day, init's day, today), or on it, the day's run makes it the first snapshot day:
+    the partitions of this process start there (:func:`rank_pipeline.settings.start_partitions_at`), so a day
+    that is today when the command starts stays a partition when the definitions load after midnight, UTC."""
     from rank_pipeline.settings import find_project, start_partitions_at
     from rank_pipeline.snapshots.partition_start import partition_start
 
@@ -46,7 +47,7 @@ def check_partition(day: date, settings) -> date:
     if day < start.day and start.explicit:
         raise UsageError(f"--date {day} is before the first daily partition {start.day} ({start.source}): pass a "
                          f"date from {start.day} to {last}, or set {start.source} to {day} or earlier")
-    if day < start.day:
+    if day <= start.day and not start.explicit:
         start_partitions_at(day)
     if day > last:
         raise UsageError(f"--date {day} is outside the daily partitions: pass a date from {start.day} to {last} "

@@ -95,3 +95,30 @@ def test_the_definitions_partitions_start_on_the_setting_and_the_schedule_skips_
     on_start = schedule(dg.build_schedule_context(
         scheduled_execution_time=datetime.combine(start, datetime.min.time(), UTC) + timedelta(hours=6)))
     assert isinstance(on_start, dg.RunRequest) and on_start.partition_key == start.isoformat()
+
+
+def test_a_run_started_before_midnight_keeps_its_day_when_the_definitions_load_after(tmp_path, monkeypatch):
+    """``rank-pipeline run`` on a fresh data folder at 23:59:57 UTC: its day is today when the command checks
+    it, and the definitions, loaded seconds later, must still hold that day as a partition (CI failed once on
+    ``Could not find a partition with key``: their start was the new today)."""
+    from rank_pipeline.cli import args
+    from rank_pipeline.snapshots import partition_start as start_module
+
+    clock = [datetime(2026, 11, 28, 23, 59, 57, tzinfo=UTC)]
+    before, after = clock[0].date(), datetime(2026, 11, 29, 0, 0, 2, tzinfo=UTC)
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return clock[0]
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RANK_PIPELINE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RANK_PIPELINE_PARTITION_START", "")  # unset; restored after the check sets it
+    monkeypatch.setattr(args, "datetime", Clock)
+    monkeypatch.setattr(start_module, "datetime", Clock)
+    assert args.check_partition(args.today(), Settings.from_env()) == before
+    clock[0] = after
+    keys = build_definitions(Settings.from_env()).resolve_job_def(DAILY_JOB_NAME).partitions_def.get_partition_keys(
+        current_time=after)
+    assert keys[0] == before.isoformat() and keys[-1] == after.date().isoformat()
