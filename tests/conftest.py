@@ -84,6 +84,19 @@ def pytest_runtest_protocol(item, nextitem):
         out.write(f"{item.nodeid}\t{started:.1f}\t{time.time():.1f}\t{cpu() - cpu_before:.1f}\n")
 
 
+@pytest.fixture(autouse=True)
+def _dagster_home_restored():
+    """``DAGSTER_HOME`` as the test found it: opening a data folder's instance in process
+    (:func:`rank_pipeline.defs.instance.open_instance`, as the command line does) sets it, and the next test of
+    the worker would otherwise open that folder's instance for its own."""
+    before = os.environ.get("DAGSTER_HOME")
+    yield
+    if before is None:
+        os.environ.pop("DAGSTER_HOME", None)
+    else:
+        os.environ["DAGSTER_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def served_source():
     """``served_source(base_url, {account: key}, **client_config)``: a context manager giving the

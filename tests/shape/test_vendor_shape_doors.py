@@ -99,7 +99,8 @@ def test_a_field_renamed_on_day_5_of_7_fails_the_demos_one_run_naming_that_day(t
     assert snapshots == [f"snapshot_date={today - timedelta(days=i)}" for i in range(6, -1, -1)]  # all kept
 
 
-def test_a_daily_run_after_a_rename_fails_its_day_and_the_published_warehouse_stays_at_the_day_before(tmp_path):
+def test_a_daily_run_after_a_rename_fails_its_day_and_the_published_warehouse_stays_at_the_day_before(tmp_path,
+                                                                                                   monkeypatch):
     """The schedule's door, one run a day: the day the vendor renames a field exits 1 naming the path, and the
     published marts keep the days before it."""
     today = datetime.now(UTC).date()
@@ -112,6 +113,9 @@ def test_a_daily_run_after_a_rename_fails_its_day_and_the_published_warehouse_st
     from rank_pipeline.defs.instance import open_instance
     from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 
+    # the folder's own instance, as the command's: a DAGSTER_HOME left in this process by an earlier test would
+    # be opened instead (CI once read another test's publish here, "DuckDB's default")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     with open_instance(tmp_path) as instance:
         published = instance.get_latest_materialization_event(PUBLISHED_KEY).asset_materialization
     assert published.metadata["duckdb_memory_limit"].value == "700MB"
