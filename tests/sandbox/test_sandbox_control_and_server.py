@@ -28,6 +28,37 @@ def test_control__get_and_put_today_move_the_simulated_day(client, world, acme):
     assert world.today == date(2026, 5, 1)
 
 
+def test_a_world_without_a_day_tells_the_real_one_at_each_request_past_midnight(monkeypatch):
+    """``World()`` (what ``rank-pipeline sandbox`` serves): a served sandbox left running past 00:00 UTC tells
+    the new day, in the records and the ``Date`` header, as the vendor would; a day set fixes it."""
+    from datetime import UTC, datetime
+
+    from rank_pipeline.sandbox.world import state
+
+    clock = [datetime(2026, 11, 28, 23, 59, 59, tzinfo=UTC)]
+
+    class Clock(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return clock[0]
+
+    monkeypatch.setattr(state, "datetime", Clock)
+    world = World()
+    acme = world.account("acme")
+    with SandboxServer(create_app(world)) as server, httpx.Client(base_url=server.base_url) as http:
+        def usage_day() -> date:
+            r = http.get("/v1/account/usage", headers={"Authorization": acme.api_key})
+            assert r.status_code == 200, r.text
+            return email.utils.parsedate_to_datetime(r.headers["date"]).date()
+
+        assert usage_day() == date(2026, 11, 28) == world.today
+        clock[0] = datetime(2026, 11, 29, 0, 0, 1, tzinfo=UTC)
+        assert usage_day() == date(2026, 11, 29) == world.today
+        world.set_today(date(2026, 3, 1))
+        clock[0] = datetime(2026, 11, 30, tzinfo=UTC)
+        assert usage_day() == date(2026, 3, 1)
+
+
 def test_control__stats_per_key_and_reset(client, world, acme):
     globex = world.account("globex")
     client.get("/v1/domains", key=acme.api_key)

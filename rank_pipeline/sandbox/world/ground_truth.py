@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
 from rank_pipeline.sandbox.world import quota, rendering, writes
 from rank_pipeline.sandbox.world.config import Account, KeywordSpec, WorldConfig
@@ -21,13 +21,13 @@ __all__ = ["World"]
 
 class World:
     """The seeded world behind the sandbox API: ``World(config=WorldConfig(), today=None)`` (None: the real UTC
-    date); readers take ``day=None`` as :attr:`today`; thread-safe; records are fresh dicts
+    date at each use, so a served sandbox passes midnight as the vendor does, until :meth:`set_today`); readers
+    take ``day=None`` as :attr:`today`; thread-safe; records are fresh dicts
     (docs/concepts/sandbox.md, "The world").
     """
 
     def __init__(self, config: WorldConfig | None = None, today: date | None = None):
         self.config = config if config is not None else WorldConfig()
-        today = today if today is not None else datetime.now(UTC).date()
         self._state = WorldState(self.config, today, make_accounts(self.config))
         accounts = self._state.accounts
         self._by_key = {k: s for s in accounts for k in s.account.api_keys}
@@ -45,14 +45,14 @@ class World:
 
     @property
     def today(self) -> date:
-        """The simulated "today" (UTC date)."""
+        """The simulated "today" (UTC date): the one set, else the real one now."""
         return self._state.today
 
     def set_today(self, day: date) -> None:
         """Move the simulated clock to ``day`` (any direction)."""
         if not isinstance(day, date) or isinstance(day, datetime):
             raise TypeError(f"set_today needs a datetime.date, got {day!r}")
-        self._state.today = day
+        self._state.pinned_today = day
 
     @property
     def accounts(self) -> list[Account]:

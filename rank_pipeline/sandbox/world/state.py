@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import NamedTuple
 
 from rank_pipeline.sandbox.world.config import Account, AccountSpec, WorldConfig
@@ -95,13 +95,14 @@ class AccountState:
 
 @dataclass
 class WorldState:
-    """The world's runtime state: ``accounts`` (config order), ``today``, ``records`` (keyword lists by
+    """The world's runtime state: ``accounts`` (config order), ``pinned_today`` (None: :attr:`today` is the real
+    UTC date, read at each use), ``records`` (keyword lists by
     ``("kw", domain, day, version)``), ``locale_rows``, ``runtime_by_id``, ``churn_cache``, ``kw_index`` and
     ``writes`` (the shifting-records fault's).
     """
 
     config: WorldConfig
-    today: date
+    pinned_today: date | None
     accounts: list[AccountState]
     lock: threading.RLock = field(default_factory=threading.RLock)
     records: OrderedDict[tuple, list[dict]] = field(default_factory=OrderedDict)
@@ -116,6 +117,12 @@ class WorldState:
     def __post_init__(self) -> None:
         self.by_account_id = {s.account.account_id: s for s in self.accounts}
         self.by_domain_id = {d.id: d for s in self.accounts for d in s.domains}
+
+    @property
+    def today(self) -> date:
+        """The simulated "today": ``pinned_today``, else the real UTC date now (a served sandbox that runs past
+        midnight tells the new day, as the vendor would)."""
+        return self.pinned_today or datetime.now(UTC).date()
 
     def domain_of(self, account_id: str, domain_id: str) -> Domain | None:
         """The domain ``domain_id`` if it is a domain of the account ``account_id``, else None."""
