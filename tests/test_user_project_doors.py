@@ -130,15 +130,17 @@ def test_component_in_a_create_dagster_project_materializes_a_day(venv, tmp_path
     project = _create_dagster_project(venv, tmp_path, "analytics")
     defs = project / "src" / "analytics" / "defs" / "rank"
     defs.mkdir(parents=True)
+    # the day launched is the first partition: without it they start on the day the definitions load, after
+    # the launch's day should the test cross midnight, UTC
+    day = datetime.now(UTC).date().isoformat()
     (defs / "defs.yaml").write_text(f"type: {COMPONENT}\nattributes:\n  data_dir: rank_data\n  engine: duckdb\n"
-                                    "  schedule: {cron: '0 7 * * *', timezone: UTC}\n")
+                                    f"  schedule: {{cron: '0 7 * * *', timezone: UTC}}\n  partition_start: '{day}'\n")
     done = _dg(venv, project, "check", "defs")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     done = _dg(venv, project, "list", "defs", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "daily_rank_pipeline_schedule" in done.stdout and "marts/dim_domains" in done.stdout
 
-    day = datetime.now(UTC).date().isoformat()
     home = tmp_path / "dagster_home"
     home.mkdir()
     done = _dg(venv, project, "launch", "--job", "daily_rank_pipeline", "--partition", day, DAGSTER_HOME=str(home))

@@ -118,7 +118,7 @@ def test_the_tutorial_walks_through_the_steps_the_door_tests_run():
         assert step in section, step
     assert {"vendor-d", "vendor-e"} <= set(SHAPES)
     doors = (Path(__file__).parent / "test_suggest_doors.py").read_text()
-    for door in ('cli("run", data_dir=data', 'cli("profile", "--suggest"', '"git", "apply", str(patch)',
+    for door in ('cli("run", "--date", DAY, data_dir=data', 'cli("profile", "--suggest"', '"git", "apply", str(patch)',
                  'cli("rebuild"'):
         assert door in doors, door
     assert 'cli("diff"' in (Path(__file__).parent / "test_vendor_shape_doors.py").read_text()

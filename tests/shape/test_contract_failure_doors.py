@@ -5,7 +5,7 @@ cast error, nothing published (the warehouse of the day before stays as it was).
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -54,7 +54,7 @@ def test_a_flag_receiving_an_unmapped_value_fails_naming_the_path_and_the_value(
 
 
 def test_an_enum_whose_values_change_case_overnight_fails_and_the_day_before_stays_published(tmp_path):
-    today = date.today()
+    today = datetime.now(UTC).date()
     yesterday = today - timedelta(days=1)
     data = tmp_path / "data"
     shape = {"RANK_SANDBOX_SHAPE": f"engine-upper@{today}"}

@@ -106,7 +106,8 @@ def test_through_the_cli_a_wrong_sentinel_fails_naming_it_and_the_right_contract
     shape = {"RANK_SANDBOX_SHAPE": "vendor-c"}
     wrong = _models(tmp_path / "wrong", [(o, n.replace('null_values: ["-"]', 'null_values: ["n/a"]'))
                                          for o, n in VENDOR_C])
-    failed = cli("run", data_dir=vendor, env={**shape, "RANK_PIPELINE_MODELS_DIR": str(wrong)})
+    day = datetime.now(UTC).date().isoformat()  # both runs play it, should the test cross midnight, UTC
+    failed = cli("run", "--date", day, data_dir=vendor, env={**shape, "RANK_PIPELINE_MODELS_DIR": str(wrong)})
     out = failed.stdout + failed.stderr
     assert failed.returncode == 1, out
     line = next(x for x in out.splitlines() if "results.organic.rank " in x)
@@ -117,7 +118,7 @@ def test_through_the_cli_a_wrong_sentinel_fails_naming_it_and_the_right_contract
     right = {"RANK_PIPELINE_MODELS_DIR": str(_models(tmp_path / "right", VENDOR_C))}
     rebuild = cli("rebuild", data_dir=vendor, env=right)
     assert rebuild.returncode == 0, rebuild.stdout + rebuild.stderr
-    baseline = cli("run", data_dir=default)
+    baseline = cli("run", "--date", day, data_dir=default)
     assert baseline.returncode == 0, baseline.stderr
     assert_same_marts(published_marts(vendor / "warehouse.duckdb"), published_marts(default / "warehouse.duckdb"))
 

@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -23,6 +24,11 @@ from test_vendor_shape_doors import PATCH, cli
 from rank_pipeline.settings import models_dir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("vendor_shape"), pytest.mark.timeout(1200)]
+
+DAY = datetime.now(UTC).date().isoformat()
+"""The day every run of the embedded sandbox here plays: their marts are compared, and the module can cross
+midnight, UTC."""
+
 
 def tracked_keywords_file(warehouse: Path, path: Path) -> int:
     """Write at ``path`` a keywords file of every keyword tracked in ``warehouse`` (one group each, the
@@ -46,7 +52,7 @@ def tracked_keywords_file(warehouse: Path, path: Path) -> int:
 def default_run(tmp_path_factory, published_marts):
     """The default shape's day: ``(data folder, marts)``."""
     folder = tmp_path_factory.mktemp("default")
-    result = cli("run", data_dir=folder)
+    result = cli("run", "--date", DAY, data_dir=folder)
     assert result.returncode == 0, result.stderr
     return folder, published_marts(folder / "warehouse.duckdb")
 
@@ -65,7 +71,7 @@ def test_the_suggested_patch_applied_unedited_gives_the_default_marts(tmp_path, 
     project, models = _project(tmp_path / "project")
     vendor = {"RANK_SANDBOX_SHAPE": shape}
 
-    first = cli("run", data_dir=data, env={**vendor, **models}, cwd=project)
+    first = cli("run", "--date", DAY, data_dir=data, env={**vendor, **models}, cwd=project)
     out = first.stdout + first.stderr
     assert first.returncode == 1, out
     lines = [x for x in out.splitlines() if x.startswith("vendor shape: ")]
@@ -86,7 +92,7 @@ def test_the_suggested_patch_applied_unedited_gives_the_default_marts(tmp_path, 
     assert_same_marts(published_marts(data / "warehouse.duckdb"), default_marts)
 
     # a fresh data folder: the daily run against the vendor's shape passes with the remapped contract
-    run = cli("run", data_dir=fresh, env={**vendor, **models}, cwd=project)
+    run = cli("run", "--date", DAY, data_dir=fresh, env={**vendor, **models}, cwd=project)
     assert run.returncode == 0, run.stdout + run.stderr
     assert_same_marts(published_marts(fresh / "warehouse.duckdb"), default_marts)
 
@@ -154,15 +160,13 @@ def test_after_the_remap_keywords_plan_shows_0_changes_and_the_lookups_ask_one_e
     locations: with the shipped contract the run fails and its lookups ask every engine; with the documented
     remap a run on a fresh data folder passes, asks each keyword's location of its own engine only, and
     ``keywords plan`` (against the API) of the tracked keywords shows 0 changes."""
-    from datetime import UTC, datetime
-
     from rank_pipeline.api.fields import SEARCH_ENGINES, keyword_combination
     from rank_pipeline.sandbox import AccountSpec, SandboxServer, World, WorldConfig, create_app
     from rank_pipeline.sandbox.shapes import parse_shape
     from rank_pipeline.transform.contract import load_contract
 
-    world = World(WorldConfig(seed=11, accounts=(AccountSpec("solo", domains=1, keywords_per_domain=(6, 6)),)),
-                  today=datetime.now(UTC).date())
+    # its today is the real one at each request, as the runs' (the test can cross midnight, UTC)
+    world = World(WorldConfig(seed=11, accounts=(AccountSpec("solo", domains=1, keywords_per_domain=(6, 6)),)))
     account = world.account("solo")
     (domain,) = world.domains(account.account_id)
     shipped = load_contract(models_dir())

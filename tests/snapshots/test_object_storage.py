@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("s3"), pytest.mark.timeou
 _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 BUCKET = "rank-lake"
 DAY = date(2026, 11, 20)
-TODAY = datetime.now(UTC).date()
+TODAY = datetime.now(UTC).date()  # every command is given it: a run after midnight plays it still
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def runs(s3, tmp_path_factory):
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "AWS_"))}
     envs = [{**base, **s3, "RANK_PIPELINE_DATA_DIR": str(s3_data), "RANK_PIPELINE_SNAPSHOTS_URI": uri},
             {**base, "RANK_PIPELINE_DATA_DIR": str(local_data)}]
-    procs = [subprocess.Popen([*cmd, "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([*cmd, "run", "--date", TODAY.isoformat()], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for env in envs]  # the two runs at once: independent data folders
     done = []
     try:
@@ -248,7 +248,7 @@ def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "AWS_"))}
     workers = [subprocess.Popen(
-        [*cmd, "extract"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [*cmd, "extract", "--date", TODAY.isoformat()], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**base, **s3, "RANK_PIPELINE_DATA_DIR": str(tmp_path / f"worker{i}"),
              "RANK_PIPELINE_SNAPSHOTS_URI": two, "RANK_PIPELINE_SHARD": f"{i}/2"}) for i in (0, 1)]
     for worker in workers:
