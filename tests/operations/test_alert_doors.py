@@ -9,7 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -21,25 +21,14 @@ from rank_pipeline.sandbox import SandboxServer, World, create_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_alert_doors")]
 
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
-
-
-def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    full.update(env)
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout)
-
-
 _ON_DAY = ("import datetime, sys; import rank_pipeline.cli.args as a; day = datetime.date.fromisoformat(sys.argv[1]); "
            "a.today = lambda: day; sys.argv = ['rank-pipeline', *sys.argv[2:]]; "
            "from rank_pipeline.cli.main import main; sys.exit(main())")
 
 
 def run_on(day, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """The command line with its clock on ``day`` (the setup of the day before: against a vendor URL a past
-    ``--date`` is refused, the API telling only the present, so the sandbox and the command both live that day)."""
+    """The command line (its ``main``, in a subprocess) with its clock on ``day``: against a vendor URL a past
+    ``--date`` is refused, the API telling only the present, so the sandbox and the command both live that day."""
     full = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
     full.update(env)
@@ -80,10 +69,29 @@ def _section(body: str, heading: str) -> tuple[int, list[str]]:
     return 0, []
 
 
+def _day_with_movers(world: World, account: str, last) -> date:
+    """The latest day up to ``last`` on which a keyword of ``account`` crosses the top 10 against the day before
+    (the world has none on some days, e.g. 2027-02-20: the digest's movers would be checked on nothing)."""
+    domains = world.domains(world.account(account).account_id)
+    for back in range(30):
+        day = last - timedelta(days=back)
+        for domain in domains:
+            before = set(world.keyword_ids(domain["id"], day - timedelta(days=1)))
+            for keyword_id in world.keyword_ids(domain["id"], day):
+                if keyword_id in before and ((world.position(keyword_id, day) or 101) <= 10) != (
+                        (world.position(keyword_id, day - timedelta(days=1)) or 101) <= 10):
+                    return day
+    raise AssertionError(f"no keyword of {account} crosses the top 10 in the 30 days to {last}")
+
+
 @pytest.fixture(scope="module")
 def vendor():
-    today = datetime.now(UTC).date()
-    world = World(today=today - timedelta(days=1))
+    """The sandbox as the vendor, and the day its runs play: the latest with a move across the top 10. Every
+    command runs with its clock on that day (:func:`run_on`): a past ``--date`` is refused against a vendor URL,
+    and the module can cross midnight, UTC."""
+    world = World(today=datetime.now(UTC).date())
+    today = _day_with_movers(world, "acme", world.today)
+    world.set_today(today - timedelta(days=1))
     with SandboxServer(create_app(world)) as server:
         yield world, server.base_url, today
 
@@ -104,7 +112,7 @@ def test_run_digests_arrive_once_per_destination_with_the_true_movers(vendor, tm
     assert sent_first[0] == sent_first[1] <= 1  # day 1: at most a quota alert (nothing to compare with yet)
 
     httpx.put(f"{base_url}/_sandbox/today", json={"today": today.isoformat()}).raise_for_status()
-    second = cli("run", "--date", today.isoformat(), env=env)
+    second = run_on(today, "run", "--date", today.isoformat(), env=env)
     assert second.returncode == 0, second.stdout + second.stderr
     # the dead destination is one warning naming its position and scheme, never its address
     port = dead_url.rsplit(":", 1)[1].split("/")[0]
@@ -144,13 +152,13 @@ def test_run_digests_arrive_once_per_destination_with_the_true_movers(vendor, tm
                    for url in ("127.0.0.1", "mailto", "json://"))
 
     # re-running the day sends nothing new
-    again = cli("run", "--date", today.isoformat(), env=env)
+    again = run_on(today, "run", "--date", today.isoformat(), env=env)
     assert again.returncode == 0, again.stderr
     assert len(mailbox.messages) == sent_first[0] + 1 and len(bodies) == sent_first[1] + 1
 
     # a failed run (the key is rejected): a failure digest naming the step, without the key
     wrong = "wrong-key-" + "y" * 24
-    failed = cli("run", "--date", today.isoformat(), env={**env, "RANK_TRACKER_API_KEY": wrong})
+    failed = run_on(today, "run", "--date", today.isoformat(), env={**env, "RANK_TRACKER_API_KEY": wrong})
     assert failed.returncode == 1
     assert len(mailbox.messages) == sent_first[0] + 2 and len(bodies) == sent_first[1] + 2
     failure = bodies[-1]["json"]
