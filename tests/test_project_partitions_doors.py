@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -106,8 +106,6 @@ def _graphql(port: int, query: str) -> dict:
 @pytest.mark.daemon
 @pytest.mark.timeout(900)
 def test_the_demo_gives_its_days_keeps_them_and_dg_dev_shows_its_runs(tmp_path):
-    today = datetime.now(UTC).date()
-    yesterday = today - timedelta(days=1)
     project = _init(tmp_path)
     home = project / "data" / "dagster_home"
     assert (project / ".env").read_text().splitlines()[-1] == f"DAGSTER_HOME={home}"
@@ -115,8 +113,11 @@ def test_the_demo_gives_its_days_keeps_them_and_dg_dev_shows_its_runs(tmp_path):
 
     demo = _run([str(BIN / "rank-pipeline"), "demo", "--days", "2"], project)
     assert demo.returncode == 0, demo.stderr[-3000:]
-    run_id = re.search(r"^run (\S+): one run of the daily job", demo.stdout, re.M).group(1)
-    assert _keys(project) == _days(yesterday, 2)
+    run_id, first, last = re.search(r"^run (\S+): one run of the daily job materialized 2 partition\(s\), (\S+) \.\. "
+                                    r"(\S+)$", demo.stdout, re.M).groups()
+    yesterday, today = date.fromisoformat(first), date.fromisoformat(last)  # the demo's, should midnight pass
+    keys = _keys(project)
+    assert keys == _days(yesterday, len(keys)) and len(keys) == (datetime.now(UTC).date() - yesterday).days + 1
 
     _set_start(project, today.isoformat())  # would drop yesterday's partition
     refused = _partitions(project)
@@ -131,7 +132,8 @@ def test_the_demo_gives_its_days_keeps_them_and_dg_dev_shows_its_runs(tmp_path):
     assert before.returncode == 2
     assert before.stderr.strip().splitlines() == [
         f"error: --date {earlier} is before the first daily partition {yesterday} (RANK_PIPELINE_PARTITION_START): "
-        f"pass a date from {yesterday} to {today}, or set RANK_PIPELINE_PARTITION_START to {earlier} or earlier"]
+        f"pass a date from {yesterday} to {datetime.now(UTC).date()}, or set RANK_PIPELINE_PARTITION_START to "
+        f"{earlier} or earlier"]
 
     port = _free_port()
     dev = subprocess.Popen([str(BIN / "dg"), "dev", "--port", str(port)], cwd=project, start_new_session=True,
