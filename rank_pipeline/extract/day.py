@@ -160,7 +160,7 @@ class _AccountRun:
         self.lists: list[ListResult] = []
         self.fields = loaded_contract(models_dir())  # reads a keyword's engine for its lookups, by name
 
-    def _sink(self, resource: str, parent_id: str | None, on_record: Callable[[Any], None] | None = None,
+    def _sink(self, resource: str, parent_id: str | None, on_records: Callable[[Sequence[Any]], None] | None = None,
               spool: ListSpool | None = None):
         writer = self.writers[resource]
         account = self.source.name
@@ -171,31 +171,29 @@ class _AccountRun:
                                                        parent_id=parent_id, extracted_at=at))
             if spool is not None:  # and the page, as received, to the list's checkpoint
                 spool.write(at, body)
-            if on_record is not None:  # a parent's records, for their children's requests
-                for record in records:
-                    on_record(record)
+            if on_records is not None:  # a parent's records, for their children's requests
+                on_records(records)
             self.progress.records += len(records)
             self.notify()
 
         return sink
 
     def _resumed(self, resource: str, request: ListRequest, entry: dict[str, Any],
-                 on_record: Callable[[Any], None] | None) -> ListResult:
+                 on_records: Callable[[Sequence[Any]], None] | None) -> ListResult:
         """Replay a list finished by an earlier run of this day from its checkpoint (no request)."""
         assert self.resume is not None  # entry is its checkpoint
         writer, account, path = self.writers[resource], self.source.name, request.path
         for at, records in self.resume.records(entry):
             writer.append_table(account, records_table(resource, writer.snapshot_date, account, records,
                                                        parent_id=request.parent_id, extracted_at=at))
-            if on_record is not None:
-                for record in records:
-                    on_record(record)
+            if on_records is not None:
+                on_records(records)
             self.progress.records += len(records)
         return ListResult(path=path, total_count=entry["total_count"], delivered=entry["delivered"], pages=0,
                           passes=entry["passes"], complete=True)
 
     async def _list(self, resource: Endpoint, request: ListRequest,
-                    on_record: Callable[[dict], None] | None = None) -> ListResult | None:
+                    on_records: Callable[[Sequence[Any]], None] | None = None) -> ListResult | None:
         self.progress.lists_total += 1
         self.notify()
         name, path, params, parent_id = resource.name, request.path, dict(request.params), request.parent_id
@@ -209,10 +207,10 @@ class _AccountRun:
             async with self.list_gate:
                 entry = resume.lookup(key, parent) if resume is not None else None
                 if entry is not None:
-                    result = self._resumed(name, request, entry, on_record)
+                    result = self._resumed(name, request, entry, on_records)
                 else:
                     spool = resume.spool() if resume is not None else None
-                    result = await self.client.list_records(path, params, self._sink(name, parent_id, on_record, spool),
+                    result = await self.client.list_records(path, params, self._sink(name, parent_id, on_records, spool),
                                                             raw=True, with_body=True)
         except BaseException as exc:
             if spool is not None:  # an unfinished list is read again by a retry
@@ -272,18 +270,25 @@ class _AccountRun:
         wanted: dict[str, dict[ListRequest, None]] = {c.name: {} for c in children}
         reads = ParentReads.of(resource.name, children, self.fields)
 
-        def on_record(record: Any) -> None:
-            if type(record) is RawRecord:
-                record = reads.new(record) if reads is not None else _as_dict(record)
-                if record is None:
-                    return  # the values its children read were seen: its requests are asked for
-            for child in children:
-                for request in child.requests_from_parent(child, record, self.fields):
-                    if request.parent_record_id is not None:
-                        self.parent_prints[request.parent_record_id] = fingerprint(record)
-                    wanted[child.name][request] = None
+        def parent(record: Any) -> dict | None:
+            if type(record) is not RawRecord:
+                return record
+            return reads.new(record) if reads is not None else _as_dict(record)
 
-        results = await run_all(self._list(resource, r, on_record if children else None) for r in requests)
+        def on_records(records: Sequence[Any]) -> None:
+            if reads is not None and all(type(r) is RawRecord for r in records):
+                parents = reads.new_page(records)  # a page's attributes decoded at once
+            else:
+                parents = [p for p in map(parent, records) if p is not None]
+            # a record left out: the values its children read were seen, its requests are asked for
+            for record in parents:
+                for child in children:
+                    for request in child.requests_from_parent(child, record, self.fields):
+                        if request.parent_record_id is not None:
+                            self.parent_prints[request.parent_record_id] = fingerprint(record)
+                        wanted[child.name][request] = None
+
+        results = await run_all(self._list(resource, r, on_records if children else None) for r in requests)
         if not children:
             return
         gone = {e for result in results if result is not None for e in result.excluded}

@@ -40,7 +40,8 @@ class ParentReads:
         struct = msgspec.defstruct("_Members", [(n, msgspec.Raw, _ABSENT) for n in names],
                                    rename=dict(zip(names, self.keys, strict=True)))
         self._decoder = msgspec.json.Decoder(struct)
-        self._seen: set[tuple[bytes | None, ...]] = set()
+        self._page_decoder = msgspec.json.Decoder(list[struct])  # type: ignore[valid-type]
+        self._seen: set[bytes] = set()
 
     @classmethod
     def of(cls, parent: str, children: Sequence[Endpoint], fields: Any) -> ParentReads | None:
@@ -64,9 +65,25 @@ class ParentReads:
             members = self._decoder.decode(record.attributes)
         except msgspec.ValidationError:  # not an object: read whole, never skipped
             return {"id": record.id, "type": record.type, "attributes": _JSON.decode(record.attributes)}
-        key = tuple(map(bytes, astuple(members)))
+        return self._unseen(record, astuple(members))
+
+    def new_page(self, records: Sequence[RawRecord]) -> list[dict]:
+        """:meth:`new` of each of ``records`` (a page's), in order, the records seen before left out: their
+        attributes decoded in one call, or one by one when one of them is not an object."""
+        try:
+            # a page's attributes as one JSON array: each is the vendor's JSON text, so the array is valid JSON
+            pages = self._page_decoder.decode(b"[" + b",".join([r.attributes for r in records]) + b"]")
+        except msgspec.ValidationError:
+            return [d for d in map(self.new, records) if d is not None]
+        return [d for d in (self._unseen(r, astuple(m)) for r, m in zip(records, pages, strict=True))
+                if d is not None]
+
+    def _unseen(self, record: RawRecord, values: tuple[msgspec.Raw, ...]) -> dict | None:
+        # NUL between the members' bytes: JSON text never holds one, so two records share the key exactly
+        # when their bytes are the same at every member (an absent member is empty)
+        key = b"\0".join(values)
         if key in self._seen:
             return None
         self._seen.add(key)
-        attributes = {k: _JSON.decode(v) for k, v in zip(self.keys, key, strict=True) if v}
+        attributes = {k: _JSON.decode(v) for k, v in zip(self.keys, values, strict=True) if v}
         return {"id": record.id, "type": record.type, "attributes": attributes}

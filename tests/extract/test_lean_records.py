@@ -77,6 +77,24 @@ def test_parent_reads_ask_for_the_requests_the_whole_records_ask_for():
     assert read < len(records) / 10  # a few engines and locations: most records are skipped
 
 
+def test_a_page_read_at_once_gives_what_its_records_read_one_by_one_give():
+    """``new_page`` (the extraction's: a page's attributes decoded in one call) equals ``new`` record by record,
+    with a member absent, and with a record that is not an object (the page then read one by one)."""
+    fields = loaded_contract(models_dir())
+    children = children_of("keywords")
+    records = _keywords()
+    engine_only = {"id": "engine-only", "type": "keywords", "attributes": {"searchEngine": "google"}}
+    for extra in ([engine_only], [engine_only, {"id": "odd", "type": "keywords", "attributes": None}]):
+        page = decode_raw_page(_body(records + extra)).data
+        one, many = ParentReads.of("keywords", children, fields), ParentReads.of("keywords", children, fields)
+        assert one is not None and many is not None
+        by_one = [d for d in map(one.new, page) if d is not None]
+        half = len(page) // 2  # two pages: what the first read is not read again
+        assert by_one == many.new_page(page[:half]) + many.new_page(page[half:])
+        assert {"id": "engine-only", "type": "keywords", "attributes": {"searchEngine": "google"}} in by_one
+        assert len(by_one) < len(page) / 5
+
+
 def test_children_reading_the_whole_record_get_no_parent_reads():
     # a domain's keywords and competitors name the domain (parent_record_id): read whole, never skipped
     assert ParentReads.of("domains", children_of("domains"), loaded_contract(models_dir())) is None
