@@ -72,10 +72,10 @@ class ParentReads:
         attributes decoded in one call, or one by one when one of them is not an object."""
         try:
             # a page's attributes as one JSON array: each is the vendor's JSON text, so the array is valid JSON
-            pages = self._page_decoder.decode(b"[" + b",".join([r.attributes for r in records]) + b"]")
+            members = self._page_decoder.decode(b"[" + b",".join([r.attributes for r in records]) + b"]")
         except msgspec.ValidationError:
             return [d for d in map(self.new, records) if d is not None]
-        return [d for d in (self._unseen(r, astuple(m)) for r, m in zip(records, pages, strict=True))
+        return [d for d in (self._unseen(r, astuple(m)) for r, m in zip(records, members, strict=True))
                 if d is not None]
 
     def _unseen(self, record: RawRecord, values: tuple[msgspec.Raw, ...]) -> dict | None:
