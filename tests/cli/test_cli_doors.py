@@ -234,13 +234,14 @@ def test_a_data_folder_that_is_a_file_is_one_line(tmp_path):
 
 
 def test_a_date_outside_the_partitions_gives_the_valid_range(tmp_path):
-    today = datetime.now(UTC).date()
     start = {"RANK_PIPELINE_PARTITION_START": "2026-01-01"}
     done = cli("run", "--date", "2099-01-01", data_dir=tmp_path, env=start)
+    today = datetime.now(UTC).date()  # read once the command is done: the test can cross midnight, UTC
     assert done.returncode == 2
     assert _last_line(done.stderr) == ("error: --date 2099-01-01 is outside the daily partitions: pass a date "
                                        f"from 2026-01-01 to {today} (today, UTC)")
     done = cli("run", "--date", "2020-01-01", data_dir=tmp_path, env=start)
+    today = datetime.now(UTC).date()
     assert done.returncode == 2
     assert _last_line(done.stderr) == (
         "error: --date 2020-01-01 is before the first daily partition 2026-01-01 (RANK_PIPELINE_PARTITION_START): "

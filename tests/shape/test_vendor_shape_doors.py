@@ -9,6 +9,7 @@ the day of the rename fails and the published marts stay at the day before."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,22 +97,23 @@ def test_first_contact_with_another_shape_then_the_documented_edit_and_a_rebuild
 
 
 def test_a_field_renamed_on_day_5_of_7_fails_the_demos_one_run_naming_that_day(tmp_path):
-    today = datetime.now(UTC).date()
-    day1, day5 = today - timedelta(days=6), today - timedelta(days=2)
+    day5 = datetime.now(UTC).date() - timedelta(days=2)
     result = cli("demo", "--days", "7", data_dir=tmp_path, env={"RANK_SANDBOX_SHAPE": f"vendor-b@{day5}"})
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     # the demo is one run over the 7 partitions: it fails whole, and its lines name the day of the rename
-    assert f"the daily job failed for {day1} .. {today}" in out
+    day1, today = (date.fromisoformat(d) for d in re.search(r"the daily job failed for ([\d-]{10}) \.\. ([\d-]{10})", out).groups())
+    assert today - day1 == timedelta(days=6) and day1 < day5 <= today  # the demo's days (midnight can pass)
     assert f"failed check: {day1}..{today} raw/keywords matches_contract [ERROR (blocking)]" in out
     position = next(line for line in out.splitlines()
                     if line.startswith("vendor shape: keywords: results.organic.position "))
     assert f" on {day5};" in position
     shape_lines = [line for line in out.splitlines() if line.startswith("vendor shape: ")]
-    assert not any(f" on {today - timedelta(days=i)};" in line for line in shape_lines for i in range(3, 7))
+    before = [day1 + timedelta(days=i) for i in range((day5 - day1).days)]
+    assert before and not any(f" on {d};" in line for line in shape_lines for d in before)
     assert not (tmp_path / "warehouse.duckdb").exists()  # nothing published
     snapshots = sorted(p.name for p in (tmp_path / "snapshots" / "keywords").glob("snapshot_date=*"))
-    assert snapshots == [f"snapshot_date={today - timedelta(days=i)}" for i in range(6, -1, -1)]  # all kept
+    assert snapshots == [f"snapshot_date={day1 + timedelta(days=i)}" for i in range(7)]  # all kept
 
 
 def test_a_daily_run_after_a_rename_fails_its_day_and_the_published_warehouse_stays_at_the_day_before(tmp_path,

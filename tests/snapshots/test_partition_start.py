@@ -80,14 +80,14 @@ def test_a_partition_start_that_is_not_a_date_is_refused_naming_it():
 
 
 def test_the_definitions_partitions_start_on_the_setting_and_the_schedule_skips_days_before(tmp_path):
-    today = datetime.now(UTC).date()
-    start = today - timedelta(days=4)
+    now = datetime.now(UTC)  # the partitions are read at this instant, should the test cross midnight
+    start = now.date() - timedelta(days=4)
     defs = build_definitions(_settings(tmp_path / "data", RANK_PIPELINE_PARTITION_START=start.isoformat()))
     expected = [(start + timedelta(days=i)).isoformat() for i in range(5)]
-    assert defs.resolve_job_def(DAILY_JOB_NAME).partitions_def.get_partition_keys() == expected
+    assert defs.resolve_job_def(DAILY_JOB_NAME).partitions_def.get_partition_keys(current_time=now) == expected
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
-        assert graph.get(key).partitions_def.get_partition_keys() == expected, key
+        assert graph.get(key).partitions_def.get_partition_keys(current_time=now) == expected, key
     schedule = defs.resolve_schedule_def(DAILY_SCHEDULE_NAME)
     before = schedule(dg.build_schedule_context(
         scheduled_execution_time=datetime.combine(start - timedelta(days=1), datetime.min.time(), UTC)))
