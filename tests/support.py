@@ -143,3 +143,14 @@ def requests_served(base_url: str) -> int:
 
     stats = httpx.get(f"{base_url}/_sandbox/stats").json()
     return sum(ip["requests"] for ip in stats["ips"].values())
+
+
+def extracted_keywords(world, day, account: str | None = None):
+    """``(domain id, keyword id)`` of each keyword existing on ``day`` in the sandbox ``world``
+    (:class:`rank_pipeline.sandbox.World`): of the accounts a run extracts (those with API access), or of
+    ``account`` (its name) alone. The ground truth a test picks its days by."""
+    accounts = [world.account(account)] if account else [a for a in world.accounts if a.api_enabled]
+    for a in accounts:
+        for domain in world.domains(a.account_id, day):
+            for keyword_id in world.keyword_ids(domain["id"], day):
+                yield domain["id"], keyword_id

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import httpx
 import pytest
+from support import extracted_keywords
 
 from rank_pipeline.operations.alerts import TOP_ITEMS
 from rank_pipeline.sandbox import SandboxServer, World, create_app
@@ -72,15 +73,15 @@ def _section(body: str, heading: str) -> tuple[int, list[str]]:
 def _day_with_movers(world: World, account: str, last) -> date:
     """The latest day up to ``last`` on which a keyword of ``account`` crosses the top 10 against the day before
     (the world has none on some days, e.g. 2027-02-20: the digest's movers would be checked on nothing)."""
-    domains = world.domains(world.account(account).account_id)
+    def top10(keyword_id: str, day: date) -> bool:
+        return (world.position(keyword_id, day) or 101) <= 10
+
     for back in range(30):
         day = last - timedelta(days=back)
-        for domain in domains:
-            before = set(world.keyword_ids(domain["id"], day - timedelta(days=1)))
-            for keyword_id in world.keyword_ids(domain["id"], day):
-                if keyword_id in before and ((world.position(keyword_id, day) or 101) <= 10) != (
-                        (world.position(keyword_id, day - timedelta(days=1)) or 101) <= 10):
-                    return day
+        before = {k for _, k in extracted_keywords(world, day - timedelta(days=1), account)}
+        if any(k in before and top10(k, day) != top10(k, day - timedelta(days=1))
+               for _, k in extracted_keywords(world, day, account)):
+            return day
     raise AssertionError(f"no keyword of {account} crosses the top 10 in the 30 days to {last}")
 
 

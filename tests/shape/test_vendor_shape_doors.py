@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import assert_same_marts
+from support import assert_same_marts, extracted_keywords
 
 from rank_pipeline.settings import models_dir
 
@@ -45,9 +45,7 @@ def _position_range(day) -> tuple[int, int]:
     from rank_pipeline.sandbox.world import World
 
     world = World(today=day)
-    positions = [p for account in world.accounts if account.api_enabled
-                 for domain in world.domains(account.account_id, day)
-                 for keyword_id in world.keyword_ids(domain["id"], day)
+    positions = [p for _, keyword_id in extracted_keywords(world, day)
                  if (p := world.position(keyword_id, day)) is not None]
     return min(positions), max(positions)
 
@@ -102,7 +100,9 @@ def test_a_field_renamed_on_day_5_of_7_fails_the_demos_one_run_naming_that_day(t
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     # the demo is one run over the 7 partitions: it fails whole, and its lines name the day of the rename
-    day1, today = (date.fromisoformat(d) for d in re.search(r"the daily job failed for ([\d-]{10}) \.\. ([\d-]{10})", out).groups())
+    failed_for = re.search(r"the daily job failed for ([\d-]{10}) \.\. ([\d-]{10})", out)
+    assert failed_for, out
+    day1, today = (date.fromisoformat(d) for d in failed_for.groups())
     assert today - day1 == timedelta(days=6) and day1 < day5 <= today  # the demo's days (midnight can pass)
     assert f"failed check: {day1}..{today} raw/keywords matches_contract [ERROR (blocking)]" in out
     position = next(line for line in out.splitlines()

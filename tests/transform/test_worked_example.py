@@ -24,6 +24,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+from support import extracted_keywords
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_worked_example")]
 
@@ -56,15 +57,13 @@ def demo_days(today: date) -> int:
     world = World(today=today)
     for back in range(31):
         day = today - timedelta(days=back)
-        for account in (a for a in world.accounts if a.api_enabled):  # the demo's accounts
-            for domain in world.domains(account.account_id, day):
-                urls = defaultdict(set)
-                for keyword_id in world.keyword_ids(domain["id"], day):
-                    url = world.ranking_url(keyword_id, day)
-                    if url is not None:
-                        urls[world.keyword(keyword_id, day)["attributes"]["keyword"]].add(url)
-                if any(len(u) > 1 for u in urls.values()):
-                    return max(2, back + 1) + 1
+        urls = defaultdict(set)  # (domain, keyword text) -> its ranking URLs that day
+        for domain_id, keyword_id in extracted_keywords(world, day):
+            url = world.ranking_url(keyword_id, day)
+            if url is not None:
+                urls[(domain_id, world.keyword(keyword_id, day)["attributes"]["keyword"])].add(url)
+        if any(len(u) > 1 for u in urls.values()):
+            return max(2, back + 1) + 1
     raise AssertionError(f"the sandbox world has no keyword-day with two URLs of its domain in the 31 days to {today}")
 
 
