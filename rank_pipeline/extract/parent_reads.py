@@ -68,8 +68,10 @@ class ParentReads:
         return self._unseen(record, astuple(members))
 
     def new_page(self, records: Sequence[RawRecord]) -> list[dict]:
-        """:meth:`new` of each of ``records`` (a page's), in order, the records seen before left out: their
-        attributes decoded in one call, or one by one when one of them is not an object."""
+        """:meth:`new` of each of ``records`` (a page's ``RawRecord``s), in order, the records seen before left
+        out: ``[{"id", "type", "attributes": {member: value}}]``. Their attributes are decoded in one call, or
+        one by one when one of them is not an object (read whole, as :meth:`new` does). Raises nothing of its
+        own: the attributes are JSON already checked by the page's decode (spec "Pagination")."""
         try:
             # a page's attributes as one JSON array: each is the vendor's JSON text, so the array is valid JSON
             members = self._page_decoder.decode(b"[" + b",".join([r.attributes for r in records]) + b"]")
