@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rank_pipeline.api.endpoints import endpoint_names
 from rank_pipeline.api.listing import RawRecord
@@ -156,6 +158,42 @@ def records_table(
     as a dict's), a dict's serialized compactly (null or empty: ``{}``). Columns are built whole, not row by row."""
     schema = arrow_schema(resource)
     at = extracted_at or datetime.now(UTC)
+    if type(records) is list and all(type(r) is RawRecord for r in records):
+        ids, types, texts = _raw_columns(records)
+    else:
+        ids, types, texts = _record_columns(records)
+    n = len(texts)
+    days = (snapshot_date - _EPOCH.date()).days
+    micros = (at.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1)
+    columns = {
+        "snapshot_date": pa.Array.from_buffers(pa.date32(), n, [None, pa.py_buffer(array("i", [days]) * n)]),
+        "account": _constant(account, n),
+        "id": ids,
+        "type": types,
+        "parent_id": _constant(parent_id, n),
+        "extracted_at": pa.Array.from_buffers(schema.field("extracted_at").type, n,
+                                              [None, pa.py_buffer(array("q", [micros]) * n)]),
+        "attributes": texts,
+    }
+    return pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _raw_columns(records: list[RawRecord]) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """``id``, ``type`` and ``attributes`` of a page read raw, each built whole: the attributes from the
+    vendor's bytes joined (not copied one by one); a page where some record's attributes are not an object
+    (null, a list, ...) is built the record-by-record way (:func:`_record_columns`)."""
+    attributes = _utf8([r.attributes for r in records])
+    if not records or pc.all(pc.starts_with(attributes, "{")).as_py():
+        return _strings([r.id for r in records], ids=True), _strings([r.type for r in records]), attributes
+    return _record_columns(records)
+
+
+def _record_columns(records: Iterable[Mapping[str, Any] | RawRecord]) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """``id``, ``type`` and ``attributes`` of any records, row by row: an id not text as its ``str``,
+    attributes that are not an object's bytes serialized compactly (null: ``{}``)."""
     ids: list[Any] = []
     types: list[Any] = []
     texts: list[bytes] = []
@@ -166,43 +204,46 @@ def records_table(
         else:
             rid, rtype = record.get("id"), record.get("type")
             texts.append(_attributes_text(record.get("attributes")))
-        ids.append(rid if rid is None or type(rid) is str else str(rid))
+        ids.append(rid)
         types.append(rtype)
-    n = len(texts)
-    days = (snapshot_date - _EPOCH.date()).days
-    micros = (at.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1)
-    columns = {
-        "snapshot_date": pa.Array.from_buffers(pa.date32(), n, [None, pa.py_buffer(array("i", [days]) * n)]),
-        "account": _constant(account, n),
-        "id": _strings(ids),
-        "type": _strings(types),
-        "parent_id": _constant(parent_id, n),
-        "extracted_at": pa.Array.from_buffers(schema.field("extracted_at").type, n,
-                                              [None, pa.py_buffer(array("q", [micros]) * n)]),
-        "attributes": _utf8(texts),
-    }
-    return pa.Table.from_arrays([columns[name] for name in schema.names], schema=schema)
+    return _strings(ids, ids=True), _strings(types), _utf8(texts)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _utf8(values: list[bytes]) -> pa.Array:
-    """A string array of UTF-8 ``values`` (none null), built from its two buffers."""
+def _utf8(values: Sequence[bytes | msgspec.Raw]) -> pa.Array:
+    """A string array of UTF-8 ``values`` (bytes-like, none null), built from its two buffers."""
     data = b"".join(values)
     wide = len(data) >= 2**31  # past int32 offsets: built large, then cast (raises past a string array's limit)
-    offsets = array("q" if wide else "i", [0])
-    offsets.extend(accumulate(map(len, values)))
+    return _from_buffers(data, values, wide)
+
+
+def _from_buffers(data: bytes, values: Sequence[Any], wide: bool) -> pa.Array:
+    """A string array of ``data`` cut at the lengths of ``values`` (their lengths in bytes)."""
+    offsets = array("q" if wide else "i", [0, *accumulate(map(len, values))])
     built = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), len(values),
                                   [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     return built.cast(pa.string()) if wide else built
 
 
 def _constant(value: str | None, n: int) -> pa.Array:
-    """A string array of ``n`` times ``value`` (None: all null), built in C: a one-value dictionary decoded
-    (``pa.scalar``/``pa.array`` would import pandas)."""
+    """A string array of ``n`` times ``value`` (None: all null). A page's (``n`` up to
+    :data:`_SHARED_UP_TO`) is shared by the pages that repeat it (an account, a type): arrays are immutable."""
     if value is None:
         return pa.nulls(n, pa.string())
+    return _shared_constant(value, n) if n <= _SHARED_UP_TO else _repeated(value, n)
+
+
+_SHARED_UP_TO = 10_000
+"""The longest constant column kept for reuse (16 kept, each ``n`` times the value's bytes)."""
+
+
+@lru_cache(maxsize=16)
+def _shared_constant(value: str, n: int) -> pa.Array:
+    return _repeated(value, n)
+
+
+def _repeated(value: str, n: int) -> pa.Array:
+    """``n`` times ``value`` built in C: a one-value dictionary decoded (``pa.scalar``/``pa.array`` would import
+    pandas)."""
     raw = value.encode()
     wide = len(raw) * n >= 2**31  # past int32 offsets: decoded large, then cast (raises past a string's limit)
     one = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), 1,
@@ -212,9 +253,23 @@ def _constant(value: str | None, n: int) -> pa.Array:
     return built.cast(pa.string()) if wide else built
 
 
-def _strings(values: list[Any]) -> pa.Array:
-    """A string array of ``values``: from buffers when all are text or all None, else converted by pyarrow."""
-    if all(type(v) is str for v in values):
+def _strings(values: list[Any], ids: bool = False) -> pa.Array:
+    """A string array of ``values``: one value repeated, or text, or all None, from buffers; else converted by
+    pyarrow (``pa.array``, which imports pandas). ``ids``: a value neither text nor None is its ``str`` (an id
+    the vendor sent as a number)."""
+    if not values:
+        return pa.Array.from_buffers(pa.string(), 0, [None, pa.py_buffer(bytes(4)), pa.py_buffer(b"")])
+    first = values[0]
+    if type(first) is str and values.count(first) == len(values):
+        return _constant(first, len(values))
+    try:
+        text = "".join(values)  # raises unless every value is text
+    except TypeError:
+        if ids:
+            return _strings([v if v is None or type(v) is str else str(v) for v in values])
+    else:
+        if text.isascii():  # a character is one byte: the lengths are the offsets, the data one encode
+            return _from_buffers(text.encode(), values, len(text) >= 2**31)
         return _utf8([v.encode() for v in values])
     if all(v is None for v in values):
         n = len(values)

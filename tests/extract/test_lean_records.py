@@ -98,3 +98,37 @@ def test_a_page_read_at_once_gives_what_its_records_read_one_by_one_give():
 def test_children_reading_the_whole_record_get_no_parent_reads():
     # a domain's keywords and competitors name the domain (parent_record_id): read whole, never skipped
     assert ParentReads.of("domains", children_of("domains"), loaded_contract(models_dir())) is None
+
+
+def _tables(records: list) -> tuple:
+    page = decode_raw_page(_body(records))
+    assert all(type(r) is RawRecord for r in page.data)
+    raw = records_table("keywords", date(2026, 11, 20), "acme", page.data, parent_id="d1", extracted_at=AT)
+    parsed = records_table("keywords", date(2026, 11, 20), "acme", json.loads(_body(records))["data"],
+                           parent_id="d1", extracted_at=AT)
+    raw.validate(full=True)
+    return raw, parsed
+
+
+def test_a_page_of_objects_is_built_whole_with_the_same_rows():
+    """Every record's attributes an object: the columns are built from the page's bytes at once (no record
+    falls back), and give the rows the parsed records give, whatever the ids and types are."""
+    records = _keywords()[:50]
+    variants = {
+        "one type, text ids": records,
+        "a numeric id": [{**records[0], "id": 7}, *records[1:]],
+        "a non-ASCII id": [{**records[0], "id": "mot-clé"}, *records[1:]],
+        "two types": [*records[:-1], {**records[-1], "type": "keyword"}],
+        "a missing type": [*records[:-1], {k: v for k, v in records[-1].items() if k != "type"}],
+        "one record": records[:1],
+    }
+    for name, page in variants.items():
+        raw, parsed = _tables(page)
+        assert raw.schema == arrow_schema("keywords"), name
+        assert raw.equals(parsed), name  # the page was serialized compactly, as a dict's attributes are
+        assert [json.loads(a) for a in raw.column("attributes").to_pylist()] == \
+            [r["attributes"] for r in page], name
+        assert raw.column("id").to_pylist() == [str(r["id"]) for r in page], name
+        assert raw.column("type").to_pylist() == [r.get("type") for r in page], name
+    empty = records_table("keywords", date(2026, 11, 20), "acme", [], parent_id="d1", extracted_at=AT)
+    assert empty.num_rows == 0 and empty.schema == arrow_schema("keywords")
