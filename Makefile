@@ -1,5 +1,13 @@
 # rank-pipeline: the quick start is `make demo` then `make test`.
-PYTHON ?= python3
+# The venvs' interpreter: the distribution's /usr/bin/python3 when it is 3.11 or newer and can make a venv,
+# else the python3 on PATH; PYTHON=... chooses another. A distribution's CPython is built with profile-guided
+# and link-time optimization; one built from source without them (pyenv's default) ran the suite's Python
+# slower on the same machine (docs/how-to/contributing.md, "The interpreter").
+SYSTEM_PYTHON := /usr/bin/python3
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell $(SYSTEM_PYTHON) -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' \
+	    >/dev/null 2>&1 && echo $(SYSTEM_PYTHON) || echo python3)
+endif
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # two installs into one venv, each once: the package alone (what the pipeline needs at run time: make demo,
