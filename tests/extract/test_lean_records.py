@@ -30,17 +30,22 @@ def _body(records: list) -> bytes:
     return json.dumps({"data": records}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def test_raw_rows_hold_the_same_json_values_as_parsed_rows():
-    records = _keywords()
-    records[0] = {**records[0], "attributes": {**records[0]["attributes"], "keyword": "café ☕"}}
-    records[1] = {**records[1], "attributes": None}  # null attributes: {} in both
-    records[2] = {"id": 7, "type": "keywords", "attributes": {"n": 1}, "links": {"self": "x"}}
+def _tables(records: list) -> tuple:
     page = decode_raw_page(_body(records))
     assert all(type(r) is RawRecord for r in page.data)
     raw = records_table("keywords", date(2026, 11, 20), "acme", page.data, parent_id="d1", extracted_at=AT)
     parsed = records_table("keywords", date(2026, 11, 20), "acme", json.loads(_body(records))["data"],
                            parent_id="d1", extracted_at=AT)
     raw.validate(full=True)
+    return raw, parsed
+
+
+def test_raw_rows_hold_the_same_json_values_as_parsed_rows():
+    records = _keywords()
+    records[0] = {**records[0], "attributes": {**records[0]["attributes"], "keyword": "café ☕"}}
+    records[1] = {**records[1], "attributes": None}  # null attributes: {} in both
+    records[2] = {"id": 7, "type": "keywords", "attributes": {"n": 1}, "links": {"self": "x"}}
+    raw, parsed = _tables(records)
     assert raw.schema == arrow_schema("keywords")
     assert raw.drop_columns(["attributes"]).equals(parsed.drop_columns(["attributes"]))
     assert [json.loads(a) for a in raw.column("attributes").to_pylist()] == \
@@ -98,16 +103,6 @@ def test_a_page_read_at_once_gives_what_its_records_read_one_by_one_give():
 def test_children_reading_the_whole_record_get_no_parent_reads():
     # a domain's keywords and competitors name the domain (parent_record_id): read whole, never skipped
     assert ParentReads.of("domains", children_of("domains"), loaded_contract(models_dir())) is None
-
-
-def _tables(records: list) -> tuple:
-    page = decode_raw_page(_body(records))
-    assert all(type(r) is RawRecord for r in page.data)
-    raw = records_table("keywords", date(2026, 11, 20), "acme", page.data, parent_id="d1", extracted_at=AT)
-    parsed = records_table("keywords", date(2026, 11, 20), "acme", json.loads(_body(records))["data"],
-                           parent_id="d1", extracted_at=AT)
-    raw.validate(full=True)
-    return raw, parsed
 
 
 def test_a_page_of_objects_is_built_whole_with_the_same_rows():
