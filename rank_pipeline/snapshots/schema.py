@@ -153,9 +153,13 @@ def records_table(
     parent_id: str | None = None,
     extracted_at: datetime | None = None,
 ) -> pa.Table:
-    """JSON:API records as rows of ``resource``'s snapshot (:func:`arrow_schema`), ``attributes`` as a JSON
-    string: a :class:`~rank_pipeline.api.listing.RawRecord`'s as the vendor's bytes (an object; anything else
-    as a dict's), a dict's serialized compactly (null or empty: ``{}``). Columns are built whole, not row by row."""
+    """JSON:API records (a list page's ``data``, spec "Pagination") as rows of ``resource``'s snapshot
+    (:func:`arrow_schema`, one row a record), ``attributes`` as a JSON string: a
+    :class:`~rank_pipeline.api.listing.RawRecord`'s as the vendor's bytes (an object; anything else as a dict's),
+    a dict's serialized compactly (null or empty: ``{}``); an id that is not text as its ``str``;
+    ``extracted_at`` (default now, UTC) to the microsecond. A page of ``RawRecord``s whose attributes are all
+    objects is built from its bytes at once, any other record by record. Raises SnapshotError: ``resource`` is
+    not one of :data:`ENDPOINTS`."""
     schema = arrow_schema(resource)
     at = extracted_at or datetime.now(UTC)
     if type(records) is list and all(type(r) is RawRecord for r in records):
@@ -258,7 +262,7 @@ def _strings(values: list[Any], ids: bool = False) -> pa.Array:
     pyarrow (``pa.array``, which imports pandas). ``ids``: a value neither text nor None is its ``str`` (an id
     the vendor sent as a number)."""
     if not values:
-        return pa.Array.from_buffers(pa.string(), 0, [None, pa.py_buffer(bytes(4)), pa.py_buffer(b"")])
+        return _from_buffers(b"", values, False)
     first = values[0]
     if type(first) is str and values.count(first) == len(values):
         return _constant(first, len(values))
