@@ -113,3 +113,20 @@ def test_make_demo_installs_the_package_alone_and_make_env_adds_the_extras_once(
     # after `make env` (make test), the fast tier installs nothing more
     assert _make_dry_run(tmp_path / "full", "test-fast", "lint", installed=(".installed-runtime", ".installed-dev",
                                                                              ".installed-dev-core")) == []
+
+
+def _venv_command(tmp_path: Path, *args: str) -> str:
+    """The command ``make env-runtime`` would make its venv with (``make -n``: nothing is run)."""
+    out = subprocess.run(["make", "-n", "-C", str(ROOT), f"VENV={tmp_path / 'v'}", *args, "env-runtime"],
+                         capture_output=True, text=True, env=_env(), check=True).stdout
+    return next(line for line in out.splitlines() if " -m venv " in line).split(" || ")[-1]
+
+
+def test_make_makes_its_venvs_with_the_distributions_python_when_it_can(tmp_path):
+    system = Path("/usr/bin/python3")
+    usable = system.exists() and subprocess.run(
+        [str(system), "-c", "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))"],
+        capture_output=True).returncode == 0
+    expected = str(system) if usable else "python3"
+    assert _venv_command(tmp_path) == f"{expected} -m venv {tmp_path / 'v'}"
+    assert _venv_command(tmp_path, "PYTHON=python3.12") == f"python3.12 -m venv {tmp_path / 'v'}"
