@@ -80,12 +80,13 @@ def test_models_dir_setting_points_at_a_users_own_project(installed, tmp_path):
 
 def _make_dry_run(folder: Path, *targets: str, installed: tuple[str, ...] = ()) -> list[str]:
     """The ``pip install`` lines ``make -n TARGETS`` would run in a copy of the Makefile whose venv holds the
-    stamps ``installed`` (newer than pyproject.toml); nothing is installed."""
+    stamps ``installed`` (newer than pyproject.toml and constraints.txt, the stamps' prerequisites); nothing
+    is installed."""
     folder.mkdir()
     for name in ("Makefile", "pyproject.toml", "constraints.txt"):
         shutil.copy2(ROOT / name, folder / name)
     (folder / ".venv").mkdir()
-    later = os.stat(folder / "pyproject.toml").st_mtime + 60
+    later = max(os.stat(folder / name).st_mtime for name in ("pyproject.toml", "constraints.txt")) + 60
     for stamp in installed:
         (folder / ".venv" / stamp).touch()
         os.utime(folder / ".venv" / stamp, (later, later))
