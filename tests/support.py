@@ -154,3 +154,25 @@ def extracted_keywords(world, day, account: str | None = None):
         for domain in world.domains(a.account_id, day):
             for keyword_id in world.keyword_ids(domain["id"], day):
                 yield domain["id"], keyword_id
+
+
+_ON_DAY = ("import datetime, sys; import rank_pipeline.cli.args as a; day = datetime.date.fromisoformat(sys.argv[1]); "
+           "a.today = lambda: day; sys.argv = ['rank-pipeline', *sys.argv[2:]]; "
+           "from rank_pipeline.cli.main import main; sys.exit(main())")
+
+
+def on_day(day) -> list[str]:
+    """The command line's argv (``rank-pipeline``'s ``main`` in this Python) with its clock on ``day``: append the
+    command's arguments. Against a vendor URL a past ``--date`` is refused, the API telling only the present, so
+    a sandbox pinned to ``day`` (``World(today=day)``) and the command both live that day, even when the test
+    crosses midnight (UTC)."""
+    return [sys.executable, "-c", _ON_DAY, day.isoformat()]
+
+
+def run_on(day, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+    """``rank-pipeline *args`` with its clock on ``day`` (:func:`on_day`), ``env`` over this environment less its
+    ``RANK_TRACKER_*``, ``RANK_PIPELINE_*`` and ``DAGSTER_HOME``."""
+    full = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
+    full.update(env)
+    return subprocess.run([*on_day(day), *args], env=full, capture_output=True, text=True, timeout=timeout)

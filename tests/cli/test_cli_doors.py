@@ -17,7 +17,7 @@ import pytest
 from support import requests_served
 
 from rank_pipeline.sandbox import World
-from rank_pipeline.snapshots.reader import read_snapshot
+from rank_pipeline.snapshots.reader import list_snapshot_dates, read_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_cli_doors")]
 
@@ -67,10 +67,12 @@ def test_extract_against_an_http_api_sends_the_key_not_the_variable_name(vendor,
     done = cli("extract", data_dir=tmp_path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Completed: 1 day(s)" in _last_line(done.stdout)
-    # ground truth: the domains the world holds for those accounts today
-    table = read_snapshot(tmp_path / "snapshots", "domains", world.today).to_pandas()
+    # ground truth: the domains the world holds for those accounts on the day extracted (the extractor's clock:
+    # the test can cross midnight, UTC)
+    (day,) = list_snapshot_dates(tmp_path / "snapshots", "domains")
+    table = read_snapshot(tmp_path / "snapshots", "domains", day).to_pandas()
     expected = {(a, str(d["id"])) for a in ("acme", "globex")
-                for d in world.domains(world.account(a).account_id, day=world.today)}
+                for d in world.domains(world.account(a).account_id, day=day)}
     assert set(zip(table["account"], table["id"].astype(str), strict=True)) == expected
     # a loopback "vendor" is recorded without its port (a test's or a hand-run sandbox's port changes)
     assert json.loads((tmp_path / "source.json").read_text())["source"] == base_url.rsplit(":", 1)[0] + ":*"
@@ -235,17 +237,23 @@ def test_a_data_folder_that_is_a_file_is_one_line(tmp_path):
 
 def test_a_date_outside_the_partitions_gives_the_valid_range(tmp_path):
     start = {"RANK_PIPELINE_PARTITION_START": "2026-01-01"}
-    done = cli("run", "--date", "2099-01-01", data_dir=tmp_path, env=start)
-    today = datetime.now(UTC).date()  # read once the command is done: the test can cross midnight, UTC
+
+    def run(day: str) -> tuple[subprocess.CompletedProcess, set]:
+        """The command's result, and the days its clock can have read (the test can cross midnight, UTC)."""
+        before = datetime.now(UTC).date()
+        done = cli("run", "--date", day, data_dir=tmp_path, env=start)
+        return done, {before, datetime.now(UTC).date()}
+
+    done, today = run("2099-01-01")
     assert done.returncode == 2
-    assert _last_line(done.stderr) == ("error: --date 2099-01-01 is outside the daily partitions: pass a date "
-                                       f"from 2026-01-01 to {today} (today, UTC)")
-    done = cli("run", "--date", "2020-01-01", data_dir=tmp_path, env=start)
-    today = datetime.now(UTC).date()
+    assert _last_line(done.stderr) in {"error: --date 2099-01-01 is outside the daily partitions: pass a date "
+                                       f"from 2026-01-01 to {d} (today, UTC)" for d in today}
+    done, today = run("2020-01-01")
     assert done.returncode == 2
-    assert _last_line(done.stderr) == (
+    assert _last_line(done.stderr) in {
         "error: --date 2020-01-01 is before the first daily partition 2026-01-01 (RANK_PIPELINE_PARTITION_START): "
-        f"pass a date from 2026-01-01 to {today}, or set RANK_PIPELINE_PARTITION_START to 2020-01-01 or earlier")
+        f"pass a date from 2026-01-01 to {d}, or set RANK_PIPELINE_PARTITION_START to 2020-01-01 or earlier"
+        for d in today}
 
 
 @pytest.mark.slow

@@ -67,11 +67,11 @@ def test_daily_job_schedule_and_partitions_include_today():
     from rank_pipeline.snapshots.partition_start import partition_start
 
     job = defs.resolve_job_def("daily_rank_pipeline")
-    keys = job.partitions_def.get_partition_keys()
+    now = datetime.now(UTC)  # one reading of the clock, Dagster's and the test's
+    keys = job.partitions_def.get_partition_keys(current_time=now)
     schedule = defs.resolve_schedule_def("daily_rank_pipeline_schedule")
     assert schedule.cron_schedule == "15 6 * * *"
-    today = datetime.now(UTC).date().isoformat()
-    assert keys[-1] == today
+    assert keys[-1] == now.date().isoformat()
     assert keys[0] == partition_start(Settings.from_env(), find_project()).day.isoformat()
 
 

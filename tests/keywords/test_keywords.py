@@ -268,12 +268,12 @@ def test_unknown_engine_skips_its_location_and_language_checks(vendor, tmp_path)
 
 @pytest.mark.slow
 def test_over_quota_plan_is_refused_before_anything_is_created(tmp_path):
+    day = datetime.now(UTC).date()  # one reading for both worlds: a day's keywords differ from the next day's
     config = WorldConfig(accounts=(AccountSpec("acme", domains=1, keywords_per_domain=(20, 20), keyword_limit=10_000),))
-    world = World(config, today=datetime.now(UTC).date())
+    world = World(config, today=day)
     remaining = world.usage(world.account("acme").account_id)["attributes"]["keywords"]["remaining"]
     world = World(WorldConfig(accounts=(AccountSpec("acme", domains=1, keywords_per_domain=(20, 20),
-                                                    keyword_limit=10_000 - remaining + 5),)),
-                  today=datetime.now(UTC).date())
+                                                    keyword_limit=10_000 - remaining + 5),)), today=day)
     domain = world.domains(world.account("acme").account_id)[0]
     before = combos(world, domain["id"])
     with SandboxServer(create_app(world)) as server:

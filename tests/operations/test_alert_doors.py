@@ -5,37 +5,19 @@ positions (ground truth independent of the marts), and with the ledger."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import httpx
 import pytest
-from support import extracted_keywords
+from support import extracted_keywords, run_on
 
 from rank_pipeline.operations.alerts import TOP_ITEMS
 from rank_pipeline.sandbox import SandboxServer, World, create_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_alert_doors")]
-
-_ON_DAY = ("import datetime, sys; import rank_pipeline.cli.args as a; day = datetime.date.fromisoformat(sys.argv[1]); "
-           "a.today = lambda: day; sys.argv = ['rank-pipeline', *sys.argv[2:]]; "
-           "from rank_pipeline.cli.main import main; sys.exit(main())")
-
-
-def run_on(day, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """The command line (its ``main``, in a subprocess) with its clock on ``day``: against a vendor URL a past
-    ``--date`` is refused, the API telling only the present, so the sandbox and the command both live that day."""
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    full.update(env)
-    return subprocess.run([sys.executable, "-c", _ON_DAY, day.isoformat(), *args], env=full, capture_output=True,
-                          text=True, timeout=timeout)
-
 
 def _top10_truth(published: Path, day) -> tuple[list[str], list[str], list[str]]:
     """From raw.keywords (not the marts): search terms entering / leaving the top 10 on ``day`` against each

@@ -165,8 +165,11 @@ def test_after_the_remap_keywords_plan_shows_0_changes_and_the_lookups_ask_one_e
     from rank_pipeline.sandbox.shapes import parse_shape
     from rank_pipeline.transform.contract import load_contract
 
-    # its today is the real one at each request, as the runs' (the test can cross midnight, UTC)
-    world = World(WorldConfig(seed=11, accounts=(AccountSpec("solo", domains=1, keywords_per_domain=(6, 6)),)))
+    # the world and the commands' clocks on one day: the keywords a world has change from day to day, and a served
+    # API refuses a run whose day is not its own (the test can cross midnight, UTC)
+    day = datetime.now(UTC).date()
+    world = World(WorldConfig(seed=11, accounts=(AccountSpec("solo", domains=1, keywords_per_domain=(6, 6)),)),
+                  today=day)
     account = world.account("solo")
     (domain,) = world.domains(account.account_id)
     shipped = load_contract(models_dir())
@@ -185,16 +188,17 @@ def test_after_the_remap_keywords_plan_shows_0_changes_and_the_lookups_ask_one_e
     with SandboxServer(recorder) as server:
         api = {"RANK_TRACKER_BASE_URL": server.base_url, "RANK_TRACKER_ACCOUNTS": "solo",
                "RANK_TRACKER_API_KEY_SOLO": account.api_key}
-        before = cli("run", data_dir=tmp_path / "before", env={**api, **models}, cwd=project)
+        before = cli("run", data_dir=tmp_path / "before", env={**api, **models}, cwd=project, day=day)
         assert before.returncode == 1, before.stdout + before.stderr
         assert recorder.asked() == ({(c, e) for c in codes for e in SEARCH_ENGINES}, set(SEARCH_ENGINES))
 
         subprocess.run(["git", "apply", str(PATCH)], cwd=project, check=True)
-        after = cli("run", data_dir=tmp_path / "after", env={**api, **models}, cwd=project)
+        after = cli("run", data_dir=tmp_path / "after", env={**api, **models}, cwd=project, day=day)
         assert after.returncode == 0, after.stdout + after.stderr
         assert recorder.asked() == (own, {e for _, e in own})  # one engine per keyword
 
-        plan = cli("keywords", "plan", str(wanted), data_dir=tmp_path / "after", env={**api, **models}, cwd=project)
+        plan = cli("keywords", "plan", str(wanted), data_dir=tmp_path / "after", env={**api, **models}, cwd=project,
+                   day=day)
         assert plan.returncode == 0, plan.stdout + plan.stderr
         assert plan.stdout.strip().splitlines()[-1].startswith(
             f"Plan: 0 to create, {len(tracked)} already tracked, 0 tracked")

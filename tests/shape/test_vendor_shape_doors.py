@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import assert_same_marts, extracted_keywords
+from support import assert_same_marts, extracted_keywords, on_day
 
 from rank_pipeline.settings import models_dir
 
@@ -30,12 +30,17 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def cli(*args: str, data_dir: Path, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: float = 400) -> subprocess.CompletedProcess:
+        timeout: float = 400, day: date | None = None) -> subprocess.CompletedProcess:
+    """``rank-pipeline *args`` on ``data_dir``; ``day``: with the command's clock on that day
+    (:func:`support.on_day`)."""
     full = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
     full["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
     full.update(env or {})
-    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    if day is not None:
+        command = on_day(day)
+    else:
+        command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*command, *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
