@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -161,7 +162,7 @@ _ON_DAY = ("import datetime, sys; import rank_pipeline.cli.args as a; day = date
            "from rank_pipeline.cli.main import main; sys.exit(main())")
 
 
-def on_day(day) -> list[str]:
+def on_day(day: date) -> list[str]:
     """The command line's argv (``rank-pipeline``'s ``main`` in this Python) with its clock on ``day``: append the
     command's arguments. Against a vendor URL a past ``--date`` is refused, the API telling only the present, so
     a sandbox pinned to ``day`` (``World(today=day)``) and the command both live that day, even when the test
@@ -169,9 +170,10 @@ def on_day(day) -> list[str]:
     return [sys.executable, "-c", _ON_DAY, day.isoformat()]
 
 
-def run_on(day, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+def run_on(day: date, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
     """``rank-pipeline *args`` with its clock on ``day`` (:func:`on_day`), ``env`` over this environment less its
-    ``RANK_TRACKER_*``, ``RANK_PIPELINE_*`` and ``DAGSTER_HOME``."""
+    ``RANK_TRACKER_*``, ``RANK_PIPELINE_*`` and ``DAGSTER_HOME``; ``timeout`` in seconds (raises
+    ``subprocess.TimeoutExpired`` past it). Returns the finished process, its output as text."""
     full = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
     full.update(env)
