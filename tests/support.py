@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 
@@ -27,6 +28,29 @@ PARTITION_START = {"RANK_PIPELINE_PARTITION_START": "2025-01-01"}
 """The partitions' first day for tests that play fixed days (2025-11-20 ..) on fresh data folders through the
 Dagster definitions in a subprocess with a clean environment: without it they would start today
 (rank_pipeline.snapshots.partition_start). tests/conftest.py sets it for the tests' own process."""
+
+SETTINGS_PREFIXES = ("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME")
+"""The names (prefixes) of the settings a command of the project reads from the environment: the vendor's
+(``RANK_TRACKER_*``), the pipeline's (``RANK_PIPELINE_*``), the embedded sandbox's (``RANK_SANDBOX_*``) and the
+Dagster instance's (``DAGSTER_HOME``). :func:`command_env` drops them."""
+
+
+def command_env(extra: Mapping[str, str] | None = None, *, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment of a command a test runs as a subprocess: a new dict of this process's environment less
+    every variable whose name starts with one of :data:`SETTINGS_PREFIXES` or of ``drop`` (e.g. ``("AWS_",)``,
+    ``("PYTHONPATH", "VIRTUAL_ENV")``), with ``extra`` set over it.
+
+    What a user's shell holding only the settings the test names would give the command: a developer's own
+    settings (a real vendor's ``RANK_TRACKER_BASE_URL`` or key, a ``RANK_PIPELINE_DATA_DIR``, a ``DAGSTER_HOME``)
+    must not leak into a door test, nor those this process holds for itself (tests/conftest.py's
+    ``RANK_PIPELINE_PARTITION_START``, the ``DAGSTER_HOME`` an instance opened in process sets). A setting the
+    command needs is named in ``extra`` (e.g. ``{**PARTITION_START, "RANK_PIPELINE_DATA_DIR": ...}``); every
+    other variable passes (``PATH``, the ``SPARK_CONF_DIR`` tests/conftest.py sets, ...)."""
+    dropped = SETTINGS_PREFIXES + drop
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env.update(extra or {})
+    return env
+
 
 CI_NOTE = "CI=true: a test whose real part is missing fails instead of skipping"
 
@@ -171,10 +195,8 @@ def on_day(day: date) -> list[str]:
 
 
 def run_on(day: date, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    """``rank-pipeline *args`` with its clock on ``day`` (:func:`on_day`), ``env`` over this environment less its
-    ``RANK_TRACKER_*``, ``RANK_PIPELINE_*`` and ``DAGSTER_HOME``; ``timeout`` in seconds (raises
-    ``subprocess.TimeoutExpired`` past it). Returns the finished process, its output as text."""
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    full.update(env)
-    return subprocess.run([*on_day(day), *args], env=full, capture_output=True, text=True, timeout=timeout)
+    """``rank-pipeline *args`` with its clock on ``day`` (:func:`on_day`), in :func:`command_env` with ``env`` set
+    over it; ``timeout`` in seconds (raises ``subprocess.TimeoutExpired`` past it). Returns the finished process,
+    its output as text."""
+    return subprocess.run([*on_day(day), *args], env=command_env(env), capture_output=True, text=True,
+                          timeout=timeout)

@@ -8,7 +8,6 @@ driven through the command in ``tests/operations/test_data_folder_faults.py`` (r
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -19,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import command_env
 
 from rank_pipeline.errors import (
     EXIT_FAILED,
@@ -57,8 +57,7 @@ def test_one_line_is_the_first_line_and_the_hint_once():
 
 
 def _cli(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    base |= {"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})}
+    base = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
     return subprocess.run([str(_SCRIPT), *args], env=base, capture_output=True, text=True, timeout=600)
 
 
@@ -138,8 +137,7 @@ def test_exit_2_a_broken_models_folder_is_one_line_and_a_count(tmp_path):
 
 
 def test_exit_130_interrupted(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
-    env["RANK_PIPELINE_DATA_DIR"] = str(tmp_path / "data")
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data")})
     proc = subprocess.Popen([str(_SCRIPT), "sandbox", "--port", "0"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support import require, wheel_venv
+from support import command_env, require, wheel_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_install")]
 
@@ -29,10 +29,7 @@ def installed(tmp_path_factory) -> Path:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "PYTHONPATH"))}
-    env.update(extra)
-    return env
+    return command_env(extra, drop=("PYTHONPATH",))
 
 
 @pytest.mark.slow

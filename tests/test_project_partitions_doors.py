@@ -23,6 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from support import command_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_project_partitions")]
 
@@ -38,8 +39,7 @@ print(json.dumps(defs.resolve_job_def("daily_rank_pipeline").partitions_def.get_
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "PYTHONPATH"))}
+    env = command_env(drop=("PYTHONPATH",))
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env["DAGSTER_DISABLE_TELEMETRY"] = "1"
     return env | extra

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import install_wheel, wheel_source, wheel_venv
+from support import command_env, install_wheel, wheel_source, wheel_venv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_user_project")]
 
@@ -57,8 +57,7 @@ def _tree_digest(folder: Path) -> str:
 
 
 def _env(venv: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "PYTHONPATH", "VIRTUAL_ENV"))}
+    env = command_env(drop=("PYTHONPATH", "VIRTUAL_ENV"))
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["DAGSTER_DISABLE_TELEMETRY"] = "1"
     env.update(extra)

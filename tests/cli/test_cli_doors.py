@@ -7,14 +7,13 @@ its keys passed only as environment variables. Ground truth is the sandbox's ``W
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support import requests_served
+from support import command_env, requests_served
 
 from rank_pipeline.sandbox import World
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_snapshot
@@ -31,11 +30,8 @@ def _cmd() -> list[str]:
 def cli(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
         cwd: Path | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
     """Run ``rank-pipeline *args`` with a clean environment plus ``env``."""
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    if data_dir is not None:
-        full["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    full.update(env or {})
+    data = {"RANK_PIPELINE_DATA_DIR": str(data_dir)} if data_dir is not None else {}
+    full = command_env({**data, **(env or {})})
     return subprocess.run([*_cmd(), *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import requests_served
+from support import command_env, requests_served
 
 from rank_pipeline.cli.parser import build_parser
 from rank_pipeline.cli.pipeline import QUERY_SUGGESTION, ui_command
@@ -45,11 +45,8 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 def cli(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None, cwd: Path | None = None,
         timeout: float = 240) -> subprocess.CompletedProcess:
     """``rank-pipeline *args`` with a clean environment plus ``env`` (stdin closed, as in a script)."""
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
-    if data_dir is not None:
-        full["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    full.update(env or {})
+    data = {"RANK_PIPELINE_DATA_DIR": str(data_dir)} if data_dir is not None else {}
+    full = command_env({**data, **(env or {})})
     command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*command, *args], env=full, cwd=cwd or ROOT, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)

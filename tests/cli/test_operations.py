@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 import httpx
 import pytest
+from support import command_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("ops")]
 
@@ -34,10 +35,7 @@ RUN_TIME_COLUMNS = {"extracted_at", "loaded_at", "captured_at"}  # when, not wha
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_")) and k != "DAGSTER_HOME"}
-    env.update(RANK_PIPELINE_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1", **extra)
-    return env
+    return command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", **extra})
 
 
 class Cli:

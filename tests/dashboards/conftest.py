@@ -12,7 +12,6 @@ and Debian's ``chromium``.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import require
+from support import PARTITION_START, command_env, require
 
 REPO = Path(__file__).resolve().parents[2]
 SUPERSET_PY = REPO / ".venv-superset" / "bin" / "python"
@@ -37,9 +36,8 @@ def pipeline_cmd(*args: str) -> list[str]:
 
 def run_pipeline(data_dir: Path, *args: str, timeout: float = 900,
                  extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RANK_TRACKER_")}
-    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    env.update(extra_env or {})
+    # the partitions' first day this process holds (tests/conftest.py), which these commands were always given
+    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), **(extra_env or {})})
     proc = subprocess.run(pipeline_cmd(*args), env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"rank-pipeline {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
@@ -48,8 +46,8 @@ def run_pipeline(data_dir: Path, *args: str, timeout: float = 900,
 def run_daily_job_over(data_dir: Path, first: date, last: date, **extra_env: str) -> subprocess.CompletedProcess:
     """``dagster job execute`` of the daily job as ONE run over ``first .. last`` (a single-run backfill, as the
     UI launches one) on the data folder's instance, against the embedded sandbox."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RANK_TRACKER_")}
-    env.update(RANK_PIPELINE_DATA_DIR=str(data_dir), DAGSTER_HOME=str(data_dir / "dagster_home"), **extra_env)
+    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
+                       "DAGSTER_HOME": str(data_dir / "dagster_home"), **extra_env})
     tags = {"dagster/asset_partition_range_start": first.isoformat(),
             "dagster/asset_partition_range_end": last.isoformat()}
     proc = subprocess.run([str(Path(sys.executable).parent / "dagster"), "job", "execute", "-m",

@@ -28,6 +28,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
+from support import command_env
 
 from rank_pipeline.warehouse.warehouse_file import Warehouse
 
@@ -86,8 +87,8 @@ def superset_server(dashboard_tools, demo_data, tmp_path_factory):
     """Superset serving the dashboards over ``demo_data``'s published warehouse; yields its base URL."""
     home = tmp_path_factory.mktemp("superset_home")
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SUPERSET_", "RANK_TRACKER_"))}
-    env.update(RANK_PIPELINE_DATA_DIR=str(demo_data), RANK_PIPELINE_DASHBOARD_PORT=str(port))
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(demo_data), "RANK_PIPELINE_DASHBOARD_PORT": str(port)},
+                      drop=("SUPERSET_",))
     log = open(home / "serve.log", "w")  # noqa: SIM115 - closed below
     server = subprocess.Popen([str(dashboard_tools), str(REPO / "dashboards" / "superset_ctl.py"), "serve",
                                "--home", str(home)], env=env, stdout=log, stderr=subprocess.STDOUT,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from support import command_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "rank_pipeline" / "settings"
@@ -76,9 +77,8 @@ def _readers() -> list[str]:
 
 
 def test_loading_the_definitions_reads_the_environment_once(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
-    env |= {"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data"), "RANK_PIPELINE_FRESHNESS_HOURS": "30",
-            "RANK_PIPELINE_ENGINE": "duckdb"}
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data"), "RANK_PIPELINE_FRESHNESS_HOURS": "30",
+                       "RANK_PIPELINE_ENGINE": "duckdb"})
     done = subprocess.run([sys.executable, "-c", _PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

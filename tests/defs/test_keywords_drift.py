@@ -5,7 +5,6 @@ Ground truth: the world's keywords of the domain on that day."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -15,7 +14,7 @@ import dagster as dg
 import duckdb
 import pytest
 import yaml
-from support import run_on
+from support import command_env, run_on
 
 from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.defs.keywords_assets import DRIFT_CHECK, build_keywords_file_asset
@@ -30,10 +29,7 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    full.update(env)
-    return subprocess.run([str(_SCRIPT), *args], env=full, capture_output=True, text=True, timeout=600)
+    return subprocess.run([str(_SCRIPT), *args], env=command_env(env), capture_output=True, text=True, timeout=600)
 
 
 def file_of(combos: list[tuple], frequency: dict[tuple, str]) -> dict:

@@ -12,7 +12,6 @@ a daily run launched by hand for it refuses in one line.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, date, datetime
@@ -21,7 +20,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START
+from support import PARTITION_START, command_env
 
 from rank_pipeline.defs.instance import dagster_home, open_instance
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME, build_daily_job
@@ -42,9 +41,8 @@ DAGSTER = Path(sys.executable).parent / "dagster"
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
-    return {**base, **PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(_home(data_dir)),
-            **extra}
+    return command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
+                        "DAGSTER_HOME": str(_home(data_dir)), **extra})
 
 
 def _home(data_dir: Path) -> Path:

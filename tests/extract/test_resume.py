@@ -21,6 +21,7 @@ from datetime import date
 
 import httpx
 import pytest
+from support import command_env
 
 from rank_pipeline.api import ClientConfig
 from rank_pipeline.extract.day import AccountSource, extract_day
@@ -177,8 +178,7 @@ def _cli(data_dir, *args: str, env: dict[str, str] | None = None, **popen) -> su
 
     script = Path(sys.executable).parent / "rank-pipeline"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    full.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
+    full = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
     return subprocess.Popen([*cmd, "extract", "--date", DAY.isoformat(), *args], env=full, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
 

@@ -19,6 +19,7 @@ import httpx
 import jsonschema
 import pytest
 import yaml
+from support import command_env
 
 from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.sandbox import AccountSpec, Faults, SandboxServer, World, WorldConfig, create_app
@@ -32,9 +33,7 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    full.update(env)
+    full = command_env(env)
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, cwd=ROOT)
@@ -393,7 +392,7 @@ def test_the_readme_example_runs_as_written(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
+    env = command_env()
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["RANK_PIPELINE_DATA_DIR"] = str(tmp_path / "data")
     server = subprocess.Popen(["rank-pipeline", "sandbox", "--port", str(port)], env=env, cwd=ROOT,

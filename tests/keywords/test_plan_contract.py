@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import command_env
 from test_keywords import FILE  # two words on two engines and two locations of domain acme-shop.net
 
 from rank_pipeline.extract.day import AccountSource, extract_day
@@ -69,8 +69,7 @@ def vendor(tmp_path_factory):
 
 
 def plan(data_dir: Path, file: Path, models: Path | None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir)})
     if models is not None:
         env["RANK_PIPELINE_MODELS_DIR"] = str(models)
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]

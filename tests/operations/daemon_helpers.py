@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from support import PARTITION_START
+from support import PARTITION_START, command_env
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -27,11 +27,8 @@ T = TypeVar("T")
 def service_env(tmp: Path, **extra: str) -> dict[str, str]:
     """A clean environment (no RANK_*, no DAGSTER_HOME of the caller) on a temporary data folder and
     DAGSTER_HOME, embedded sandbox (no RANK_TRACKER_BASE_URL), plus ``extra``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_"))}
-    env.update(RANK_PIPELINE_DATA_DIR=str(tmp / "data"), DAGSTER_HOME=str(tmp / "dagster_home"), **PARTITION_START)
-    env.update(extra)
-    return env
+    return command_env({"RANK_PIPELINE_DATA_DIR": str(tmp / "data"), "DAGSTER_HOME": str(tmp / "dagster_home"),
+                        **PARTITION_START, **extra}, drop=("DAGSTER_",))
 
 
 def prepare_instance(env: dict[str, str]) -> Path:

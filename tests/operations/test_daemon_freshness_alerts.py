@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from support import PARTITION_START
+from support import PARTITION_START, command_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.daemon, pytest.mark.xdist_group("e2e_daemon_freshness_alerts")]
 
@@ -40,11 +40,8 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.5):
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    env.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(data_dir / "dagster_home"),
-                "RANK_PIPELINE_FRESHNESS_HOURS": str(HOURS), **PARTITION_START}, **extra)
-    return env
+    return command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(data_dir / "dagster_home"),
+                        "RANK_PIPELINE_FRESHNESS_HOURS": str(HOURS), **PARTITION_START, **extra})
 
 
 def _states(instance: dg.DagsterInstance, keys) -> dict[str, str]:

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support import require, require_root
+from support import command_env, require, require_root
 
 from rank_pipeline.operations.data_folder import DATA_FOLDER_EXIT_STATUS
 
@@ -29,9 +29,7 @@ FIRST_DAY, NEXT_DAY = "2026-11-01", "2026-11-02"
 
 
 def _cli(data_dir: Path, *args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir)})
     return subprocess.run([*prefix, str(_SCRIPT), *args], env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import free_port
-from support import PARTITION_START, require
+from support import PARTITION_START, command_env, require
 
 # the tests using pg_server are marked postgres too (tests/conftest.py)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("postgres"), pytest.mark.timeout(900)]
@@ -77,10 +77,7 @@ def pg_server():
 
 
 def _env(data_dir: Path, pg_url: str | None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    env.update(PARTITION_START)
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **PARTITION_START})
     if pg_url:
         env["RANK_PIPELINE_DAGSTER_PG_URL"] = pg_url
     env.update(extra)

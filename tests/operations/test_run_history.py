@@ -18,7 +18,6 @@ partitions, statuses, tags), the snapshot manifests (rows per resource), each co
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START
+from support import PARTITION_START, command_env
 
 from rank_pipeline.operations import run_history
 from rank_pipeline.snapshots.reader import read_manifest
@@ -47,11 +46,7 @@ SUMMARY = re.compile(r"(Completed|Failed): 1 day\(s\), (\d+) snapshot rows, chec
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    env.update(PARTITION_START, **extra)
-    return env
+    return command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **PARTITION_START, **extra})
 
 
 def _cli(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:

@@ -4,7 +4,6 @@ lines, the alert digest, ``ops.run_history`` and the Data health dashboard's dat
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support import command_env
 
 from rank_pipeline.settings import models_dir
 
@@ -32,10 +32,8 @@ def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_
         '      - expression: "first_seen_date <= last_seen_date"\n        blocking: true\n'
         '      - expression: "tracked_keywords < 0"\n        name: never_true_warn\n        blocking: false\n', 1))
     # no DAGSTER_HOME of this process (a test before may have set one in-process): the run's own instance
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
-    env.update(RANK_PIPELINE_DATA_DIR=str(tmp_path / "data"), RANK_PIPELINE_MODELS_DIR=str(models),
-               RANK_PIPELINE_ALERT_URLS=url)
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data"), "RANK_PIPELINE_MODELS_DIR": str(models),
+                       "RANK_PIPELINE_ALERT_URLS": url})
     command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     result = subprocess.run([*command, "run"], env=env, capture_output=True, text=True, timeout=500)
     assert result.returncode == 0, result.stderr  # a WARN check blocks nothing
@@ -61,10 +59,8 @@ def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_
 def test_new_vendor_fields_are_told_once_in_the_digest(tmp_path, http_receiver):
     bodies, url = http_receiver
     # no DAGSTER_HOME of this process (a test before may have set one in-process): the run's own instance
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
-    env.update(RANK_PIPELINE_DATA_DIR=str(tmp_path / "data"), RANK_PIPELINE_ALERT_URLS=url,
-               RANK_SANDBOX_SHAPE="vendor-b")
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data"), "RANK_PIPELINE_ALERT_URLS": url,
+                       "RANK_SANDBOX_SHAPE": "vendor-b"})
     command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     for _ in range(2):
         result = subprocess.run([*command, "run"], env=env, capture_output=True, text=True, timeout=500)

@@ -8,7 +8,6 @@ the day of the rename fails and the published marts stay at the day before."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import assert_same_marts, extracted_keywords, on_day
+from support import assert_same_marts, command_env, extracted_keywords, on_day
 
 from rank_pipeline.settings import models_dir
 
@@ -33,10 +32,7 @@ def cli(*args: str, data_dir: Path, env: dict[str, str] | None = None, cwd: Path
         timeout: float = 400, day: date | None = None) -> subprocess.CompletedProcess:
     """``rank-pipeline *args`` on ``data_dir``; ``day``: with the command's clock on that day
     (:func:`support.on_day`)."""
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
-    full["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    full.update(env or {})
+    full = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
     if day is not None:
         command = on_day(day)
     else:

@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.fs as pafs
 import pytest
+from support import command_env
 
 from rank_pipeline.settings import Shard, shard_of
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, read_snapshot
@@ -69,9 +70,7 @@ def s3():
 
 
 def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "AWS_"))}
-    full.update(env)
+    full = command_env(env, drop=("AWS_",))
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout)
 
@@ -91,10 +90,9 @@ def runs(s3, tmp_path_factory):
     s3_data, local_data = tmp_path_factory.mktemp("s3run"), tmp_path_factory.mktemp("localrun")
     uri = f"s3://{BUCKET}/daily/snapshots"
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME", "AWS_"))}
-    envs = [{**base, **s3, "RANK_PIPELINE_DATA_DIR": str(s3_data), "RANK_PIPELINE_SNAPSHOTS_URI": uri},
-            {**base, "RANK_PIPELINE_DATA_DIR": str(local_data)}]
+    envs = [command_env({**s3, "RANK_PIPELINE_DATA_DIR": str(s3_data), "RANK_PIPELINE_SNAPSHOTS_URI": uri},
+                        drop=("AWS_",)),
+            command_env({"RANK_PIPELINE_DATA_DIR": str(local_data)}, drop=("AWS_",))]
     procs = [subprocess.Popen([*cmd, "run", "--date", TODAY.isoformat()], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for env in envs]  # the two runs at once: independent data folders
     done = []
@@ -246,11 +244,11 @@ def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp
     accounts = set(read_manifest(one, "domains", TODAY).accounts)
     assert {shard_of(a, 2) for a in accounts} == {0, 1}, "both shards must own an account for this test"
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "AWS_"))}
     workers = [subprocess.Popen(
         [*cmd, "extract", "--date", TODAY.isoformat()], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**base, **s3, "RANK_PIPELINE_DATA_DIR": str(tmp_path / f"worker{i}"),
-             "RANK_PIPELINE_SNAPSHOTS_URI": two, "RANK_PIPELINE_SHARD": f"{i}/2"}) for i in (0, 1)]
+        env=command_env({**s3, "RANK_PIPELINE_DATA_DIR": str(tmp_path / f"worker{i}"),
+                         "RANK_PIPELINE_SNAPSHOTS_URI": two, "RANK_PIPELINE_SHARD": f"{i}/2"}, drop=("AWS_",)))
+        for i in (0, 1)]
     for worker in workers:
         out, _ = worker.communicate(timeout=600)
         assert worker.returncode == 0, out

@@ -14,7 +14,6 @@ next day from today's ``rank-pipeline run`` and loses the copies.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from support import assert_same_marts, require
+from support import assert_same_marts, command_env, require
 
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.schema import ENDPOINTS, arrow_schema, partition_dir
@@ -40,9 +39,7 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME", "PYTHONPATH"))}
-    return {**env, "RANK_PIPELINE_DATA_DIR": str(data_dir), **extra}
+    return command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra}, drop=("PYTHONPATH",))
 
 
 def cli(*args: str, data_dir: Path, **extra: str) -> subprocess.CompletedProcess:

@@ -21,7 +21,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START
+from support import PARTITION_START, command_env
 from test_any_order import assert_equals_full_rebuild
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
@@ -206,8 +206,8 @@ def _dagster_job(data_dir: Path, home: Path, job: str, day: date, env: dict[str,
     """``dagster job execute -m rank_pipeline.defs.definitions -j JOB`` for partition ``day``, settings in the
     environment, the run recorded in the instance at ``home`` (DAGSTER_HOME)."""
     home.mkdir(parents=True, exist_ok=True)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RANK_PIPELINE_", "RANK_TRACKER_"))},
-           **PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(home), **(env or {})}
+    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(home),
+                       **(env or {})})
     dagster = Path(sys.executable).parent / "dagster"
     return subprocess.run([str(dagster), "job", "execute", "-m", "rank_pipeline.defs.definitions", "-j", job,
                            "--tags", json.dumps({"dagster/partition": day.isoformat()})],
@@ -322,10 +322,10 @@ def test_spark_builds_what_duckdb_builds_through_both_doors_and_never_a_day_that
     # a later day the vendor sent in another shape: its snapshot is committed (the system of record), and its
     # shape check fails, so no raw load ever takes it
     failed = DAYS[-1] + timedelta(days=1)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "DAGSTER_HOME"))}
+    # the partitions' first day this process holds (tests/conftest.py), which the extract was always given
+    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(spark), "RANK_SANDBOX_SHAPE": "vendor-b"})
     extracted = subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", "extract", "--date", failed.isoformat()],
-                               env={**env, "RANK_PIPELINE_DATA_DIR": str(spark), "RANK_SANDBOX_SHAPE": "vendor-b"},
-                               capture_output=True, text=True, timeout=300, cwd=ROOT)
+                               env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert extracted.returncode == 0, extracted.stderr[-3000:]
     assert not check_shape(project, spark / "snapshots", failed, failed).passed
 

@@ -9,7 +9,6 @@ cycle's end left in the past) fails them, blocking.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import statistics
@@ -24,6 +23,7 @@ import pytest
 import quota_edges as edges
 import quota_truth
 from marts_compare import assert_matches, mart
+from support import command_env
 
 from rank_pipeline.transform import DuckDBEngine, load_project, run_tests
 from rank_pipeline.transform.materialize import build_all
@@ -42,8 +42,7 @@ INVARIANTS = {"cycle_end_on_or_after_the_day", "days_left_at_least_0", "projecte
 
 
 def cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
-    env["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir)})
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=300, cwd=data_dir)
 

@@ -13,7 +13,6 @@ both published it).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
-from support import PARTITION_START, assert_same_marts
+from support import PARTITION_START, assert_same_marts, command_env
 
 from rank_pipeline.warehouse.raw_days import RawDays
 
@@ -37,9 +36,7 @@ DAY1, DAY2, DAY3 = (TODAY - timedelta(days=i) for i in (3, 2, 1))
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "RANK_SANDBOX_", "DAGSTER_HOME"))}
-    return {**env, **PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), **extra}
+    return command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
 
 
 def _cli(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:

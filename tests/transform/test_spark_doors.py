@@ -19,7 +19,6 @@ Dagster instance records the failed check, no model downstream of the failing on
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 from datetime import date
@@ -29,6 +28,7 @@ import dagster as dg
 import duckdb
 import pytest
 from spark_cluster import start_connect_server
+from support import command_env
 from test_backfill_doors import _assert_spark_models_equal
 
 from rank_pipeline.transform import DuckDBEngine, load_project
@@ -46,8 +46,7 @@ DAY = date(2026, 3, 2)
 
 def _cli(data_dir: Path, *args: str, timeout: float = 900, cwd: Path = ROOT, **extra: str) -> subprocess.CompletedProcess:
     """``rank-pipeline *args`` as a user runs it, in ``cwd``: a clean environment plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_HOME"))}
-    env.update({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
     return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
 

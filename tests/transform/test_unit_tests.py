@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -11,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import command_env
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "dbt_like_sql"
@@ -18,9 +18,7 @@ _SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def cli(*args: str, data_dir: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_"))}
-    full["RANK_PIPELINE_DATA_DIR"] = str(data_dir)
-    full.update(env or {})
+    full = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=300, cwd=data_dir)
 

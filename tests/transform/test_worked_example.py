@@ -24,7 +24,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import extracted_keywords
+from support import command_env, extracted_keywords
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_worked_example")]
 
@@ -42,7 +42,7 @@ def readme_block() -> list[str]:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK_TRACKER_", "RANK_PIPELINE_", "DAGSTER_"))}
+    env = command_env(drop=("DAGSTER_",))
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.update(extra)
     return env
