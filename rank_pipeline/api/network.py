@@ -173,12 +173,51 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
+class _Pool(httpcore.AsyncConnectionPool):
+    """httpcore's connection pool, its assignment of queued requests to connections done in one pass.
+
+    httpcore 1.0's ``_assign_requests_to_connections`` counts the pool's connections, for each idle one, by
+    asking every connection whether it is idle (``len([c.is_idle() for c in connections])``): the pool's size
+    squared a call, several times a request (encode/httpcore#1035, open). This is the same method, the count
+    taken as ``len``; everything else (which connection is closed, reused or opened) as httpcore decides it.
+    """
+
+    def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
+        closing: list[httpcore.AsyncConnectionInterface] = []
+        connections = self._connections
+        for connection in list(connections):
+            if connection.is_closed():
+                connections.remove(connection)
+            elif connection.has_expired() or (connection.is_idle()
+                                              and len(connections) > self._max_keepalive_connections):
+                connections.remove(connection)
+                closing.append(connection)
+        for pool_request in [request for request in self._requests if request.is_queued()]:
+            origin = pool_request.request.url.origin
+            available = next((c for c in connections if c.can_handle_request(origin) and c.is_available()), None)
+            if available is None and len(connections) >= self._max_connections:
+                idle = next((c for c in connections if c.is_idle()), None)
+                if idle is None:
+                    continue  # the request waits for a connection to be released
+                connections.remove(idle)
+                closing.append(idle)
+            if available is None:
+                available = self.create_connection(origin)
+                connections.append(available)
+            pool_request.assign_to_connection(available)
+        return closing
+
+
+_POOL = _Pool if httpcore.__version__.startswith("1.0.") else httpcore.AsyncConnectionPool
+"""The one-pass pool where its method is httpcore 1.0's; httpcore's own pool on any other version."""
+
+
 class AsyncioTransport(httpx.AsyncHTTPTransport):
     """httpx's ``AsyncHTTPTransport`` (HTTP/1.1, certificates verified as httpx does) whose connection pool
-    holds up to ``limits``' connections through :class:`AsyncioBackend`."""
+    (:class:`_Pool`) holds up to ``limits``' connections through :class:`AsyncioBackend`."""
 
     def __init__(self, limits: httpx.Limits) -> None:  # not super().__init__: it would build the pool replaced here
-        self._pool = httpcore.AsyncConnectionPool(
+        self._pool = _POOL(
             ssl_context=httpx.create_ssl_context(),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,

@@ -126,3 +126,92 @@ def test_an_untrusted_certificate_is_refused_before_any_request(tmp_path, monkey
     with pytest.raises(TransportError) as failure:
         asyncio.run(_read_list(cert, key))
     assert "CERTIFICATE_VERIFY_FAILED" in str(failure.value)
+
+
+class _Conn:
+    """A connection as the pool sees it: its states fixed, named by ``name``."""
+
+    def __init__(self, name: str, origin: str, *, closed=False, expired=False, idle=False, available=False):
+        self.name, self.origin = name, origin
+        self.closed, self.expired, self.idle, self.available = closed, expired, idle, available
+
+    def is_closed(self) -> bool:
+        return self.closed
+
+    def has_expired(self) -> bool:
+        return self.expired
+
+    def is_idle(self) -> bool:
+        return self.idle
+
+    def is_available(self) -> bool:
+        return self.available
+
+    def can_handle_request(self, origin) -> bool:
+        return origin == self.origin
+
+
+class _Queued:
+    """A request waiting in the pool (or already assigned: ``queued`` False), to ``origin``."""
+
+    def __init__(self, origin: str, queued: bool):
+        self.request = type("R", (), {"url": type("U", (), {"origin": origin})()})()
+        self.queued, self.connection = queued, None
+
+    def is_queued(self) -> bool:
+        return self.queued
+
+    def assign_to_connection(self, connection) -> None:
+        self.connection = connection
+
+
+def _assigned(pool_class, state, limits) -> tuple:
+    """What ``pool_class``'s assignment does to ``state``: the pool's connections after it, the connections it
+    closes, each request's connection and the connections it opened (by name)."""
+    import httpcore
+
+    conns, requests = state
+    pool = pool_class(max_connections=limits[0], max_keepalive_connections=limits[1])
+    pool._connections = [_Conn(**c) for c in conns]
+    pool._requests = [_Queued(*r) for r in requests]
+    opened = []
+
+    def create(origin):
+        opened.append(_Conn(f"new{len(opened)}", origin, available=False))
+        return opened[-1]
+
+    pool.create_connection = create
+    closing = httpcore.AsyncConnectionPool._assign_requests_to_connections.__get__(pool) \
+        if pool_class is httpcore.AsyncConnectionPool else pool._assign_requests_to_connections
+    closed = closing()
+    return ([c.name for c in pool._connections], [c.name for c in closed],
+            [r.connection.name if r.connection else None for r in pool._requests], [c.name for c in opened])
+
+
+def test_the_one_pass_pool_opens_closes_and_assigns_what_httpcores_pool_does():
+    """Ground truth: httpcore's own ``_assign_requests_to_connections`` on the same pool state (random states of
+    closed, expired, idle and busy connections to two origins, queued and assigned requests, and limits)."""
+    import random
+
+    import httpcore
+
+    from rank_pipeline.api.network import _POOL, _Pool
+
+    assert _POOL is _Pool, f"httpcore {httpcore.__version__}: the one-pass pool applies to 1.0.x only"
+    rng = random.Random(50)
+    origins = ("a", "b")
+    cases = 0
+    for _ in range(3000):
+        n = rng.randrange(0, 9)
+        conns = []
+        for i in range(n):
+            idle = rng.random() < 0.5
+            conns.append({"name": f"c{i}", "origin": rng.choice(origins), "closed": rng.random() < 0.1,
+                          "expired": rng.random() < 0.1, "idle": idle, "available": idle and rng.random() < 0.8})
+        requests = [(rng.choice(origins), rng.random() < 0.7) for _ in range(rng.randrange(0, 6))]
+        maximum = rng.randrange(1, 10)
+        limits = (maximum, rng.randrange(0, maximum + 1))
+        want = _assigned(httpcore.AsyncConnectionPool, (conns, requests), limits)
+        assert _assigned(_Pool, (conns, requests), limits) == want, (conns, requests, limits)
+        cases += bool(want[1]) and bool(want[3])
+    assert cases > 50  # states where the pool both closed and opened connections were among them
