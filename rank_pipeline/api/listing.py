@@ -74,6 +74,8 @@ class Page:
     total_count: int | None
     total_pages: int | None
     body: bytes = b""
+    raw: bool = False
+    """The records are all :class:`RawRecord` (the page was read ``raw``)."""
 
 
 @dataclass
@@ -290,22 +292,31 @@ class Paginator:
             total_count=header_int(headers, "X-Total-Count"),
             total_pages=header_int(headers, "X-Total-Pages"),
             body=response.content,
+            raw=type(body) is _RawPage,
         )
 
     async def _deliver(self, page: Page, current: ListPass) -> int:
         """Hand the page's records not delivered before to the sink; how many were new."""
         async with self._deliver_lock:  # dedupe and sink calls in arrival order, one at a time
-            new = []
-            for record in page.records:
-                rid = record_id(record)
-                if rid in current.ids:  # seen twice in one pass: it moved between pages
-                    self.duplicates += 1
-                    current.repeated = True
-                current.ids.add(rid)
-                if rid in self._seen:
-                    continue
-                self._seen.add(rid)
-                new.append(record)
+            records = page.records
+            ids = [record_id(r) for r in records] if not page.raw else \
+                [r.id if type(r.id) is str else str(r.id) for r in records]  # record_id of a RawRecord
+            page_ids = set(ids)
+            if len(page_ids) == len(ids) and page_ids.isdisjoint(self._seen):  # every record new (pass ids
+                current.ids |= page_ids  # are among those seen): the loop below would take them all
+                self._seen |= page_ids
+                new = list(records)
+            else:
+                new = []
+                for record, rid in zip(records, ids, strict=True):
+                    if rid in current.ids:  # seen twice in one pass: it moved between pages
+                        self.duplicates += 1
+                        current.repeated = True
+                    current.ids.add(rid)
+                    if rid in self._seen:
+                        continue
+                    self._seen.add(rid)
+                    new.append(record)
             if new and self._sink is not None:
                 result = self._sink(new, page.body) if self._with_body else self._sink(new)
                 if inspect.isawaitable(result):

@@ -77,7 +77,10 @@ class ParentReads:
             members = self._page_decoder.decode(b"[" + b",".join([r.attributes for r in records]) + b"]")
         except msgspec.ValidationError:
             return [d for d in map(self.new, records) if d is not None]
-        return [d for d in (self._unseen(r, astuple(m)) for r, m in zip(records, members, strict=True))
+        keys = [b"\0".join(astuple(m)) for m in members]
+        # each distinct key at its first record: zipped backwards, the first record's index is written last
+        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
+        return [d for d in (self._unseen(records[i], astuple(members[i])) for i in sorted(first.values()))
                 if d is not None]
 
     def _unseen(self, record: RawRecord, values: tuple[msgspec.Raw, ...]) -> dict | None:
