@@ -30,6 +30,7 @@ class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.chunks: deque[bytes] = deque()
+        self.start = 0  # where the first chunk's unread bytes start
         self.size = 0
         self.eof = False
         self.lost: Exception | None = None
@@ -96,10 +97,15 @@ class _Stream(httpcore.AsyncNetworkStream):
             if p.lost is not None:
                 raise httpcore.ReadError(str(p.lost) or type(p.lost).__name__) from p.lost
             return b""  # the peer closed the connection
-        chunk = p.chunks.popleft()
-        if len(chunk) > max_bytes:
-            p.chunks.appendleft(chunk[max_bytes:])
-            chunk = chunk[:max_bytes]
+        first, start = p.chunks[0], p.start
+        if start == 0 and len(first) <= max_bytes:
+            chunk = p.chunks.popleft()
+        else:  # a chunk larger than a read is handed out in pieces, each copied once (not its remainder)
+            chunk = first[start:start + max_bytes]
+            p.start = start + len(chunk)
+            if p.start == len(first):
+                p.chunks.popleft()
+                p.start = 0
         p.size -= len(chunk)
         if p.paused and p.size <= _RESUME_AT:
             p.paused = False
