@@ -194,9 +194,43 @@ def on_day(day: date) -> list[str]:
     return [sys.executable, "-c", _ON_DAY, day.isoformat()]
 
 
-def run_on(day: date, *args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+RANK_PIPELINE_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
+"""The ``rank-pipeline`` console script the package installs next to this Python (the venv's ``bin/``): the
+command as a user runs it."""
+
+
+def rank_pipeline_argv(day: date | None = None) -> list[str]:
+    """The argv of the ``rank-pipeline`` command, to which a test appends the command's arguments: a new list,
+    ``[RANK_PIPELINE_SCRIPT]`` (:data:`RANK_PIPELINE_SCRIPT`), or ``[sys.executable, "-m",
+    "rank_pipeline.cli.main"]`` when the script is not installed; with ``day``, the command's clock on that
+    day (:func:`on_day`). For a test that needs a ``subprocess.Popen`` or another shape of call than
+    :func:`rank_pipeline`'s."""
+    if day is not None:
+        return on_day(day)
+    if RANK_PIPELINE_SCRIPT.exists():
+        return [str(RANK_PIPELINE_SCRIPT)]
+    return [sys.executable, "-m", "rank_pipeline.cli.main"]
+
+
+def rank_pipeline(*args: str, data_dir: Path | None = None, env: Mapping[str, str] | None = None,
+                  cwd: Path | None = None, timeout: float = 300, day: date | None = None,
+                  drop: tuple[str, ...] = (), stdin: int | None = None) -> subprocess.CompletedProcess:
+    """``rank-pipeline *args`` as a user runs it (:func:`rank_pipeline_argv`; with ``day``, its clock on that
+    day), to its end: in :func:`command_env` less the variables ``drop`` names (prefixes, e.g. ``("AWS_",)``),
+    with ``RANK_PIPELINE_DATA_DIR=data_dir`` when ``data_dir`` is given and ``env`` set over both; in the folder
+    ``cwd`` (None: this process's); ``stdin`` as ``subprocess.run`` takes it (None: this process's,
+    ``subprocess.DEVNULL``: closed, as in a script).
+
+    ``timeout`` in seconds: past it the command is killed and ``subprocess.TimeoutExpired`` raised. Returns the
+    finished process, its output captured as text (``stdout``, ``stderr``); a non-zero exit status raises
+    nothing (the test asserts ``returncode``)."""
+    data = {"RANK_PIPELINE_DATA_DIR": str(data_dir)} if data_dir is not None else {}
+    return subprocess.run([*rank_pipeline_argv(day), *args], env=command_env({**data, **(env or {})}, drop=drop),
+                          cwd=cwd, stdin=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def run_on(day: date, *args: str, env: Mapping[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
     """``rank-pipeline *args`` with its clock on ``day`` (:func:`on_day`), in :func:`command_env` with ``env`` set
-    over it; ``timeout`` in seconds (raises ``subprocess.TimeoutExpired`` past it). Returns the finished process,
-    its output as text."""
-    return subprocess.run([*on_day(day), *args], env=command_env(env), capture_output=True, text=True,
-                          timeout=timeout)
+    over it: ``rank_pipeline(*args, env=env, timeout=timeout, day=day)`` (:func:`rank_pipeline`), ``timeout`` in
+    seconds (raises ``subprocess.TimeoutExpired`` past it). Returns the finished process, its output as text."""
+    return rank_pipeline(*args, env=env, timeout=timeout, day=day)

@@ -7,18 +7,18 @@ driven through the command in ``tests/operations/test_data_folder_faults.py`` (r
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from support import command_env
+from support import command_env, rank_pipeline, rank_pipeline_argv
 
 from rank_pipeline.errors import (
     EXIT_FAILED,
@@ -31,7 +31,6 @@ from rank_pipeline.errors import (
 from rank_pipeline.warehouse.errors import LoadError
 
 ROOT = Path(__file__).resolve().parents[1]
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def test_every_exception_class_of_the_package_derives_from_the_one_root():
@@ -56,9 +55,9 @@ def test_one_line_is_the_first_line_and_the_hint_once():
     assert RankPipelineError("").one_line() == "RankPipelineError"
 
 
-def _cli(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    base = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
-    return subprocess.run([str(_SCRIPT), *args], env=base, capture_output=True, text=True, timeout=600)
+_cli = functools.partial(rank_pipeline, timeout=600)
+"""``rank-pipeline *args`` on ``data_dir`` with a clean environment plus ``env`` (:func:`support.rank_pipeline`),
+killed past 600 s."""
 
 
 def _error_line(done: subprocess.CompletedProcess) -> str:
@@ -72,7 +71,7 @@ def _error_line(done: subprocess.CompletedProcess) -> str:
 def extracted(tmp_path_factory) -> Path:
     """A data folder with one day extracted from the embedded sandbox: exit status 0."""
     data = tmp_path_factory.mktemp("errors") / "data"
-    done = _cli(data, "extract")
+    done = _cli("extract", data_dir=data)
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     return data
 
@@ -88,7 +87,7 @@ def test_exit_1_a_damaged_snapshot_in_rebuild_is_its_load_error_not_unexpected(e
     body = json.loads(manifest.read_text())
     body["row_count"] += 1
     manifest.write_text(json.dumps(body))
-    done = _cli(data, "rebuild")
+    done = _cli("rebuild", data_dir=data)
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     line = _error_line(done)
     assert issubclass(LoadError, RankPipelineError)
@@ -102,14 +101,14 @@ def test_exit_1_a_missing_snapshot_file_is_named_by_the_shape_check(extracted, t
     shutil.copytree(extracted, data)
     gone = sorted((data / "snapshots" / "keywords").rglob("*.parquet"))[0]
     gone.unlink()
-    done = _cli(data, "rebuild")
+    done = _cli("rebuild", data_dir=data)
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     line = _error_line(done)
     assert f"{gone} is listed in its manifest but cannot be read" in line and "re-extract keywords" in line, line
 
 
 def test_exit_2_a_setting_that_is_wrong(tmp_path):
-    done = _cli(tmp_path / "data", "rebuild", env={"RANK_PIPELINE_MODELS_DIR": str(tmp_path / "nowhere")})
+    done = _cli("rebuild", data_dir=tmp_path / "data", env={"RANK_PIPELINE_MODELS_DIR": str(tmp_path / "nowhere")})
     assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
     assert _error_line(done).startswith(f"error: RANK_PIPELINE_MODELS_DIR='{tmp_path / 'nowhere'}' is not a folder")
 
@@ -118,7 +117,7 @@ def test_exit_2_a_data_folder_under_a_file(tmp_path):
     """A data folder whose path runs through a regular file could never be created: one line, not an
     "unexpected NotADirectoryError"."""
     (tmp_path / "afile").write_text("")
-    done = _cli(tmp_path / "afile" / "data", "extract")
+    done = _cli("extract", data_dir=tmp_path / "afile" / "data")
     assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
     assert _error_line(done) == (f"error: the data folder {tmp_path / 'afile' / 'data'} cannot be created: "
                                  f"{tmp_path / 'afile'} is a file; set RANK_PIPELINE_DATA_DIR to a folder "
@@ -130,7 +129,7 @@ def test_exit_2_a_broken_models_folder_is_one_line_and_a_count(tmp_path):
     shutil.copytree(ROOT / "dbt_like_sql", models)
     broken = sorted((models / "marts").glob("*.yml"))[0]
     broken.write_text(broken.read_text() + "  - [unclosed\n")
-    done = _cli(tmp_path / "data", "test", "--unit", "--models-dir", str(models))
+    done = _cli("test", "--unit", "--models-dir", str(models), data_dir=tmp_path / "data")
     assert done.returncode == EXIT_USAGE, done.stdout + done.stderr
     line = _error_line(done)
     assert line.startswith(f"error: {broken}: not valid YAML") and "more line(s) of detail" in line, line
@@ -138,7 +137,7 @@ def test_exit_2_a_broken_models_folder_is_one_line_and_a_count(tmp_path):
 
 def test_exit_130_interrupted(tmp_path):
     env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data")})
-    proc = subprocess.Popen([str(_SCRIPT), "sandbox", "--port", "0"], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*rank_pipeline_argv(), "sandbox", "--port", "0"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         banner = proc.stdout.readline()

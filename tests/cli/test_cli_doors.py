@@ -6,33 +6,22 @@ its keys passed only as environment variables. Ground truth is the sandbox's ``W
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support import command_env, requests_served
+from support import rank_pipeline, requests_served
 
 from rank_pipeline.sandbox import World
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_snapshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_cli_doors")]
 
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
-
-
-def _cmd() -> list[str]:
-    return [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-
-
-def cli(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None,
-        cwd: Path | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run ``rank-pipeline *args`` with a clean environment plus ``env``."""
-    data = {"RANK_PIPELINE_DATA_DIR": str(data_dir)} if data_dir is not None else {}
-    full = command_env({**data, **(env or {})})
-    return subprocess.run([*_cmd(), *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+cli = functools.partial(rank_pipeline, timeout=240)
+"""``rank-pipeline *args`` with a clean environment plus ``env`` (:func:`support.rank_pipeline`), killed past 240 s."""
 
 
 def _last_line(text: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import os
 import re
 import shlex
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import command_env, requests_served
+from support import rank_pipeline, requests_served
 
 from rank_pipeline.cli.parser import build_parser
 from rank_pipeline.cli.pipeline import QUERY_SUGGESTION, ui_command
@@ -39,17 +40,9 @@ from rank_pipeline.errors import (
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_cli_errors")]
 
 ROOT = Path(__file__).resolve().parents[2]
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
-
-
-def cli(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: float = 240) -> subprocess.CompletedProcess:
-    """``rank-pipeline *args`` with a clean environment plus ``env`` (stdin closed, as in a script)."""
-    data = {"RANK_PIPELINE_DATA_DIR": str(data_dir)} if data_dir is not None else {}
-    full = command_env({**data, **(env or {})})
-    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*command, *args], env=full, cwd=cwd or ROOT, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=240, stdin=subprocess.DEVNULL)
+"""``rank-pipeline *args`` with a clean environment plus ``env`` (:func:`support.rank_pipeline`), in the clone
+unless ``cwd`` says another folder, stdin closed (as in a script), killed past 240 s."""
 
 
 def _one_line(done: subprocess.CompletedProcess) -> str:

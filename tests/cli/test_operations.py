@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 import httpx
 import pytest
-from support import command_env
+from support import command_env, rank_pipeline_argv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("ops")]
 
@@ -39,12 +39,13 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 class Cli:
-    """``python -m rank_pipeline.cli.main ARGS`` in its own session; its output is collected line by line."""
+    """``rank-pipeline ARGS`` (:func:`support.rank_pipeline_argv`) in its own session; its output is collected
+    line by line."""
 
     def __init__(self, data_dir: Path, *args: str, **env: str):
-        self.proc = subprocess.Popen([sys.executable, "-m", "rank_pipeline.cli.main", *args], cwd=ROOT,
-                                     env=_env(data_dir, **env), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.proc = subprocess.Popen([*rank_pipeline_argv(), *args], cwd=ROOT, env=_env(data_dir, **env),
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
         self.data_dir = data_dir
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from support import PARTITION_START, command_env, require
+from support import PARTITION_START, command_env, rank_pipeline, require
 
 REPO = Path(__file__).resolve().parents[2]
 SUPERSET_PY = REPO / ".venv-superset" / "bin" / "python"
@@ -29,16 +29,10 @@ DEMO_DAYS = 2
 CLOSING_DAYS = 3
 
 
-def pipeline_cmd(*args: str) -> list[str]:
-    """The ``rank-pipeline`` console script of the running venv."""
-    return [str(Path(sys.executable).parent / "rank-pipeline"), *args]
-
-
 def run_pipeline(data_dir: Path, *args: str, timeout: float = 900,
                  extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     # the partitions' first day this process holds (tests/conftest.py), which these commands were always given
-    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), **(extra_env or {})})
-    proc = subprocess.run(pipeline_cmd(*args), env=env, capture_output=True, text=True, timeout=timeout)
+    proc = rank_pipeline(*args, data_dir=data_dir, env={**PARTITION_START, **(extra_env or {})}, timeout=timeout)
     assert proc.returncode == 0, f"rank-pipeline {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 

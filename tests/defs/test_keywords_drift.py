@@ -5,8 +5,6 @@ Ground truth: the world's keywords of the domain on that day."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import dagster as dg
 import duckdb
 import pytest
 import yaml
-from support import command_env, run_on
+from support import rank_pipeline, run_on
 
 from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.defs.keywords_assets import DRIFT_CHECK, build_keywords_file_asset
@@ -24,12 +22,6 @@ from rank_pipeline.settings import models_dir
 from rank_pipeline.transform.contract import load_contract
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("keywords")]
-
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
-
-
-def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_SCRIPT), *args], env=command_env(env), capture_output=True, text=True, timeout=600)
 
 
 def file_of(combos: list[tuple], frequency: dict[tuple, str]) -> dict:
@@ -87,14 +79,15 @@ def test_drift_check_and_mart_against_the_days_snapshot(tmp_path):
     assert "kw drift new" in meta["to_create_sample"][0] and tracked[dropped] in meta["not_in_file_sample"][0]
 
     # the same plan from the command line, offline (the snapshot, no request): changes pending
-    offline = cli("keywords", "plan", str(drift), "--offline", "--detailed-exitcode",
-                  env={"RANK_PIPELINE_DATA_DIR": str(data_dir), "RANK_TRACKER_ACCOUNTS": "acme"})
+    offline = rank_pipeline("keywords", "plan", str(drift), "--offline", "--detailed-exitcode", data_dir=data_dir,
+                            env={"RANK_TRACKER_ACCOUNTS": "acme"}, timeout=600)
     assert offline.returncode == 4, offline.stdout + offline.stderr
     assert f"Plan: 1 to create, {len(tracked) - 1} already tracked, 1 tracked but not in the file" in offline.stdout
 
     # the mart, built from the snapshots and raw.keywords_file, lists the file against the tracked keywords
     # (the rebuild job plans the file of RANK_PIPELINE_KEYWORDS_FILE against the snapshot, as the daily job does)
-    rebuilt = cli("rebuild", env={"RANK_PIPELINE_DATA_DIR": str(data_dir), "RANK_PIPELINE_KEYWORDS_FILE": str(drift)})
+    rebuilt = rank_pipeline("rebuild", data_dir=data_dir, env={"RANK_PIPELINE_KEYWORDS_FILE": str(drift)},
+                            timeout=600)
     assert rebuilt.returncode == 0, rebuilt.stderr
     with duckdb.connect(str(data_dir / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute("select keyword, search_engine, device, location_code, language_code, status, keyword_id "

@@ -20,7 +20,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START, command_env
+from support import PARTITION_START, command_env, rank_pipeline
 
 from rank_pipeline.defs.instance import dagster_home, open_instance
 from rank_pipeline.defs.jobs import DAILY_JOB_NAME, build_daily_job
@@ -200,9 +200,7 @@ def test_the_definitions_load_in_both_modes_from_workspace_yaml(tmp_path):
 
 
 def test_a_command_line_run_with_shards_set_is_one_line_exit_2(tmp_path):
-    cmd = Path(sys.executable).parent / "rank-pipeline"
-    done = subprocess.run([str(cmd), "run"], env=_env(tmp_path, RANK_PIPELINE_SHARDS="2"), capture_output=True,
-                          text=True, timeout=180)
+    done = rank_pipeline("run", env=_env(tmp_path, RANK_PIPELINE_SHARDS="2"), timeout=180)
     assert done.returncode == 2, done.stdout + done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert "RANK_PIPELINE_SHARDS=2" in last and "dagster-daemon" in last
@@ -232,9 +230,7 @@ def test_a_changed_shard_count_is_refused_in_one_line_and_the_history_kept(world
         code, out = _finish(_execute(case_env, job, LATER))
         assert code != 0, out
         assert said in out and advice in out and "strand their partition history" in out, out[-3000:]
-    cmd = Path(sys.executable).parent / "rank-pipeline"
-    done = subprocess.run([str(cmd), "run", "--date", LATER.isoformat()], env=_env(sharded), capture_output=True,
-                          text=True, timeout=300)
+    done = rank_pipeline("run", "--date", LATER.isoformat(), env=_env(sharded))
     assert done.returncode == 2, done.stdout + done.stderr
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("error: ")]
     assert line.startswith("error: RANK_PIPELINE_SHARDS=unset would partition the snapshot assets daily, but the "

@@ -21,7 +21,7 @@ from datetime import date
 
 import httpx
 import pytest
-from support import command_env
+from support import command_env, rank_pipeline_argv
 
 from rank_pipeline.api import ClientConfig
 from rank_pipeline.extract.day import AccountSource, extract_day
@@ -173,13 +173,10 @@ def test_a_list_whose_parent_changed_is_read_again_and_checkpoints_serve_one_sou
 
 
 def _cli(data_dir, *args: str, env: dict[str, str] | None = None, **popen) -> subprocess.Popen:
-    """``rank-pipeline extract`` (the installed command) on the embedded sandbox, settings in the environment."""
-    from pathlib import Path
-
-    script = Path(sys.executable).parent / "rank-pipeline"
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    """``rank-pipeline extract`` (the installed command) on the embedded sandbox, settings in the environment,
+    started (a Popen: a test kills it mid-way)."""
     full = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
-    return subprocess.Popen([*cmd, "extract", "--date", DAY.isoformat(), *args], env=full, text=True,
+    return subprocess.Popen([*rank_pipeline_argv(), "extract", "--date", DAY.isoformat(), *args], env=full, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
 
 

@@ -6,6 +6,7 @@ and a recorder of create calls)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import httpx
 import jsonschema
 import pytest
 import yaml
-from support import command_env
+from support import command_env, rank_pipeline
 
 from rank_pipeline.api.fields import keyword_combination
 from rank_pipeline.sandbox import AccountSpec, Faults, SandboxServer, World, WorldConfig, create_app
@@ -29,14 +30,9 @@ from rank_pipeline.transform.contract import load_contract
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("keywords")]
 
 ROOT = Path(__file__).resolve().parents[2]
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
-
-
-def cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    full = command_env(env)
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, cwd=ROOT)
+cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=180, stdin=subprocess.DEVNULL)
+"""``rank-pipeline *args`` in the clone with a clean environment plus ``env`` (:func:`support.rank_pipeline`),
+stdin closed (not a terminal), killed past 180 s unless ``timeout`` says otherwise."""
 
 
 class Recorder:

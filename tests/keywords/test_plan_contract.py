@@ -9,14 +9,13 @@ import asyncio
 import json
 import shutil
 import subprocess
-import sys
 import textwrap
 from datetime import date
 from pathlib import Path
 
 import httpx
 import pytest
-from support import command_env
+from support import rank_pipeline
 from test_keywords import FILE  # two words on two engines and two locations of domain acme-shop.net
 
 from rank_pipeline.extract.day import AccountSource, extract_day
@@ -30,7 +29,6 @@ from rank_pipeline.transform.contract import CONTRACT_FILE, load_contract
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("keywords")]
 
 DAY = date(2026, 11, 21)
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 RENAMED = {"keywords": "keywordQuota", "dataRows": "rowQuota"}
 """The vendor's new names of the usage object's two parts."""
 
@@ -69,12 +67,11 @@ def vendor(tmp_path_factory):
 
 
 def plan(data_dir: Path, file: Path, models: Path | None) -> subprocess.CompletedProcess:
-    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir)})
-    if models is not None:
-        env["RANK_PIPELINE_MODELS_DIR"] = str(models)
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*cmd, "keywords", "plan", str(file), "--offline"], env=env, capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL)
+    """``rank-pipeline keywords plan FILE --offline`` on ``data_dir`` (:func:`support.rank_pipeline`), with the
+    models folder ``models`` (None: the shipped one), stdin closed, killed past 180 s."""
+    env = {"RANK_PIPELINE_MODELS_DIR": str(models)} if models is not None else {}
+    return rank_pipeline("keywords", "plan", str(file), "--offline", data_dir=data_dir, env=env, timeout=180,
+                         stdin=subprocess.DEVNULL)
 
 
 def test_keywords_plan_reads_the_quota_of_a_renamed_usage_object_once_the_contract_is_remapped(vendor, tmp_path):

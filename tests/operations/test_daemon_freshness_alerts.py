@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from support import PARTITION_START, command_env
+from support import PARTITION_START, command_env, rank_pipeline
 
 pytestmark = [pytest.mark.e2e, pytest.mark.daemon, pytest.mark.xdist_group("e2e_daemon_freshness_alerts")]
 
@@ -69,8 +69,7 @@ def test_daemon_evaluates_freshness_and_its_sensors_send_the_digests(tmp_path, h
             return ticked >= {"alerts_on_run_success", "alerts_on_run_failure", "alerts_on_stale_assets"}
         wait_for(sensors_ticked, 180, "the alert sensors' first ticks (see daemon.log)", interval=2)
 
-        demo = subprocess.run([str(BIN / "rank-pipeline"), "demo", "--days", "2"], env=_env(tmp_path),
-                              capture_output=True, text=True, timeout=600)
+        demo = rank_pipeline("demo", "--days", "2", env=_env(tmp_path), timeout=600)
         assert demo.returncode == 0, demo.stdout + demo.stderr
         finished = time.time()
         from rank_pipeline.defs.definitions import defs

@@ -11,12 +11,11 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from support import command_env, require, require_root
+from support import command_env, rank_pipeline_argv, require, require_root
 
 from rank_pipeline.operations.data_folder import DATA_FOLDER_EXIT_STATUS
 
@@ -24,13 +23,15 @@ from rank_pipeline.operations.data_folder import DATA_FOLDER_EXIT_STATUS
 pytestmark = [pytest.mark.e2e, pytest.mark.root, pytest.mark.xdist_group("data_folder_faults"),
               pytest.mark.timeout(600)]
 
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 FIRST_DAY, NEXT_DAY = "2026-11-01", "2026-11-02"
 
 
 def _cli(data_dir: Path, *args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``rank-pipeline *args`` on ``data_dir`` with a clean environment, run through the command ``prefix`` (e.g.
+    ``runuser -u nobody --``: as an unprivileged process), killed past 300 s."""
     env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir)})
-    return subprocess.run([*prefix, str(_SCRIPT), *args], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([*prefix, *rank_pipeline_argv(), *args], env=env, capture_output=True, text=True,
+                          timeout=300)
 
 
 def _digest(data_dir: Path) -> dict[str, str]:
@@ -115,7 +116,7 @@ def _unprivileged() -> tuple[tuple[str, ...], bool]:
     """
     runuser = ("runuser", "-u", "nobody", "--")
     if shutil.which("runuser"):
-        ok = subprocess.run([*runuser, str(_SCRIPT), "--version"], capture_output=True)
+        ok = subprocess.run([*runuser, *rank_pipeline_argv(), "--version"], capture_output=True)
         if ok.returncode == 0:
             return runuser, True
     if shutil.which("setpriv"):

@@ -17,6 +17,7 @@ partitions, statuses, tags), the snapshot manifests (rows per resource), each co
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -28,7 +29,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START, command_env
+from support import PARTITION_START, command_env, rank_pipeline
 
 from rank_pipeline.operations import run_history
 from rank_pipeline.snapshots.reader import read_manifest
@@ -49,9 +50,9 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **PARTITION_START, **extra})
 
 
-def _cli(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=_env(data_dir, **extra), cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+_cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=600)
+"""``rank-pipeline *args`` in the clone (:func:`support.rank_pipeline`): ``data_dir``, a clean environment plus
+``env`` (each call names :data:`support.PARTITION_START`, as :func:`_env` does), killed past 600 s."""
 
 
 def _dagster(data_dir: Path, tags: dict[str, str]) -> subprocess.CompletedProcess:
@@ -73,11 +74,11 @@ def world(tmp_path_factory):
     data = tmp_path_factory.mktemp("history") / "data"
     out = {}
     for day in (D1, D2):
-        done = _cli(data, "run", "--date", day.isoformat())
+        done = _cli("run", "--date", day.isoformat(), data_dir=data, env=PARTITION_START)
         assert done.returncode == 0, done.stderr
         out[day] = _summary(done)
-    failing = _cli(data, "run", "--date", D3.isoformat(),
-                   RANK_PIPELINE_MODELS_DIR=str(failing_models(tmp_path_factory.mktemp("models"))))
+    failing = _cli("run", "--date", D3.isoformat(), data_dir=data, env={
+        **PARTITION_START, "RANK_PIPELINE_MODELS_DIR": str(failing_models(tmp_path_factory.mktemp("models")))})
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "stg_domains" in failing.stderr
     out[D3] = _summary(failing)
@@ -230,7 +231,7 @@ def test_the_history_checks_ran_as_asset_checks_in_every_run(world, instance):
 def test_a_full_refresh_rebuild_keeps_the_history(world):
     """``rank-pipeline rebuild --full-refresh`` is a run of the job ``rebuild_full_refresh``: every row recorded
     before is kept (a final one unchanged), and the rebuild adds its own, one per snapshot day."""
-    done = _cli(world["data"], "rebuild", "--full-refresh")
+    done = _cli("rebuild", "--full-refresh", data_dir=world["data"], env=PARTITION_START)
     assert done.returncode == 0, done.stderr
     with duckdb.connect(str(world["data"] / "warehouse.duckdb"), read_only=True) as con:
         cur = con.execute(f"select * from {run_history.TABLE} order by run_id, snapshot_date")

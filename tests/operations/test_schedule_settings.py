@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from daemon_helpers import BIN, REPO, prepare_instance, service_env
+from support import rank_pipeline
 
 _EVALUATE = """
 import json, sys
@@ -60,8 +61,7 @@ def test_cron_and_timezone_settings_and_the_utc_day_partition(tmp_path):
                                              ("RANK_PIPELINE_SCHEDULE_TIMEZONE", "Mars/Olympus")])
 def test_bad_setting_stops_rank_pipeline_run_with_one_line(tmp_path, name, value):
     env = service_env(tmp_path, **{name: value})
-    out = subprocess.run([str(BIN / "rank-pipeline"), "run"], env=env, cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+    out = rank_pipeline("run", env=env, cwd=tmp_path, timeout=120, drop=("DAGSTER_",))  # service_env drops DAGSTER_*
     assert out.returncode == 2
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and name in lines[0], out.stderr

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from support import command_env
+from support import rank_pipeline
 
 from rank_pipeline.settings import models_dir
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_warn_checks_visible"), pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_and_dashboard(
@@ -32,10 +29,8 @@ def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_
         '      - expression: "first_seen_date <= last_seen_date"\n        blocking: true\n'
         '      - expression: "tracked_keywords < 0"\n        name: never_true_warn\n        blocking: false\n', 1))
     # no DAGSTER_HOME of this process (a test before may have set one in-process): the run's own instance
-    env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data"), "RANK_PIPELINE_MODELS_DIR": str(models),
-                       "RANK_PIPELINE_ALERT_URLS": url})
-    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    result = subprocess.run([*command, "run"], env=env, capture_output=True, text=True, timeout=500)
+    env = {"RANK_PIPELINE_MODELS_DIR": str(models), "RANK_PIPELINE_ALERT_URLS": url}
+    result = rank_pipeline("run", data_dir=tmp_path / "data", env=env, timeout=500)
     assert result.returncode == 0, result.stderr  # a WARN check blocks nothing
     line = next(x for x in result.stderr.splitlines() if x.startswith("failed check: "))
     assert "marts/dim_domains never_true_warn [WARN]:" in line and line.endswith("failing")
@@ -59,11 +54,9 @@ def test_a_failed_warn_check_is_named_on_the_command_line_in_the_digest_history_
 def test_new_vendor_fields_are_told_once_in_the_digest(tmp_path, http_receiver):
     bodies, url = http_receiver
     # no DAGSTER_HOME of this process (a test before may have set one in-process): the run's own instance
-    env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data"), "RANK_PIPELINE_ALERT_URLS": url,
-                       "RANK_SANDBOX_SHAPE": "vendor-b"})
-    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
+    env = {"RANK_PIPELINE_ALERT_URLS": url, "RANK_SANDBOX_SHAPE": "vendor-b"}
     for _ in range(2):
-        result = subprocess.run([*command, "run"], env=env, capture_output=True, text=True, timeout=500)
+        result = rank_pipeline("run", data_dir=tmp_path / "data", env=env, timeout=500)
         assert result.returncode == 1, result.stderr  # the contract does not read vendor-b: blocked
     digests = [json.dumps(b) for b in bodies]
     assert len(digests) == 2

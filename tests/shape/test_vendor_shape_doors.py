@@ -8,16 +8,16 @@ the day of the rename fails and the published marts stay at the day before."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
-from support import assert_same_marts, command_env, extracted_keywords, on_day
+from support import assert_same_marts, extracted_keywords, rank_pipeline
 
 from rank_pipeline.settings import models_dir
 
@@ -25,19 +25,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("vendor
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = ROOT / "examples" / "vendor-b" / "vendor-b.patch"
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
-
-
-def cli(*args: str, data_dir: Path, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: float = 400, day: date | None = None) -> subprocess.CompletedProcess:
-    """``rank-pipeline *args`` on ``data_dir``; ``day``: with the command's clock on that day
-    (:func:`support.on_day`)."""
-    full = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
-    if day is not None:
-        command = on_day(day)
-    else:
-        command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*command, *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+cli = functools.partial(rank_pipeline, timeout=400)
+"""``rank-pipeline *args`` on ``data_dir`` (:func:`support.rank_pipeline`; ``day``: with the command's clock on
+that day, :func:`support.on_day`), killed past 400 s."""
 
 
 def _position_range(day) -> tuple[int, int]:

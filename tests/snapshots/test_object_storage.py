@@ -9,6 +9,7 @@ disk, and the sandbox's world (deterministic per day) behind both.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -16,12 +17,11 @@ import subprocess
 import sys
 import textwrap
 from datetime import UTC, date, datetime
-from pathlib import Path
 
 import duckdb
 import pyarrow.fs as pafs
 import pytest
-from support import command_env
+from support import command_env, rank_pipeline, rank_pipeline_argv
 
 from rank_pipeline.settings import Shard, shard_of
 from rank_pipeline.snapshots.reader import list_snapshot_dates, read_manifest, read_snapshot
@@ -35,7 +35,6 @@ from rank_pipeline.warehouse.raw_load import load_partition
 # suite's default 300 s per test (their setup counts against it)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("s3"), pytest.mark.timeout(1200)]
 
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 BUCKET = "rank-lake"
 DAY = date(2026, 11, 20)
 TODAY = datetime.now(UTC).date()  # every command is given it: a run after midnight plays it still
@@ -69,10 +68,9 @@ def s3():
         server.stop()
 
 
-def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    full = command_env(env, drop=("AWS_",))
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=timeout)
+cli = functools.partial(rank_pipeline, drop=("AWS_",))
+"""``rank-pipeline *args`` with a clean environment plus ``env`` (:func:`support.rank_pipeline`), this process's
+``AWS_*`` dropped too: the command reaches S3 only through the variables the test names."""
 
 
 def _rows(location, resource: str, day: date) -> set[tuple]:
@@ -89,11 +87,11 @@ def runs(s3, tmp_path_factory):
     """``rank-pipeline run`` of today on the embedded sandbox: once with S3 snapshots, once on local disk."""
     s3_data, local_data = tmp_path_factory.mktemp("s3run"), tmp_path_factory.mktemp("localrun")
     uri = f"s3://{BUCKET}/daily/snapshots"
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     envs = [command_env({**s3, "RANK_PIPELINE_DATA_DIR": str(s3_data), "RANK_PIPELINE_SNAPSHOTS_URI": uri},
                         drop=("AWS_",)),
             command_env({"RANK_PIPELINE_DATA_DIR": str(local_data)}, drop=("AWS_",))]
-    procs = [subprocess.Popen([*cmd, "run", "--date", TODAY.isoformat()], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([*rank_pipeline_argv(), "run", "--date", TODAY.isoformat()], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for env in envs]  # the two runs at once: independent data folders
     done = []
     try:
@@ -243,9 +241,9 @@ def test_two_shards_together_deliver_exactly_what_one_run_delivers(runs, s3, tmp
     assert runs[2].returncode == 0, runs[2].stderr
     accounts = set(read_manifest(one, "domains", TODAY).accounts)
     assert {shard_of(a, 2) for a in accounts} == {0, 1}, "both shards must own an account for this test"
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
     workers = [subprocess.Popen(
-        [*cmd, "extract", "--date", TODAY.isoformat()], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [*rank_pipeline_argv(), "extract", "--date", TODAY.isoformat()], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
         env=command_env({**s3, "RANK_PIPELINE_DATA_DIR": str(tmp_path / f"worker{i}"),
                          "RANK_PIPELINE_SNAPSHOTS_URI": two, "RANK_PIPELINE_SHARD": f"{i}/2"}, drop=("AWS_",)))
         for i in (0, 1)]

@@ -13,6 +13,7 @@ next day from today's ``rank-pipeline run`` and loses the copies.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from support import assert_same_marts, command_env, require
+from support import assert_same_marts, command_env, rank_pipeline, require
 
 from rank_pipeline.snapshots.manifest import SnapshotManifest
 from rank_pipeline.snapshots.schema import ENDPOINTS, arrow_schema, partition_dir
@@ -35,18 +36,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 OLD = "89dfc3c0ae1307186c9fefd440cae69b2a85a24f"
 """The last commit whose snapshots are ``schema_version`` 1 (the next one, aae38ff, made them version 2)."""
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra}, drop=("PYTHONPATH",))
 
 
-def cli(*args: str, data_dir: Path, **extra: str) -> subprocess.CompletedProcess:
-    """Today's ``rank-pipeline`` with settings in the environment (``extra`` added)."""
-    command = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*command, *args], env=_env(data_dir, **extra), capture_output=True, text=True,
-                          timeout=600)
+cli = functools.partial(rank_pipeline, drop=("PYTHONPATH",), timeout=600)
+"""Today's ``rank-pipeline *args`` with settings in the environment (:func:`support.rank_pipeline`: ``data_dir``,
+``env`` added), this process's ``PYTHONPATH`` dropped as :func:`_env` drops it, killed past 600 s."""
 
 
 def old_cli(code: Path, *args: str, data_dir: Path) -> subprocess.CompletedProcess:
@@ -139,7 +137,7 @@ def test_snapshots_of_schema_version_1_rebuild_into_the_marts_of_todays_snapshot
     for folder in (history, today_format, mixed):
         # the mixed folder's incremental models are rebuilt a day at a time: the same marts as one build
         steps = {"RANK_PIPELINE_FULL_REFRESH_BATCH_DAYS": "1"} if folder is mixed else {}
-        rebuilt = cli("rebuild", data_dir=folder, **steps)
+        rebuilt = cli("rebuild", data_dir=folder, env=steps)
         assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
         if steps:  # each step in the run's log, their number in the asset's metadata (the folder's Dagster)
             _assert_built_in_two_steps(folder / "dagster_home", "marts.fct_keyword_rankings_daily", days)

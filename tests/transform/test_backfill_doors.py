@@ -10,8 +10,8 @@ Spark in one test, a later day failing its shape check among the snapshots Spark
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +21,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START, command_env
+from support import PARTITION_START, command_env, rank_pipeline
 from test_any_order import assert_equals_full_rebuild
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
@@ -64,7 +64,8 @@ def _reference(data_dir: Path, tmp: Path) -> Path:
     returns its published file."""
     other = tmp / "reference"
     shutil.copytree(data_dir / "snapshots", other / "snapshots")
-    proc = _cli(other, "--full-refresh", env={"RANK_PIPELINE_MODELS_DIR": str(ROOT / "dbt_like_sql")})
+    proc = _rebuild("--full-refresh", data_dir=other,
+                    env={**PARTITION_START, "RANK_PIPELINE_MODELS_DIR": str(ROOT / "dbt_like_sql")})
     assert proc.returncode == 0 and " 0 failed; published " in proc.stdout, proc.stdout + proc.stderr
     return other / "warehouse.duckdb"
 
@@ -114,13 +115,11 @@ def test_the_rebuild_job_selects_everything_but_the_extraction(backfilled):
     assert not any(k.startswith("snapshots/") for k in keys)
 
 
-def _cli(data_dir: Path, *args: str, env: dict[str, str] | None = None,
-         timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})}
-    env.pop("RANK_TRACKER_BASE_URL", None)
-    env.pop("DAGSTER_HOME", None)  # the data folder's own instance, whatever this process opened
-    return subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", "rebuild", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+_rebuild = functools.partial(rank_pipeline, "rebuild", cwd=ROOT)
+"""``rank-pipeline rebuild *args`` in the clone (:func:`support.rank_pipeline`): a clean environment plus ``env``,
+killed past 300 s unless ``timeout`` says otherwise. Each call names :data:`support.PARTITION_START` in ``env``,
+the partitions' first day this process holds (tests/conftest.py), which the command was always given: the
+rebuild jobs' partitions start there."""
 
 
 @pytest.mark.slow
@@ -131,7 +130,7 @@ def test_rank_pipeline_rebuild_command(backfilled, tmp_path):
     shutil.copyfile(data_dir / "warehouse.build.duckdb", work / "warehouse.build.duckdb")
     # a snapshot day removed: a range rebuild drops that day's raw rows and every model row depending on it
     shutil.rmtree(work / "snapshots" / "keywords" / f"snapshot_date={DAYS[1].isoformat()}")
-    proc = _cli(work, "--from", DAYS[1].isoformat(), "--to", DAYS[1].isoformat())
+    proc = _rebuild("--from", DAYS[1].isoformat(), "--to", DAYS[1].isoformat(), data_dir=work, env=PARTITION_START)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"rebuilt {DAYS[1]} .. {DAYS[1]}: 1 day(s)"), proc.stdout
     with duckdb.connect(str(work / "warehouse.duckdb"), read_only=True) as con:
@@ -140,13 +139,13 @@ def test_rank_pipeline_rebuild_command(backfilled, tmp_path):
     ranged = tmp_path / "ranged.duckdb"
     shutil.copyfile(work / "warehouse.duckdb", ranged)
 
-    proc = _cli(work, "--full-refresh")
+    proc = _rebuild("--full-refresh", data_dir=work, env=PARTITION_START)
     assert proc.returncode == 0, proc.stderr
     assert "(full refresh)" in proc.stdout
     with duckdb.connect(str(ranged)) as con:
         assert_equals_full_rebuild(con, work / "warehouse.duckdb")
 
-    proc = _cli(work, "--from", DAYS[2].isoformat(), "--to", DAYS[0].isoformat())
+    proc = _rebuild("--from", DAYS[2].isoformat(), "--to", DAYS[0].isoformat(), data_dir=work, env=PARTITION_START)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "swap them" in proc.stderr
 
@@ -170,7 +169,8 @@ def test_a_rebuild_whose_blocking_test_fails_exits_1_in_one_line_and_publishes_n
         "    tests:\n      - name: no_domain_tracks_keywords\n        expression: \"tracked_keywords = 0\"\n"
         "        blocking: true\n      - unique_combination: [domain_id, snapshot_date]\n", 1))
 
-    proc = _cli(work, "--full-refresh", env={"RANK_PIPELINE_MODELS_DIR": str(models)})
+    proc = _rebuild("--full-refresh", data_dir=work,
+                    env={**PARTITION_START, "RANK_PIPELINE_MODELS_DIR": str(models)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = proc.stderr.strip()
     assert line.count("\n") == 0, line
@@ -292,7 +292,7 @@ def test_spark_builds_what_duckdb_builds_through_both_doors_and_never_a_day_that
     spark_env = {"RANK_PIPELINE_ENGINE": "spark", "RANK_PIPELINE_SPARK_MASTER": master,
                  "RANK_PIPELINE_SPARK_WAREHOUSE_URI": str(uri), "RANK_PIPELINE_MODELS_DIR": str(models)}
 
-    proc = _cli(spark, env={**spark_env, "RANK_PIPELINE_ENGINE": "sparkk"})
+    proc = _rebuild(data_dir=spark, env={**PARTITION_START, **spark_env, "RANK_PIPELINE_ENGINE": "sparkk"})
     assert proc.returncode == 2 and "RANK_PIPELINE_ENGINE='sparkk'" in proc.stderr, proc.stderr
 
     # the Dagster door: the same job on both engines
@@ -323,16 +323,16 @@ def test_spark_builds_what_duckdb_builds_through_both_doors_and_never_a_day_that
     # shape check fails, so no raw load ever takes it
     failed = DAYS[-1] + timedelta(days=1)
     # the partitions' first day this process holds (tests/conftest.py), which the extract was always given
-    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(spark), "RANK_SANDBOX_SHAPE": "vendor-b"})
-    extracted = subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", "extract", "--date", failed.isoformat()],
-                               env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    extracted = rank_pipeline("extract", "--date", failed.isoformat(), data_dir=spark,
+                              env={**PARTITION_START, "RANK_SANDBOX_SHAPE": "vendor-b"}, cwd=ROOT)
     assert extracted.returncode == 0, extracted.stderr[-3000:]
     assert not check_shape(project, spark / "snapshots", failed, failed).passed
 
     # the command line's door, over a range: the range's days rebuilt incrementally, and a model whose table is
     # not there (one added to the folder since, or its table removed) built whole from every day raw holds
     shutil.rmtree(uri / "staging" / "stg_domains")
-    proc = _cli(spark, "--from", DAYS[-1].isoformat(), "--to", DAYS[-1].isoformat(), env=spark_env, timeout=1200)
+    proc = _rebuild("--from", DAYS[-1].isoformat(), "--to", DAYS[-1].isoformat(), data_dir=spark,
+                    env={**PARTITION_START, **spark_env}, timeout=1200)
     days = _spark_days(uri, models)
     assert not {m for m, held in days.items() if failed in held}, days  # the failed day is in no model
     assert days["staging.stg_domains"] == set(DAYS)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from support import rank_pipeline
 
-from tests.transform.test_unit_tests import MODELS, cli
+from tests.transform.test_unit_tests import MODELS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_diff_door")]
 
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_di
 def demo(tmp_path_factory) -> Path:
     """A data folder after a 3-day demo: snapshots and a published warehouse."""
     root = tmp_path_factory.mktemp("diff_demo")
-    done = cli("demo", "--days", "3", "--in-memory", data_dir=root)
+    done = rank_pipeline("demo", "--days", "3", "--in-memory", data_dir=root, cwd=root)
     assert done.returncode == 0, done.stdout + done.stderr
     return root
 
@@ -42,7 +43,7 @@ def test_the_shipped_models_equal_the_published_warehouse(demo):
     published = demo / "warehouse.duckdb"
     before = _sha(published)
     started = time.monotonic()
-    done = cli("diff", data_dir=demo)
+    done = rank_pipeline("diff", data_dir=demo, cwd=demo)
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.strip().splitlines()
@@ -68,7 +69,7 @@ def test_a_changed_seed_and_a_new_model_are_shown_row_by_row(demo, tmp_path):
             "select count(*) from marts.fct_keyword_rankings_daily where position is null").fetchone()
         (top3,) = con.execute("select count(*) from marts.fct_keyword_rankings_daily where position <= 3").fetchone()
     assert not_ranking > 0
-    done = cli("diff", "--models-dir", str(copy), data_dir=demo)
+    done = rank_pipeline("diff", "--models-dir", str(copy), data_dir=demo, cwd=demo)
     assert done.returncode == 1, done.stdout + done.stderr
     out = done.stdout
     assert "~ seeds.movement_rules: 1 added, 1 removed, 0 changed" in out
@@ -86,7 +87,7 @@ def test_a_changed_seed_and_a_new_model_are_shown_row_by_row(demo, tmp_path):
 
 
 def test_data_tests_on_the_published_warehouse(demo, tmp_path):
-    done = cli("test", "--data", data_dir=demo)
+    done = rank_pipeline("test", "--data", data_dir=demo, cwd=demo)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.fullmatch(r"Completed: data tests \d+ passed / 0 failed", done.stdout.strip().splitlines()[-1])
     copy = tmp_path / "models"
@@ -94,7 +95,7 @@ def test_data_tests_on_the_published_warehouse(demo, tmp_path):
     yml = copy / "marts" / "dim_domains.yml"
     yml.write_text(yml.read_text().replace("    tests:\n", "    tests:\n      - {expression: \"false\", "
                                            "name: never_holds}\n", 1))
-    done = cli("test", "--select", "dim_domains", "--models-dir", str(copy), data_dir=demo)
+    done = rank_pipeline("test", "--select", "dim_domains", "--models-dir", str(copy), data_dir=demo, cwd=demo)
     assert done.returncode == 1, done.stdout + done.stderr
     with duckdb.connect(str(demo / "warehouse.duckdb"), read_only=True) as con:
         (domains,) = con.execute("select count(*) from marts.dim_domains").fetchone()
@@ -109,7 +110,7 @@ def test_a_models_folder_that_does_not_build_is_one_line(demo, tmp_path):
     (copy / "marts" / "fct_broken.sql").write_text("select no_such_column from marts.dim_domains\n")
     (copy / "marts" / "fct_broken.yml").write_text("models:\n  - name: fct_broken\n    description: Broken.\n"
                                                    "    config: {materialized: table}\n")
-    done = cli("diff", "--models-dir", str(copy), data_dir=demo)
+    done = rank_pipeline("diff", "--models-dir", str(copy), data_dir=demo, cwd=demo)
     assert done.returncode == 1
     assert "the models folder does not build" in done.stderr and "fct_broken" in done.stderr
     assert done.stderr.strip().count("\n") == 0

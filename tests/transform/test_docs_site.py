@@ -17,27 +17,17 @@ from pathlib import Path
 
 import pytest
 from cdp import Chromium, chromium_path
-from support import require
+from support import command_env, rank_pipeline, rank_pipeline_argv, require
 
 from rank_pipeline.api.endpoints import render_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {**os.environ, "RANK_PIPELINE_DATA_DIR": str(tmp_path / "data")}
-    env.pop("RANK_PIPELINE_MODELS_DIR", None)
-    return env
-
-
-def _docs(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rank_pipeline.cli.main", "docs", *args], env=_env(tmp_path),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
-
-
 @pytest.mark.slow
 def test_docs_writes_the_site_and_the_dictionary_from_the_same_source(tmp_path):
-    proc = _docs(tmp_path, "--out", "site", "--dictionary", "dd.md")
+    proc = rank_pipeline("docs", "--out", "site", "--dictionary", "dd.md", data_dir=tmp_path / "data", cwd=tmp_path,
+                         timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert "open site/index.html" in proc.stdout
     site = tmp_path / "site"
@@ -60,7 +50,7 @@ def test_docs_writes_the_site_and_the_dictionary_from_the_same_source(tmp_path):
     (["--serve", "--port", "70000"], "is not a port"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
-    proc = _docs(tmp_path, *args)
+    proc = rank_pipeline("docs", *args, data_dir=tmp_path / "data", cwd=tmp_path, timeout=600)
     assert proc.returncode == 2
     assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "docs").exists()
@@ -69,9 +59,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
 @pytest.fixture
 def served(tmp_path):
     """``rank-pipeline docs --serve --port 0`` as a subprocess; yields its base URL; stopped after."""
-    proc = subprocess.Popen([sys.executable, "-m", "rank_pipeline.cli.main", "docs", "--out", "site", "--serve",
-                             "--port", "0"], env=_env(tmp_path), cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    env = command_env({"RANK_PIPELINE_DATA_DIR": str(tmp_path / "data")})
+    proc = subprocess.Popen([*rank_pipeline_argv(), "docs", "--out", "site", "--serve", "--port", "0"], env=env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 600
         url = None

@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 import shutil
 import statistics
-import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import pytest
 import quota_edges as edges
 import quota_truth
 from marts_compare import assert_matches, mart
-from support import command_env
+from support import rank_pipeline
 
 from rank_pipeline.transform import DuckDBEngine, load_project, run_tests
 from rank_pipeline.transform.materialize import build_all
@@ -32,19 +30,12 @@ pytestmark = pytest.mark.xdist_group(name="sql_models_world")
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "dbt_like_sql"
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
 KEYS = ["account", "snapshot_date", "metric"]
 INVARIANTS = {"cycle_end_on_or_after_the_day", "days_left_at_least_0", "projected_usage_at_least_usage",
               "exhaustion_on_or_after_the_day", "exhaustion_within_the_cycle",
               "crossed_80_pct_agrees_with_utilisation", "crossed_100_pct_agrees_with_utilisation",
               "out_of_quota_runs_out_before_reset", "runs_out_agrees_with_the_projection",
               "overdue_has_days_overdue_and_no_cycle_end"}
-
-
-def cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
-    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir)})
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*cmd, *args], env=env, capture_output=True, text=True, timeout=300, cwd=data_dir)
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +116,8 @@ def test_overdue_and_raised_limits_read_as_the_world_says(cycles):
 
 
 def test_the_invariants_hold_through_the_command_line(quota_edges):
-    done = cli("test", "--data", "--verbose", "--select", "fct_quota_cycle_daily", "agg_quota_burn_by_domain",
-               data_dir=quota_edges.data_dir)
+    done = rank_pipeline("test", "--data", "--verbose", "--select", "fct_quota_cycle_daily", "agg_quota_burn_by_domain",
+                         data_dir=quota_edges.data_dir, cwd=quota_edges.data_dir)
     assert done.returncode == 0, done.stdout + done.stderr
     passed = set(re.findall(r"^PASS data test marts\.fct_quota_cycle_daily\.(\w+)$", done.stdout, re.M))
     assert INVARIANTS <= passed, INVARIANTS - passed
@@ -155,7 +146,8 @@ def test_the_mart_as_it_was_fails_the_invariants_blocking(quota_edges, tmp_path)
     for name in ("cycle_end_on_or_after_the_day", "days_left_at_least_0", "projected_usage_at_least_usage",
                  "overdue_has_days_overdue_and_no_cycle_end"):
         assert name in failed and failed[name].blocking, (name, sorted(failed))
-    done = cli("test", "--unit", "--select", "fct_quota_cycle_daily", "--models-dir", str(models), data_dir=tmp_path)
+    done = rank_pipeline("test", "--unit", "--select", "fct_quota_cycle_daily", "--models-dir", str(models),
+                         data_dir=tmp_path, cwd=tmp_path)
     assert done.returncode == 1
     assert re.search(r"^FAIL unit test fct_quota_cycle_daily\.an_overdue_reset_keeps_the_invariants", done.stdout, re.M)
 

@@ -12,6 +12,7 @@ both published it).
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from pathlib import Path
 import duckdb
 import pytest
 import yaml
-from support import PARTITION_START, assert_same_marts, command_env
+from support import PARTITION_START, assert_same_marts, command_env, rank_pipeline
 
 from rank_pipeline.warehouse.raw_days import RawDays
 
@@ -39,9 +40,9 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
 
 
-def _cli(data_dir: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=_env(data_dir, **extra), cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+_cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=600)
+"""``rank-pipeline *args`` in the clone (:func:`support.rank_pipeline`): ``data_dir``, a clean environment plus
+``env`` (each call names :data:`support.PARTITION_START`, as :func:`_env` does), killed past 600 s."""
 
 
 def _dagster(data_dir: Path, job: str, day: date) -> subprocess.CompletedProcess:
@@ -70,10 +71,11 @@ def _days(path: Path) -> dict[str, set[date]]:
 def failed_day_2(tmp_path_factory):
     """Day 1 published, day 2 failed its shape check; the data folder."""
     data = tmp_path_factory.mktemp("failed_day") / "data"
-    day1 = _cli(data, "run", "--date", DAY1.isoformat())
+    day1 = _cli("run", "--date", DAY1.isoformat(), data_dir=data, env=PARTITION_START)
     assert day1.returncode == 0, day1.stdout + day1.stderr
     published = (data / "warehouse.duckdb").read_bytes()
-    day2 = _cli(data, "run", "--date", DAY2.isoformat(), RANK_SANDBOX_SHAPE="vendor-b")
+    day2 = _cli("run", "--date", DAY2.isoformat(), data_dir=data,
+                env={**PARTITION_START, "RANK_SANDBOX_SHAPE": "vendor-b"})
     assert day2.returncode == 1, day2.stdout + day2.stderr
     assert "matches_contract" in day2.stderr and "nothing was published" in day2.stderr, day2.stderr
     assert (data / "warehouse.duckdb").read_bytes() == published  # nothing published
@@ -89,7 +91,7 @@ def test_rebuild_to_day_1_publishes_no_row_of_the_failed_day_2(failed_day_2, tmp
     shutil.copytree(failed_day_2, data)
     before = published_marts(data / "warehouse.duckdb")
 
-    done = _cli(data, "rebuild", "--to", DAY1.isoformat())
+    done = _cli("rebuild", "--to", DAY1.isoformat(), data_dir=data, env=PARTITION_START)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith(f"rebuilt {DAY1} .. {DAY1}: 1 day(s)"), done.stdout
     assert f"published {data / 'warehouse.duckdb'}" in done.stdout
@@ -98,7 +100,7 @@ def test_rebuild_to_day_1_publishes_no_row_of_the_failed_day_2(failed_day_2, tmp
 
     # the range over the failed day is refused with its shape lines, nothing built or published
     published = (data / "warehouse.duckdb").read_bytes()
-    refused = _cli(data, "rebuild", "--from", DAY2.isoformat())
+    refused = _cli("rebuild", "--from", DAY2.isoformat(), data_dir=data, env=PARTITION_START)
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "vendor shape: keywords: keyword " in refused.stderr
     assert "the vendor's shape does not match the contract (raw.keywords.matches_contract: " in refused.stderr
@@ -106,7 +108,7 @@ def test_rebuild_to_day_1_publishes_no_row_of_the_failed_day_2(failed_day_2, tmp
 
     # the next daily run: days 1 and 3, never day 2's rows; day 2 is a day without a snapshot, which only
     # the coverage mart's calendar of days shows (has_snapshot false)
-    day3 = _cli(data, "run", "--date", DAY3.isoformat())
+    day3 = _cli("run", "--date", DAY3.isoformat(), data_dir=data, env=PARTITION_START)
     assert day3.returncode == 0, day3.stdout + day3.stderr
     days = _days(data / "warehouse.duckdb")
     assert days["raw"] == days["staging"] == days["marts"] - {DAY2} == {DAY1, DAY3} == RawDays.of(data).read()

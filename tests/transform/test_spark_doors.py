@@ -19,8 +19,7 @@ Dagster instance records the failed check, no model downstream of the failing on
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
+import functools
 from datetime import date
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import dagster as dg
 import duckdb
 import pytest
 from spark_cluster import start_connect_server
-from support import command_env
+from support import rank_pipeline
 from test_backfill_doors import _assert_spark_models_equal
 
 from rank_pipeline.transform import DuckDBEngine, load_project
@@ -40,15 +39,10 @@ from tests.transform.model_folders import door_models, failing_models
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("spark"), pytest.mark.timeout(1200)]
 
 ROOT = Path(__file__).resolve().parents[2]
-_BIN = Path(sys.executable).parent
 DAY = date(2026, 3, 2)
-
-
-def _cli(data_dir: Path, *args: str, timeout: float = 900, cwd: Path = ROOT, **extra: str) -> subprocess.CompletedProcess:
-    """``rank-pipeline *args`` as a user runs it, in ``cwd``: a clean environment plus ``extra``."""
-    env = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
-    return subprocess.run([str(_BIN / "rank-pipeline"), *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+_cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=900)
+"""``rank-pipeline *args`` as a user runs it, in ``cwd`` (the clone unless given): a clean environment plus ``env``
+(:func:`support.rank_pipeline`), killed past 900 s unless ``timeout`` says otherwise."""
 
 
 def _duckdb_reference(snapshots: Path, models: Path, path: Path) -> Path:
@@ -70,7 +64,7 @@ def _spark(master: str, uri: Path) -> dict[str, str]:
 @pytest.mark.parametrize("master", ["spark:/127.0.0.1:7077", "sc://", "local[0]", "spark://host"])
 def test_a_malformed_spark_master_exits_2_in_one_line(tmp_path, master):
     for args in (["run", "--date", DAY.isoformat()], ["rebuild", "--full-refresh"]):
-        done = _cli(tmp_path / "data", *args, timeout=120, **_spark(master, tmp_path / "spark_warehouse"))
+        done = _cli(*args, data_dir=tmp_path / "data", env=_spark(master, tmp_path / "spark_warehouse"), timeout=120)
         assert done.returncode == 2, (args, done.stdout, done.stderr[-2000:])
         line = done.stderr.strip()
         assert line.count("\n") == 0, line
@@ -95,7 +89,8 @@ def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, 
         if door == "connect":
             master = stack.enter_context(start_connect_server(master, work_dir=tmp_path / "connect")).url
         spark = _spark(master, Path("spark_warehouse") if door == "spark" else uri)
-        done = _cli(data, "run", "--date", DAY.isoformat(), cwd=tmp_path, **spark, RANK_PIPELINE_MODELS_DIR=str(models))
+        done = _cli("run", "--date", DAY.isoformat(), data_dir=data, cwd=tmp_path,
+                    env={**spark, "RANK_PIPELINE_MODELS_DIR": str(models)})
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert done.stdout.strip().splitlines()[-1].startswith("Completed: 1 day(s), ")
     assert " 0 failed, " in done.stdout
@@ -117,7 +112,7 @@ def test_a_failing_blocking_test_stops_every_downstream_asset(engine, tmp_path):
     extra = {"RANK_PIPELINE_MODELS_DIR": str(models)}
     if engine == "spark":
         extra.update(_spark("local[2]", uri))
-    done = _cli(data, "run", "--date", DAY.isoformat(), **extra)
+    done = _cli("run", "--date", DAY.isoformat(), data_dir=data, env=extra)
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
     assert "stg_domains" in done.stderr
 

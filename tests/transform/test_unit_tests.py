@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from support import command_env
+from support import rank_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "dbt_like_sql"
-_SCRIPT = Path(sys.executable).parent / "rank-pipeline"
-
-
-def cli(*args: str, data_dir: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full = command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **(env or {})})
-    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "rank_pipeline.cli.main"]
-    return subprocess.run([*cmd, *args], env=full, capture_output=True, text=True, timeout=300, cwd=data_dir)
 
 
 @pytest.fixture()
@@ -31,7 +22,7 @@ def models_copy(tmp_path: Path) -> Path:
 
 
 def test_every_mart_unit_test_passes_each_under_a_second(tmp_path):
-    done = cli("test", "--unit", "--verbose", data_dir=tmp_path)
+    done = rank_pipeline("test", "--unit", "--verbose", data_dir=tmp_path, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     passes = re.findall(r"^PASS unit test (\w+)\.(\w+) \(([\d.]+) s\)$", done.stdout, re.M)
     models = {m for m, _, _ in passes}
@@ -55,8 +46,8 @@ def test_the_quota_fix_is_what_the_unit_tests_prove(models_copy, tmp_path):
         "case when r.cycle_end is not null\n            then r.usage + greatest")
     assert old_projection.count("\n") < text.count("\n") and old_projection != old_reset
     sql.write_text(old_projection)
-    done = cli("test", "--unit", "--select", "fct_quota_cycle_daily", "--models-dir", str(models_copy),
-               data_dir=tmp_path)
+    done = rank_pipeline("test", "--unit", "--select", "fct_quota_cycle_daily", "--models-dir", str(models_copy),
+                         data_dir=tmp_path, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     failed = set(re.findall(r"^FAIL unit test fct_quota_cycle_daily\.(\w+)", done.stdout, re.M))
     # the two written for those cases, and the two later ones whose history starts with a snapshot and no rate
@@ -106,7 +97,8 @@ def test_csv_fixture_given_and_a_broken_test_reported(models_copy, tmp_path):
                     acme,11
                     beta,
         """))
-    done = cli("test", "--unit", "--select", "fct_usage_share", "--models-dir", str(models_copy), data_dir=tmp_path)
+    done = rank_pipeline("test", "--unit", "--select", "fct_usage_share", "--models-dir", str(models_copy),
+                         data_dir=tmp_path, cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL unit test fct_usage_share.wrong_on_purpose" in done.stdout
     assert "share_from_fixture" not in done.stdout  # passing tests are quiet without --verbose
@@ -118,10 +110,10 @@ def test_csv_fixture_given_and_a_broken_test_reported(models_copy, tmp_path):
 def test_bad_input_is_one_line_and_status_2(models_copy, tmp_path):
     yml = models_copy / "marts" / "fct_ranking_url_flips.yml"
     yml.write_text(yml.read_text().replace("input: marts.fct_keyword_rankings_daily", "input: staging.stg_usage"))
-    done = cli("test", "--unit", "--models-dir", str(models_copy), data_dir=tmp_path)
+    done = rank_pipeline("test", "--unit", "--models-dir", str(models_copy), data_dir=tmp_path, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "given staging.stg_usage, which the model does not read" in done.stderr
-    done = cli("test", "--select", "fct_nothing", data_dir=tmp_path)
+    done = rank_pipeline("test", "--select", "fct_nothing", data_dir=tmp_path, cwd=tmp_path)
     assert done.returncode == 2 and "no such model" in done.stderr
-    done = cli("test", "--data", data_dir=tmp_path)  # no published warehouse yet
+    done = rank_pipeline("test", "--data", data_dir=tmp_path, cwd=tmp_path)  # no published warehouse yet
     assert done.returncode == 2 and "no warehouse at" in done.stderr and "--unit" in done.stderr
