@@ -168,8 +168,6 @@ class _Queued:
 def _assigned(pool_class, state, limits) -> tuple:
     """What ``pool_class``'s assignment does to ``state``: the pool's connections after it, the connections it
     closes, each request's connection and the connections it opened (by name)."""
-    import httpcore
-
     conns, requests = state
     pool = pool_class(max_connections=limits[0], max_keepalive_connections=limits[1])
     pool._connections = [_Conn(**c) for c in conns]
@@ -181,9 +179,7 @@ def _assigned(pool_class, state, limits) -> tuple:
         return opened[-1]
 
     pool.create_connection = create
-    closing = httpcore.AsyncConnectionPool._assign_requests_to_connections.__get__(pool) \
-        if pool_class is httpcore.AsyncConnectionPool else pool._assign_requests_to_connections
-    closed = closing()
+    closed = pool._assign_requests_to_connections()
     return ([c.name for c in pool._connections], [c.name for c in closed],
             [r.connection.name if r.connection else None for r in pool._requests], [c.name for c in opened])
 
