@@ -74,8 +74,6 @@ class Page:
     total_count: int | None
     total_pages: int | None
     body: bytes = b""
-    raw: bool = False
-    """The records are all :class:`RawRecord` (the page was read ``raw``)."""
 
 
 @dataclass
@@ -292,15 +290,13 @@ class Paginator:
             total_count=header_int(headers, "X-Total-Count"),
             total_pages=header_int(headers, "X-Total-Pages"),
             body=response.content,
-            raw=type(body) is _RawPage,
         )
 
     async def _deliver(self, page: Page, current: ListPass) -> int:
         """Hand the page's records not delivered before to the sink; how many were new."""
         async with self._deliver_lock:  # dedupe and sink calls in arrival order, one at a time
             records = page.records
-            ids = [record_id(r) for r in records] if not page.raw else \
-                [r.id if type(r.id) is str else str(r.id) for r in records]  # record_id of a RawRecord
+            ids = [record_id(r) for r in records]
             page_ids = set(ids)
             if len(page_ids) == len(ids) and page_ids.isdisjoint(self._seen):  # every record new (pass ids
                 current.ids |= page_ids  # are among those seen): the loop below would take them all
