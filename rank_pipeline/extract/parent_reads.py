@@ -24,6 +24,10 @@ __all__ = ["ParentReads"]
 
 _JSON = msgspec.json.Decoder()
 _ABSENT = msgspec.Raw(b"")
+_key = b"\0".join
+"""A record's key in ``ParentReads._seen``: its members' bytes (a tuple of ``msgspec.Raw``) joined by NUL. JSON
+text never holds a NUL, so two records share a key exactly when their bytes are the same at every member (an
+absent member is empty)."""
 
 
 class ParentReads:
@@ -65,7 +69,8 @@ class ParentReads:
             members = self._decoder.decode(record.attributes)
         except msgspec.ValidationError:  # not an object: read whole, never skipped
             return {"id": record.id, "type": record.type, "attributes": _JSON.decode(record.attributes)}
-        return self._unseen(record, astuple(members))
+        values = astuple(members)
+        return self._unseen(record, values, _key(values))
 
     def new_page(self, records: Sequence[RawRecord]) -> list[dict]:
         """:meth:`new` of each of ``records`` (a page's ``RawRecord``s), in order, the records seen before left
@@ -77,16 +82,14 @@ class ParentReads:
             members = self._page_decoder.decode(b"[" + b",".join([r.attributes for r in records]) + b"]")
         except msgspec.ValidationError:
             return [d for d in map(self.new, records) if d is not None]
-        keys = [b"\0".join(astuple(m)) for m in members]
+        values = list(map(astuple, members))
+        keys = list(map(_key, values))
         # each distinct key at its first record: zipped backwards, the first record's index is written last
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
-        return [d for d in (self._unseen(records[i], astuple(members[i])) for i in sorted(first.values()))
+        return [d for d in (self._unseen(records[i], values[i], keys[i]) for i in sorted(first.values()))
                 if d is not None]
 
-    def _unseen(self, record: RawRecord, values: tuple[msgspec.Raw, ...]) -> dict | None:
-        # NUL between the members' bytes: JSON text never holds one, so two records share the key exactly
-        # when their bytes are the same at every member (an absent member is empty)
-        key = b"\0".join(values)
+    def _unseen(self, record: RawRecord, values: tuple[msgspec.Raw, ...], key: bytes) -> dict | None:
         if key in self._seen:
             return None
         self._seen.add(key)
