@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from support import command_env
+from support import command_env, rank_pipeline_argv
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("e2e_project_partitions")]
 
@@ -50,7 +50,7 @@ def _run(args: list[str], cwd: Path, **extra: str) -> subprocess.CompletedProces
 
 
 def _init(tmp_path: Path) -> Path:
-    proc = _run([str(BIN / "rank-pipeline"), "init", "proj"], tmp_path)
+    proc = _run([*rank_pipeline_argv(), "init", "proj"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     return tmp_path / "proj"
 
@@ -123,7 +123,7 @@ def test_the_demo_gives_its_days_keeps_them_and_dg_dev_shows_its_runs(tmp_path):
     assert (project / ".env").read_text().splitlines()[-1] == f"DAGSTER_HOME={home}"
     assert (home / "dagster.yaml").is_file()
 
-    demo = _run([str(BIN / "rank-pipeline"), "demo", "--days", "2"], project)
+    demo = _run([*rank_pipeline_argv(), "demo", "--days", "2"], project)
     assert demo.returncode == 0, demo.stderr[-3000:]
     run_id, first, last = re.search(r"^run (\S+): one run of the daily job materialized 2 partition\(s\), (\S+) \.\. "
                                     r"(\S+)$", demo.stdout, re.M).groups()
@@ -139,7 +139,7 @@ def test_the_demo_gives_its_days_keeps_them_and_dg_dev_shows_its_runs(tmp_path):
 
     earlier = yesterday - timedelta(days=1)
     low = datetime.now(UTC).date()  # the command's today is between the two readings (midnight can pass)
-    before = _run([str(BIN / "rank-pipeline"), "run", "--date", earlier.isoformat()], project,
+    before = _run([*rank_pipeline_argv(), "run", "--date", earlier.isoformat()], project,
                   RANK_PIPELINE_PARTITION_START=yesterday.isoformat())
     assert before.returncode == 2
     assert before.stderr.strip().splitlines() in [[

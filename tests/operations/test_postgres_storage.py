@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import free_port
-from support import PARTITION_START, command_env, require
+from support import PARTITION_START, command_env, rank_pipeline_argv, require
 
 # the tests using pg_server are marked postgres too (tests/conftest.py)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("postgres"), pytest.mark.timeout(900)]
@@ -104,7 +104,7 @@ def _query(url: str, sql: str, *params: object) -> list[tuple]:
 def pg_run(pg_server, tmp_path_factory):
     """``rank-pipeline run --date DAY`` with the PostgreSQL storage; yields (data dir, completed process)."""
     data = tmp_path_factory.mktemp("pg") / "data"
-    done = _run([str(BIN / "rank-pipeline"), "run", "--date", DAY], _env(data, pg_server))
+    done = _run([*rank_pipeline_argv(), "run", "--date", DAY], _env(data, pg_server))
     return data, done
 
 
@@ -187,7 +187,7 @@ def test_an_unreachable_or_refused_postgresql_is_one_line_status_2_without_the_p
     port = free_port()  # nothing listens there
     wrong_password = pg_server.replace(PASSWORD, "wrong-" + PASSWORD)
     for url in (f"postgresql+psycopg2://dagster:{PASSWORD}@127.0.0.1:{port}/dagster", wrong_password):
-        done = _run([str(BIN / "rank-pipeline"), "run", "--date", DAY], _env(tmp_path / "data", url), timeout=120)
+        done = _run([*rank_pipeline_argv(), "run", "--date", DAY], _env(tmp_path / "data", url), timeout=120)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 2, done.stdout + done.stderr
         assert len(lines) == 1 and lines[0].startswith("error: cannot open Dagster's PostgreSQL storage at 127.0.0.1:")
@@ -201,7 +201,7 @@ def test_without_the_postgres_extra_one_line_says_to_install_it(tmp_path):
     hide.mkdir()  # a Python where `import dagster_postgres` fails, as without the extra
     (hide / "sitecustomize.py").write_text("import sys\nsys.modules['dagster_postgres'] = None\n")
     env = _env(tmp_path / "data", f"postgresql+psycopg2://dagster:{PASSWORD}@127.0.0.1:5432/dagster", PYTHONPATH=str(hide))
-    done = _run([str(BIN / "rank-pipeline"), "run", "--date", DAY], env, timeout=120)
+    done = _run([*rank_pipeline_argv(), "run", "--date", DAY], env, timeout=120)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and "rank-pipeline[postgres]" in lines[0], lines

@@ -46,17 +46,14 @@ SUMMARY = re.compile(r"(Completed|Failed): 1 day\(s\), (\d+) snapshot rows, chec
                      r"(\d+) requests, (\d+) 429s")
 
 
-def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    return command_env({"RANK_PIPELINE_DATA_DIR": str(data_dir), **PARTITION_START, **extra})
-
-
 _cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=600)
 """``rank-pipeline *args`` in the clone (:func:`support.rank_pipeline`): ``data_dir``, a clean environment plus
-``env`` (each call names :data:`support.PARTITION_START`, as :func:`_env` does), killed past 600 s."""
+``env`` (each call names :data:`support.PARTITION_START`, as :func:`_dagster` does), killed past 600 s."""
 
 
 def _dagster(data_dir: Path, tags: dict[str, str]) -> subprocess.CompletedProcess:
-    env = _env(data_dir, DAGSTER_HOME=str(data_dir / "dagster_home"))
+    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
+                       "DAGSTER_HOME": str(data_dir / "dagster_home")})
     return subprocess.run([str(_BIN / "dagster"), "job", "execute", "-m", "rank_pipeline.defs.definitions",
                            "-j", "daily_rank_pipeline", "--tags", json.dumps(tags)],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)

@@ -36,20 +36,17 @@ TODAY = datetime.now(UTC).date()
 DAY1, DAY2, DAY3 = (TODAY - timedelta(days=i) for i in (3, 2, 1))
 
 
-def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    return command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), **extra})
-
-
 _cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=600)
 """``rank-pipeline *args`` in the clone (:func:`support.rank_pipeline`): ``data_dir``, a clean environment plus
-``env`` (each call names :data:`support.PARTITION_START`, as :func:`_env` does), killed past 600 s."""
+``env`` (each call names :data:`support.PARTITION_START`, as :func:`_dagster` does), killed past 600 s."""
 
 
 def _dagster(data_dir: Path, job: str, day: date) -> subprocess.CompletedProcess:
     """``dagster job execute -m <the module workspace.yaml loads> -j JOB`` for partition ``day``: the project's
     code location, the job with its own tags, the run recorded in the data folder's instance (the UI's)."""
     (location,) = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"]
-    env = _env(data_dir, DAGSTER_HOME=str(data_dir / "dagster_home"))
+    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
+                       "DAGSTER_HOME": str(data_dir / "dagster_home")})
     return subprocess.run([str(_BIN / "dagster"), "job", "execute", "-m", location["python_module"], "-j", job,
                            "--tags", json.dumps({"dagster/partition": day.isoformat()})],
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
