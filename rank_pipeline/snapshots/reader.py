@@ -23,10 +23,10 @@ from rank_pipeline.snapshots.schema import (
     MANIFEST_PREFIX,
     SHARD_MANIFEST_RE,
     SnapshotError,
-    arrow_schema,
     check_version,
     current_columns,
     day_folder,
+    empty_table,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
 
@@ -151,5 +151,5 @@ def read_snapshot(root: Path | str | Store, resource: str, snapshot_date: date) 
     tables = [current_columns(pq.read_table(path, filesystem=store.fs))
               for path in snapshot_files(store, resource, snapshot_date)]
     if not tables:
-        return arrow_schema(resource).empty_table()
+        return empty_table(resource)
     return pa.concat_tables(tables)

@@ -26,6 +26,7 @@ from rank_pipeline.snapshots.schema import (
     MANIFEST_NAME,
     SnapshotError,
     arrow_schema,
+    empty_table,
     partition_dir,
 )
 from rank_pipeline.snapshots.storage import Store, store_for
@@ -147,7 +148,7 @@ def ensure_raw_table(con: duckdb.DuckDBPyConnection, resource: str) -> dict[str,
                      resource, ", ".join(stale))
             cols = _table_columns(con, RAW_SCHEMA, resource) or {}
         return cols
-    empty: pa.Table = arrow_schema(resource).empty_table()
+    empty = empty_table(resource)
     con.register("__snapshot_contract", empty)
     try:
         con.execute(

@@ -113,22 +113,31 @@ def test_account_without_records_still_has_a_file(tmp_path):
     assert duckdb.sql(f"select count(*) from read_parquet('{path}')").fetchall() == [(0,)]
 
 
-def test_an_account_without_records_is_written_without_importing_pandas(tmp_path):
-    """The extraction never needs pandas; an empty account's file (pyarrow's ``Schema.empty_table`` imports it,
-    about 0.3 CPU-seconds) is written without it: a fresh interpreter, as a run's process."""
+def test_empty_tables_are_made_without_importing_pandas(tmp_path):
+    """A run never needs pandas, and pyarrow's ``Schema.empty_table`` imports it (about 0.3 CPU-seconds): an
+    account without records written, the raw table created (``raw_columns``) and an empty snapshot read, in a fresh
+    interpreter as a run's process is, leave pandas unimported, and each gives the snapshot's columns."""
     script = (
         "import sys; from datetime import date; from pathlib import Path\n"
+        "from rank_pipeline.snapshots.reader import read_snapshot\n"
         "from rank_pipeline.snapshots.writer import SnapshotWriter\n"
-        f"w = SnapshotWriter(Path({str(tmp_path)!r}), 'tags', date(2026, 11, 21))\n"
+        "from rank_pipeline.warehouse.raw_load import raw_columns\n"
+        f"root, day = Path({str(tmp_path)!r}), date(2026, 11, 21)\n"
+        "w = SnapshotWriter(root, 'tags', day)\n"
         "w.write('globex', [{'id': 't-1', 'type': 'tag', 'attributes': {'name': 'x'}}])\n"
         "w.set_report('acme', {'complete': True, 'expected': 0, 'delivered': 0})\n"
         "w.commit()\n"
+        "SnapshotWriter(root, 'usage', day).commit()\n"
+        "print([c for c, _ in raw_columns('tags')], read_snapshot(root, 'usage', day).schema.names)\n"
         "print('pandas' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "False"
+    columns, pandas = done.stdout.strip().splitlines()
+    assert pandas == "False"
+    assert columns == str([*arrow_schema("tags").names, "loaded_at"]) + " " + str(arrow_schema("usage").names)
     assert read_snapshot(tmp_path, "tags", DAY).num_rows == 1
+    assert read_snapshot(tmp_path, "usage", DAY).num_rows == 0
 
 
 def test_bad_input_is_a_clear_error(tmp_path):
