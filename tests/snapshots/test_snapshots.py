@@ -118,7 +118,7 @@ def test_empty_tables_are_made_without_importing_pandas(tmp_path):
     account without records written, the raw table created (``raw_columns``) and an empty snapshot read, in a fresh
     interpreter as a run's process is, leave pandas unimported, and each gives the snapshot's columns."""
     script = (
-        "import sys; from datetime import date; from pathlib import Path\n"
+        "import json, sys; from datetime import date; from pathlib import Path\n"
         "from rank_pipeline.snapshots.reader import read_snapshot\n"
         "from rank_pipeline.snapshots.writer import SnapshotWriter\n"
         "from rank_pipeline.warehouse.raw_load import raw_columns\n"
@@ -128,14 +128,15 @@ def test_empty_tables_are_made_without_importing_pandas(tmp_path):
         "w.set_report('acme', {'complete': True, 'expected': 0, 'delivered': 0})\n"
         "w.commit()\n"
         "SnapshotWriter(root, 'usage', day).commit()\n"
-        "print([c for c, _ in raw_columns('tags')], read_snapshot(root, 'usage', day).schema.names)\n"
-        "print('pandas' in sys.modules)\n"
+        "print(json.dumps({'raw': [c for c, _ in raw_columns('tags')], 'read': read_snapshot(root, 'usage', day)"
+        ".schema.names, 'pandas': 'pandas' in sys.modules}))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    columns, pandas = done.stdout.strip().splitlines()
-    assert pandas == "False"
-    assert columns == str([*arrow_schema("tags").names, "loaded_at"]) + " " + str(arrow_schema("usage").names)
+    seen = json.loads(done.stdout)
+    assert seen["pandas"] is False
+    assert seen["raw"] == [*arrow_schema("tags").names, "loaded_at"]
+    assert seen["read"] == arrow_schema("usage").names
     assert read_snapshot(tmp_path, "tags", DAY).num_rows == 1
     assert read_snapshot(tmp_path, "usage", DAY).num_rows == 0
 
