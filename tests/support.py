@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -227,6 +228,23 @@ def rank_pipeline(*args: str, data_dir: Path | None = None, env: Mapping[str, st
     data = {"RANK_PIPELINE_DATA_DIR": str(data_dir)} if data_dir is not None else {}
     return subprocess.run([*rank_pipeline_argv(day), *args], env=command_env({**data, **(env or {})}, drop=drop),
                           cwd=cwd, stdin=stdin, capture_output=True, text=True, timeout=timeout)
+
+
+def dagster_job(data_dir: Path, job: str, tags: Mapping[str, str], *, home: Path | None = None,
+                module: str = "rank_pipeline.defs.definitions", env: Mapping[str, str] | None = None,
+                timeout: float = 600) -> subprocess.CompletedProcess:
+    """``dagster job execute -m MODULE -j JOB --tags TAGS`` as a user runs it from the clone (:data:`REPO`): in
+    :func:`command_env` with :data:`PARTITION_START`, ``RANK_PIPELINE_DATA_DIR=data_dir`` and ``DAGSTER_HOME=home``
+    (None: ``data_dir/dagster_home``, the instance a ``rank-pipeline`` command opens), ``env`` set over them. The run
+    is one run of ``job``; ``tags`` choose its partition (``dagster/partition``) or range.
+
+    ``timeout`` in seconds: past it the command is killed and ``subprocess.TimeoutExpired`` raised. Returns the
+    finished process, its output captured as text; a non-zero exit status raises nothing."""
+    settings = {**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
+                "DAGSTER_HOME": str(home if home is not None else data_dir / "dagster_home"), **(env or {})}
+    return subprocess.run([str(Path(sys.executable).parent / "dagster"), "job", "execute", "-m", module, "-j", job,
+                           "--tags", json.dumps(dict(tags))],
+                          env=command_env(settings), cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
 def run_on(day: date, *args: str, env: Mapping[str, str], timeout: float = 300) -> subprocess.CompletedProcess:

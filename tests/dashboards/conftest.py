@@ -11,16 +11,14 @@ and Debian's ``chromium``.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
-import sys
 from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
-from support import PARTITION_START, command_env, rank_pipeline, require
+from support import PARTITION_START, dagster_job, rank_pipeline, require
 
 REPO = Path(__file__).resolve().parents[2]
 SUPERSET_PY = REPO / ".venv-superset" / "bin" / "python"
@@ -40,13 +38,9 @@ def run_pipeline(data_dir: Path, *args: str, timeout: float = 900,
 def run_daily_job_over(data_dir: Path, first: date, last: date, **extra_env: str) -> subprocess.CompletedProcess:
     """``dagster job execute`` of the daily job as ONE run over ``first .. last`` (a single-run backfill, as the
     UI launches one) on the data folder's instance, against the embedded sandbox."""
-    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
-                       "DAGSTER_HOME": str(data_dir / "dagster_home"), **extra_env})
     tags = {"dagster/asset_partition_range_start": first.isoformat(),
             "dagster/asset_partition_range_end": last.isoformat()}
-    proc = subprocess.run([str(Path(sys.executable).parent / "dagster"), "job", "execute", "-m",
-                           "rank_pipeline.defs.definitions", "-j", "daily_rank_pipeline", "--tags", json.dumps(tags)],
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    proc = dagster_job(data_dir, "daily_rank_pipeline", tags, env=extra_env, timeout=900)
     assert proc.returncode == 0, f"the daily job over {first}..{last} failed:\n{proc.stderr[-3000:]}"
     return proc
 

@@ -18,10 +18,8 @@ partitions, statuses, tags), the snapshot manifests (rows per resource), each co
 from __future__ import annotations
 
 import functools
-import json
 import re
 import subprocess
-import sys
 from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -29,7 +27,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START, command_env, rank_pipeline
+from support import PARTITION_START, dagster_job, rank_pipeline
 
 from rank_pipeline.operations import run_history
 from rank_pipeline.snapshots.reader import read_manifest
@@ -40,7 +38,6 @@ from tests.transform.model_folders import failing_models
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_run_history"), pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
-_BIN = Path(sys.executable).parent
 D1, D2, D3, D4, D5, D6 = (date(2026, 11, 1) + timedelta(days=i) for i in range(6))
 SUMMARY = re.compile(r"(Completed|Failed): 1 day\(s\), (\d+) snapshot rows, checks (\d+) passed / (\d+) failed, "
                      r"(\d+) requests, (\d+) 429s")
@@ -48,15 +45,7 @@ SUMMARY = re.compile(r"(Completed|Failed): 1 day\(s\), (\d+) snapshot rows, chec
 
 _cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=600)
 """``rank-pipeline *args`` in the clone (:func:`support.rank_pipeline`): ``data_dir``, a clean environment plus
-``env`` (each call names :data:`support.PARTITION_START`, as :func:`_dagster` does), killed past 600 s."""
-
-
-def _dagster(data_dir: Path, tags: dict[str, str]) -> subprocess.CompletedProcess:
-    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
-                       "DAGSTER_HOME": str(data_dir / "dagster_home")})
-    return subprocess.run([str(_BIN / "dagster"), "job", "execute", "-m", "rank_pipeline.defs.definitions",
-                           "-j", "daily_rank_pipeline", "--tags", json.dumps(tags)],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+``env`` (each call names :data:`support.PARTITION_START`, as :func:`support.dagster_job` does), killed past 600 s."""
 
 
 def _summary(done: subprocess.CompletedProcess) -> dict[str, int]:
@@ -79,9 +68,9 @@ def world(tmp_path_factory):
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "stg_domains" in failing.stderr
     out[D3] = _summary(failing)
-    scheduled = _dagster(data, {"dagster/partition": D4.isoformat(), "dagster/schedule_name": "test_schedule"})
+    scheduled = dagster_job(data, "daily_rank_pipeline", {"dagster/partition": D4.isoformat(), "dagster/schedule_name": "test_schedule"})
     assert scheduled.returncode == 0, scheduled.stderr[-3000:]
-    backfill = _dagster(data, {"dagster/backfill": "testbackfill",
+    backfill = dagster_job(data, "daily_rank_pipeline", {"dagster/backfill": "testbackfill",
                                "dagster/asset_partition_range_start": D5.isoformat(),
                                "dagster/asset_partition_range_end": D6.isoformat()})
     assert backfill.returncode == 0, backfill.stderr[-3000:]

@@ -11,17 +11,15 @@ Spark in one test, a later day failing its shape check among the snapshots Spark
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import subprocess
-import sys
 from datetime import date, timedelta
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
-from support import PARTITION_START, command_env, rank_pipeline
+from support import PARTITION_START, dagster_job, rank_pipeline
 from test_any_order import assert_equals_full_rebuild
 
 from rank_pipeline.defs.extract_assets import extract_snapshots
@@ -203,15 +201,11 @@ def _assert_spark_models_equal(duckdb_file: Path, uri: Path, models: Path = ROOT
 
 def _dagster_job(data_dir: Path, home: Path, job: str, day: date, env: dict[str, str] | None = None,
                  timeout: float = 600) -> subprocess.CompletedProcess:
-    """``dagster job execute -m rank_pipeline.defs.definitions -j JOB`` for partition ``day``, settings in the
-    environment, the run recorded in the instance at ``home`` (DAGSTER_HOME)."""
+    """``dagster job execute -m rank_pipeline.defs.definitions -j JOB`` for partition ``day``
+    (:func:`support.dagster_job`), settings in the environment, the run recorded in the instance at ``home``
+    (made here)."""
     home.mkdir(parents=True, exist_ok=True)
-    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir), "DAGSTER_HOME": str(home),
-                       **(env or {})})
-    dagster = Path(sys.executable).parent / "dagster"
-    return subprocess.run([str(dagster), "job", "execute", "-m", "rank_pipeline.defs.definitions", "-j", job,
-                           "--tags", json.dumps({"dagster/partition": day.isoformat()})],
-                          env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return dagster_job(data_dir, job, {"dagster/partition": day.isoformat()}, home=home, env=env, timeout=timeout)
 
 
 def _recorded_checks(home: Path) -> dict[str, set[tuple[str, str, bool]]]:

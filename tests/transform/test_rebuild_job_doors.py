@@ -13,17 +13,15 @@ both published it).
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import subprocess
-import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
 import yaml
-from support import PARTITION_START, assert_same_marts, command_env, rank_pipeline
+from support import PARTITION_START, assert_same_marts, dagster_job, rank_pipeline
 
 from rank_pipeline.warehouse.raw_days import RawDays
 
@@ -31,25 +29,21 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.xdist_group("rebuil
               pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
-_BIN = Path(sys.executable).parent
 TODAY = datetime.now(UTC).date()
 DAY1, DAY2, DAY3 = (TODAY - timedelta(days=i) for i in (3, 2, 1))
 
 
 _cli = functools.partial(rank_pipeline, cwd=ROOT, timeout=600)
 """``rank-pipeline *args`` in the clone (:func:`support.rank_pipeline`): ``data_dir``, a clean environment plus
-``env`` (each call names :data:`support.PARTITION_START`, as :func:`_dagster` does), killed past 600 s."""
+``env`` (each call names :data:`support.PARTITION_START`, as :func:`support.dagster_job` does), killed past 600 s."""
 
 
 def _dagster(data_dir: Path, job: str, day: date) -> subprocess.CompletedProcess:
-    """``dagster job execute -m <the module workspace.yaml loads> -j JOB`` for partition ``day``: the project's
-    code location, the job with its own tags, the run recorded in the data folder's instance (the UI's)."""
+    """``dagster job execute -m <the module workspace.yaml loads> -j JOB`` for partition ``day``
+    (:func:`support.dagster_job`): the project's code location, the job with its own tags, the run recorded in the
+    data folder's instance (the UI's)."""
     (location,) = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"]
-    env = command_env({**PARTITION_START, "RANK_PIPELINE_DATA_DIR": str(data_dir),
-                       "DAGSTER_HOME": str(data_dir / "dagster_home")})
-    return subprocess.run([str(_BIN / "dagster"), "job", "execute", "-m", location["python_module"], "-j", job,
-                           "--tags", json.dumps({"dagster/partition": day.isoformat()})],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return dagster_job(data_dir, job, {"dagster/partition": day.isoformat()}, module=location["python_module"])
 
 
 def _days(path: Path) -> dict[str, set[date]]:
