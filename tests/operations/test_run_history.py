@@ -68,11 +68,12 @@ def world(tmp_path_factory):
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "stg_domains" in failing.stderr
     out[D3] = _summary(failing)
-    scheduled = dagster_job(data, "daily_rank_pipeline", {"dagster/partition": D4.isoformat(), "dagster/schedule_name": "test_schedule"})
+    scheduled = dagster_job(data, "daily_rank_pipeline",
+                            {"dagster/partition": D4.isoformat(), "dagster/schedule_name": "test_schedule"})
     assert scheduled.returncode == 0, scheduled.stderr[-3000:]
-    backfill = dagster_job(data, "daily_rank_pipeline", {"dagster/backfill": "testbackfill",
-                               "dagster/asset_partition_range_start": D5.isoformat(),
-                               "dagster/asset_partition_range_end": D6.isoformat()})
+    backfill = dagster_job(data, "daily_rank_pipeline",
+                           {"dagster/backfill": "testbackfill", "dagster/asset_partition_range_start": D5.isoformat(),
+                            "dagster/asset_partition_range_end": D6.isoformat()})
     assert backfill.returncode == 0, backfill.stderr[-3000:]
     published = data / "warehouse.duckdb"
     with duckdb.connect(str(published), read_only=True) as con:
