@@ -95,6 +95,61 @@ def test_get_returns_data_sends_the_raw_key_and_records_server_date_and_stats(vr
     assert client.stats.started_at is not None
 
 
+def test_a_request_carries_the_headers_timeouts_query_and_body_and_its_response_is_read_whole_and_closed(vrun):
+    """What a request sends and how its response is read, now that requests go to the transport, not through
+    ``httpx.AsyncClient``: the client's headers, the timeouts as the request's extension, the query and the JSON
+    body; a gzip body decoded; every response closed, a body cut mid-read retried as a dropped connection."""
+    closed: list[bool] = []
+
+    class Body(httpx.AsyncByteStream):
+        def __init__(self, parts):
+            self.parts = parts
+
+        async def __aiter__(self):
+            for part in self.parts:
+                if isinstance(part, BaseException):
+                    raise part
+                yield part
+
+        async def aclose(self):
+            closed.append(True)
+
+    import gzip
+    import json
+
+    seen: list[httpx.Request] = []
+
+    def handler(request):
+        seen.append(request)
+        payload = json.dumps(USAGE).encode()
+        if len(seen) == 2:  # the GET's first answer is cut after its first bytes
+            return httpx.Response(200, stream=Body([payload[:5], httpx.ReadError("peer reset")]))
+        return httpx.Response(200, headers={"Content-Encoding": "gzip"}, stream=Body([gzip.compress(payload)]))
+
+    async def main():
+        async with make_client(handler, timeout_s=12.5, connect_timeout_s=3.0) as client:
+            created = await client.post_once("/v1/tags", {"data": {"attributes": {"name": "n"}}})
+            got = await client.get("/v1/domains", params={"page": 2, "per_page": 1000})
+            return created, got, client
+
+    created, got, client = vrun(main())
+    assert created == USAGE and got == USAGE["data"]  # gzip decoded (post_once gives the whole body)
+    assert len(seen) == 3 and len(closed) == 3  # the cut body was retried, every response closed
+    assert client.stats.retries == 1
+    post, get = seen[0], seen[2]
+    for request in (post, get):
+        assert request.headers["Authorization"] == KEY
+        assert request.headers["Accept"] == "application/json"
+        assert request.headers["Accept-Encoding"] == "gzip, deflate"
+        assert request.headers["Connection"] == "keep-alive"
+        assert request.headers["User-Agent"].startswith("rank-pipeline/")
+        assert request.extensions["timeout"] == {"connect": 3.0, "read": 12.5, "write": 12.5, "pool": 12.5}
+    assert (post.method, str(post.url)) == ("POST", f"{BASE}/v1/tags")
+    assert json.loads(post.content) == {"data": {"attributes": {"name": "n"}}}
+    assert post.headers["Content-Type"] == "application/json"
+    assert (get.method, str(get.url)) == ("GET", f"{BASE}/v1/domains?page=2&per_page=1000")
+
+
 def test_requests_per_minute_is_requests_over_elapsed_seconds_times_60_and_zero_before_time_passed():
     assert RequestStats(requests=30, elapsed=15.0).requests_per_minute == 120.0
     assert RequestStats(requests=7, elapsed=0.0).requests_per_minute == 0.0
