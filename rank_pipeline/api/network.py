@@ -186,7 +186,16 @@ class _Pool(httpcore.AsyncConnectionPool):
     asking every connection whether it is idle (``len([c.is_idle() for c in connections])``): the pool's size
     squared a call, several times a request (encode/httpcore#1035, open). This is the same method, the count
     taken as ``len``; everything else (which connection is closed, reused or opened) as httpcore decides it.
+
+    Its TLS context is made with its first ``https`` connection (:func:`httpx.create_ssl_context`, the
+    certificates httpx verifies against, ``SSL_CERT_FILE`` included): about 55 ms of CPU that a pool speaking
+    plain HTTP to the loopback sandbox never spends.
     """
+
+    def create_connection(self, origin: httpcore.Origin) -> httpcore.AsyncConnectionInterface:
+        if self._ssl_context is None and origin.scheme == b"https":
+            self._ssl_context = httpx.create_ssl_context()
+        return super().create_connection(origin)
 
     def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
         closing: list[httpcore.AsyncConnectionInterface] = []
@@ -224,7 +233,7 @@ class AsyncioTransport(httpx.AsyncHTTPTransport):
 
     def __init__(self, limits: httpx.Limits) -> None:  # not super().__init__: it would build the pool replaced here
         self._pool = _POOL(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=None if _POOL is _Pool else httpx.create_ssl_context(),  # _Pool: at its first https
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,

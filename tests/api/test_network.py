@@ -14,6 +14,7 @@ import json
 import re
 import ssl
 
+import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -79,9 +80,12 @@ class _Server:
             writer.close()
 
 
-async def _read_list(cert: str, key: str) -> tuple[_Server, list, object]:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
+async def _read_list(cert: str | None, key: str | None) -> tuple[_Server, list, object]:
+    """Read the list from a server over HTTPS with ``cert`` and ``key``, or over plain HTTP when they are None."""
+    context = None
+    if cert is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
     served = _Server()
     server = await asyncio.start_server(served.handle, "127.0.0.1", 0, ssl=context)
     port = server.sockets[0].getsockname()[1]
@@ -89,7 +93,8 @@ async def _read_list(cert: str, key: str) -> tuple[_Server, list, object]:
     config = ClientConfig(per_key_limit=100, per_ip_limit=200, window_s=1.0, max_in_flight=2, per_page=PER_PAGE,
                           first_contact_attempts=1, max_retry_s=5.0)
     try:
-        async with RankTrackerClient(f"https://127.0.0.1:{port}", KEY, config=config) as client:
+        scheme = "http" if cert is None else "https"
+        async with RankTrackerClient(f"{scheme}://127.0.0.1:{port}", KEY, config=config) as client:
             result = await client.list_records("/v1/things", None, rows.extend)
     finally:
         server.close()
@@ -110,6 +115,7 @@ def test_pages_over_https_arrive_whole_on_reused_connections(tmp_path, monkeypat
         return await connect(self, *args, **kwargs)
 
     monkeypatch.setattr(AsyncioBackend, "connect_tcp", counted)
+    contexts = _count_tls_contexts(monkeypatch)
     served, rows, result = asyncio.run(_read_list(cert, key))
     expected = [r for n in range(1, PAGES + 1) for r in json.loads(_page(n))["data"]]
     assert sorted(rows, key=lambda r: r["id"]) == sorted(expected, key=lambda r: r["id"])
@@ -117,6 +123,27 @@ def test_pages_over_https_arrive_whole_on_reused_connections(tmp_path, monkeypat
     assert served.requests == 2 * PAGES and served.connections <= 2  # keep-alive: at most max_in_flight
     assert served.keys == {KEY}
     assert len(opened) == served.connections  # the client's connections are the asyncio backend's
+    assert len(contexts) == 1  # one TLS context for all of the pool's connections
+
+
+def _count_tls_contexts(monkeypatch) -> list:
+    """The TLS contexts httpx makes from now on (``httpx.create_ssl_context``, which the pool calls)."""
+    made: list = []
+    create = httpx.create_ssl_context
+
+    def counted(*args, **kwargs):
+        made.append(create(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    return made
+
+
+def test_plain_http_to_the_loopback_sandbox_makes_no_tls_context(monkeypatch):
+    contexts = _count_tls_contexts(monkeypatch)
+    served, rows, result = asyncio.run(_read_list(None, None))
+    assert result.complete and len(rows) == PAGES * PER_PAGE and served.requests == 2 * PAGES
+    assert contexts == []  # certificates are loaded only by a pool that opens an https connection
 
 
 def test_an_untrusted_certificate_is_refused_before_any_request(tmp_path, monkeypatch):
