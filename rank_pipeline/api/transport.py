@@ -1,7 +1,7 @@
 """One request to the rank-tracking API, paced and retried (spec "Authentication", "Errors", "Limits").
 
-:class:`Transport` sends one account's requests over one httpx transport (a connection pool), each attempt paced by the
-key pool; 429s wait ``Retry-After`` (bounded by ``max_retry_s``), transient faults back off (up to
+:class:`Transport` sends one account's requests through one httpx transport (a connection pool), each
+attempt paced by the key pool; 429s wait ``Retry-After`` (bounded by ``max_retry_s``), transient faults back off (up to
 ``max_attempts``), a never-answering host fails fast (``TransportError(kind="unreachable")``), other
 statuses raise at once. The key is sent only in ``Authorization``, only over HTTPS (or loopback), and is in
 no message. Retry policy: docs/concepts/api-client.md, "One request".
@@ -201,7 +201,7 @@ class Transport:
         in_flight = config.max_in_flight * len(pool)  # each key keeps its own pipeline full
         self._in_flight = asyncio.Semaphore(in_flight)
         limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
-        self._http = transport if transport is not None else AsyncioTransport(limits)
+        self._http_transport = transport if transport is not None else AsyncioTransport(limits)
         self._timeouts = httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s).as_dict()
         self._host_answered = False
         self._t0: float | None = None
@@ -212,7 +212,7 @@ class Transport:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._http.aclose()
+        await self._http_transport.aclose()
 
     async def request(
         self, method: str, path: str, params: Mapping[str, Any] | None, with_response: bool = False,
@@ -290,15 +290,15 @@ class Transport:
     async def _send(self, method: str, path: str, params: Mapping[str, Any] | None, json_body: Any,
                     key: str) -> httpx.Response:
         """One request through the httpx transport, its body read: httpx's ``Request`` and ``Response``
-        without the client's per-request layers (cookies, auth flow, redirects, hooks), which this API uses
-        none of (a third of a request's CPU: docs/concepts/api-client.md, "The HTTP connection").
+        without ``httpx.AsyncClient``'s per-request layers (cookies, auth flow, redirects, hooks), none of
+        which this API uses (docs/concepts/api-client.md, "The HTTP connection").
 
         Raises:
             httpx.HTTPError: as the transport raises it (connect, timeout, protocol, read errors).
         """
         request = httpx.Request(method, self.base_url + path, params=params, json=json_body,
                                 headers={**_HEADERS, "Authorization": key}, extensions={"timeout": self._timeouts})
-        response = await self._http.handle_async_request(request)
+        response = await self._http_transport.handle_async_request(request)
         response.request = request
         try:
             await response.aread()
