@@ -6,6 +6,8 @@ Everything except the unreachable-host tests runs on a virtual clock with httpx.
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 import logging
 import math
 import pickle
@@ -113,9 +115,6 @@ def test_a_request_carries_the_headers_timeouts_query_and_body_and_its_response_
 
         async def aclose(self):
             closed.append(True)
-
-    import gzip
-    import json
 
     seen: list[httpx.Request] = []
 
