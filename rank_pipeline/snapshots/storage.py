@@ -113,10 +113,6 @@ class Store:
         except FileNotFoundError:
             pass
 
-    def move(self, src: str, dest: str) -> None:
-        """Rename a file (atomic on local disk; copy then delete on an object store)."""
-        self.fs.move(src, dest)
-
 
 def store_for(location: Store | Path | str, env: Mapping[str, str] | None = None) -> Store:
     """The :class:`Store` for a snapshots location (a :class:`Store`, a local path or a URI; ``env`` gives an

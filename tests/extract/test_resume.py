@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import posixpath
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections.abc import Callable
-from datetime import date
+from datetime import UTC, date, datetime
 
 import httpx
 import pytest
@@ -212,3 +214,53 @@ def test_the_extract_command_retried_in_a_new_process_reuses_the_checkpoints_of_
     assert retry <= full - checkpointed, (retry, full, checkpointed)  # each checkpointed list is one request or more
     assert _rows(tmp_path / "retried" / "snapshots") == _rows(tmp_path / "full" / "snapshots")
     assert not resume_dir(tmp_path / "retried" / "snapshots", DAY).exists()  # spent once the day committed
+
+
+def _page(*ids: str) -> bytes:
+    return json.dumps({"data": [{"id": i, "type": "keyword", "attributes": {"text": f"kw {i}"}} for i in ids]}).encode()
+
+
+def _replayed(area: ResumeArea, key: str) -> list[tuple[datetime, list[str]]]:
+    return [(at, [r.id for r in records]) for at, records in area.records(area.finished[key])]
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_a_lists_pages_are_replayed_from_their_offsets_whatever_the_store_and_a_dead_runs_tail(tmp_path, where):
+    """Lists read at once write their pages interleaved: on local disk into the run's one stream, on an object
+    store (``memory://``, fsspec) each into its own. A retry replays each finished list's pages, in order, from the
+    offsets its entry holds, past the half-written page a killed run left at the stream's end, and removes the
+    pages no finished list refers to."""
+    root = tmp_path if where == "local" else f"memory://resume-{uuid.uuid4().hex}/snapshots"
+    t0, t1, t2 = (datetime(2026, 11, 21, 8, 0, s, 250, tzinfo=UTC) for s in (1, 2, 3))
+    area = ResumeArea(root, DAY, "src")
+    first, second, unfinished = area.spool(), area.spool(), area.spool()
+    first.write(t0, _page("a", "b"))
+    second.write(t0, _page("x"))
+    unfinished.write(t1, _page("u"))
+    first.write(t1, _page("b", "c"))  # "b" again: replayed once, as the live read delivered it
+    second.write(t2, _page("y", "z"))
+    area.finish("first", first, {"parent": None, "total_count": 3, "delivered": 3, "passes": 1, "excluded": []})
+    area.finish("second", second, {"parent": "p", "total_count": 3, "delivered": 2, "passes": 2, "excluded": ["z"]})
+    unfinished.write(t2, _page("v"))
+    folder = resume_dir(root, DAY)
+    if where == "local":
+        # one stream for the run's lists: no file opened, closed or renamed per list
+        assert sorted(p.name.rsplit(".", 1)[-1] for p in folder.iterdir()) == ["json", "jsonl", "pages"]
+        stream = next(folder.glob("*.pages"))
+        with stream.open("r+b") as f:  # killed in the middle of writing its last page
+            f.truncate(stream.stat().st_size - 7)
+        (folder / f"{uuid.uuid4().hex}.pages").write_bytes(b"a run that died before finishing a list")
+    else:
+        unfinished.delete()
+        area.close()
+
+    retry = ResumeArea(root, DAY, "src")
+    assert set(retry.finished) == {"first", "second"}
+    assert retry.lookup("second") is None and retry.lookup("second", "p") is not None  # the parent's fingerprint
+    assert _replayed(retry, "first") == [(t0, ["a", "b"]), (t1, ["c"])]
+    assert _replayed(retry, "second") == [(t0, ["x"]), (t2, ["y"])]  # "z": excluded by its proof
+    store = retry.store
+    kept = {posixpath.basename(i.path) for i in store.listdir(retry._dir) if i.path.endswith(".pages")}
+    assert kept == {f"{e['file']}.pages" for e in retry.finished.values()}  # nothing else left to grow
+    retry.discard()
+    assert not store.listdir(retry._dir)
