@@ -40,9 +40,10 @@ class ParentReads:
     def __init__(self, keys: Sequence[str]):
         self.keys = tuple(keys)
         names = [f"k{i}" for i in range(len(self.keys))]
-        # an absent member reads as empty bytes (a present one is JSON, never empty)
+        # an absent member reads as empty bytes (a present one is JSON, never empty); untracked by the garbage
+        # collector, as RawRecord is
         struct = msgspec.defstruct("_Members", [(n, msgspec.Raw, _ABSENT) for n in names],
-                                   rename=dict(zip(names, self.keys, strict=True)))
+                                   rename=dict(zip(names, self.keys, strict=True)), gc=False)
         self._decoder = msgspec.json.Decoder(struct)
         self._page_decoder = msgspec.json.Decoder(list[struct])  # type: ignore[valid-type]
         self._seen: set[bytes] = set()

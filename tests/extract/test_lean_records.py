@@ -3,6 +3,7 @@ children's requests that the same page parsed whole gives."""
 
 from __future__ import annotations
 
+import gc
 import json
 from datetime import UTC, date, datetime
 
@@ -127,3 +128,14 @@ def test_a_page_of_objects_is_built_whole_with_the_same_rows():
         assert raw.column("type").to_pylist() == [r.get("type") for r in page], name
     empty = records_table("keywords", date(2026, 11, 20), "acme", [], parent_id="d1", extracted_at=AT)
     assert empty.num_rows == 0 and empty.schema == arrow_schema("keywords")
+
+
+def test_a_pages_records_and_lookup_members_are_not_tracked_by_the_garbage_collector():
+    """A page's thousand records would otherwise start a young collection each page; decoded JSON holds no cycle."""
+    records = _keywords()[:50]
+    page = decode_raw_page(_body(records))
+    assert not gc.is_tracked(page) and not any(gc.is_tracked(r) for r in page.data)
+    reads = ParentReads.of("keywords", children_of("keywords"), loaded_contract(models_dir()))
+    assert reads is not None
+    members = reads._page_decoder.decode(b"[" + b",".join(r.attributes for r in page.data) + b"]")
+    assert members and not any(gc.is_tracked(m) for m in members)
