@@ -179,6 +179,42 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         await asyncio.sleep(seconds)
 
 
+class _HTTP11Connection(httpcore.AsyncHTTP11Connection):
+    """httpcore's HTTP/1.1 connection, its state lock asyncio's own (see :class:`_Connection`)."""
+
+    def __init__(self, origin: httpcore.Origin, stream: httpcore.AsyncNetworkStream,
+                 keepalive_expiry: float | None = None) -> None:
+        super().__init__(origin, stream, keepalive_expiry)
+        self._state_lock = asyncio.Lock()  # type: ignore[assignment]  # the same async-with use
+
+
+class _Connection(httpcore.AsyncHTTPConnection):
+    """httpcore's connection (HTTP/1.1 only, as the pool is), its two locks asyncio's own.
+
+    Under asyncio httpcore 1.0 takes its locks through anyio, whose uncontended acquire adds a cancel-shielded
+    checkpoint (a ``sleep(0)``: one more pass of the event loop and of the request's whole coroutine chain) three
+    times a request; asyncio's lock takes an uncontended lock without yielding (encode/httpcore#953, merged then
+    reverted). A request never waits on these locks here: the pool hands an HTTP/1.1 connection one request at a
+    time. The connection is made as httpcore makes it (:meth:`_connect`: TCP, then TLS for https).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._request_lock = asyncio.Lock()  # type: ignore[assignment]  # the same async-with use
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        if self._connection is None and self.can_handle_request(request.url.origin):
+            async with self._request_lock:
+                if self._connection is None:
+                    try:
+                        stream = await self._connect(request)
+                    except BaseException:
+                        self._connect_failed = True  # the pool drops the connection
+                        raise
+                    self._connection = _HTTP11Connection(self._origin, stream, self._keepalive_expiry)
+        return await super().handle_async_request(request)
+
+
 class _Pool(httpcore.AsyncConnectionPool):
     """httpcore's connection pool, its assignment of queued requests to connections done in one pass.
 
@@ -186,6 +222,8 @@ class _Pool(httpcore.AsyncConnectionPool):
     asking every connection whether it is idle (``len([c.is_idle() for c in connections])``): the pool's size
     squared a call, several times a request (encode/httpcore#1035, open). This is the same method, the count
     taken as ``len``; everything else (which connection is closed, reused or opened) as httpcore decides it.
+
+    Its connections are :class:`_Connection` objects, whose locks take no extra pass of the event loop.
 
     Its TLS context is made with its first ``https`` connection (:func:`httpx.create_ssl_context`, the
     certificates httpx verifies against, ``SSL_CERT_FILE`` included): about 55 ms of CPU that a pool speaking
@@ -195,7 +233,10 @@ class _Pool(httpcore.AsyncConnectionPool):
     def create_connection(self, origin: httpcore.Origin) -> httpcore.AsyncConnectionInterface:
         if self._ssl_context is None and origin.scheme == b"https":
             self._ssl_context = httpx.create_ssl_context()
-        return super().create_connection(origin)
+        # as httpcore's, for a pool without a proxy (AsyncioTransport builds none)
+        return _Connection(origin=origin, ssl_context=self._ssl_context, keepalive_expiry=self._keepalive_expiry,
+                           retries=self._retries, local_address=self._local_address, uds=self._uds,
+                           network_backend=self._network_backend, socket_options=self._socket_options)
 
     def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
         closing: list[httpcore.AsyncConnectionInterface] = []

@@ -240,3 +240,85 @@ def test_the_one_pass_pool_opens_closes_and_assigns_what_httpcores_pool_does():
         assert _assigned(_Pool, (conns, requests), limits) == want, (conns, requests, limits)
         cases += bool(want[1]) and bool(want[3])
     assert cases > 50  # states where the pool both closed and opened connections were among them
+
+
+async def _loop_passes(connection_class, requests: int) -> tuple[int, list[bytes], object]:
+    """Pages 1..``requests`` read one after another over one ``connection_class`` connection to the plain-HTTP
+    server, and the event loop's passes meanwhile (a task that counts each pass)."""
+    import httpcore
+
+    served = _Server()
+    server = await asyncio.start_server(served.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    connection = connection_class(origin=httpcore.Origin(b"http", b"127.0.0.1", port), network_backend=AsyncioBackend())
+    passes = 0
+
+    async def count() -> None:
+        nonlocal passes
+        while True:
+            await asyncio.sleep(0)
+            passes += 1
+
+    bodies = []
+    try:
+        host = [(b"Host", f"127.0.0.1:{port}".encode())]
+        first = await connection.handle_async_request(
+            httpcore.Request("GET", f"http://127.0.0.1:{port}/v1/things?page=0", headers=host))
+        await first.aread()
+        await first.aclose()
+        counter = asyncio.create_task(count())
+        start = passes
+        for number in range(1, requests + 1):
+            response = await connection.handle_async_request(
+                httpcore.Request("GET", f"http://127.0.0.1:{port}/v1/things?page={number}", headers=host))
+            bodies.append(await response.aread())
+            await response.aclose()
+        used = passes - start
+        counter.cancel()
+    finally:
+        await connection.aclose()
+        server.close()
+        for task in served.tasks:
+            task.cancel()
+        await asyncio.gather(*served.tasks, return_exceptions=True)
+    assert served.connections == 1
+    return used, bodies, connection
+
+
+def test_a_connection_takes_its_locks_without_extra_passes_of_the_event_loop():
+    """Ground truth: httpcore's own connection on the same requests, whose anyio locks add a cancel-shielded
+    checkpoint at each uncontended acquire. The pool's connection gives the same bytes, on one connection, with at
+    least two passes of the event loop fewer a request."""
+    import httpcore
+
+    from rank_pipeline.api.network import _Connection
+
+    theirs, their_bodies, _ = asyncio.run(_loop_passes(httpcore.AsyncHTTPConnection, 20))
+    ours, our_bodies, connection = asyncio.run(_loop_passes(_Connection, 20))
+    assert our_bodies == their_bodies == [_page(n) for n in range(1, 21)]
+    assert ours <= theirs - 2 * 20, (ours, theirs)
+    assert connection.is_closed()
+
+
+def test_a_connection_that_cannot_connect_is_dropped_by_the_pool():
+    """A refused connection raises httpcore's ConnectError, and the connection reports what httpcore's own
+    reports: closed (the pool then drops it and opens another for the next request), not available."""
+    import socket
+
+    import httpcore
+
+    from rank_pipeline.api.network import _Connection
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def attempt(connection_class):
+        connection = connection_class(origin=httpcore.Origin(b"http", b"127.0.0.1", port),
+                                      network_backend=AsyncioBackend())
+        with pytest.raises(httpcore.ConnectError):
+            await connection.handle_async_request(httpcore.Request("GET", f"http://127.0.0.1:{port}/v1/things"))
+        return connection.is_closed(), connection.is_available(), connection.has_expired()
+
+    ours, theirs = asyncio.run(attempt(_Connection)), asyncio.run(attempt(httpcore.AsyncHTTPConnection))
+    assert ours == theirs and ours[0]  # closed: the pool removes it
