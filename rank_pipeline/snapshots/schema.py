@@ -254,15 +254,26 @@ def _shared_constant(value: str, n: int) -> pa.Array:
 
 
 def _repeated(value: str, n: int) -> pa.Array:
-    """``n`` times ``value`` built in C: a one-value dictionary decoded (``pa.scalar``/``pa.array`` would import
-    pandas)."""
+    """``n`` times ``value`` from two buffers, the value's bytes repeated and the offsets of their length (those of
+    up to :data:`_SHARED_UP_TO` strings kept for reuse: a page's parent ids are all as long); ``pa.scalar`` or
+    ``pa.array`` would import pandas. Past int32 offsets: built large, then cast (raises past a string's limit)."""
     raw = value.encode()
-    wide = len(raw) * n >= 2**31  # past int32 offsets: decoded large, then cast (raises past a string's limit)
-    one = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), 1,
-                                [None, pa.py_buffer(array("q" if wide else "i", [0, len(raw)])), pa.py_buffer(raw)])
-    zeros = pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(bytes(n))])
-    built = pa.DictionaryArray.from_arrays(zeros, one).dictionary_decode()
+    wide = len(raw) * n >= 2**31
+    offsets = _shared_offsets(len(raw), n) if n <= _SHARED_UP_TO and not wide else _offsets(len(raw), n, wide)
+    built = pa.Array.from_buffers(pa.large_string() if wide else pa.string(), n,
+                                  [None, offsets, pa.py_buffer(raw * n)])
     return built.cast(pa.string()) if wide else built
+
+
+def _offsets(size: int, n: int, wide: bool) -> pa.Buffer:
+    """The offsets of ``n`` strings of ``size`` bytes each (int64 when ``wide``, else int32)."""
+    code = "q" if wide else "i"
+    return pa.py_buffer(array(code, range(0, size * n + 1, size)) if size else array(code, [0]) * (n + 1))
+
+
+@lru_cache(maxsize=16)
+def _shared_offsets(size: int, n: int) -> pa.Buffer:
+    return _offsets(size, n, False)
 
 
 def _strings(values: list[Any], ids: bool = False) -> pa.Array:

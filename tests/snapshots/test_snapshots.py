@@ -171,3 +171,21 @@ def test_excluded_ids_are_dropped_at_commit_across_row_groups_and_accounts(tmp_p
     assert acme == sorted([("d1", f"k{i}") for i in range(10) if i not in (1, 7)] + [("d2", "k0"), ("d2", "k1")])
     assert sum(r["account"] == "globex" for r in table) == 10
     assert manifest.accounts["acme"].rows == 10 and manifest.row_count == 20
+
+
+@pytest.mark.parametrize("parent", ["d-8a3f", "", "domäne-ü", "x" * 36])
+@pytest.mark.parametrize("n", [1, 3, 974, 10_001])
+def test_a_pages_constant_columns_hold_their_value_on_every_row(parent, n):
+    """``account``, ``type`` and ``parent_id`` repeat one value down a page: built from buffers (the offsets of
+    pages as long shared), they read as pyarrow's own array of that value, whatever its length and the page's."""
+    from datetime import UTC, datetime
+
+    from rank_pipeline.snapshots.schema import records_table
+
+    records = [{"id": f"k{i}", "type": "keyword", "attributes": {"n": i}} for i in range(n)]
+    for _ in range(2):  # the second time from the shared offsets
+        table = records_table("keywords", date(2026, 11, 21), "acme", records, parent_id=parent,
+                              extracted_at=datetime(2026, 11, 21, tzinfo=UTC))
+        table.validate(full=True)
+        for name, value in (("parent_id", parent), ("account", "acme"), ("type", "keyword")):
+            assert table.column(name).combine_chunks().equals(pa.array([value] * n, pa.string())), name
