@@ -62,8 +62,9 @@ def fingerprint(record: Mapping[str, Any]) -> str:
 
 class _PageStream:
     """An Arrow IPC stream of pages, ``<uuid>.pages``, one batch a page: when it arrived and its response body as
-    received. Uncompressed on local disk (lz4 on an object store). Written unbuffered: a batch is in the file
-    when :meth:`write` returns, so a killed process leaves every page it wrote readable at its offset."""
+    received. On local disk uncompressed and written unbuffered: a batch is in the file when :meth:`write`
+    returns, so a killed process leaves every page it wrote readable at its offset. On an object store lz4, the
+    object written when the stream is closed."""
 
     def __init__(self, store: Store, folder: str):
         self.store = store
