@@ -300,7 +300,7 @@ def test_a_connection_takes_its_locks_without_extra_passes_of_the_event_loop():
     assert connection.is_closed()
 
 
-def test_a_connection_that_cannot_connect_is_dropped_by_the_pool():
+def test_a_connection_that_cannot_connect_reports_the_state_httpcores_own_reports():
     """A refused connection raises httpcore's ConnectError, and the connection reports what httpcore's own
     reports: closed (the pool then drops it and opens another for the next request), not available."""
     import socket
