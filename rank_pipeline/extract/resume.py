@@ -1,7 +1,8 @@
 """Checkpoints of an unfinished day's extraction, so a retry re-fetches only the lists it did not finish:
 ``<snapshots root>/.resume-snapshot_date=YYYY-MM-DD/`` (:class:`ResumeArea`), valid for one day and source,
-removed once the day commits. A list's checkpoint is the response bodies of its pages that delivered records,
-replayed on resume. Layout and rules: docs/concepts/completeness.md, "Resume".
+removed once the day commits. A list's checkpoint is the response bodies of its pages that delivered records
+(on local disk in the run's one page stream, at the offsets its ``lists.jsonl`` line holds), replayed on resume.
+Layout and rules: docs/concepts/completeness.md, "Resume".
 """
 
 from __future__ import annotations
