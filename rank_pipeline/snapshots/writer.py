@@ -26,11 +26,10 @@ from rank_pipeline.settings import Shard
 from rank_pipeline.snapshots.manifest import ListsReport, SnapshotManifest
 from rank_pipeline.snapshots.reader import load_manifest_json
 from rank_pipeline.snapshots.schema import (
-    COMPRESSION,
     DAY_FOLDER_PREFIX,
-    DICTIONARY_COLUMNS,
     MANIFEST_NAME,
     MANIFEST_PREFIX,
+    PARQUET_OPTIONS,
     SCHEMA_VERSION,
     SnapshotError,
     arrow_schema,
@@ -195,8 +194,8 @@ class SnapshotWriter:
         if part.writer is None:
             name = self._file_name(account, len(part.files))
             part.files.append(name)
-            part.writer = pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, compression=COMPRESSION,
-                                           use_dictionary=list(DICTIONARY_COLUMNS), filesystem=self.store.fs)
+            part.writer = pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, filesystem=self.store.fs,
+                                           **PARQUET_OPTIONS)
         part.writer.write_table(table, row_group_size=self.row_group_size)
         buf.clear()
         part.buffered = 0
@@ -226,8 +225,8 @@ class SnapshotWriter:
             if part.writer is None and part.rows == 0:
                 name = self._file_name(account, 0)
                 # no row group (schema.empty_table's reason: no pandas)
-                pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, compression=COMPRESSION,
-                                 filesystem=self.store.fs).close()
+                pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, filesystem=self.store.fs,
+                                 **PARQUET_OPTIONS).close()
                 part.files.append(name)
             if part.writer is not None:
                 part.writer.close()
@@ -314,7 +313,7 @@ class SnapshotWriter:
             source = pq.ParquetFile(self.store.fs.open_input_file(path))
             new_name = name if not self._in_place else name.replace(".parquet", "-x.parquet")
             tmp = path + ".filtering" if not self._in_place else posixpath.join(self._stage, new_name)
-            with pq.ParquetWriter(tmp, self.schema, compression=COMPRESSION, filesystem=self.store.fs) as out:
+            with pq.ParquetWriter(tmp, self.schema, filesystem=self.store.fs, **PARQUET_OPTIONS) as out:
                 for index in range(source.num_row_groups):
                     table = source.read_row_group(index)
                     keep = [(p, i) not in excluded for p, i in zip(table.column("parent_id").to_pylist(),

@@ -173,6 +173,30 @@ def test_excluded_ids_are_dropped_at_commit_across_row_groups_and_accounts(tmp_p
     assert manifest.accounts["acme"].rows == 10 and manifest.row_count == 20
 
 
+def test_every_snapshot_file_keeps_statistics_on_all_columns_but_the_attributes(tmp_path):
+    # the writer's three files: streamed row groups, an account's empty file (no row group), a file filtered at commit
+    writer = SnapshotWriter(tmp_path, "keywords", DAY, row_group_size=3)
+    rows = [{"id": f"k{i}", "type": "keyword", "attributes": {"keyword": f"kw {i}"}} for i in range(7)]
+    writer.write("acme", rows, parent_id="d1")
+    writer.write("globex", rows, parent_id="d1")
+    writer.write("initech", [], parent_id="d1")
+    writer.exclude("globex", ["k2"], parent_id="d1")
+    manifest = writer.commit()
+    files = [partition_dir(tmp_path, "keywords", DAY) / name for name in manifest.files]
+    assert len(files) == 3
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        for group in range(meta.num_row_groups):
+            stats = {meta.row_group(group).column(c).path_in_schema: meta.row_group(group).column(c).statistics
+                     for c in range(meta.num_columns)}
+            assert stats.pop("attributes") is None, path
+            assert all(s is not None and s.has_min_max for s in stats.values()), (path, stats)
+    table = read_snapshot(tmp_path, "keywords", DAY)
+    by_account = {(r["account"], r["id"]) for r in table.to_pylist()}
+    assert by_account == {("acme", f"k{i}") for i in range(7)} | {("globex", f"k{i}") for i in range(7) if i != 2}
+    assert duckdb.connect().execute(f"select count(*) from '{files[0]}' where id = 'k3'").fetchone() == (1,)
+
+
 @pytest.mark.parametrize("parent", ["d-8a3f", "", "domäne-ü", "x" * 36])
 @pytest.mark.parametrize("n", [1, 3, 974, 10_001])
 def test_a_pages_constant_columns_hold_their_value_on_every_row(parent, n):
