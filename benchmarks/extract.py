@@ -653,7 +653,8 @@ def _run_result(tool: str, workload: Workload, settings: BenchSettings, sandbox:
 def _kill_at(sandbox: _Sandbox, settings: BenchSettings, workdir: Path, threshold: int, timeout_s: float,
              client: dict[str, Any] | None = None) -> int:
     """Start rank-pipeline's run and ``kill -9`` it once the sandbox has counted ``threshold`` requests;
-    returns the count right after the kill. Raises RuntimeError when the run ends first or times out."""
+    returns the count once it settles after the kill (:func:`_settled_count`). Raises RuntimeError when the run
+    ends first or times out."""
     command, _ = _tool_job("ours", sandbox, settings, workdir, client)
     with open(workdir / "ours-killed.log", "w") as log:
         child = subprocess.Popen(command, stdout=log, stderr=log, cwd=workdir,
@@ -671,7 +672,23 @@ def _kill_at(sandbox: _Sandbox, settings: BenchSettings, workdir: Path, threshol
             if child.poll() is None:
                 child.kill()
             child.wait()
-    return sandbox.requests_counted()
+    return _settled_count(sandbox)
+
+
+def _settled_count(sandbox: _Sandbox, quiet_s: float = 1.0, timeout_s: float = 15.0) -> int:
+    """The sandbox's request count once it has not changed for ``quiet_s`` seconds (at most ``timeout_s``): the
+    requests a killed run sent before it died are still read from their sockets, and counted, after the kill
+    (up to the client's ``max_in_flight``); counted after the reset they would be billed to the retry."""
+    count, since = sandbox.requests_counted(), time.monotonic()
+    deadline = since + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = sandbox.requests_counted()
+        if now != count:
+            count, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+    return count
 
 
 def _measure_resume(workload: Workload, settings: BenchSettings, workdir: Path, timeout_s: float,
@@ -857,7 +874,8 @@ Legend
   (g) resume                the same world three times against one sandbox: uninterrupted; killed (SIGKILL)
                             once the sandbox counted 80 % of the uninterrupted run's requests; retried for the
                             same day. "retry / full run" is the retry's requests over the uninterrupted run's
-                            (sandbox counts, reset between runs); the combined result is compared by id sets.
+                            (sandbox counts, reset between runs once the killed run's last requests are
+                            counted: 1 s without a new one); the combined result is compared by id sets.
   (h) real window           (f)'s world at the spec's 60 s window; its rate / ceiling beside (f)'s, measured in
                             the same benchmark run.
   (i) heavy shift           records move on 55 % of keyword-list requests (2 pages each): complete only when
