@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import msgspec
@@ -76,15 +77,15 @@ _COMMON: list[tuple[str, pa.DataType]] = [
 ]
 _SCHEMA = pa.schema(_COMMON)
 
-PARQUET_OPTIONS: dict[str, Any] = {
+PARQUET_OPTIONS: Mapping[str, Any] = MappingProxyType({
     "compression": "zstd",
     "use_dictionary": ["snapshot_date", "account", "type", "parent_id"],
     "write_statistics": [name for name, _ in _COMMON if name != "attributes"],
-}
-"""How every snapshot file is written (``pyarrow.parquet.ParquetWriter``'s keyword arguments): zstd; a dictionary
-for the few-valued columns only (``id`` and ``attributes`` differ per row, where a dictionary is CPU spent and
-dropped); min/max statistics for every column but ``attributes``, whose JSON text no reader filters by range
-(they were a fifth of the writes' CPU). The resume checkpoints (:mod:`rank_pipeline.extract.resume`) use lz4."""
+})
+"""How every snapshot file is written (``pyarrow.parquet.ParquetWriter``'s keyword arguments, read-only): zstd; a
+dictionary for the few-valued columns only (``id`` and ``attributes`` differ per row); min/max statistics for
+every column but ``attributes``, whose JSON text no reader filters by range (benchmarks/RESULTS.md, "Twelfth
+pass"). The resume checkpoints (:mod:`rank_pipeline.extract.resume`) use lz4."""
 
 
 class SnapshotError(RankPipelineError, RuntimeError):

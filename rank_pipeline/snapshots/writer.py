@@ -180,6 +180,10 @@ class SnapshotWriter:
         self._parts.setdefault(account, _AccountPart())
         self._buffers.setdefault(account, [])
 
+    def _parquet_writer(self, path: str) -> pq.ParquetWriter:
+        """A snapshot file at ``path`` on this writer's store, written as :data:`PARQUET_OPTIONS` says."""
+        return pq.ParquetWriter(path, self.schema, filesystem=self.store.fs, **PARQUET_OPTIONS)
+
     def _file_name(self, account: str, index: int) -> str:
         if self._in_place:  # unique per commit: never overwrites a file a committed manifest lists
             return f"part-{account}-{index:04d}-{self._token}.parquet"
@@ -194,8 +198,7 @@ class SnapshotWriter:
         if part.writer is None:
             name = self._file_name(account, len(part.files))
             part.files.append(name)
-            part.writer = pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, filesystem=self.store.fs,
-                                           **PARQUET_OPTIONS)
+            part.writer = self._parquet_writer(posixpath.join(self._stage, name))
         part.writer.write_table(table, row_group_size=self.row_group_size)
         buf.clear()
         part.buffered = 0
@@ -225,8 +228,7 @@ class SnapshotWriter:
             if part.writer is None and part.rows == 0:
                 name = self._file_name(account, 0)
                 # no row group (schema.empty_table's reason: no pandas)
-                pq.ParquetWriter(posixpath.join(self._stage, name), self.schema, filesystem=self.store.fs,
-                                 **PARQUET_OPTIONS).close()
+                self._parquet_writer(posixpath.join(self._stage, name)).close()
                 part.files.append(name)
             if part.writer is not None:
                 part.writer.close()
@@ -313,7 +315,7 @@ class SnapshotWriter:
             source = pq.ParquetFile(self.store.fs.open_input_file(path))
             new_name = name if not self._in_place else name.replace(".parquet", "-x.parquet")
             tmp = path + ".filtering" if not self._in_place else posixpath.join(self._stage, new_name)
-            with pq.ParquetWriter(tmp, self.schema, filesystem=self.store.fs, **PARQUET_OPTIONS) as out:
+            with self._parquet_writer(tmp) as out:
                 for index in range(source.num_row_groups):
                     table = source.read_row_group(index)
                     keep = [(p, i) not in excluded for p, i in zip(table.column("parent_id").to_pylist(),
