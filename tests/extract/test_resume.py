@@ -90,21 +90,48 @@ def _rows(data_dir) -> set[tuple]:
             for resource in ENDPOINTS for r in read_snapshot(data_dir, resource, DAY).to_pylist()}
 
 
-def _kill_at(base_url: str, key: str, data_dir, threshold: int, until: Callable[[], bool] | None = None) -> int:
-    """Start the extraction in a child and ``kill -9`` it once the sandbox has counted ``threshold`` requests
-    and ``until()`` (if given) holds; returns the requests counted after the kill."""
+class _KillSwitch:
+    """The sandbox's ASGI app behind a switch: once armed (:meth:`arm`) with a child's pid, the API request (``/v1``)
+    that finds ``threshold`` of them counted since arming and ``until()`` holding sends the child SIGKILL
+    before it is served. The kill comes from the server, while the child waits for that answer, so it always
+    lands before the child's last request, however loaded the machine (a loop polling the counts from
+    outside could be overtaken by the child's last requests)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.count = 0
+        self.armed: tuple[int, int, Callable[[], bool] | None] | None = None
+
+    def arm(self, pid: int, threshold: int, until: Callable[[], bool] | None) -> None:
+        self.count, self.armed = 0, (pid, threshold, until)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and (scope["path"] == "/v1" or scope["path"].startswith("/v1/")):
+            self.count += 1
+            if self.armed is not None:
+                pid, threshold, until = self.armed
+                if self.count >= threshold and (until is None or until()):
+                    self.armed = None
+                    os.kill(pid, signal.SIGKILL)
+        await self.app(scope, receive, send)
+
+
+def _kill_at(switch: _KillSwitch, base_url: str, key: str, data_dir, threshold: int,
+             until: Callable[[], bool] | None = None) -> int:
+    """Start the extraction in a child and ``kill -9`` it (through ``switch``, the server's) at its
+    ``threshold``-th request once ``until()`` (if given) holds; returns the requests the sandbox counted."""
     env = {**os.environ, "TEST_KEY": key, "TEST_CONFIG": repr(CONFIG)}
     child = subprocess.Popen([sys.executable, "-c", _CHILD, base_url, DAY.isoformat(), str(data_dir)], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    switch.arm(child.pid, threshold, until)
     try:
-        deadline = time.monotonic() + 120
-        while _requests(base_url) < threshold or (until is not None and not until()):
-            assert child.poll() is None, f"the child ended before the kill: {child.stderr.read().decode()[-2000:]}"
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        os.kill(child.pid, signal.SIGKILL)
+        returncode = child.wait(timeout=120)
     finally:
-        child.wait()
+        switch.armed = None
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert returncode == -signal.SIGKILL, f"the child ended before the kill: {child.stderr.read().decode()[-2000:]}"
     return _requests(base_url)
 
 
@@ -112,13 +139,13 @@ def _kill_at(base_url: str, key: str, data_dir, threshold: int, until: Callable[
 def test_a_run_killed_at_80_percent_is_retried_for_at_most_25_percent_of_the_requests(tmp_path):
     world = _world()
     key = world.account("acme").api_key
-    app = create_app(world, limits=RateLimits(per_key=RATE, per_ip=2 * RATE, window_s=1.0))
-    with SandboxServer(app) as server:
+    switch = _KillSwitch(create_app(world, limits=RateLimits(per_key=RATE, per_ip=2 * RATE, window_s=1.0)))
+    with SandboxServer(switch) as server:
         full = _extract(server.base_url, key, tmp_path / "full", resume=False)  # the same requests, faster
         full_requests = _requests(server.base_url)
         _reset(server.base_url)
 
-        killed_at = _kill_at(server.base_url, key, tmp_path / "resumed", int(0.8 * full_requests))
+        killed_at = _kill_at(switch, server.base_url, key, tmp_path / "resumed", int(0.8 * full_requests))
         assert resume_dir(tmp_path / "resumed", DAY).is_dir()  # the checkpoints outlive the kill
         _reset(server.base_url)
 
@@ -142,11 +169,11 @@ def test_a_list_whose_parent_changed_is_read_again_and_checkpoints_serve_one_sou
     world = _world(domains=30)
     key = world.account("acme").api_key
     account_id = world.account("acme").account_id
-    app = create_app(world, limits=RateLimits(per_key=RATE, per_ip=2 * RATE, window_s=1.0))
-    with SandboxServer(app) as server:
+    switch = _KillSwitch(create_app(world, limits=RateLimits(per_key=RATE, per_ip=2 * RATE, window_s=1.0)))
+    with SandboxServer(switch) as server:
         # killed once a keyword list is checkpointed: on a loaded machine the client may have finished none
         # by the server's 40th request
-        _kill_at(server.base_url, key, tmp_path, 40, until=lambda: _keyword_list_finished(tmp_path))
+        _kill_at(switch, server.base_url, key, tmp_path, 40, until=lambda: _keyword_list_finished(tmp_path))
         area = ResumeArea(tmp_path, DAY, "sandbox-under-test")
         finished = [e for e in area.finished.values() if '"keywords"' in e["key"]]
         assert finished
