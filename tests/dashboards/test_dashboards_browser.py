@@ -8,7 +8,8 @@ changes the visibility shown and a date-range filter the days covered; the visib
 that the dashboards read like a rank tracker (positions with 1 at the top, the drill-down opening on the
 10 tracked keywords with the most estimated clicks, numbers and dates formatted, winners green and losers
 red; the quota's forecast-accuracy panel shows the mart's scores); and a day published while Superset runs
-appears on reload (no restart). Screenshots:
+appears on reload (no restart). The tests that read the demo's warehouse as published share one browser run of
+every dashboard (``first_look``), made before the day is published. Screenshots:
 tests/dashboards/screenshots/ (git-ignored), named after the views.
 """
 
@@ -24,6 +25,7 @@ import time
 import urllib.request
 from datetime import date, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import pytest
@@ -118,7 +120,25 @@ def superset_server(dashboard_tools, demo_data, tmp_path_factory):
     assert "login: admin / admin" in (home / "serve.log").read_text()
 
 
-def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(superset_server, dashboard_tools, demo_data):
+class FirstLook(NamedTuple):
+    """Every dashboard browsed once as the demo published it (:func:`first_look`)."""
+
+    views: list[dict]
+    """What was browsed: each dashboard under its slug, then the overview filtered to ``domain`` and the data
+    health filtered to the last day."""
+    seen: dict
+    """``browse.py``'s result by view name: its charts and screenshot."""
+    domain: str
+    overall: float
+    """The latest visibility over every domain, from the marts."""
+    by_domain: dict[str, float]
+
+
+@pytest.fixture(scope="module")
+def first_look(superset_server, dashboard_tools, demo_data) -> FirstLook:
+    """Every dashboard of dashboards.yml, and two filtered views, browsed once before any test of the module
+    publishes a day: the tests that read the demo's warehouse as published share this one browser run (each
+    browser run logs in and renders every chart again)."""
     published = demo_data / "warehouse.duckdb"
     with duckdb.connect(str(published), read_only=True) as con:
         overall = con.execute(LATEST_VISIBILITY, [None, None]).fetchone()[0]
@@ -141,7 +161,12 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
                   "expect_charts": expected_charts("data-health"),
                   "filters": [{"id": "NATIVE_FILTER-data-health-date_range",
                                "time_range": f"{last_day} : {last_day + timedelta(days=1)}"}]})
-    seen = browse(dashboard_tools, superset_server, views)
+    return FirstLook(views, browse(dashboard_tools, superset_server, views), domain, overall, by_domain)
+
+
+def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(first_look, demo_data):
+    published = demo_data / "warehouse.duckdb"
+    views, seen, domain, overall, by_domain = first_look
 
     assert len(SPEC["dashboards"]) == 5
     for view in views:
@@ -184,35 +209,6 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(supers
     assert last_day_run.isoformat() in chart(seen["data-health"], "Last successful run")["text"]
 
 
-def test_a_newly_published_day_appears_without_restarting_superset(superset_server, dashboard_tools, demo_data,
-                                                                   pipeline):
-    published = demo_data / "warehouse.duckdb"
-    with duckdb.connect(str(published), read_only=True) as con:
-        first_day = con.execute("select min(snapshot_date) from raw.keywords").fetchone()[0]
-        days_before = con.execute(COVERED_DAYS).fetchone()[0]
-        runs_before = con.execute(RUNS).fetchone()[0]
-    view = [{"name": "data-health-before-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
-    before = browse(dashboard_tools, superset_server, view)["data-health-before-publish"]
-    assert number(chart(before, "Days covered")["value"]) == days_before
-    assert number(chart(before, "Pipeline runs")["value"]) == runs_before
-
-    # the daily job for the day before the demo's first day publishes a new warehouse file while Superset runs
-    new_day: date = first_day - timedelta(days=1)
-    old_inode = published.stat().st_ino
-    pipeline(demo_data, "run", "--date", new_day.isoformat())
-    assert published.stat().st_ino != old_inode, "the publish did not replace the file"
-    with Warehouse(demo_data / "warehouse.build.duckdb", published).read_only_connect() as con:
-        days_after = con.execute(COVERED_DAYS).fetchone()[0]
-    assert days_after == days_before + 1
-
-    view = [{"name": "data-health-after-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
-    after = browse(dashboard_tools, superset_server, view)["data-health-after-publish"]
-    assert number(chart(after, "Days covered")["value"]) == days_after
-    # the run that published it is in the run history the dashboard shows
-    assert number(chart(after, "Pipeline runs")["value"]) == runs_before + 1
-    assert new_day.isoformat() in chart(after, "Last successful run")["text"]
-
-
 WINNER, LOSER = "#1a9850", "#d73027"  # dashboards.yml colors
 WINNER_RGB, LOSER_RGB = "rgb(26, 152, 80)", "rgb(215, 48, 39)"
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -240,7 +236,7 @@ def table_column(detail: dict, header: str) -> list[dict]:
     return [row[i] for row in detail["rows"]]
 
 
-def test_dashboards_read_like_a_rank_tracker(superset_server, dashboard_tools, demo_data):
+def test_dashboards_read_like_a_rank_tracker(first_look, demo_data):
     published = demo_data / "warehouse.duckdb"
     with duckdb.connect(str(published), read_only=True) as con:
         ranked = con.execute(TOP_TRACKED_KEYWORDS).fetchall()
@@ -252,10 +248,8 @@ def test_dashboards_read_like_a_rank_tracker(superset_server, dashboard_tools, d
             "select movement_1d, count(*) from marts.fct_keyword_rankings_daily "
             "where snapshot_date = (select max(snapshot_date) from marts.fct_keyword_rankings_daily) "
             "  and (is_winner_1d or is_loser_1d) group by all").fetchall())
-    views = [{"name": f"{slug}-rank-tracker", "slug": slug, "expect_charts": expected_charts(slug)}
-             for slug in ("rankings-overview", "keyword-drill-down", "landing-pages", "quota", "data-health")]
-    seen = browse(dashboard_tools, superset_server, views)
-    overview, drill, landing, quota, health = (seen[v["name"]] for v in views)
+    overview, drill, landing, quota, health = (first_look.seen[slug] for slug in (
+        "rankings-overview", "keyword-drill-down", "landing-pages", "quota", "data-health"))
 
     # position history: 1 at the top, one series per tracked keyword, the 10 with the most estimated clicks
     history = chart(drill, "Position history (the 10 keywords with the most estimated clicks)")["detail"]
@@ -328,3 +322,31 @@ def test_dashboards_read_like_a_rank_tracker(superset_server, dashboard_tools, d
     for header, rgb in (("Keywords gained", WINNER_RGB), ("Keywords lost", LOSER_RGB)):
         for cell in table_column(pages, header):
             assert (cell["color"] == rgb) == (number(cell["text"]) > 0), (header, cell)
+
+
+def test_a_newly_published_day_appears_without_restarting_superset(superset_server, dashboard_tools, demo_data,
+                                                                   pipeline, first_look):
+    published = demo_data / "warehouse.duckdb"
+    with duckdb.connect(str(published), read_only=True) as con:
+        first_day = con.execute("select min(snapshot_date) from raw.keywords").fetchone()[0]
+        days_before = con.execute(COVERED_DAYS).fetchone()[0]
+        runs_before = con.execute(RUNS).fetchone()[0]
+    before = first_look.seen["data-health"]  # the day not yet published
+    assert number(chart(before, "Days covered")["value"]) == days_before
+    assert number(chart(before, "Pipeline runs")["value"]) == runs_before
+
+    # the daily job for the day before the demo's first day publishes a new warehouse file while Superset runs
+    new_day: date = first_day - timedelta(days=1)
+    old_inode = published.stat().st_ino
+    pipeline(demo_data, "run", "--date", new_day.isoformat())
+    assert published.stat().st_ino != old_inode, "the publish did not replace the file"
+    with Warehouse(demo_data / "warehouse.build.duckdb", published).read_only_connect() as con:
+        days_after = con.execute(COVERED_DAYS).fetchone()[0]
+    assert days_after == days_before + 1
+
+    view = [{"name": "data-health-after-publish", "slug": "data-health", "expect_charts": expected_charts("data-health")}]
+    after = browse(dashboard_tools, superset_server, view)["data-health-after-publish"]
+    assert number(chart(after, "Days covered")["value"]) == days_after
+    # the run that published it is in the run history the dashboard shows
+    assert number(chart(after, "Pipeline runs")["value"]) == runs_before + 1
+    assert new_day.isoformat() in chart(after, "Last successful run")["text"]
