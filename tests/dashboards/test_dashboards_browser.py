@@ -132,6 +132,13 @@ class FirstLook(NamedTuple):
     overall: float
     """The latest visibility over every domain, from the marts."""
     by_domain: dict[str, float]
+    inode: int
+    """The published warehouse file's inode when browsed (a publish replaces the file)."""
+
+    def assert_as_browsed(self, published: Path) -> None:
+        """Fail unless ``published`` is still the file this browser run showed: a test comparing the run with the
+        marts must run before the module's publish test, as the module orders them."""
+        assert published.stat().st_ino == self.inode, "a day was published after the first look: its charts are stale"
 
 
 @pytest.fixture(scope="module")
@@ -161,12 +168,15 @@ def first_look(superset_server, dashboard_tools, demo_data) -> FirstLook:
                   "expect_charts": expected_charts("data-health"),
                   "filters": [{"id": "NATIVE_FILTER-data-health-date_range",
                                "time_range": f"{last_day} : {last_day + timedelta(days=1)}"}]})
-    return FirstLook(views, browse(dashboard_tools, superset_server, views), domain, overall, by_domain)
+    return FirstLook(views, browse(dashboard_tools, superset_server, views), domain, overall, by_domain,
+                     published.stat().st_ino)
 
 
 def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(first_look, demo_data):
     published = demo_data / "warehouse.duckdb"
-    views, seen, domain, overall, by_domain = first_look
+    first_look.assert_as_browsed(published)
+    views, seen, domain = first_look.views, first_look.seen, first_look.domain
+    overall, by_domain = first_look.overall, first_look.by_domain
 
     assert len(SPEC["dashboards"]) == 5
     for view in views:
@@ -238,6 +248,7 @@ def table_column(detail: dict, header: str) -> list[dict]:
 
 def test_dashboards_read_like_a_rank_tracker(first_look, demo_data):
     published = demo_data / "warehouse.duckdb"
+    first_look.assert_as_browsed(published)
     with duckdb.connect(str(published), read_only=True) as con:
         ranked = con.execute(TOP_TRACKED_KEYWORDS).fetchall()
         utilisation = con.execute(
@@ -331,6 +342,7 @@ def test_a_newly_published_day_appears_without_restarting_superset(superset_serv
         first_day = con.execute("select min(snapshot_date) from raw.keywords").fetchone()[0]
         days_before = con.execute(COVERED_DAYS).fetchone()[0]
         runs_before = con.execute(RUNS).fetchone()[0]
+    first_look.assert_as_browsed(published)
     before = first_look.seen["data-health"]  # the day not yet published
     assert number(chart(before, "Days covered")["value"]) == days_before
     assert number(chart(before, "Pipeline runs")["value"]) == runs_before
