@@ -32,6 +32,7 @@ try:
     from dagster._core.storage.runs import SqliteRunStorage
     from dagster._core.storage.schedules import SqliteScheduleStorage
     from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+    from dagster._time import datetime_from_timestamp
 except ImportError as exc:  # pragma: no cover - only after a Dagster upgrade
     raise ImportError(
         f"Dagster {dg.__version__} moved a private name rank_pipeline/defs/sqlite_storage.py imports ({exc}); "
@@ -44,7 +45,7 @@ PRIVATE_API: dict[str, tuple[str, ...]] = {
     "SqliteEventLogStorage (methods)": ("_connect", "_initdb", "conn_string_for_shard", "path_for_shard",
                                         "from_config_value", "wipe", "dispose", "store_event", "has_table",
                                         "fetch_materializations", "delete_events", "_event_to_row",
-                                        "supports_asset_checks"),
+                                        "_get_asset_entry_values", "supports_asset_checks"),
     "SqliteEventLogStorage (instance attributes)": ("_initialized_dbs", "_db_lock"),
     "DagsterInstance (methods)": ("_get_event_batch_size",),
     "event_logs (columns)": ("id", "run_id", "timestamp", "asset_key", "dagster_event_type", "partition"),
@@ -55,7 +56,7 @@ PRIVATE_API: dict[str, tuple[str, ...]] = {
 }
 """What :class:`PooledSqliteEventLogStorage` uses of Dagster's private SQLite event log, besides the
 imported names (``INDEX_SHARD_NAME``, ``SQLITE_BUSY_TIMEOUT_SECONDS``, ``SqliteRunStorage``,
-``SqliteScheduleStorage``, the event kinds ``ASSET_EVENTS``, ``ASSET_CHECK_EVENTS`` and
+``SqliteScheduleStorage``, ``datetime_from_timestamp``, the event kinds ``ASSET_EVENTS``, ``ASSET_CHECK_EVENTS`` and
 ``EVENT_TYPE_TO_PIPELINE_RUN_STATUS``, the tables ``SqlEventLogStorageTable``, ``AssetKeyTable`` and
 ``AssetCheckExecutionsTable``): the methods it overrides or calls, the instance's reading of
 ``DAGSTER_EVENT_BATCH_SIZE`` (:func:`enable_event_batches`), and the columns it reads
@@ -94,6 +95,25 @@ def _insert(table: sa.Table, columns: tuple[str, ...]) -> tuple[str, tuple]:
 def _values(row: dict[str, Any], processors: tuple) -> tuple:
     return tuple(value if process is None or value is None else process(value)
                  for value, process in zip(row.values(), processors, strict=True))
+
+
+_PROBE_ID = 918273645
+
+
+@functools.cache
+def _record_template() -> tuple[str, str, str] | None:
+    """The JSON of an ``EventLogRecord`` around an event's JSON, as Dagster serializes it, in three pieces:
+    ``head + <event JSON> + middle + <storage id> + tail``; derived once from Dagster's own serialization of a
+    probe record (None when the record's layout is not that, and Dagster then serializes each record)."""
+    entry = dg.EventLogEntry(error_info=None, level=20, user_message="probe", run_id="probe", timestamp=0.0,
+                             step_key=None, job_name="probe", dagster_event=None)
+    inner = dg.serialize_value(entry)
+    whole = dg.serialize_value(dg.EventLogRecord(storage_id=_PROBE_ID, event_log_entry=entry))
+    head, found, rest = whole.partition(inner)
+    middle, found_id, tail = rest.partition(str(_PROBE_ID))
+    if not (found and found_id) or inner in rest or str(_PROBE_ID) in head + tail:
+        return None
+    return head, middle, tail
 
 
 _CHECK_STATUS = {True: "SUCCEEDED", False: "FAILED"}
@@ -249,6 +269,28 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             cursor = _dbapi(conn).cursor()
             cursor.execute(sql, values)
             self._store_check_execution(cursor, event, row, cursor.lastrowid)
+
+    def _event_to_row(self, event: dg.EventLogEntry) -> dict[str, Any]:
+        row = super()._event_to_row(event)
+        self._local.encoded = (event, row["event"])  # for its asset entry, next (_get_asset_entry_values)
+        return row
+
+    def _get_asset_entry_values(self, event: dg.EventLogEntry, event_id: int,
+                                has_asset_key_index_cols: bool) -> dict[str, Any]:
+        """Dagster's values of the ``asset_keys`` row an asset event updates; a materialization's
+        ``last_materialization`` (the event as an ``EventLogRecord``) is composed from the JSON of the event
+        just written to ``event_logs`` (:func:`_record_template`), not encoded again (docs/concepts/dagster.md,
+        "A materialization's asset entry")."""
+        encoded, template = getattr(self._local, "encoded", None), _record_template()
+        if (encoded is None or encoded[0] is not event or template is None
+                or not event.get_dagster_event().is_step_materialization):
+            return super()._get_asset_entry_values(event, event_id, has_asset_key_index_cols)
+        head, middle, tail = template
+        values: dict[str, Any] = {"last_materialization": f"{head}{encoded[1]}{middle}{event_id}{tail}",
+                                  "last_run_id": event.run_id}
+        if has_asset_key_index_cols:
+            values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
+        return values
 
     @staticmethod
     def _store_check_execution(cursor: Any, event: dg.EventLogEntry, row: dict[str, Any],
@@ -413,12 +455,16 @@ def _package(cls: type) -> str:
 
 def check_private_api(workdir: Path) -> list[str]:
     """One line per name of :data:`PRIVATE_API` the installed Dagster no longer has (empty: all there), found by
-    opening a storage in the scratch folder ``workdir``.
+    opening a storage in the scratch folder ``workdir``, and one if an ``EventLogRecord``'s JSON no longer has
+    the layout :func:`_record_template` composes.
     """
     missing = [f"Dagster {dg.__version__}: {owner}.{name} is gone ({kind}); "
                "PooledSqliteEventLogStorage in rank_pipeline/defs/sqlite_storage.py relies on it"
                for kind, names in PRIVATE_API.items() if kind in _OWNERS
                for owner, has in [_OWNERS[kind]] for name in names if not has(name)]
+    if _record_template() is None:
+        missing.append(f"Dagster {dg.__version__}: an EventLogRecord's JSON is no longer its event's JSON and "
+                       "storage id; _record_template in rank_pipeline/defs/sqlite_storage.py composes it")
     if missing:
         return missing
     storage = PooledSqliteEventLogStorage(str(workdir))

@@ -220,3 +220,23 @@ def test_opening_the_pooled_event_log_lets_dagster_batch_events(tmp_path, monkey
     monkeypatch.setenv(sqlite_storage.EVENT_BATCH_SIZE_ENV, "7")
     sqlite_storage.PooledSqliteEventLogStorage(str(tmp_path)).dispose()
     assert os.environ[sqlite_storage.EVENT_BATCH_SIZE_ENV] == "7"
+
+
+def test_a_changed_record_layout_is_named_in_one_line(tmp_path, monkeypatch):
+    """Should an upgrade serialize an ``EventLogRecord`` otherwise, the asset entries go Dagster's own way
+    (:func:`sqlite_storage._record_template` finds no layout) and the upgrade check says so."""
+    stock = dg.serialize_value
+
+    def storage_id_first(value):  # the record's members in another order
+        if isinstance(value, dg.EventLogRecord):
+            return f'{{"storage_id": {value.storage_id}, "event_log_entry": {stock(value.event_log_entry)}}}'
+        return stock(value)
+
+    monkeypatch.setattr(dg, "serialize_value", storage_id_first)
+    sqlite_storage._record_template.cache_clear()
+    try:
+        assert sqlite_storage._record_template() is None
+        (problem,) = sqlite_storage.check_private_api(tmp_path)
+        assert problem.startswith(f"Dagster {dg.__version__}: an EventLogRecord's JSON is no longer")
+    finally:
+        sqlite_storage._record_template.cache_clear()
