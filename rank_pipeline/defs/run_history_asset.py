@@ -14,9 +14,11 @@ from pathlib import Path
 
 import dagster as dg
 
+from rank_pipeline.defs.extract_assets import SNAPSHOT_KEYS
 from rank_pipeline.defs.partitions import daily_partitions, deliberate_beta
 from rank_pipeline.defs.resources import WarehouseResource
 from rank_pipeline.defs.run_errors import error_line, is_blocking
+from rank_pipeline.defs.run_events import run_events
 from rank_pipeline.operations.dagster_names import EXTRACT_STEP, LOAD_STEP, PUBLISH_STEPS, RUN_HISTORY_PATH
 from rank_pipeline.operations.run_history import (
     TABLE,
@@ -40,8 +42,9 @@ RUN_HISTORY_KEY = dg.AssetKey(list(RUN_HISTORY_PATH))
 RUN_FACT_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
                    dg.DagsterEventType.ASSET_CHECK_EVALUATION, dg.DagsterEventType.ASSET_MATERIALIZATION,
                    dg.DagsterEventType.RUN_FAILURE}
-"""The kinds of event :func:`run_facts` reads: a run's log is read with these only (``all_logs(of_type=...)``),
-not its planned events, outputs and log lines, about two thirds of it."""
+"""The kinds of event :func:`run_facts` reads: a run's log is read with these only, not its planned events,
+outputs and log lines, about two thirds of it; of its materializations only the ``snapshots/*`` ones
+(:func:`rank_pipeline.defs.run_events.run_events`)."""
 STEP_EVENTS = {dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE,
                dg.DagsterEventType.RUN_FAILURE}
 """The kinds of event read to make a successful run's provisional rows final (:func:`_catch_up`): its steps'
@@ -179,8 +182,8 @@ def _catch_up(instance: dg.DagsterInstance, recorded: dict[str, bool],
         for record in pending[:CATCH_UP_LIMIT - len(whole) - len(finals)]:
             run = record.dagster_run
             provisional = run.run_id in recorded and run.status == dg.DagsterRunStatus.SUCCESS
-            facts = run_facts(record, instance.all_logs(run.run_id, of_type=STEP_EVENTS if provisional
-                                                        else RUN_FACT_EVENTS))
+            facts = run_facts(record, run_events(instance, record, STEP_EVENTS if provisional else RUN_FACT_EVENTS,
+                                                   SNAPSHOT_KEYS.values()))
             if facts is not None:
                 (finals if provisional else whole).append(facts)
         cursor = records[-1].dagster_run.run_id
@@ -219,7 +222,7 @@ def build_run_history_asset(model_keys: list[dg.AssetKey], raw_keys: list[dg.Ass
         record = instance.get_run_records(filters=dg.RunsFilter(run_ids=[run_id]), limit=1)[0]
         with warehouse.warehouse().connect() as con:
             whole, finals = _catch_up(instance, recorded_runs(con), run_id)
-            own = run_facts(record, instance.all_logs(run_id, of_type=RUN_FACT_EVENTS), now=datetime.now(UTC))
+            own = run_facts(record, run_events(instance, record, RUN_FACT_EVENTS, SNAPSHOT_KEYS.values()), now=datetime.now(UTC))
             written = upsert(con, whole + ([own] if own is not None else []))
             written += sum(finalize(con, facts) for facts in finals)
             results = run_tests(DuckDBEngine(con), table, None) if table is not None else []

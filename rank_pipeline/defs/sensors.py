@@ -13,6 +13,7 @@ import dagster as dg
 
 from rank_pipeline.defs.partitions import DATE_TAG
 from rank_pipeline.defs.run_errors import error_line, is_blocking
+from rank_pipeline.defs.run_events import run_events
 from rank_pipeline.defs.warehouse_assets import PUBLISHED_KEY
 from rank_pipeline.operations.alerts import Alert, SendReport, ranking_alerts, redact, send_digest
 from rank_pipeline.operations.dagster_names import PARTITION_TAG, RANGE_END_TAG, RANGE_START_TAG
@@ -57,9 +58,10 @@ def _day(text: str | None) -> date | None:
 
 def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
     """Read a run's outcome from the instance's event log (None when the run is unknown)."""
-    run = instance.get_run_by_id(run_id)
-    if run is None:
+    records = instance.get_run_records(filters=dg.RunsFilter(run_ids=[run_id]), limit=1)
+    if not records:
         return None
+    run = records[0].dagster_run
     tags = run.tags
     # a shard run's partition is "<day>|<i>-of-<n>": its day is its date dimension's tag
     first = _day(tags.get(DATE_TAG) or tags.get(PARTITION_TAG) or tags.get(RANGE_TAGS[0]))
@@ -67,7 +69,7 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str) -> RunOutcome | None:
     outcome = RunOutcome(run_id, run.job_name, run.status.value, first, last)
     kinds = {dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE,
              dg.DagsterEventType.ASSET_CHECK_EVALUATION, dg.DagsterEventType.ASSET_MATERIALIZATION}
-    for entry in instance.all_logs(run_id, of_type=kinds):
+    for entry in run_events(instance, records[0], kinds, [PUBLISHED_KEY]):
         event = entry.dagster_event
         if event is None:
             continue
