@@ -45,11 +45,13 @@ PRIVATE_API: dict[str, tuple[str, ...]] = {
     "SqliteEventLogStorage (methods)": ("_connect", "_initdb", "conn_string_for_shard", "path_for_shard",
                                         "from_config_value", "wipe", "dispose", "store_event", "has_table",
                                         "fetch_materializations", "delete_events", "_event_to_row",
-                                        "_get_asset_entry_values", "supports_asset_checks"),
+                                        "_get_asset_entry_values", "_store_asset_event_tags",
+                                        "_has_asset_key_index_cols_on_connection", "supports_asset_checks"),
     "SqliteEventLogStorage (instance attributes)": ("_initialized_dbs", "_db_lock"),
     "DagsterInstance (methods)": ("_get_event_batch_size",),
     "event_logs (columns)": ("id", "run_id", "timestamp", "asset_key", "dagster_event_type", "partition"),
-    "asset_keys (columns)": ("asset_key", "asset_details"),
+    "asset_keys (columns)": ("asset_key", "asset_details", "last_materialization", "last_run_id",
+                             "last_materialization_timestamp"),
     "asset_check_executions (columns)": ("asset_key", "check_name", "partition", "run_id", "execution_status",
                                          "evaluation_event", "evaluation_event_timestamp",
                                          "evaluation_event_storage_id", "materialization_event_storage_id"),
@@ -116,6 +118,11 @@ def _record_template() -> tuple[str, str, str] | None:
     return head, middle, tail
 
 
+_ASSET_EVENTS_HERE = frozenset({dg.DagsterEventType.ASSET_MATERIALIZATION,
+                                dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED})
+"""The asset events of a run :meth:`PooledSqliteEventLogStorage.store_event` writes itself (two per asset and
+partition of a daily run); the rarer ones (observations, failures to materialize, freshness) go Dagster's way."""
+
 _CHECK_STATUS = {True: "SUCCEEDED", False: "FAILED"}
 """``AssetCheckExecutionRecordStatus`` values of an evaluation that passed and one that did not."""
 _UPDATE_CHECK_EXECUTION = (
@@ -141,6 +148,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         self._newest: OrderedDict[tuple[dg.AssetKey, str], tuple[tuple, dg.EventRecordsResult]] = OrderedDict()
         self._newest_lock = threading.Lock()
         self._local = threading.local()
+        self._index_cols = False
         enable_event_batches()
         super().__init__(base_dir, inst_data=inst_data)
 
@@ -246,13 +254,14 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             self._touch(shard)
 
     def store_event(self, event: dg.EventLogEntry) -> None:
-        """Store ``event`` exactly as ``SqliteEventLogStorage.store_event`` does; log lines, step events and asset
-        check events through the DB-API cursor, the rest Dagster's own way (docs/concepts/dagster.md, "Storing an
-        event"; ``tests/defs/test_sqlite_storage.py`` compares every row).
+        """Store ``event`` exactly as ``SqliteEventLogStorage.store_event`` does; log lines, step events, asset check
+        events and a run's materializations and planned materializations through the DB-API cursor, the rest
+        Dagster's own way (docs/concepts/dagster.md, "Storing an event"; ``tests/defs/test_sqlite_storage.py``
+        compares every row).
         """
         kind = event.dagster_event_type
-        if kind in ASSET_EVENTS or kind in EVENT_TYPE_TO_PIPELINE_RUN_STATUS or (kind in ASSET_CHECK_EVENTS
-                                                                                 and not event.run_id):
+        if ((kind in ASSET_EVENTS and kind not in _ASSET_EVENTS_HERE) or kind in EVENT_TYPE_TO_PIPELINE_RUN_STATUS
+                or (kind in ASSET_CHECK_EVENTS or kind in ASSET_EVENTS) and not event.run_id):
             super().store_event(event)
             return
         row = self._event_to_row(event)
@@ -260,6 +269,14 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         values = _values(row, processors)
         with self.run_connection(event.run_id) as conn:
             _dbapi(conn).execute(sql, values)
+        if kind in _ASSET_EVENTS_HERE:
+            with self.index_connection() as conn:
+                cursor = _dbapi(conn).cursor()
+                cursor.execute(sql, values)
+                if cursor.lastrowid is None:
+                    raise dg.DagsterInvariantViolationError("Cannot store asset event tags for null event id.")
+                self._store_asset_entry(conn, cursor, event, cursor.lastrowid)
+            return
         if kind not in ASSET_CHECK_EVENTS:
             return
         if not self.supports_asset_checks:
@@ -269,6 +286,30 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             cursor = _dbapi(conn).cursor()
             cursor.execute(sql, values)
             self._store_check_execution(cursor, event, row, cursor.lastrowid)
+
+    def _store_asset_entry(self, conn: sa.Connection, cursor: Any, event: dg.EventLogEntry, event_id: int) -> None:
+        """The index rows of an asset event just inserted as ``event_id``, as Dagster's ``store_event`` writes
+        them: its tags (``_store_asset_event_tags``), then the asset's ``asset_keys`` row inserted or updated
+        with :meth:`_get_asset_entry_values` (Dagster's insert, then update on a conflict, as one upsert)."""
+        self._store_asset_event_tags(conn, [event], [event_id])
+        asset_key = event.get_dagster_event().asset_key
+        if asset_key is None:
+            return
+        values = self._get_asset_entry_values(event, event_id, self._asset_key_index_cols(conn))
+        if not values:
+            return
+        sql, processors = _insert(AssetKeyTable, ("asset_key", *values))
+        updates = ", ".join(f"{name} = excluded.{name}" for name in values)
+        cursor.execute(f"{sql} ON CONFLICT (asset_key) DO UPDATE SET {updates}",
+                       _values({"asset_key": asset_key.to_string(), **values}, processors))
+
+    def _asset_key_index_cols(self, conn: sa.Connection) -> bool:
+        """Dagster's answer whether ``asset_keys`` has its index columns, remembered once yes (a migration adds
+        them; none removes them)."""
+        if self._index_cols:
+            return True
+        self._index_cols = self._has_asset_key_index_cols_on_connection(conn)
+        return self._index_cols
 
     def _event_to_row(self, event: dg.EventLogEntry) -> dict[str, Any]:
         row = super()._event_to_row(event)
