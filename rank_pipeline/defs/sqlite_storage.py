@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import functools
 import os
-import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import dagster as dg
 import sqlalchemy as sa
+
+from rank_pipeline.defs.sqlite_rows import dbapi, insert_statement, row_values, set_pragmas
 
 try:
     from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
@@ -80,23 +81,6 @@ _NEWEST_MATERIALIZATION = (
 """The newest materialization row of one asset partition in the index (its storage id, run and time)
 and the asset's wipe record (``asset_details``): what :meth:`PooledSqliteEventLogStorage.fetch_materializations`
 compares. Indexed by Dagster's ``idx_events_by_asset_partition``."""
-
-
-_SQLITE = sa.dialects.sqlite.pysqlite.dialect()
-
-
-@functools.cache
-def _insert(table: sa.Table, columns: tuple[str, ...]) -> tuple[str, tuple]:
-    """``INSERT INTO <table> (<columns>) VALUES (?, ...)`` and each column's SQLAlchemy bind processor
-    on SQLite (dates are stored as SQLAlchemy stores them), for the DB-API cursor."""
-    processors = tuple(table.c[name].type.dialect_impl(_SQLITE).bind_processor(_SQLITE) for name in columns)
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-    return sql, processors
-
-
-def _values(row: dict[str, Any], processors: tuple) -> tuple:
-    return tuple(value if process is None or value is None else process(value)
-                 for value, process in zip(row.values(), processors, strict=True))
 
 
 _PROBE_ID = 918273645
@@ -169,7 +153,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 poolclass=sa.pool.QueuePool, pool_size=1, max_overflow=4,
                 connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
             )
-            sa.event.listen(engine, "connect", _set_pragmas)
+            sa.event.listen(engine, "connect", set_pragmas)
         self._engines[shard] = engine
         while len(self._engines) > self.max_engines:
             _, oldest = self._engines.popitem(last=False)
@@ -190,7 +174,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn:
-                raw = _dbapi(conn)
+                raw = dbapi(conn)
                 before = raw.total_changes
                 with conn.begin():
                     yield conn
@@ -265,13 +249,13 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             super().store_event(event)
             return
         row = self._event_to_row(event)
-        sql, processors = _insert(SqlEventLogStorageTable, tuple(row))
-        values = _values(row, processors)
+        sql, processors = insert_statement(SqlEventLogStorageTable, tuple(row))
+        values = row_values(row, processors)
         with self.run_connection(event.run_id) as conn:
-            _dbapi(conn).execute(sql, values)
+            dbapi(conn).execute(sql, values)
         if kind in _ASSET_EVENTS_HERE:
             with self.index_connection() as conn:
-                cursor = _dbapi(conn).cursor()
+                cursor = dbapi(conn).cursor()
                 cursor.execute(sql, values)
                 if cursor.lastrowid is None:
                     raise dg.DagsterInvariantViolationError("Cannot store asset event tags for null event id.")
@@ -283,7 +267,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             raise dg.DagsterInvariantViolationError(
                 "Asset checks require a database schema migration. Run `dagster instance migrate`.")
         with self.index_connection() as conn:
-            cursor = _dbapi(conn).cursor()
+            cursor = dbapi(conn).cursor()
             cursor.execute(sql, values)
             self._store_check_execution(cursor, event, row, cursor.lastrowid)
 
@@ -298,10 +282,10 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         values = self._get_asset_entry_values(event, event_id, self._asset_key_index_cols(conn))
         if not values:
             return
-        sql, processors = _insert(AssetKeyTable, ("asset_key", *values))
+        sql, processors = insert_statement(AssetKeyTable, ("asset_key", *values))
         updates = ", ".join(f"{name} = excluded.{name}" for name in values)
         cursor.execute(f"{sql} ON CONFLICT (asset_key) DO UPDATE SET {updates}",
-                       _values({"asset_key": asset_key.to_string(), **values}, processors))
+                       row_values({"asset_key": asset_key.to_string(), **values}, processors))
 
     def _asset_key_index_cols(self, conn: sa.Connection) -> bool:
         """Dagster's answer whether ``asset_keys`` has its index columns, remembered once yes (a migration adds
@@ -344,10 +328,10 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             asset_key = planned.asset_key.to_string()
             partitions: Iterable[str | None] = (planned.partitions_subset.get_partition_keys()
                                                 if planned.partitions_subset else [None])
-            sql, processors = _insert(AssetCheckExecutionsTable, (
+            sql, processors = insert_statement(AssetCheckExecutionsTable, (
                 "asset_key", "check_name", "partition", "run_id", "execution_status", "evaluation_event",
                 "evaluation_event_timestamp", "evaluation_event_storage_id"))
-            cursor.executemany(sql, [_values({"asset_key": asset_key, "check_name": planned.check_name,
+            cursor.executemany(sql, [row_values({"asset_key": asset_key, "check_name": planned.check_name,
                                               "partition": p, "run_id": event.run_id, "execution_status": "PLANNED",
                                               "evaluation_event": encoded, "evaluation_event_timestamp": row["timestamp"],
                                               "evaluation_event_storage_id": event_id}, processors)
@@ -360,8 +344,8 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                    "execution_status": _CHECK_STATUS[bool(data.passed)], "evaluation_event": encoded,
                    "evaluation_event_timestamp": row["timestamp"], "evaluation_event_storage_id": event_id,
                    "materialization_event_storage_id": target, "partition": data.partition}
-        sql, processors = _insert(AssetCheckExecutionsTable, tuple(columns))
-        values = _values(columns, processors)
+        sql, processors = insert_statement(AssetCheckExecutionsTable, tuple(columns))
+        values = row_values(columns, processors)
         cursor.execute(_UPDATE_CHECK_EXECUTION, (*values[3:], asset_key, data.check_name, event.run_id, data.partition))
         updated = cursor.rowcount
         if updated == 0:
@@ -396,7 +380,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         (partition,) = records_filter.asset_partitions
         key = (records_filter.asset_key, partition)
         with self.index_connection() as conn:  # read before Dagster's answer: a later write only forgets
-            row = _dbapi(conn).execute(_NEWEST_MATERIALIZATION, {
+            row = dbapi(conn).execute(_NEWEST_MATERIALIZATION, {
                 "asset_key": records_filter.asset_key.to_string(), "partition": partition}).fetchone()
         signature = tuple(row) if row is not None else None
         remembered = self._newest.get(key)
@@ -447,18 +431,6 @@ def enable_event_batches() -> None:
     is where the storage is opened: the command line, or the run worker the daemon or the UI
     launches); set to :data:`EVENT_BATCH_SIZE` unless already set."""
     os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", str(EVENT_BATCH_SIZE))  # Dagster reads it, not us
-
-
-def _dbapi(conn: sa.Connection) -> sqlite3.Connection:
-    """The sqlite3 connection under ``conn`` (SQLAlchemy types it as any driver's, or None once closed; a
-    checked-out pysqlite connection always holds one)."""
-    return cast(sqlite3.Connection, conn.connection.dbapi_connection)
-
-
-def _set_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
 
 
 def sqlite_storage_config(home: Path) -> str:
