@@ -259,7 +259,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 cursor.execute(sql, values)
                 if cursor.lastrowid is None:
                     raise dg.DagsterInvariantViolationError("Cannot store asset event tags for null event id.")
-                self._store_asset_entry(conn, cursor, event, cursor.lastrowid)
+                self._store_asset_entry(conn, cursor, event, cursor.lastrowid, row["event"])
             return
         if kind not in ASSET_CHECK_EVENTS:
             return
@@ -271,15 +271,17 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             cursor.execute(sql, values)
             self._store_check_execution(cursor, event, row, cursor.lastrowid)
 
-    def _store_asset_entry(self, conn: sa.Connection, cursor: Any, event: dg.EventLogEntry, event_id: int) -> None:
-        """The index rows of an asset event just inserted as ``event_id``, as Dagster's ``store_event`` writes
-        them: its tags (``_store_asset_event_tags``), then the asset's ``asset_keys`` row inserted or updated
-        with :meth:`_get_asset_entry_values` (Dagster's insert, then update on a conflict, as one upsert)."""
+    def _store_asset_entry(self, conn: sa.Connection, cursor: Any, event: dg.EventLogEntry, event_id: int,
+                           encoded: str) -> None:
+        """The index rows of an asset event just inserted as ``event_id`` (``encoded``: its JSON), as Dagster's
+        ``store_event`` writes them: its tags (``_store_asset_event_tags``), then the asset's ``asset_keys`` row
+        inserted or updated with :meth:`_asset_entry_values` (Dagster's insert, then update on a conflict, as one
+        upsert)."""
         self._store_asset_event_tags(conn, [event], [event_id])
         asset_key = event.get_dagster_event().asset_key
         if asset_key is None:
             return
-        values = self._get_asset_entry_values(event, event_id, self._asset_key_index_cols(conn))
+        values = self._asset_entry_values(event, event_id, encoded, self._asset_key_index_cols(conn))
         if not values:
             return
         sql, processors = insert_statement(AssetKeyTable, ("asset_key", *values))
@@ -295,23 +297,17 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         self._index_cols = self._has_asset_key_index_cols_on_connection(conn)
         return self._index_cols
 
-    def _event_to_row(self, event: dg.EventLogEntry) -> dict[str, Any]:
-        row = super()._event_to_row(event)
-        self._local.encoded = (event, row["event"])  # for its asset entry, next (_get_asset_entry_values)
-        return row
-
-    def _get_asset_entry_values(self, event: dg.EventLogEntry, event_id: int,
-                                has_asset_key_index_cols: bool) -> dict[str, Any]:
-        """Dagster's values of the ``asset_keys`` row an asset event updates; a materialization's
-        ``last_materialization`` (the event as an ``EventLogRecord``) is composed from the JSON of the event
-        just written to ``event_logs`` (:func:`_record_template`), not encoded again (docs/concepts/dagster.md,
-        "A materialization's asset entry")."""
-        encoded, template = getattr(self._local, "encoded", None), _record_template()
-        if (encoded is None or encoded[0] is not event or template is None
-                or not event.get_dagster_event().is_step_materialization):
-            return super()._get_asset_entry_values(event, event_id, has_asset_key_index_cols)
+    def _asset_entry_values(self, event: dg.EventLogEntry, event_id: int, encoded: str,
+                            has_asset_key_index_cols: bool) -> dict[str, Any]:
+        """Dagster's values of the ``asset_keys`` row an asset event updates (``_get_asset_entry_values``); a
+        materialization's ``last_materialization`` (the event as an ``EventLogRecord``) is composed from
+        ``encoded``, the event's JSON just written to ``event_logs`` (:func:`_record_template`), not encoded
+        again (docs/concepts/dagster.md, "A materialization's asset entry")."""
+        template = _record_template()
+        if template is None or not event.get_dagster_event().is_step_materialization:
+            return self._get_asset_entry_values(event, event_id, has_asset_key_index_cols)
         head, middle, tail = template
-        values: dict[str, Any] = {"last_materialization": f"{head}{encoded[1]}{middle}{event_id}{tail}",
+        values: dict[str, Any] = {"last_materialization": f"{head}{encoded}{middle}{event_id}{tail}",
                                   "last_run_id": event.run_id}
         if has_asset_key_index_cols:
             values["last_materialization_timestamp"] = datetime_from_timestamp(event.timestamp)
