@@ -96,6 +96,9 @@ def file_system(spark: Any, uri: str) -> tuple[Any, Any]:
     """
     if is_connect(spark):
         return _arrow(uri)
-    jvm = spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
+    from py4j.java_gateway import JavaClass
+
+    # The class named whole: py4j's ``jvm.org.apache...`` walk asks the JVM about each prefix, and the JVM looks
+    # up every prefix that is no class, and misses it, in each of Spark's jars (a build renames hundreds of folders).
+    path = JavaClass("org.apache.hadoop.fs.Path", spark._jvm._gateway_client)(uri)
     return path.getFileSystem(spark._jsc.hadoopConfiguration()), path

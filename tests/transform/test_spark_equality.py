@@ -231,6 +231,27 @@ def test_a_table_stored_by_day_without_rows_keeps_its_columns_in_its_files(spark
         {"account": "acct", "snapshot_date": date(2026, 3, 2), "position": 3}]
 
 
+def test_the_warehouse_file_calls_ask_the_jvm_for_no_package(spark, tmp_path, monkeypatch):
+    """A build renames every day directory it writes (hundreds a build): each file-system call names Hadoop's
+    ``Path`` class whole, so py4j asks the JVM about no package prefix (``org``, ``org.apache`` ...), each of
+    which the JVM looks up, and misses, in every one of Spark's jars. The calls still do their work."""
+    import py4j.java_gateway as gateway
+
+    asked = []
+    for cls in (gateway.JVMView, gateway.JavaPackage):
+        original = cls.__getattr__
+        monkeypatch.setattr(cls, "__getattr__", lambda self, name, _o=original: asked.append(name) or _o(self, name))
+    store = SparkEngine(spark, tmp_path / "spark_warehouse_files").store
+    folder = tmp_path / "spark_warehouse_files" / "marts" / "t"
+    (folder / "a").mkdir(parents=True)
+    assert store.exists(str(folder / "a")) and not store.exists(str(folder / "b"))
+    store.rename(str(folder / "a"), str(folder / "b"))
+    assert store.entries(str(folder)) == ["b"]
+    store.delete(str(folder / "b"))
+    assert not (folder / "b").exists()
+    assert asked == [], asked
+
+
 @pytest.mark.spark_long
 def test_spark_marts_equal_duckdb_marts_gapped_history(spark, gapped, tmp_path):
     """The gapped history: the DuckDB full build against Spark over the same snapshots."""
