@@ -84,7 +84,9 @@ class SnapshotWriter:
         root: a folder, a URI (``s3://bucket/prefix``) or a :class:`rank_pipeline.snapshots.storage.Store`.
         resource: one of :data:`~rank_pipeline.snapshots.schema.ENDPOINTS`.
         snapshot_date: the partition (UTC day of the extraction).
-        row_group_size: rows buffered per account before a row group is flushed (memory bound).
+        row_group_size: rows in each row group of a file but its last (fewer where the commit drops excluded
+            rows); an account buffers fewer than this
+            many rows plus the last page appended (memory bound).
         shard: this worker's shard: its manifest is ``_manifest.shard-<i>-of-<n>.json``.
     Raises:
         SnapshotError: unknown resource, a bad account name, or writing after commit/abort.
@@ -155,7 +157,7 @@ class SnapshotWriter:
         part.rows += table.num_rows
         part.buffered += table.num_rows
         if part.buffered >= self.row_group_size:
-            self._flush(account)
+            self._flush(account, whole_groups=True)
         return table.num_rows
 
     def exclude(self, account: str, ids: Iterable[str], *, parent_id: str | None = None) -> None:
@@ -189,19 +191,25 @@ class SnapshotWriter:
             return f"part-{account}-{index:04d}-{self._token}.parquet"
         return f"part-{account}-{index:04d}.parquet"
 
-    def _flush(self, account: str) -> None:
+    def _flush(self, account: str, *, whole_groups: bool = False) -> None:
+        """Write ``account``'s buffered rows as row groups of :attr:`row_group_size` rows; with ``whole_groups``
+        the rows past the last whole group stay buffered for the next (pages seldom end on a group's edge: a
+        group and a remainder written each time would leave a small row group beside every full one)."""
         buf = self._buffers[account]
         if not buf:
             return
         table = pa.concat_tables(buf)
+        rest = table.num_rows % self.row_group_size if whole_groups else 0
         part = self._parts[account]
         if part.writer is None:
             name = self._file_name(account, len(part.files))
             part.files.append(name)
             part.writer = self._parquet_writer(posixpath.join(self._stage, name))
-        part.writer.write_table(table, row_group_size=self.row_group_size)
+        part.writer.write_table(table.slice(0, table.num_rows - rest), row_group_size=self.row_group_size)
         buf.clear()
-        part.buffered = 0
+        if rest:
+            buf.append(table.slice(table.num_rows - rest))
+        part.buffered = rest
 
     def commit(self) -> SnapshotManifest:
         """Flush, write the manifest and put the snapshot in place; returns the manifest

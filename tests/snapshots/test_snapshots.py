@@ -46,6 +46,18 @@ def test_write_commit_read_roundtrip_keeps_full_attributes(tmp_path):
     assert list_snapshot_dates(tmp_path, "domains") == [DAY]
 
 
+def test_pages_that_do_not_end_on_a_row_group_s_edge_still_make_whole_row_groups(tmp_path):
+    """Pages of 7 rows into row groups of 10: every group of the file holds 10 rows but the last, and the rows
+    keep the pages' order (before, each flush wrote a full group and a small one: 10, 4, 10, 1, ...)."""
+    w = SnapshotWriter(tmp_path, "domains", DAY, row_group_size=10)
+    for page in range(5):
+        w.write("acme", [_domain(page * 7 + i) for i in range(7)])
+    manifest = w.commit()
+    meta = pq.ParquetFile(partition_dir(tmp_path, "domains", DAY) / manifest.files[0]).metadata
+    assert [meta.row_group(g).num_rows for g in range(meta.num_row_groups)] == [10, 10, 10, 5]
+    assert read_snapshot(tmp_path, "domains", DAY).column("id").to_pylist() == [f"d-{i}" for i in range(35)]
+
+
 def test_a_version_1_snapshot_reads_as_the_current_schema(tmp_path):
     """Version 1 files hold flattened copies of fields after the common columns: read, they are left out."""
     w = SnapshotWriter(tmp_path, "domains", DAY)
