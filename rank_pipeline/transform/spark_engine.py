@@ -217,8 +217,13 @@ class SparkEngine:
     def load_raw(self, tables: Sequence[RawTable], first: date | None, last: date | None, *,
                  count: bool = True) -> dict[date, dict[str, int]]:
         """Register each ``raw.<name>`` as the view :func:`raw_view` over the files of every day handed (in place,
-        columns by name, plus ``loaded_at``), or an empty view without files; unchanged files are not registered
-        again. Returns ``{day: {table: rows}}`` over ``first .. last`` (``{}`` unless ``count``).
+        the table's declared columns read by name, plus ``loaded_at``), or an empty view without files;
+        unchanged files are not registered again. Returns ``{day: {table: rows}}`` over ``first .. last`` (``{}``
+        unless ``count``).
+
+        The files are read with the declared columns as their schema, as DuckDB's raw load reads them: a column
+        an older snapshot version holds beyond them is left out, one a file lacks reads null, and no file's
+        footer is read to infer or merge a schema (one per file and day, every run).
 
         Raises BuildError: a column type this engine cannot map (named).
         """
@@ -231,12 +236,12 @@ class SparkEngine:
             key = tuple(f for d in table.days for f in d.files)
             if self._raw_files.get(table.name) == key:
                 continue
+            stored = [(c, spark_type_of(t, table.name)) for c, t in table.columns]
             if key:
-                df = self.spark.read.option("mergeSchema", "true").parquet(*key)
-                df = df.withColumn("loaded_at", F.current_timestamp())
+                files = ", ".join(f"{_qi(c)} {t}" for c, t in stored if c != "loaded_at")
+                df = self.spark.read.schema(files).parquet(*key).withColumn("loaded_at", F.current_timestamp())
             else:
-                df = self.spark.createDataFrame(
-                    [], ", ".join(f"{c} {spark_type_of(t, table.name)}" for c, t in table.columns))
+                df = self.spark.createDataFrame([], ", ".join(f"{_qi(c)} {t}" for c, t in stored))
             df.createOrReplaceTempView(raw_view(table.name))
             self._raw_files[table.name] = key
         return self._raw_rows_by_day(first, last) if count else {}
@@ -253,10 +258,13 @@ class SparkEngine:
         span = " and ".join([*([f"snapshot_date >= date '{first.isoformat()}'"] if first else []),
                              *([f"snapshot_date <= date '{last.isoformat()}'"] if last else [])]) or "true"
         out: dict[date, dict[str, int]] = {}
-        for name in sorted(self._raw_dated):
-            for day, rows in self.spark.sql(f"select snapshot_date, count(*) from {raw_view(name)} "
-                                            f"where {span} group by snapshot_date").collect():
-                out.setdefault(day, {})[name] = int(rows)
+        if not self._raw_dated:
+            return out
+        counts = " union all ".join(  # one Spark job for every table
+            f"select '{name}' as name, snapshot_date, count(*) as n from {raw_view(name)} where {span} "
+            f"group by snapshot_date" for name in sorted(self._raw_dated))
+        for name, day, rows in sorted(self.spark.sql(counts).collect(), key=lambda r: (r[1], r[0])):
+            out.setdefault(day, {})[name] = int(rows)
         return dict(sorted(out.items()))
 
 

@@ -285,3 +285,47 @@ def test_the_contracts_selectors_timestamps_and_value_maps_read_alike_on_spark(s
         .createOrReplaceTempView(raw_view("things"))
     got = [tuple(_norm(v) for v in row) for row in spark.sql(to_spark_sql(sql)).orderBy("n").collect()]
     assert got == expected
+
+
+def test_raw_views_read_the_declared_columns_by_name_from_every_snapshot_version(spark, world, tmp_path):
+    """Spark's raw views read what DuckDB's raw load reads, row by row: a day of the current snapshot version,
+    and a day whose keyword files are version 1's (flattened copies of fields after the common columns,
+    which are left out) with their columns in another order (read by name)."""
+    import json
+
+    import duckdb
+    import pyarrow.parquet as pq
+    from conftest import DAYS, write_snapshots
+
+    from rank_pipeline.snapshots.reader import read_manifest
+    from rank_pipeline.snapshots.schema import ENDPOINTS, partition_dir
+    from rank_pipeline.transform.spark_dialect import raw_view
+    from rank_pipeline.warehouse.raw_load import reload_raw_from_snapshots
+
+    root = tmp_path / "snapshots"
+    old_day, new_day = DAYS[:2]
+    for day in (old_day, new_day):
+        write_snapshots(world, root, day)
+    folder = partition_dir(root, "keywords", old_day)
+    for name in read_manifest(root, "keywords", old_day).files:
+        current = pq.read_table(folder / name)
+        old = current.append_column("match_type", current.column("type")).append_column("host", current.column("id"))
+        pq.write_table(old.select(list(reversed(old.column_names))), folder / name)
+    manifest = json.loads((folder / "_manifest.json").read_text())
+    (folder / "_manifest.json").write_text(json.dumps({**manifest, "schema_version": 1}))
+
+    engine = SparkEngine(spark, tmp_path / "spark_warehouse")
+    counts = reload_raw(engine, root)
+    with duckdb.connect() as con:
+        for schema in ("raw", "staging", "intermediate", "marts", "seeds", "ops"):
+            con.execute(f"create schema if not exists {schema}")
+        assert reload_raw_from_snapshots(con, root) == counts
+        for name in ENDPOINTS:
+            columns = [c for (c,) in con.execute(
+                "select column_name from information_schema.columns where table_schema = 'raw' and table_name = ? "
+                "and column_name <> 'loaded_at' order by ordinal_position", [name]).fetchall()]
+            frame = spark.table(raw_view(name))
+            assert frame.columns == [*columns, "loaded_at"], name
+            duck = con.sql(f'select {", ".join(columns)} from raw."{name}"').to_arrow_table()
+            assert _rows(frame.select(*columns).toArrow()) == _rows(duck), name
+    assert counts[old_day]["keywords"] > 0
