@@ -85,8 +85,7 @@ class SnapshotWriter:
         resource: one of :data:`~rank_pipeline.snapshots.schema.ENDPOINTS`.
         snapshot_date: the partition (UTC day of the extraction).
         row_group_size: rows in each row group of a file but its last (fewer where the commit drops excluded
-            rows); an account buffers fewer than this
-            many rows plus the last page appended (memory bound).
+            rows); an account buffers fewer than this many rows plus the last page appended (memory bound).
         shard: this worker's shard: its manifest is ``_manifest.shard-<i>-of-<n>.json``.
     Raises:
         SnapshotError: unknown resource, a bad account name, or writing after commit/abort.

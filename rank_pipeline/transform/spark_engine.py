@@ -221,9 +221,9 @@ class SparkEngine:
         unchanged files are not registered again. Returns ``{day: {table: rows}}`` over ``first .. last`` (``{}``
         unless ``count``).
 
-        The files are read with the declared columns as their schema, as DuckDB's raw load reads them: a column
-        an older snapshot version holds beyond them is left out, one a file lacks reads null, and no file's
-        footer is read to infer or merge a schema (one per file and day, every run).
+        The files are read with the declared columns as their schema, by name, as DuckDB's raw load reads them: a
+        column an older snapshot version holds beyond them is left out, and no file's footer is read to infer or
+        merge a schema (a footer per file and day, every run).
 
         Raises BuildError: a column type this engine cannot map (named).
         """

@@ -301,6 +301,7 @@ def test_raw_views_read_the_declared_columns_by_name_from_every_snapshot_version
     from rank_pipeline.snapshots.schema import ENDPOINTS, partition_dir
     from rank_pipeline.transform.spark_dialect import raw_view
     from rank_pipeline.warehouse.raw_load import reload_raw_from_snapshots
+    from rank_pipeline.warehouse.warehouse_file import SCHEMAS
 
     root = tmp_path / "snapshots"
     old_day, new_day = DAYS[:2]
@@ -317,7 +318,7 @@ def test_raw_views_read_the_declared_columns_by_name_from_every_snapshot_version
     engine = SparkEngine(spark, tmp_path / "spark_warehouse")
     counts = reload_raw(engine, root)
     with duckdb.connect() as con:
-        for schema in ("raw", "staging", "intermediate", "marts", "seeds", "ops"):
+        for schema in SCHEMAS:
             con.execute(f"create schema if not exists {schema}")
         assert reload_raw_from_snapshots(con, root) == counts
         for name in ENDPOINTS:
