@@ -20,7 +20,9 @@ from pathlib import Path
 from rank_pipeline.settings import DEFAULT_SPARK_MASTER
 from rank_pipeline.settings.paths import shared_cache_dir
 
-__all__ = ["MIN_JAVA", "SPARK_LAUNCHER_MODULES", "bundled_java_home", "java_home", "spark_session"]
+__all__ = [
+    "LISTING_PARALLELISM", "MIN_JAVA", "SPARK_LAUNCHER_MODULES", "bundled_java_home", "java_home", "spark_session",
+]
 
 MIN_JAVA = 17
 """The oldest Java release pyspark 4 runs on."""
@@ -28,6 +30,14 @@ MIN_JAVA = 17
 SPARK_LAUNCHER_MODULES = ("jdk.incubator.vector",)
 """The modules Spark's launcher adds to every JVM it starts (``--add-modules=<module>``, Spark 4.1+'s
 ``org.apache.spark.launcher.JavaModuleOptions``), whether the runtime has them or not."""
+
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+"""Spark's limit on the tasks of a job listing folders. A model's table is stored by day (a folder a day), and
+past 32 folders (``spark.sql.sources.parallelPartitionDiscovery.threshold``) Spark lists them in a job of one task
+per folder up to this limit (10,000 by default): each table registered over a year of days ran 365 tasks. Capped at
+the session's default parallelism, a new session's registration of the 32 tables of a 365-day warehouse took 10 to
+11 s of wall time and 19 to 21 JVM CPU-seconds against 42 to 46 and 77 to 83 (``local[2]``, benchmarks/RESULTS.md,
+stop 69)."""
 
 
 def _java_major(java: str) -> int | None:
@@ -125,6 +135,9 @@ def spark_session(master: str = DEFAULT_SPARK_MASTER, *, app_name: str = "rank-p
     ``master``: ``local[N]``, a cluster (``spark://``, ``yarn``, ``k8s://``) whose executors run in UTC with
     this Python, or Spark Connect ``sc://host:port`` (runtime ``spark.sql.*`` settings only). Picks the JVM
     with :func:`java_home` (not for ``sc://``).
+
+    Unless ``conf`` sets it, a listing of a table's folders runs in as many tasks as the session's default
+    parallelism (:data:`LISTING_PARALLELISM`), not Spark's 10,000 (not for ``sc://``).
     """
     from pyspark.sql import SparkSession
 
@@ -150,4 +163,7 @@ def spark_session(master: str = DEFAULT_SPARK_MASTER, *, app_name: str = "rank-p
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if LISTING_PARALLELISM not in (conf or {}):
+        spark.conf.set(LISTING_PARALLELISM, str(spark.sparkContext.defaultParallelism))
     return spark
+

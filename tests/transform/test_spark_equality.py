@@ -330,3 +330,30 @@ def test_raw_views_read_the_declared_columns_by_name_from_every_snapshot_version
             duck = con.sql(f'select {", ".join(columns)} from raw."{name}"').to_arrow_table()
             assert _rows(frame.select(*columns).toArrow()) == _rows(duck), name
     assert counts[old_day]["keywords"] > 0
+
+
+def test_a_table_of_many_day_folders_is_listed_in_as_many_tasks_as_the_session_s_parallelism(spark, tmp_path):
+    """Past Spark's threshold of day folders, registering a table lists them in a Spark job: its tasks are capped
+    at the session's default parallelism (``spark_session``), not one a folder (Spark's default, up to 10,000)."""
+    from rank_pipeline.transform.spark_session import LISTING_PARALLELISM
+    from rank_pipeline.transform.spark_storage import ParquetStore
+
+    context = spark.sparkContext
+    assert spark.conf.get(LISTING_PARALLELISM) == str(context.defaultParallelism)
+    store = ParquetStore(spark, tmp_path / "spark_warehouse")
+    days = spark.sql("select date_add(date '2026-01-01', cast(id as int)) as snapshot_date, id from range(40)")
+    store.write(days, "marts", "many_days", "test", date_column="snapshot_date")
+    threshold = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    kept = spark.conf.get(threshold)  # the tests' defaults list on the driver (tests/spark-conf)
+    spark.conf.set(threshold, "32")
+    context.setJobGroup("listing", "a table of 40 day folders registered")
+    try:
+        store.register("marts", "many_days")
+    finally:
+        spark.conf.set(threshold, kept)
+        context.setLocalProperty("spark.jobGroup.id", None)
+    tracker = context.statusTracker()
+    tasks = [tracker.getStageInfo(stage).numTasks for job in tracker.getJobIdsForGroup("listing")
+             for stage in tracker.getJobInfo(job).stageIds]
+    assert tasks and max(tasks) <= context.defaultParallelism, tasks
+    assert spark.table("marts.many_days").count() == 40
