@@ -217,13 +217,12 @@ class SparkEngine:
     def load_raw(self, tables: Sequence[RawTable], first: date | None, last: date | None, *,
                  count: bool = True) -> dict[date, dict[str, int]]:
         """Register each ``raw.<name>`` as the view :func:`raw_view` over the files of every day handed (in place,
-        the table's declared columns read by name, plus ``loaded_at``), or an empty view without files;
-        unchanged files are not registered again. Returns ``{day: {table: rows}}`` over ``first .. last`` (``{}``
-        unless ``count``).
+        plus ``loaded_at``), or an empty view without files; unchanged files are not registered again. Returns
+        ``{day: {table: rows}}`` over ``first .. last`` (``{}`` unless ``count``).
 
-        The files are read with the declared columns as their schema, by name, as DuckDB's raw load reads them: a
-        column an older snapshot version holds beyond them is left out, and no file's footer is read to infer or
-        merge a schema (a footer per file and day, every run).
+        The files are read with the table's declared columns as their schema, by name, as DuckDB's raw load reads
+        them: a column an older snapshot version holds beyond them is left out, and no footer is read to infer or
+        merge a schema.
 
         Raises BuildError: a column type this engine cannot map (named).
         """
@@ -236,12 +235,12 @@ class SparkEngine:
             key = tuple(f for d in table.days for f in d.files)
             if self._raw_files.get(table.name) == key:
                 continue
-            stored = [(c, spark_type_of(t, table.name)) for c, t in table.columns]
+            ddl = {c: f"{_qi(c)} {spark_type_of(t, table.name)}" for c, t in table.columns}
             if key:
-                files = ", ".join(f"{_qi(c)} {t}" for c, t in stored if c != "loaded_at")
-                df = self.spark.read.schema(files).parquet(*key).withColumn("loaded_at", F.current_timestamp())
+                in_files = ", ".join(d for c, d in ddl.items() if c != "loaded_at")
+                df = self.spark.read.schema(in_files).parquet(*key).withColumn("loaded_at", F.current_timestamp())
             else:
-                df = self.spark.createDataFrame([], ", ".join(f"{_qi(c)} {t}" for c, t in stored))
+                df = self.spark.createDataFrame([], ", ".join(ddl.values()))
             df.createOrReplaceTempView(raw_view(table.name))
             self._raw_files[table.name] = key
         return self._raw_rows_by_day(first, last) if count else {}
@@ -264,8 +263,8 @@ class SparkEngine:
             f"select '{name}' as name, snapshot_date, count(*) as n from {raw_view(name)} where {span} "
             f"group by snapshot_date" for name in sorted(self._raw_dated))
         for name, day, rows in sorted(self.spark.sql(counts).collect(), key=lambda r: (r[1], r[0])):
-            out.setdefault(day, {})[name] = int(rows)
-        return dict(sorted(out.items()))
+            out.setdefault(day, {})[name] = int(rows)  # days ascending, as the rows are sorted
+        return out
 
 
     # -------------------------------------------------------------- tests and reads

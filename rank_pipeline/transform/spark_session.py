@@ -32,12 +32,9 @@ SPARK_LAUNCHER_MODULES = ("jdk.incubator.vector",)
 ``org.apache.spark.launcher.JavaModuleOptions``), whether the runtime has them or not."""
 
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-"""Spark's limit on the tasks of a job listing folders. A model's table is stored by day (a folder a day), and
-past 32 folders (``spark.sql.sources.parallelPartitionDiscovery.threshold``) Spark lists them in a job of one task
-per folder up to this limit (10,000 by default): each table registered over a year of days ran 365 tasks. Capped at
-the session's default parallelism, a new session's registration of the 32 tables of a 365-day warehouse took 10 to
-11 s of wall time and 19 to 21 JVM CPU-seconds against 42 to 46 and 77 to 83 (``local[2]``, benchmarks/RESULTS.md,
-stop 69)."""
+"""The Spark setting that caps the tasks of a job listing a table's folders (Spark's default 10,000: one task a
+folder, 365 for a table stored by day over a year). :func:`spark_session` sets it to the session's default
+parallelism; measured in benchmarks/RESULTS.md, "A year of day folders listed in one task each"."""
 
 
 def _java_major(java: str) -> int | None:
@@ -166,4 +163,3 @@ def spark_session(master: str = DEFAULT_SPARK_MASTER, *, app_name: str = "rank-p
     if LISTING_PARALLELISM not in (conf or {}):
         spark.conf.set(LISTING_PARALLELISM, str(spark.sparkContext.defaultParallelism))
     return spark
-
