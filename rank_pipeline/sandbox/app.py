@@ -54,7 +54,7 @@ def list_keywords(request: Request) -> Response:
     domain_id = _owned_domain(request)
     if domain_id is None:
         return domain_not_found()
-    records = request.app.state.world.keywords(domain_id)
+    records = request.app.state.world.keywords(domain_id, shared=True)  # only read and encoded here
     url = request.query_params.get("results_organic_url")
     if url is not None:
         records = [r for r in records if r["attributes"]["results"]["organic"]["url"] == url]

@@ -147,3 +147,30 @@ def test_the_app_serves_vendor_d_usage_and_tags(make_client):
     domain_id = world.domains(account.account_id)[0]["id"]
     keywords = client.get(f"/v1/domains/{domain_id}/keywords", key=account.api_key).json()["data"]
     assert [decode_vendor_d("keywords", k) for k in keywords] == world.keywords(domain_id)
+
+
+def test_serving_keywords_in_every_shape_leaves_the_world_s_shared_records_unchanged(make_client):
+    """The app reads a domain's cached keyword records without copying them (``shared=True``): no shape's
+    conversion, no filter and no page may change them, or the next request would serve another world."""
+    import copy
+
+    config = WorldConfig(accounts=(AccountSpec("small", domains=1, keywords_per_domain=(30, 30)),))
+    world = World(config, today=TODAY)
+    account = world.account("small")
+    domain_id = world.domains(account.account_id)[0]["id"]
+    shared = world.keywords(domain_id, shared=True)
+    before = copy.deepcopy(shared)
+    assert world.keywords(domain_id, shared=True) is shared  # the cache's own list, not a copy
+    url = next(k["attributes"]["results"]["organic"]["url"] for k in before
+               if k["attributes"]["results"]["organic"]["url"])
+    ranking_there = [k for k in before if k["attributes"]["results"]["organic"]["url"] == url]
+    expected = {"?per_page=7&page=2": before[7:14], "?per_page=1000": before,
+                f"?results_organic_url={url}": ranking_there}
+    for shape in SHAPES:
+        client = make_client(create_app(world, shape=parse_shape(shape)))
+        for query, records in expected.items():
+            served = client.get(f"/v1/domains/{domain_id}/keywords{query}", key=account.api_key).json()["data"]
+            assert [k["id"] for k in served] == [k["id"] for k in records]
+            if shape == "default":
+                assert served == records
+    assert shared == before and world.keywords(domain_id) == before

@@ -101,14 +101,15 @@ class World:
         d = self._state.domain_of(account_id, domain_id)
         return rendering.domain_record(d) if d is not None else None
 
-    def keywords(self, domain_id: str, day: date | None = None) -> list[dict]:
+    def keywords(self, domain_id: str, day: date | None = None, *, shared: bool = False) -> list[dict]:
         """Keyword records of a domain existing on ``day``, in list order (docs/concepts/sandbox.md).
 
-        Position and URL are those of ``day``. An unknown domain id gives an empty list.
+        Position and URL are those of ``day``. An unknown domain id gives an empty list. Fresh copies, or
+        with ``shared`` the world's cached records, which the caller must not change.
         """
         day = day or self._state.today
         d = self._state.by_domain_id.get(domain_id)
-        return rendering.keyword_records(self._state, d, day) if d is not None else []
+        return rendering.keyword_records(self._state, d, day, shared=shared) if d is not None else []
 
     def keyword_ids(self, domain_id: str, day: date | None = None) -> list[str]:
         """Ids of the keywords existing on ``day`` (cheaper than :meth:`keywords`)."""

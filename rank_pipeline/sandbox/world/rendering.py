@@ -23,9 +23,9 @@ def domain_record(d: Domain) -> dict:
     return A.domain_record(d.id, domain=d.name, host=d.host, match_type=d.match_type, project_name=d.project_name)
 
 
-def keyword_record(state: WorldState, d: Domain, k: Keyword, day: date) -> dict:
+def keyword_record(state: WorldState, d: Domain, k: Keyword, day: date, captured: str | None = None) -> dict:
     """The keyword's record with its position, URL and capture time of ``day`` (position and URL None when
-    it does not rank or does not exist that day)."""
+    it does not rank or does not exist that day); ``captured``: ``A.captured_at(day)``, when the caller has it."""
     pos = position(state.config, k, day) if k.exists(day) else None
     location = _catalogue_location_by_code(k.engine, k.location_code)
     return A.keyword_record(
@@ -41,25 +41,27 @@ def keyword_record(state: WorldState, d: Domain, k: Keyword, day: date) -> dict:
         created_at=k.created_at,
         position=pos,
         url=ranking_url(state.config, k, day) if pos is not None else None,
-        captured=A.captured_at(day),
+        captured=captured or A.captured_at(day),
     )
 
 
-def keyword_records(state: WorldState, d: Domain, day: date) -> list[dict]:
+def keyword_records(state: WorldState, d: Domain, day: date, *, shared: bool = False) -> list[dict]:
     """Records of the domain's keywords existing on ``day``, ordered by (keyword text, engine, device,
-    location code, language code, id)."""
+    location code, language code, id): fresh copies, or with ``shared`` the cached records themselves,
+    which the caller must not change (the app's read path only encodes them)."""
     with state.lock:
         key = ("kw", d.id, day, d.version)
         cached = state.records.get(key)
         if cached is None:
             kws = sorted(existing_keywords(state, d, day), key=lambda k: (*k.combination(), k.id))
-            cached = [keyword_record(state, d, k, day) for k in kws]
+            captured = A.captured_at(day)
+            cached = [keyword_record(state, d, k, day, captured) for k in kws]
             state.records[key] = cached
             while len(state.records) > _RECORD_LISTS_KEPT:
                 state.records.popitem(last=False)
         else:
             state.records.move_to_end(key)
-    return _copy_records(cached)
+    return cached if shared else _copy_records(cached)
 
 
 def competitor_records(state: WorldState, d: Domain, day: date) -> list[dict]:
