@@ -23,7 +23,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -209,14 +209,20 @@ def test_every_dashboard_renders_with_data_and_filters_change_the_numbers(first_
     # the run history (ops.run_history): the demo's one run over its days, none failed, the last success's day
     with duckdb.connect(str(published), read_only=True) as con:
         runs, failed = con.execute(RUNS).fetchone()
-        last_day_run = con.execute("select max(snapshot_date) from ops.run_history where status = 'success'"
-                                   ).fetchone()[0]
+        # the run that ended last among the successes, and the last day it ran (not the last day of any run: here
+        # the billing-cycle run ends last, over days before the demo's)
+        last_ended, last_day_run = con.execute(
+            "select ended_at, snapshot_date from ops.run_history where status = 'success' "
+            "order by ended_at desc, snapshot_date desc limit 1").fetchone()
         run_days = con.execute("select count(distinct snapshot_date) from ops.run_history").fetchone()[0]
     # the demo's one run over its days, and the one run over the days closing a billing cycle (conftest.demo_data)
     assert (runs, failed, run_days) == (1 + 1, 0, days)
     assert number(chart(seen["data-health"], "Pipeline runs")["value"]) == runs
     assert number(chart(seen["data-health"], "Failed runs")["value"]) == failed
-    assert last_day_run.isoformat() in chart(seen["data-health"], "Last successful run")["text"]
+    last_success = chart(seen["data-health"], "Last successful run")["text"].split("\n")[-1].split("\t")
+    shown_end = datetime.strptime(last_success[0], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    assert last_success[1] == last_day_run.isoformat(), last_success
+    assert abs(shown_end - last_ended) < timedelta(seconds=1), (last_success, last_ended)  # the format drops the µs
 
 
 WINNER, LOSER = "#1a9850", "#d73027"  # dashboards.yml colors
