@@ -26,6 +26,7 @@ from rank_pipeline.snapshots.schema import (
     MANIFEST_NAME,
     SnapshotError,
     arrow_schema,
+    check_resource,
     empty_table,
     partition_dir,
 )
@@ -239,7 +240,6 @@ def raw_tables(roots: Sequence[Path | str | Store], first: date | None, last: da
     return [*tables, RawTable(KEYWORDS_FILE, raw_columns(KEYWORDS_FILE))]
 
 
-@cache
 def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
     """``((column, DuckDB type), ...)`` of ``raw.<table>`` as the warehouse creates it, in table order (the
     models folder declares the same in ``sources:`` (``sources/raw.yml``); a test holds the two equal).
@@ -247,13 +247,20 @@ def raw_columns(table: str) -> tuple[tuple[str, str], ...]:
     Raises:
         rank_pipeline.snapshots.schema.SnapshotError: ``table`` is neither an endpoint nor the keywords file's.
     """
+    if table != KEYWORDS_FILE:
+        check_resource(table)
+    return _every_raw_table_s_columns()[table]
+
+
+@cache
+def _every_raw_table_s_columns() -> dict[str, tuple[tuple[str, str], ...]]:
+    """:func:`raw_columns` of every raw table, all created once in one in-memory database (a connection costs
+    tens of milliseconds, paid once a process)."""
     with duckdb.connect(":memory:") as con:
         con.execute(f"create schema {RAW_SCHEMA}")
-        if table == KEYWORDS_FILE:
-            ensure_keywords_file_table(con)
-        else:
-            ensure_raw_table(con, table)
-        return tuple(table_columns(con, RAW_SCHEMA, table).items())
+        for resource in ENDPOINTS:
+            ensure_raw_table(con, resource)  # the keywords file's table too
+        return {table: tuple(table_columns(con, RAW_SCHEMA, table).items()) for table in (*ENDPOINTS, KEYWORDS_FILE)}
 
 
 def _roots(snapshots: Path | str | Store | Sequence[Path | str | Store]) -> list[Path | str | Store]:
