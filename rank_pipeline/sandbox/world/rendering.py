@@ -1,6 +1,7 @@
 """The world's records as served: JSON:API dicts (:mod:`rank_pipeline.sandbox.assumptions`), fresh copies.
 
-A domain's keyword records of a day are cached (64 lists; a write bumps the domain's version).
+A domain's keyword records of a day are cached (64 lists; a write bumps the domain's version); the app's list
+route reads the cached records themselves (``shared``), which nothing changes.
 """
 
 from __future__ import annotations
