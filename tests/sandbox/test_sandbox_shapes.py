@@ -4,6 +4,7 @@ created at runtime included), and the app serves them, the usage object included
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -152,8 +153,6 @@ def test_the_app_serves_vendor_d_usage_and_tags(make_client):
 def test_serving_keywords_in_every_shape_leaves_the_world_s_shared_records_unchanged(make_client):
     """The app reads a domain's cached keyword records without copying them (``shared=True``): no shape's
     conversion, no filter and no page may change them, or the next request would serve another world."""
-    import copy
-
     config = WorldConfig(accounts=(AccountSpec("small", domains=1, keywords_per_domain=(30, 30)),))
     world = World(config, today=TODAY)
     account = world.account("small")
