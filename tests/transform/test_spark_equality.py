@@ -83,7 +83,7 @@ def _rows(table) -> tuple[list[str], list[tuple]]:
 
 def assert_same_relation(duck_con, engine: SparkEngine, schema: str, name: str) -> int:
     """Assert DuckDB's and Spark's ``schema.name`` hold the same rows; return the row count."""
-    duck_names, duck = _rows(duck_con.execute(f'select * from "{schema}"."{name}"').to_arrow_table())
+    duck_names, duck = _rows(duck_con.sql(f'select * from "{schema}"."{name}"').to_arrow_table())
     spark_names, spk = _rows(engine.to_arrow(schema, name))
     assert spark_names == duck_names, f"{schema}.{name}: columns differ: {spark_names} vs {duck_names}"
     assert len(spk) == len(duck), f"{schema}.{name}: {len(spk)} rows on Spark, {len(duck)} on DuckDB"
