@@ -70,10 +70,11 @@ demo: env-runtime
 	$(BIN)/rank-pipeline demo --days 7
 
 ## The whole test suite (installs the dashboards' Superset venv and chromium first, for the browser test).
-## make lint runs first, beside those installs (test-services): a style or type finding fails it before
-## anything is tested. From a fresh clone its mypy is about 15 s of one core, the installs mostly the other's.
-## Four workers on two cores: about half of the suite's time is waiting (a daemon's ticks, a freshness
-## window, a server or a cluster starting), which the other workers fill. Each xdist_group runs whole on one
+## make lint runs beside those installs (test-services), before pytest: a style or type finding fails it
+## before anything is tested. From a fresh clone its mypy is about 15 s of one core, the installs mostly the other's.
+## Four workers on two cores: a worker waiting (a daemon's ticks, a freshness window, a server or a cluster
+## starting) leaves its core to the others, and the two cores stay busy nearly throughout (benchmarks/RESULTS.md,
+## "make test and make test-fast, fresh clone"). Each xdist_group runs whole on one
 ## worker, the heaviest first (tests/work_units.py, applied by tests/conftest.py; --no-loadscope-reorder keeps that order).
 PYTEST_XDIST := --dist loadgroup --no-loadscope-reorder
 test: env
