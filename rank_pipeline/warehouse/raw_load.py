@@ -260,7 +260,8 @@ def _every_raw_table_s_columns() -> dict[str, tuple[tuple[str, str], ...]]:
         con.execute(f"create schema {RAW_SCHEMA}")
         for resource in ENDPOINTS:
             ensure_raw_table(con, resource)  # the keywords file's table too
-        return {table: tuple(table_columns(con, RAW_SCHEMA, table).items()) for table in (*ENDPOINTS, KEYWORDS_FILE)}
+        names = [qualified.removeprefix(f"{RAW_SCHEMA}.") for qualified in SOURCE_TABLES]
+        return {name: tuple(table_columns(con, RAW_SCHEMA, name).items()) for name in names}
 
 
 def _roots(snapshots: Path | str | Store | Sequence[Path | str | Store]) -> list[Path | str | Store]:
