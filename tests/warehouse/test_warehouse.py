@@ -13,10 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rank_pipeline.snapshots.schema import ENDPOINTS, arrow_schema, partition_dir
+from rank_pipeline.snapshots.schema import ENDPOINTS, SnapshotError, arrow_schema, partition_dir
 from rank_pipeline.snapshots.writer import SnapshotWriter
 from rank_pipeline.warehouse.errors import LoadError, PublishError, SnapshotMissingError, WarehouseError
-from rank_pipeline.warehouse.raw_load import load_partition, reload_raw_from_snapshots
+from rank_pipeline.warehouse.raw_load import (
+    KEYWORDS_FILE,
+    load_partition,
+    raw_columns,
+    reload_raw_from_snapshots,
+)
 from rank_pipeline.warehouse.warehouse_file import Warehouse
 
 DAY1 = date(2026, 11, 20)
@@ -88,6 +93,22 @@ def test_load_creates_raw_tables_with_contract_columns_and_json_attributes(tmp_p
                         "from raw.usage order by id").fetchall()
     assert usage == [(100, 0), (99, 2), (98, 4)]
     assert con.execute("select count(*) from raw.tags").fetchone() == (0,)
+
+
+def test_raw_columns_are_the_loaded_tables_columns_and_an_unknown_table_is_a_snapshot_error(tmp_path):
+    """:func:`raw_columns` (every table's columns made once a process) gives each raw table's columns as a load
+    creates them, and refuses a name that is neither an endpoint nor the keywords file's table, every time."""
+    snaps = tmp_path / "snapshots"
+    write_day(snaps, DAY1, {"keywords": 2})
+    con = Warehouse(tmp_path / "b.duckdb", tmp_path / "p.duckdb").connect()
+    load_partition(con, snaps, DAY1)
+    for table in (*ENDPOINTS, KEYWORDS_FILE):
+        loaded = con.execute("select column_name, data_type from information_schema.columns where "
+                             "table_schema = 'raw' and table_name = ? order by ordinal_position", [table]).fetchall()
+        assert list(raw_columns(table)) == loaded and loaded, table
+    for _ in range(2):  # the cache of the known tables does not answer for an unknown one
+        with pytest.raises(SnapshotError, match="unknown resource 'rankings'; expected one of domains"):
+            raw_columns("rankings")
 
 
 def test_reload_is_idempotent_and_other_partitions_are_untouched(tmp_path):
